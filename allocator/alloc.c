@@ -1,0 +1,355 @@
+/* alloc.c - the slow paths of allocation and deallocation.
+ *
+ * Reached from the fast paths (alloc_inline.h) when the thread cache list is
+ * empty or full, the sampler fires, the thread has no cache yet, the size is
+ * large, or the checker records every allocation (then the fast paths are
+ * disabled by holding every list capacity at 0 and sample_left negative).
+ *
+ * Sampled objects (sampler on, checker off) get a page-granular LARGE span
+ * of their own with the stack id in the span, so the free fast path (class
+ * != 0) never has to look for a sample.  In checker mode every small object
+ * has an 8-byte record in its span's objmeta array: stack id, epoch, flags.
+ *
+ * `ra` is the return address of the exported entry point: the first frame of
+ * a recorded stack, so allocator frames never show up in reports.
+ * Locks: none of its own except hci_sampled_lock (sampled-span list). */
+#include <errno.h>
+#include <string.h>
+
+#include "alloc_inline.h"
+
+int hci_record_all;
+_Atomic uint16_t hci_epoch = 1;
+hci_lock_t hci_sampled_lock;
+hc_span_t hci_sampled_spans = {.snext = &hci_sampled_spans, .sprev = &hci_sampled_spans};
+
+/* Requests above this fail with ENOMEM at once (no huge mapping attempts). */
+#define HC_MAX_REQUEST ((size_t)1 << 46)
+
+// ---- errors ----
+
+static hc_cold hc_noinline void bad_pointer(const char *fn, const void *p, uintptr_t ra, const char *why) {
+  hci_fatal("%s(): invalid pointer %p (%s); called from %p", fn, p, why, (void *)ra);
+}
+
+static hc_cold hc_noinline void double_free(const char *fn, const void *p, uintptr_t ra) {
+  hci_fatal("%s(): double free of %p; called from %p", fn, p, (void *)ra);
+}
+
+// ---- stacks ----
+
+uint32_t hci_capture_stack_from(uintptr_t ra) {
+  uintptr_t pcs[HC_MAX_STACK_DEPTH];
+  int n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
+  int i = 0;
+  while (i < n && pcs[i] != ra) i++;
+  if (i == n) { /* the unwinder did not reach the entry point: keep what we know */
+    pcs[0] = ra;
+    return hci_depot_put(pcs, ra ? 1 : 0);
+  }
+  return hci_depot_put(pcs + i, n - i);
+}
+
+uint32_t hci_capture_stack(void) {
+  uintptr_t pcs[HC_MAX_STACK_DEPTH];
+  int n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
+  return hci_depot_put(pcs, n);
+}
+
+/* Stack id for a new object, guarded against re-entry from the unwinder. */
+static uint32_t record_stack(hc_tcache_t *tc, uintptr_t ra) {
+  if (!tc || tc->in_alloc) return HC_STACK_UNKNOWN;
+  tc->in_alloc = 1;
+  uint32_t id = hci_capture_stack_from(ra);
+  tc->in_alloc = 0;
+  return id;
+}
+
+static uint16_t new_flags(hc_tcache_t *tc, size_t slack) {
+  uint16_t f = (uint16_t)(slack & HC_OBJ_SLACK_MASK);
+  if (tc && tc->disable_depth > 0) f |= HC_OBJ_IGNORED;
+  return f;
+}
+
+static inline uint32_t object_index(uintptr_t p, uintptr_t e, unsigned cls) {
+  return (uint32_t)((hc_span_offset(p, e) * hci_classes[cls].recip) >> 48);
+}
+
+/* Checker mode: fill the record of a small object. */
+static void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size, uintptr_t ra) {
+  uintptr_t e = hci_pagemap_entry((uintptr_t)p);
+  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+  if (!s->objmeta) return; /* span made before recording began */
+  hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, e, cls)];
+  m->stack_id = record_stack(tc, ra);
+  m->epoch = atomic_load_explicit(&hci_epoch, memory_order_relaxed);
+  atomic_store_explicit(&m->xflags, new_flags(tc, hci_classes[cls].size - size), memory_order_relaxed);
+}
+
+// ---- small objects ----
+
+/* Pops an object of class cls from tc (refilling it), or straight from
+ * central when the thread has no cache. */
+static void *pop_small(hc_tcache_t *tc, unsigned cls) {
+  if (!tc) {
+    void *head;
+    return hci_central_remove(cls, &head, 1) ? head : NULL;
+  }
+  hc_tc_list_t *l = &tc->lists[cls];
+  void *p = l->head;
+  if (p) {
+    l->head = *(void **)p;
+    l->len--;
+    return p;
+  }
+  return hci_tc_refill(tc, cls);
+}
+
+static void push_small(hc_tcache_t *tc, unsigned cls, void *p) {
+  if (!tc) {
+    *(void **)p = NULL;
+    hci_central_insert(cls, p, 1);
+    return;
+  }
+  hc_tc_list_t *l = &tc->lists[cls];
+  if (l->len >= tc->cap[cls]) hci_tc_overflow(tc, cls);
+  *(void **)p = l->head;
+  l->head = p;
+  l->len++;
+}
+
+// ---- large and sampled objects ----
+
+static void sampled_link(hc_span_t *s) {
+  hci_lock(&hci_sampled_lock);
+  s->snext = hci_sampled_spans.snext;
+  s->sprev = &hci_sampled_spans;
+  hci_sampled_spans.snext->sprev = s;
+  hci_sampled_spans.snext = s;
+  hci_unlock(&hci_sampled_lock);
+}
+
+static void sampled_unlink(hc_span_t *s) {
+  hci_lock(&hci_sampled_lock);
+  s->sprev->snext = s->snext;
+  s->snext->sprev = s->sprev;
+  s->snext = s->sprev = NULL;
+  hci_unlock(&hci_sampled_lock);
+}
+
+/* A LARGE span holding one object of `size` bytes.  sampled: weight > 0. */
+static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintptr_t ra, uint64_t weight,
+                               bool zero) {
+  size_t npages = (size + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
+  if (npages == 0) npages = 1;
+  hc_span_t *s = align > HC_PAGE_SIZE ? hci_ph_alloc_aligned(npages, align) : hci_ph_alloc(npages);
+  if (!s) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  s->req_size = size;
+  s->meta.epoch = atomic_load_explicit(&hci_epoch, memory_order_relaxed);
+  atomic_store_explicit(&s->meta.xflags, new_flags(tc, 0), memory_order_relaxed);
+  if (weight || hci_record_all) s->meta.stack_id = record_stack(tc, ra);
+  if (zero && !s->is_zeroed) memset((void *)s->start, 0, size);
+  if (weight) {
+    s->is_sampled = 1;
+    s->weight = weight;
+    s->alloc_time = hci_os_now_ns();
+    sampled_link(s);
+  }
+  return (void *)s->start;
+}
+
+// ---- the slow path ----
+
+/* Smallest class whose objects are all aligned to align (<= page size). */
+static unsigned aligned_class(size_t size, size_t align) {
+  if (size < align) size = align;
+  if (size > HC_MAX_SMALL) return 0;
+  for (unsigned c = hci_size_class(size); c < HC_NUM_CLASSES; c++)
+    if ((hci_classes[c].size & (align - 1)) == 0) return c;
+  return 0;
+}
+
+static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, bool zero) {
+  hci_ensure_init();
+  if (hc_unlikely(size > HC_MAX_REQUEST)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  hc_tcache_t *tc = hci_tc_get();
+  /* Charge the sampler (unless the fast path did already). */
+  bool sample = false;
+  if (tc) {
+    if (!(flags & HC_SLOW_SAMPLE_CHARGED)) tc->sample_left -= (int64_t)size;
+    if (tc->sample_left < 0) {
+      if (hci_record_all) {
+        tc->sample_left = INT64_MIN / 2;
+      } else {
+        uint64_t interval = tc->sample_interval;
+        tc->sample_left = (int64_t)hci_sampler_next_gap(tc);
+        sample = interval != 0 && !tc->in_alloc;
+      }
+    }
+  }
+  unsigned cls = align <= 16 ? (size <= HC_MAX_SMALL ? hci_size_class(size) : 0)
+                 : align <= HC_PAGE_SIZE ? aligned_class(size, align) : 0;
+  if (sample || cls == 0) {
+    uint64_t weight = sample ? (tc->sample_interval ? tc->sample_interval : 1) : 0;
+    return alloc_span_object(tc, size, align, ra, weight, zero);
+  }
+  void *p = pop_small(tc, cls);
+  if (hc_unlikely(!p)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (hci_record_all) record_small(tc, p, cls, size, ra);
+  if (zero) memset(p, 0, size);
+  return p;
+}
+
+void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
+  return alloc_generic(size, 0, ra, flags, false);
+}
+
+// ---- free ----
+
+static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
+  if (s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p) {
+    if (s->state == HC_SPAN_FREE) double_free("free", p, ra);
+    bad_pointer("free", p, ra, "not the start of a heapcheck object");
+  }
+  if (hci_record_all && s->meta.stack_id == HC_STACK_NONE && !s->is_sampled) {
+    /* a record that was made and cleared: freed twice while in use? */
+  }
+  s->meta.stack_id = HC_STACK_NONE;
+  if (s->is_sampled) sampled_unlink(s);
+  hci_ph_free(s);
+}
+
+static void free_small(void *p, uintptr_t e, unsigned cls, uintptr_t ra) {
+  const hc_class_info_t *ci = &hci_classes[cls];
+  uintptr_t off = hc_span_offset((uintptr_t)p, e);
+  uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
+  if (hc_unlikely((uintptr_t)idx * ci->size != off || idx >= ci->objs))
+    bad_pointer("free", p, ra, "not the start of a heapcheck object");
+  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+  hc_tcache_t *tc = hci_tc_get();
+  if (s->objmeta) {
+    hc_objmeta_t *m = &s->objmeta[idx];
+    if (hc_unlikely(m->stack_id == HC_STACK_NONE)) double_free("free", p, ra);
+    m->stack_id = HC_STACK_NONE;
+    atomic_store_explicit(&m->xflags, 0, memory_order_relaxed);
+  } else if (tc && tc->lists[cls].head == p) {
+    double_free("free", p, ra);
+  }
+  push_small(tc, cls, p);
+}
+
+void hci_free_slow(void *p, uintptr_t e, uintptr_t ra) {
+  if (!p) return;
+  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+  if (hc_unlikely(!s)) bad_pointer("free", p, ra, "not allocated by heapcheck");
+  unsigned cls = hci_entry_class(e);
+  if (cls) free_small(p, e, cls, ra);
+  else free_large(s, p, ra);
+}
+
+// ---- sizes ----
+
+size_t hci_usable_size(const void *p) {
+  if (!p) return 0;
+  uintptr_t e = hci_pagemap_entry((uintptr_t)p);
+  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+  unsigned cls = hci_entry_class(e);
+  if (cls) return hci_classes[cls].size;
+  if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
+    bad_pointer("malloc_usable_size", p, HC_RA(), "not allocated by heapcheck");
+  return s->npages << HC_PAGE_SHIFT;
+}
+
+size_t hci_requested_size(const void *p) {
+  uintptr_t e = hci_pagemap_entry((uintptr_t)p);
+  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+  unsigned cls = hci_entry_class(e);
+  if (!s) return 0;
+  if (!cls) return s->req_size;
+  if (!s->objmeta) return hci_classes[cls].size;
+  hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, e, cls)];
+  return hci_classes[cls].size - (atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK);
+}
+
+/* Records a new requested size for an object kept in place by realloc. */
+static void set_requested_size(void *p, size_t size) {
+  uintptr_t e = hci_pagemap_entry((uintptr_t)p);
+  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+  unsigned cls = hci_entry_class(e);
+  if (!cls) {
+    s->req_size = size;
+    return;
+  }
+  if (!s->objmeta) return;
+  hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, e, cls)];
+  uint16_t f = atomic_load_explicit(&m->xflags, memory_order_relaxed);
+  f = (uint16_t)((f & ~HC_OBJ_SLACK_MASK) | ((hci_classes[cls].size - size) & HC_OBJ_SLACK_MASK));
+  atomic_store_explicit(&m->xflags, f, memory_order_relaxed);
+}
+
+// ---- internal entry points used by override.c ----
+
+void *hci_malloc_ra(size_t size, uintptr_t ra) { return hc_malloc_fast(size, ra); }
+
+void hci_free_ra(void *p, uintptr_t ra) { hc_free_fast(p, ra); }
+
+void *hci_calloc_ra(size_t n, size_t size, uintptr_t ra) {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return alloc_generic(total, 0, ra, 0, true);
+}
+
+void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra) {
+  if (align <= 16) return hc_malloc_fast(size, ra);
+  if (size > HC_MAX_REQUEST || align > HC_MAX_REQUEST) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return alloc_generic(size, align, ra, 0, false);
+}
+
+void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
+  if (!p) return hc_malloc_fast(size, ra);
+  if (size == 0) {
+    hc_free_fast(p, ra);
+    return NULL;
+  }
+  uintptr_t e = hci_pagemap_entry((uintptr_t)p);
+  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+  unsigned cls = hci_entry_class(e);
+  size_t usable;
+  if (cls) {
+    uintptr_t off = hc_span_offset((uintptr_t)p, e);
+    if (!hc_is_object_start(off, &hci_classes[cls]))
+      bad_pointer("realloc", p, ra, "not the start of a heapcheck object");
+    usable = hci_classes[cls].size;
+  } else {
+    if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
+      bad_pointer("realloc", p, ra, s && s->state == HC_SPAN_FREE ? "already freed" : "not allocated by heapcheck");
+    usable = s->npages << HC_PAGE_SHIFT;
+  }
+  /* Keep the block when the new size fits and wastes at most half of it;
+   * sampled blocks move so the profile keeps exact sizes. */
+  if (size <= usable && size >= usable / 2 && !(s && !cls && s->is_sampled)) {
+    if (hci_record_all) set_requested_size(p, size);
+    return p;
+  }
+  void *q = hc_malloc_fast(size, ra);
+  if (!q) return NULL;
+  size_t old = hci_record_all ? hci_requested_size(p) : usable;
+  memcpy(q, p, old < size ? old : size);
+  hc_free_fast(p, ra);
+  return q;
+}

@@ -1,0 +1,172 @@
+/* central.c - per-class central free lists with a transfer cache.
+ *
+ * Thread caches move objects in batches of hci_classes[c].batch.  A full
+ * batch is kept whole in a transfer slot (O(1) both ways: the common case
+ * when one thread frees what another allocates).  Otherwise objects go back
+ * to their spans; a span whose objects are all free returns to the page
+ * heap.  Spans are carved lazily, so a new span touches only the memory it
+ * hands out.
+ *
+ * Lock: central[c].lock.  The page heap is never called with it held
+ * (populating and returning spans happen after unlocking), so centrals and
+ * the page heap never nest. */
+#include "hc_internal.h"
+
+hc_central_t hci_central[HC_NUM_CLASSES];
+
+static void span_list_init(hc_span_t *h) {
+  if (!h->next) h->next = h->prev = h;
+}
+static void span_list_remove(hc_span_t *s) {
+  s->prev->next = s->next;
+  s->next->prev = s->prev;
+  s->next = s->prev = NULL;
+}
+static void span_list_push(hc_span_t *h, hc_span_t *s) {
+  s->next = h->next;
+  s->prev = h;
+  h->next->prev = s;
+  h->next = s;
+}
+
+/* requires: lock.  Takes up to n objects out of spans, prepending them to *head. */
+static int take_from_spans(hc_central_t *c, unsigned cls, void **head, int n) {
+  const hc_class_info_t *ci = &hci_classes[cls];
+  int got = 0;
+  while (got < n && c->spans.next != &c->spans) {
+    hc_span_t *s = c->spans.next;
+    while (got < n && s->freelist) {
+      void *p = s->freelist;
+      s->freelist = *(void **)p;
+      *(void **)p = *head;
+      *head = p;
+      s->allocated++;
+      got++;
+    }
+    while (got < n && s->carved < ci->objs) {
+      void *p = (void *)(s->start + (uintptr_t)s->carved++ * ci->size);
+      *(void **)p = *head;
+      *head = p;
+      s->allocated++;
+      got++;
+    }
+    if (!s->freelist && s->carved == ci->objs) span_list_remove(s); /* full */
+  }
+  c->free_objs -= (size_t)got;
+  return got;
+}
+
+/* Gets a new span for cls from the page heap.  requires: no central lock. */
+static hc_span_t *new_span(unsigned cls) {
+  const hc_class_info_t *ci = &hci_classes[cls];
+  hc_span_t *s = hci_ph_alloc(ci->pages);
+  if (!s) return NULL;
+  s->state = HC_SPAN_SMALL;
+  s->cls = (uint8_t)cls;
+  s->freelist = NULL;
+  s->allocated = 0;
+  s->carved = 0;
+  if (hci_record_all) {
+    s->objmeta = hci_meta_alloc(ci->objs * sizeof(hc_objmeta_t));
+    if (!s->objmeta) {
+      hci_ph_free(s);
+      return NULL;
+    }
+  }
+  hci_ph_set_class(s, cls);
+  return s;
+}
+
+static void free_span(hc_span_t *s) {
+  if (s->objmeta) hci_meta_free(s->objmeta, hci_classes[s->cls].objs * sizeof(hc_objmeta_t));
+  s->objmeta = NULL;
+  hci_ph_set_class(s, 0);
+  hci_ph_free(s);
+}
+
+int hci_central_remove(unsigned cls, void **head, int n) {
+  hc_central_t *c = &hci_central[cls];
+  *head = NULL;
+  hci_lock(&c->lock);
+  span_list_init(&c->spans);
+  if (n == hci_classes[cls].batch && c->nbatches) {
+    *head = c->slots[--c->nbatches];
+    hci_unlock(&c->lock);
+    return n;
+  }
+  int got = take_from_spans(c, cls, head, n);
+  hci_unlock(&c->lock);
+  if (got) return got;
+  hc_span_t *s = new_span(cls);
+  if (!s) return 0;
+  hci_lock(&c->lock);
+  span_list_push(&c->spans, s);
+  c->nspans++;
+  c->span_allocs++;
+  c->free_objs += hci_classes[cls].objs;
+  got = take_from_spans(c, cls, head, n);
+  hci_unlock(&c->lock);
+  return got;
+}
+
+/* requires: lock.  Returns one object to its span; collects emptied spans. */
+static void return_to_span(hc_central_t *c, unsigned cls, void *p, hc_span_t **empty) {
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+  bool was_full = !s->freelist && s->carved == hci_classes[cls].objs;
+  *(void **)p = s->freelist;
+  s->freelist = p;
+  s->allocated--;
+  c->free_objs++;
+  if (s->allocated == 0) {
+    if (!was_full) span_list_remove(s);
+    c->free_objs -= s->carved;
+    c->nspans--;
+    s->next = *empty; /* reuse the link: the span is off every list now */
+    *empty = s;
+  } else if (was_full) {
+    span_list_push(&c->spans, s);
+  }
+}
+
+void hci_central_insert(unsigned cls, void *head, int n) {
+  hc_central_t *c = &hci_central[cls];
+  hc_span_t *empty = NULL;
+  hci_lock(&c->lock);
+  span_list_init(&c->spans);
+  if (n == hci_classes[cls].batch && c->nbatches < HC_TRANSFER_SLOTS) {
+    c->slots[c->nbatches++] = head;
+    hci_unlock(&c->lock);
+    return;
+  }
+  while (head) {
+    void *next = *(void **)head;
+    return_to_span(c, cls, head, &empty);
+    head = next;
+  }
+  hci_unlock(&c->lock);
+  while (empty) {
+    hc_span_t *next = empty->next;
+    empty->next = NULL;
+    free_span(empty);
+    empty = next;
+  }
+}
+
+size_t hci_central_free_objects(unsigned cls) {
+  hc_central_t *c = &hci_central[cls];
+  return c->free_objs + (size_t)c->nbatches * hci_classes[cls].batch;
+}
+
+void hci_central_drain(void) {
+  for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+    hc_central_t *c = &hci_central[cls];
+    for (;;) {
+      hci_lock(&c->lock);
+      void *batch = c->nbatches ? c->slots[--c->nbatches] : NULL;
+      hci_unlock(&c->lock);
+      if (!batch) break;
+      /* Not a full-batch insert (n = 0 never matches): goes to the spans. */
+      hci_central_insert(cls, batch, 0);
+    }
+  }
+}

@@ -1,0 +1,52 @@
+/* hc_config.h - compile-time limits of the allocator and the checker.
+ *
+ * Every number another module derives a size from lives here, with the
+ * static assertions that tie them together.  Nothing in this file depends
+ * on the architecture except HC_ADDRESS_BITS (x86-64 and aarch64 both use
+ * 48-bit user addresses with 4-level page tables). */
+#ifndef HC_CONFIG_H
+#define HC_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- pages and spans ---- */
+#define HC_PAGE_SHIFT 13                        /* 8 KiB allocator pages */
+#define HC_PAGE_SIZE ((size_t)1 << HC_PAGE_SHIFT)
+#define HC_ADDRESS_BITS 48                      /* user-space virtual address width */
+#define HC_PAGE_BITS (HC_ADDRESS_BITS - HC_PAGE_SHIFT) /* 35 bits of page number */
+
+/* 2-level pagemap: root indexed by the high bits, leaves by the low bits. */
+#define HC_PM_LEAF_BITS 18
+#define HC_PM_ROOT_BITS (HC_PAGE_BITS - HC_PM_LEAF_BITS)
+#define HC_PM_LEAF_LEN ((size_t)1 << HC_PM_LEAF_BITS)
+#define HC_PM_ROOT_LEN ((size_t)1 << HC_PM_ROOT_BITS)
+
+/* ---- size classes ---- */
+#define HC_MIN_ALIGN 16                         /* every object is 16-byte aligned */
+#define HC_MAX_SMALL ((size_t)256 * 1024)        /* largest size served by a class */
+#define HC_NUM_CLASSES 97                       /* class 0 = "not small" (large span) */
+#define HC_CLASS_LOOKUP_LEN 2105                /* see hci_size_to_class() */
+
+/* ---- page heap ---- */
+#define HC_PH_EXACT_LISTS 128                   /* free lists for runs of 1..128 pages */
+#define HC_HEAP_GROW_MIN ((size_t)2 << 20)      /* map at least 2 MiB from the OS at a time */
+
+/* ---- thread caches ---- */
+#define HC_TC_BUDGET_TOTAL ((size_t)32 << 20)   /* bytes held by all thread caches together */
+#define HC_TC_BUDGET_MIN ((size_t)512 << 10)    /* the least one thread cache may hold */
+#define HC_TC_BUDGET_MAX ((size_t)4 << 20)      /* the most one thread cache may hold */
+
+/* ---- stacks ---- */
+#define HC_MAX_STACK_DEPTH 64
+#define HC_DEFAULT_SAMPLE_INTERVAL 524288
+
+/* ---- metadata arena ---- */
+#define HC_META_CHUNK ((size_t)4 << 20)         /* meta arena grows by this much */
+
+_Static_assert(HC_PM_ROOT_BITS + HC_PM_LEAF_BITS == HC_PAGE_BITS, "pagemap covers the address space");
+_Static_assert(HC_MAX_SMALL % HC_PAGE_SIZE == 0, "largest class is whole pages");
+_Static_assert((HC_PAGE_SIZE & (HC_PAGE_SIZE - 1)) == 0, "page size is a power of two");
+_Static_assert(HC_MIN_ALIGN >= 2 * sizeof(void *), "objects hold two links (batch transfer)");
+
+#endif

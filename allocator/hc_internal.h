@@ -1,0 +1,310 @@
+/* hc_internal.h - hidden cross-module interface of libheapcheck.
+ *
+ * Prototypes are grouped by the .c file that defines them.  Everything here
+ * has hidden visibility (the library is built with -fvisibility=hidden);
+ * only include/heapcheck.h and the malloc family are exported.
+ *
+ * Rules for every module (see docs/design.md):
+ *  - never call malloc, stdio, getenv or anything that may take a libc lock
+ *    from allocator code, signal handlers or while the world is stopped;
+ *    use hci_meta_alloc, hci_printf/hci_snprintf and hci_env_* instead;
+ *  - errors in the user's use of the heap go through hci_fatal (one line, abort).
+ */
+#ifndef HC_INTERNAL_H
+#define HC_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hc_config.h"
+#include "hc_types.h"
+
+#define hc_likely(x) __builtin_expect(!!(x), 1)
+#define hc_unlikely(x) __builtin_expect(!!(x), 0)
+#define hc_noinline __attribute__((noinline))
+#define hc_cold __attribute__((cold))
+#define hc_unused __attribute__((unused))
+#define hc_public __attribute__((visibility("default")))
+#define HC_TLS __attribute__((tls_model("initial-exec"))) __thread
+
+/* Architecture-specific bits live here and in os.c, unwind*.c, checker/tls.c, checker/stop_signal.c. */
+static inline void hci_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Always-on cheap integrity check. */
+#define HC_CHECK(cond, ...) \
+  do { if (hc_unlikely(!(cond))) hci_fatal(__VA_ARGS__); } while (0)
+
+/* ======================= lock.c ======================= */
+void hci_lock_slow(hci_lock_t *l);
+void hci_unlock_slow(hci_lock_t *l);
+static inline void hci_lock(hci_lock_t *l) {
+  int expected = 0;
+  if (hc_unlikely(!atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1,
+                                                           memory_order_acquire, memory_order_relaxed)))
+    hci_lock_slow(l);
+}
+static inline void hci_unlock(hci_lock_t *l) {
+  if (hc_unlikely(atomic_exchange_explicit(&l->xstate, 0, memory_order_release) == 2))
+    hci_unlock_slow(l);
+}
+static inline bool hci_trylock(hci_lock_t *l) {
+  int expected = 0;
+  return atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1, memory_order_acquire,
+                                                 memory_order_relaxed);
+}
+/* After fork in the child: the lock is free whatever its state was. */
+static inline void hci_lock_reset(hci_lock_t *l) { atomic_store_explicit(&l->xstate, 0, memory_order_relaxed); }
+
+/* ======================= output.c ======================= */
+/* A printf subset that never allocates: %s %c %d %i %u %x %X %p %%, with
+ * flags '-' '0', a width, precision (.N and .* for %s), length l ll z j t. */
+int hci_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+int hci_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* write(2) the whole buffer, retrying on EINTR and short writes; errno is preserved. */
+void hci_write_all(int fd, const char *buf, size_t len);
+/* Formats into a stack buffer and writes once to fd (messages do not interleave). */
+void hci_fdprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes to the diagnostic fd (stderr, or its duplicate kept by the checker). */
+void hci_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "heapcheck: <message>\n" then abort().  Never returns. */
+void hci_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, cold));
+/* "heapcheck: warning: <message>\n". */
+void hci_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
+/* File descriptor diagnostics go to; -1 until the checker dups stderr. */
+extern int hci_diag_fd;
+
+/* ======================= options.c ======================= */
+/* Reads the environment by scanning environ (no getenv, no malloc).
+ * Values of setuid/setgid programs are ignored (all variables read as unset). */
+const char *hci_env_get(const char *name);
+/* Integer with optional K/M/G suffix; a malformed or out-of-range value
+ * prints a warning naming the variable and the default, then returns def. */
+long long hci_env_int(const char *name, long long def, long long min, long long max);
+/* gperftools' EnvToBool: t/T/y/Y/1 or empty = true; f/F/n/N/0 = false;
+ * anything else warns and returns def. */
+bool hci_env_bool(const char *name, bool def);
+/* True when the process runs setuid or setgid (AT_SECURE). */
+bool hci_is_secure(void);
+
+/* ======================= os.c ======================= */
+void *hci_os_map(size_t size);                 /* anonymous RW mapping or NULL; errno preserved */
+void *hci_os_map_aligned(size_t size, size_t align); /* aligned anonymous RW mapping or NULL */
+void hci_os_unmap(void *p, size_t size);
+void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages back, keep the range */
+int hci_os_tid(void);
+uint64_t hci_os_now_ns(void);                  /* CLOCK_MONOTONIC in ns */
+
+/* ======================= meta.c ======================= */
+/* Metadata arena: zeroed, 16-byte aligned memory that never comes from the
+ * user heap.  Small sizes are recycled through size-binned free lists. */
+void *hci_meta_alloc(size_t size);             /* NULL when the OS refuses */
+void hci_meta_free(void *p, size_t size);      /* size must equal the allocation's */
+hc_span_t *hci_span_new(void);                 /* zeroed span record */
+void hci_span_delete(hc_span_t *s);
+size_t hci_meta_bytes(void);                   /* bytes mapped for metadata */
+void hci_meta_fork_prepare(void);
+void hci_meta_fork_parent(void);
+void hci_meta_fork_child(void);
+
+/* ======================= size_classes.c ======================= */
+extern const hc_class_info_t hci_classes[HC_NUM_CLASSES];
+extern const uint8_t hci_class_lookup[HC_CLASS_LOOKUP_LEN];
+/* requires: size <= HC_MAX_SMALL. */
+static inline size_t hci_class_index(size_t size) {
+  return size <= 1024 ? (size + 15) >> 4 : (size + 127 + (56 << 7)) >> 7;
+}
+static inline unsigned hci_size_class(size_t size) { return hci_class_lookup[hci_class_index(size)]; }
+
+/* ======================= pagemap.c ======================= */
+/* page number -> packed entry: bits 0..47 span pointer, 48..55 size class
+ * (0 = free or large span), 56..63 index of the page within its span (small
+ * spans only; lets free() find the object start without touching the span).
+ * Every page of every span, free or in use, maps to its span.  Readers take
+ * no lock; writers hold the page-heap lock.  Leaves are never freed. */
+extern _Atomic(uintptr_t *) hci_pagemap_root[HC_PM_ROOT_LEN];
+#define HC_PM_CLASS_SHIFT 48
+#define HC_PM_PGOFF_SHIFT 56
+#define HC_PM_SPAN_MASK (((uintptr_t)1 << HC_PM_CLASS_SHIFT) - 1)
+static inline uintptr_t hci_pagemap_entry(uintptr_t addr) {
+  if (hc_unlikely(addr >> HC_ADDRESS_BITS)) return 0;
+  uintptr_t page = addr >> HC_PAGE_SHIFT;
+  uintptr_t *leaf = atomic_load_explicit(&hci_pagemap_root[page >> HC_PM_LEAF_BITS], memory_order_acquire);
+  if (hc_unlikely(leaf == NULL)) return 0;
+  return __atomic_load_n(&leaf[page & (HC_PM_LEAF_LEN - 1)], __ATOMIC_RELAXED);
+}
+static inline hc_span_t *hci_pagemap_span(uintptr_t addr) {
+  return (hc_span_t *)(hci_pagemap_entry(addr) & HC_PM_SPAN_MASK);
+}
+static inline unsigned hci_entry_class(uintptr_t e) { return (uint8_t)(e >> HC_PM_CLASS_SHIFT); }
+/* Map pages [first, first + n) to span s with class cls.  Returns false when
+ * a leaf cannot be allocated.  requires: page-heap lock. */
+bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls);
+/* Make sure leaves exist for the range (called when the heap grows). */
+bool hci_pagemap_ensure(uintptr_t first_page, size_t n);
+
+/* ======================= page_heap.c ======================= */
+extern hc_pageheap_t hci_pageheap;
+/* A span of npages pages in state LARGE with no class (caller sets fields and
+ * pagemap class).  NULL on failure.  Takes the page-heap lock. */
+hc_span_t *hci_ph_alloc(size_t npages);
+/* Same, with span->start a multiple of align (a power of two > page size). */
+hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align);
+/* Returns a span to the page heap, coalescing with free neighbours. */
+void hci_ph_free(hc_span_t *s);
+/* Same with the lock held; s is not counted in use (growth, release). */
+void hci_ph_free_locked(hc_span_t *s);
+/* Set the pagemap class of every page of an allocated span (SMALL spans). */
+void hci_ph_set_class(hc_span_t *s, unsigned cls);
+/* Gives up to max_bytes of free committed pages back to the OS (0 = all). */
+size_t hci_ph_release(size_t max_bytes);
+
+/* ======================= central.c ======================= */
+extern hc_central_t hci_central[HC_NUM_CLASSES];
+/* Moves up to n objects of class cls into a NULL-terminated list; returns how
+ * many (0 only when memory is exhausted). */
+int hci_central_remove(unsigned cls, void **head, int n);
+/* Takes back a NULL-terminated list of n objects of class cls. */
+void hci_central_insert(unsigned cls, void *head, int n);
+/* Number of objects held in transfer slots and span free lists (stats). */
+size_t hci_central_free_objects(unsigned cls);
+/* Gives every transfer-slot batch back to its spans (malloc_trim). */
+void hci_central_drain(void);
+
+/* ======================= thread_cache.c ======================= */
+extern HC_TLS hc_tcache_t *hci_tc;           /* never NULL: the static empty cache until first use */
+extern hc_tcache_t hci_tc_empty;             /* shared, all lists empty, all max 0 */
+extern hci_lock_t hci_tc_registry_lock;
+extern hc_tcache_t *hci_tc_registry;         /* live caches; guarded by hci_tc_registry_lock */
+/* The calling thread's cache, created on first use; NULL while the thread is
+ * exiting (after its cache was flushed) or when out of memory. */
+hc_tcache_t *hci_tc_get(void);
+/* Slow paths of the fast paths in alloc.c. */
+void *hci_tc_refill(hc_tcache_t *tc, unsigned cls);
+void hci_tc_overflow(hc_tcache_t *tc, unsigned cls);
+/* Gives every object of the cache back to central (thread exit, trim). */
+void hci_tc_flush(hc_tcache_t *tc);
+/* Sets lists[].max of every live cache from cap[] (normal) or 0 (checker). */
+void hci_tc_set_fastpath(bool enabled);
+size_t hci_tc_total_bytes(void);
+size_t hci_tc_count(void);
+void hci_tc_fork_child(void);
+/* Creates the thread-exit key (called by hci_init). */
+void hci_tc_thread_init(void);
+
+/* ======================= sampler.c ======================= */
+extern _Atomic uint64_t hci_sample_interval;  /* mean bytes between samples; 0 = off */
+/* Draws the next geometric gap for tc (sets tc->sample_left).  Returns the
+ * weight the sample just taken stands for. */
+void hci_sampler_reset(hc_tcache_t *tc);
+uint64_t hci_sampler_next_gap(hc_tcache_t *tc);
+void hci_sampler_init(void);
+
+/* ======================= unwind.c / unwind_dwarf.c ======================= */
+enum { HC_UNWIND_FP = 0, HC_UNWIND_DWARF = 1 };
+extern int hci_unwinder;                     /* HEAPCHECK_UNWINDER */
+/* Return addresses of the caller's callers: pcs[0] is the return address in
+ * the function that called the function that called hci_backtrace, after
+ * skipping `skip` more frames.  Never faults, never allocates. */
+int hci_backtrace(uintptr_t *pcs, int max, int skip);
+int hci_unwind_fp(uintptr_t *pcs, int max, uintptr_t fp, uintptr_t sp);
+int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip);
+void hci_unwind_init(void);
+
+/* ======================= stackdepot.c ======================= */
+#define HC_STACK_NONE 0u
+#define HC_STACK_UNKNOWN 1u
+/* Deduplicates a stack; returns its id (>= 2), or HC_STACK_UNKNOWN on n == 0
+ * or when out of memory.  Lock-free lookup; safe inside malloc. */
+uint32_t hci_depot_put(const uintptr_t *pcs, int n);
+/* The frames of id; returns the depth (0 for NONE/UNKNOWN). */
+int hci_depot_get(uint32_t id, const uintptr_t **pcs);
+size_t hci_depot_bytes(void);
+size_t hci_depot_count(void);
+
+/* ---- unwind / depot: extra services ---- */
+/* hci_unwind_fp that first drops `skip` frames. */
+int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_t sp);
+/* End (exclusive) of the current thread's stack region that contains sp: every
+ * byte of [sp, end) is readable.  0 when unknown.  Cached per thread; the slow
+ * path reads /proc/self/maps with raw syscalls (no malloc, no lock). */
+uintptr_t hci_unwind_stack_hi(uintptr_t sp);
+/* True when the DWARF unwinder can run (_dl_find_object present, x86-64). */
+bool hci_unwind_dwarf_available(void);
+/* Forgets every cached per-PC unwind rule (after dlclose; cold benchmarks). */
+void hci_unwind_dwarf_cache_clear(void);
+/* The depot lock, for fork (prepare/parent) and hci_lock_all, in lock order. */
+void hci_depot_lock(void);
+void hci_depot_unlock(void);
+void hci_depot_fork_child(void);
+
+/* ======================= alloc.c ======================= */
+/* Entry points behind the exported family; ra = the caller's return address
+ * (first frame of recorded stacks).  Semantics as glibc's. */
+void *hci_malloc_ra(size_t size, uintptr_t ra);
+void *hci_calloc_ra(size_t n, size_t size, uintptr_t ra);
+void *hci_realloc_ra(void *p, size_t size, uintptr_t ra);
+void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra); /* align: power of two */
+void hci_free_ra(void *p, uintptr_t ra);
+size_t hci_usable_size(const void *p);
+/* Requested size of a live object (exact in checker mode and for large objects). */
+size_t hci_requested_size(const void *p);
+/* Recording state. 0 = off; otherwise every allocation records its stack. */
+extern int hci_record_all;
+extern _Atomic uint16_t hci_epoch;            /* current checker epoch */
+/* Sampled-object list, for profiles. Guarded by hci_sampled_lock. */
+extern hci_lock_t hci_sampled_lock;
+extern hc_span_t hci_sampled_spans;           /* sentinel (snext/sprev links) */
+/* Stack id of the current call stack, starting at the frame whose return
+ * address is ra (allocator frames dropped). */
+uint32_t hci_capture_stack_from(uintptr_t ra);
+uint32_t hci_capture_stack(void);
+
+/* ======================= init.c ======================= */
+/* Process-wide initialisation, run once on the first allocation or from the
+ * library constructor, whichever comes first. */
+void hci_init(void);
+extern _Atomic int hci_init_state;             /* 0 none, 1 running, 2 done */
+static inline void hci_ensure_init(void) {
+  if (hc_unlikely(atomic_load_explicit(&hci_init_state, memory_order_acquire) != 2)) hci_init();
+}
+/* Hooks the checker installs at init (weak: the allocator links without it). */
+void hci_checker_init(void) __attribute__((weak));
+void hci_profiler_init(void) __attribute__((weak));
+
+/* ======================= walk.c ======================= */
+/* Every allocator lock, in the documented order (after the caller's own). */
+void hci_lock_all(void);
+void hci_unlock_all(void);
+/* Live object containing addr (interior pointers allowed).  Returns false for
+ * free memory and non-heap addresses.  Safe with all locks held. */
+typedef struct hci_obj {
+  uintptr_t start;        /* first byte */
+  size_t size;            /* requested size when known, else usable size */
+  hc_objmeta_t *meta;     /* record (NULL when the object has none) */
+  hc_span_t *span;
+  uint32_t index;         /* object index in its span (0 for LARGE) */
+} hci_obj_t;
+bool hci_find_object(uintptr_t addr, hci_obj_t *out);
+/* Calls fn for every allocated object that has a record (stack_id != 0).
+ * requires: all allocator locks held (hci_lock_all) or the world stopped. */
+typedef void (*hci_obj_fn)(void *ctx, const hci_obj_t *obj);
+void hci_for_each_object(hci_obj_fn fn, void *ctx);
+/* Calls fn for every span in use (SMALL and LARGE).  Same requirement. */
+typedef void (*hci_span_fn)(void *ctx, hc_span_t *s);
+void hci_for_each_span(hci_span_fn fn, void *ctx);
+
+/* ======================= stats.c ======================= */
+struct hc_stats;
+void hci_stats_get(struct hc_stats *out);
+void hci_stats_print(int fd);
+
+#endif

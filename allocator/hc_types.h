@@ -1,0 +1,141 @@
+/* hc_types.h - every structure shared between allocator and checker modules.
+ *
+ * LOCK ORDER (the only place it is written down; hci_lock_all() follows it):
+ *
+ *     checker  ->  loader (held inside a dl_iterate_phdr callback)
+ *              ->  stack depot  ->  thread-cache registry  ->  page heap
+ *              ->  central[class] in ascending class order  ->  metadata arena
+ *
+ * A thread holding a lock may only take locks to its right.  The fast paths
+ * (thread cache push/pop) take no lock at all.  Stop-the-world takes all of
+ * them first, so no stopped thread can hold one.
+ *
+ * Ownership of a small object's memory at any time is exactly one of:
+ * a thread cache list, a transfer-cache batch in its central list, the free
+ * list of its span, or the user.  Free objects are linked through their first
+ * word; a transfer batch also uses the second word to link batches.
+ */
+#ifndef HC_TYPES_H
+#define HC_TYPES_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hc_config.h"
+
+/* ---- lock ---- */
+/* Futex-backed lock: 0 free, 1 held, 2 held with waiters.  Works before libc
+ * is initialised and inside pthread_atfork handlers (no pthread_mutex). */
+typedef struct hci_lock {
+  _Atomic int xstate;
+} hci_lock_t;
+
+/* ---- per-object record (checker mode) ---- */
+/* 8 bytes per small object in its span's side array, or one inside a large
+ * span.  Written by malloc and free of the owning thread without a lock. */
+#define HC_OBJ_IGNORED 0x8000u   /* a root: IgnoreObject() or allocated under a Disabler */
+#define HC_OBJ_SLACK_MASK 0x7fffu /* class size - requested size, in bytes */
+typedef struct hc_objmeta {
+  uint32_t stack_id;  /* depot id of the allocation stack; 0 = free, 1 = stack unknown */
+  uint16_t epoch;     /* global epoch at allocation (scoped checks report >= their epoch) */
+  _Atomic uint16_t xflags; /* HC_OBJ_IGNORED | slack; atomic because IgnoreObject races with nothing but the owner */
+} hc_objmeta_t;
+_Static_assert(sizeof(hc_objmeta_t) == 8, "objmeta is 8 bytes");
+
+/* ---- size class ---- */
+typedef struct hc_class_info {
+  uint32_t size;      /* object size in bytes, multiple of 16 */
+  uint16_t pages;     /* pages per span of this class */
+  uint16_t batch;     /* objects moved between thread cache and central at once */
+  uint32_t objs;      /* objects per span = pages * page_size / size */
+  uint64_t recip;     /* ceil(2^48 / size): offset * recip >> 48 == offset / size for offsets < 2^30 */
+} hc_class_info_t;
+
+/* ---- span ---- */
+enum {
+  HC_SPAN_FREE = 0,   /* in the page heap */
+  HC_SPAN_SMALL = 1,  /* carved into objects of one class, owned by central[cls] */
+  HC_SPAN_LARGE = 2,  /* one object (large, sampled or over-aligned) */
+};
+
+/* A run of pages.  Lives in the metadata arena, never in the user heap.
+ * The pagemap maps every page of an in-use span to it, and the first and
+ * last page of a free span (enough for coalescing). */
+typedef struct hc_span {
+  uintptr_t start;          /* first byte; page aligned */
+  size_t npages;            /* length in pages, >= 1 */
+  struct hc_span *next;     /* list link: page heap free list or central span list */
+  struct hc_span *prev;
+  void *freelist;           /* SMALL: free objects inside this span; guarded by central[cls].lock */
+  uint32_t allocated;       /* SMALL: objects not on this span's freelist; guarded by central lock */
+  uint8_t cls;              /* SMALL: size class; 0 otherwise */
+  uint8_t state;            /* HC_SPAN_* */
+  uint8_t is_released;      /* FREE: pages were given back with MADV_DONTNEED */
+  uint8_t is_sampled;       /* LARGE: allocation was sampled (profile walks these) */
+  uint32_t carved;          /* SMALL: objects carved so far (lazy carving from start) */
+  uint8_t is_zeroed;        /* just allocated from released/fresh pages: all bytes are zero */
+  hc_objmeta_t *objmeta;    /* SMALL in checker mode: one record per object, else NULL */
+  uint8_t *marks;           /* checker: flood tags per object, only during a check */
+  /* LARGE objects keep their record here */
+  hc_objmeta_t meta;        /* stack id, epoch, flags of the single object */
+  size_t req_size;          /* LARGE: bytes requested (exact, for reports and profiles) */
+  uint64_t alloc_time;      /* LARGE sampled: allocation time, ns since process start */
+  uint64_t weight;          /* LARGE sampled: bytes this sample stands for */
+  struct hc_span *snext;    /* LARGE sampled: link in the sampled-span list */
+  struct hc_span *sprev;
+} hc_span_t;
+
+/* ---- thread cache ---- */
+typedef struct hc_tc_list {
+  void *head;               /* singly linked through the first word */
+  uint32_t len;             /* objects on the list */
+  uint32_t max;             /* fast-path capacity; 0 forces the slow path (empty cache, checker mode) */
+} hc_tc_list_t;
+
+typedef struct hc_tcache {
+  int64_t sample_left;      /* bytes until the next sample; the fast path subtracts and tests < 0 */
+  hc_tc_list_t lists[HC_NUM_CLASSES];
+  uint32_t cap[HC_NUM_CLASSES]; /* real capacity per class (lists[].max is 0 in checker mode) */
+  uint32_t acct[HC_NUM_CLASSES];/* list length last counted into `bytes` (the fast paths don't count) */
+  size_t bytes;             /* bytes held in all lists */
+  size_t budget;            /* most bytes this cache may hold before scavenging */
+  uint64_t rng;             /* sampler PRNG state */
+  uint64_t sample_interval; /* mean sampling interval the current draw was made with */
+  struct hc_tcache *next;   /* registry of live caches; guarded by the registry lock */
+  struct hc_tcache *prev;
+  int tid;                  /* owning kernel thread id */
+  uintptr_t tp;             /* owning thread's thread pointer (TLS base), for the checker */
+  int in_alloc;             /* recursion guard for the slow path (unwinder, depot) */
+  int disable_depth;        /* Disabler nesting: > 0 marks new objects ignored */
+  bool is_static;           /* the shared empty cache (never written by any fast path) */
+} hc_tcache_t;
+
+/* ---- central free list ---- */
+#define HC_TRANSFER_SLOTS 64
+typedef struct hc_central {
+  hci_lock_t lock;
+  uint32_t nbatches;                 /* full batches in slots[]; guarded by lock */
+  void *slots[HC_TRANSFER_SLOTS];    /* transfer cache: heads of full batches */
+  hc_span_t spans;                   /* sentinel: spans with free objects; guarded by lock */
+  size_t free_objs;                  /* objects free in spans (not counting slots) */
+  size_t nspans;                     /* spans owned by this class */
+  uint64_t span_allocs;              /* statistics */
+} __attribute__((aligned(64))) hc_central_t;
+
+/* ---- page heap ---- */
+typedef struct hc_pageheap {
+  hci_lock_t lock;
+  hc_span_t exact[HC_PH_EXACT_LISTS + 1]; /* sentinels: free runs of exactly n pages, n = index */
+  hc_span_t large;                       /* sentinel: free runs longer than HC_PH_EXACT_LISTS */
+  size_t free_pages;                     /* pages on the free lists, committed (backed) */
+  size_t released_pages;                 /* pages on the free lists given back to the OS */
+  size_t mapped_bytes;                   /* bytes ever mapped for the heap */
+  size_t inuse_bytes;                    /* bytes of spans handed out (SMALL and LARGE) */
+  uint64_t large_allocs;                 /* statistics */
+  uint64_t release_calls;
+  uintptr_t lo, hi;                      /* bounds of every heap mapping (checker prefilter) */
+} hc_pageheap_t;
+
+#endif

@@ -1,0 +1,105 @@
+/* meta.c - the metadata arena.
+ *
+ * Spans, per-object records, thread caches, pagemap leaves, the stack depot
+ * and the checker's buffers all live here, in anonymous mappings of their
+ * own, never in the user heap: a heap overflow cannot corrupt them, and the
+ * checker never mistakes them for roots.
+ *
+ * Memory is carved by bumping through HC_META_CHUNK mappings and recycled
+ * through size-binned free lists: 16-byte steps up to 1 KiB, powers of two
+ * up to 64 KiB.  Larger requests are mapped and unmapped directly.
+ * Lock: meta_lock, last in the lock order (nothing is taken while holding it
+ * but the OS). */
+#include <string.h>
+
+#include "hc_internal.h"
+
+#define SMALL_MAX 1024
+#define BIN_MAX ((size_t)64 << 10)
+#define NBINS (SMALL_MAX / 16 + 7) /* 64 fine bins + 2K..64K */
+
+static struct {
+  hci_lock_t lock;
+  uint8_t *bump;        /* next free byte of the current chunk */
+  uint8_t *bump_end;
+  void *bins[NBINS + 1];/* recycled blocks, linked through their first word */
+  size_t mapped;        /* bytes mapped for metadata */
+} meta;
+
+static size_t bin_of(size_t n, size_t *rounded) {
+  if (n <= SMALL_MAX) {
+    size_t b = (n + 15) >> 4;
+    *rounded = b << 4;
+    return b;
+  }
+  size_t r = 2048;
+  size_t b = SMALL_MAX / 16 + 1;
+  while (r < n) {
+    r <<= 1;
+    b++;
+  }
+  *rounded = r;
+  return b;
+}
+
+void *hci_meta_alloc(size_t size) {
+  if (size == 0) size = 16;
+  if (size > BIN_MAX) {
+    size_t n = (size + 4095) & ~(size_t)4095;
+    void *p = hci_os_map(n);
+    if (p) __atomic_fetch_add(&meta.mapped, n, __ATOMIC_RELAXED);
+    return p;
+  }
+  size_t rounded;
+  size_t b = bin_of(size, &rounded);
+  hci_lock(&meta.lock);
+  void *p = meta.bins[b];
+  if (p) {
+    meta.bins[b] = *(void **)p;
+    hci_unlock(&meta.lock);
+    memset(p, 0, rounded);
+    return p;
+  }
+  if ((size_t)(meta.bump_end - meta.bump) < rounded) {
+    uint8_t *chunk = hci_os_map(HC_META_CHUNK);
+    if (!chunk) {
+      hci_unlock(&meta.lock);
+      return NULL;
+    }
+    /* The tail of the old chunk is simply abandoned (at most 64 KiB). */
+    meta.bump = chunk;
+    meta.bump_end = chunk + HC_META_CHUNK;
+    __atomic_fetch_add(&meta.mapped, HC_META_CHUNK, __ATOMIC_RELAXED);
+  }
+  p = meta.bump;
+  meta.bump += rounded;
+  hci_unlock(&meta.lock);
+  return p; /* fresh mapping: already zero */
+}
+
+void hci_meta_free(void *p, size_t size) {
+  if (!p) return;
+  if (size == 0) size = 16;
+  if (size > BIN_MAX) {
+    size_t n = (size + 4095) & ~(size_t)4095;
+    hci_os_unmap(p, n);
+    __atomic_fetch_sub(&meta.mapped, n, __ATOMIC_RELAXED);
+    return;
+  }
+  size_t rounded;
+  size_t b = bin_of(size, &rounded);
+  hci_lock(&meta.lock);
+  *(void **)p = meta.bins[b];
+  meta.bins[b] = p;
+  hci_unlock(&meta.lock);
+}
+
+hc_span_t *hci_span_new(void) { return hci_meta_alloc(sizeof(hc_span_t)); }
+
+void hci_span_delete(hc_span_t *s) { hci_meta_free(s, sizeof(hc_span_t)); }
+
+size_t hci_meta_bytes(void) { return __atomic_load_n(&meta.mapped, __ATOMIC_RELAXED); }
+
+void hci_meta_fork_prepare(void) { hci_lock(&meta.lock); }
+void hci_meta_fork_parent(void) { hci_unlock(&meta.lock); }
+void hci_meta_fork_child(void) { hci_lock_reset(&meta.lock); }

@@ -1,0 +1,77 @@
+/* options.c - environment variables without getenv or malloc.
+ *
+ * The allocator reads its options before main, possibly before libc has
+ * finished initialising, so it scans environ itself.  A setuid/setgid
+ * process (AT_SECURE) sees every variable as unset: an attacker-controlled
+ * environment must not make a privileged program write files. */
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "hc_internal.h"
+
+extern char **environ;
+
+bool hci_is_secure(void) { return getauxval(AT_SECURE) != 0; }
+
+const char *hci_env_get(const char *name) {
+  char **env = environ;
+  if (env == NULL || hci_is_secure()) return NULL;
+  size_t n = strlen(name);
+  for (; *env; env++)
+    if (strncmp(*env, name, n) == 0 && (*env)[n] == '=') return *env + n + 1;
+  return NULL;
+}
+
+static bool parse_int(const char *s, long long *out) {
+  bool neg = false;
+  while (*s == ' ' || *s == '\t') s++;
+  if (*s == '-' || *s == '+') neg = *s++ == '-';
+  if (*s < '0' || *s > '9') return false;
+  unsigned long long v = 0;
+  for (; *s >= '0' && *s <= '9'; s++) {
+    if (v > (~0ull >> 1) / 10) return false;
+    v = v * 10 + (unsigned)(*s - '0');
+  }
+  unsigned shift = 0;
+  switch (*s) {
+    case 'k': case 'K': shift = 10; s++; break;
+    case 'm': case 'M': shift = 20; s++; break;
+    case 'g': case 'G': shift = 30; s++; break;
+    default: break;
+  }
+  if ((*s == 'b' || *s == 'B') && shift) s++;
+  while (*s == ' ' || *s == '\t') s++;
+  if (*s) return false;
+  if (shift && v > ((~0ull >> 1) >> shift)) return false;
+  v <<= shift;
+  if (v > (unsigned long long)(~0ull >> 1)) return false;
+  *out = neg ? -(long long)v : (long long)v;
+  return true;
+}
+
+long long hci_env_int(const char *name, long long def, long long min, long long max) {
+  const char *s = hci_env_get(name);
+  if (!s) return def;
+  long long v;
+  if (!parse_int(s, &v) || v < min || v > max) {
+    hci_warn("%s=\"%s\" is not an integer in [%lld, %lld]; using the default %lld", name, s, min, max,
+             def);
+    return def;
+  }
+  return v;
+}
+
+bool hci_env_bool(const char *name, bool def) {
+  const char *s = hci_env_get(name);
+  if (!s) return def;
+  switch (s[0]) {
+    case '\0': case 't': case 'T': case 'y': case 'Y': case '1':
+      return true;
+    case 'f': case 'F': case 'n': case 'N': case '0':
+      return false;
+    default:
+      hci_warn("%s=\"%s\" is not a boolean (use 1/0, true/false, yes/no); using the default %s", name, s,
+               def ? "true" : "false");
+      return def;
+  }
+}

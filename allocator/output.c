@@ -1,0 +1,215 @@
+/* output.c - a printf subset that never allocates, and the message sinks.
+ *
+ * The allocator, signal handlers and the stopped-world phase of the checker
+ * may not use stdio (it locks and allocates).  Everything they print is
+ * formatted here into a caller's buffer and written with one write(2). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hc_internal.h"
+
+int hci_diag_fd = -1;
+
+typedef struct sink {
+  char *buf;
+  size_t size;  /* capacity including the terminating NUL */
+  size_t len;   /* characters produced so far (may exceed size) */
+} sink_t;
+
+static void put(sink_t *s, char c) {
+  if (s->len + 1 < s->size) s->buf[s->len] = c;
+  s->len++;
+}
+
+static void put_padded(sink_t *s, const char *str, size_t n, int width, bool left, char pad) {
+  size_t w = width > 0 ? (size_t)width : 0;
+  if (!left)
+    for (size_t i = n; i < w; i++) put(s, pad);
+  for (size_t i = 0; i < n; i++) put(s, str[i]);
+  if (left)
+    for (size_t i = n; i < w; i++) put(s, ' ');
+}
+
+static void put_number(sink_t *s, unsigned long long v, bool neg, unsigned base, bool upper, int width,
+                       bool left, char pad, const char *prefix) {
+  char tmp[72];
+  const char *digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  size_t n = 0;
+  do {
+    tmp[sizeof tmp - 1 - n++] = digits[v % base];
+    v /= base;
+  } while (v);
+  size_t plen = prefix ? strlen(prefix) : 0;
+  if (neg) plen = 1;
+  /* Zero padding goes between the sign/prefix and the digits. */
+  if (pad == '0' && !left) {
+    if (neg) put(s, '-');
+    for (size_t i = 0; i < plen && !neg; i++) put(s, prefix[i]);
+    int w = width - (int)plen;
+    put_padded(s, tmp + sizeof tmp - n, n, w, false, '0');
+    return;
+  }
+  char out[80];
+  size_t o = 0;
+  if (neg) out[o++] = '-';
+  for (size_t i = 0; i < plen && !neg; i++) out[o++] = prefix[i];
+  memcpy(out + o, tmp + sizeof tmp - n, n);
+  put_padded(s, out, o + n, width, left, ' ');
+}
+
+int hci_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap) {
+  sink_t s = {buf, size, 0};
+  for (const char *f = fmt; *f; f++) {
+    if (*f != '%') {
+      put(&s, *f);
+      continue;
+    }
+    f++;
+    bool left = false;
+    char pad = ' ';
+    for (;; f++) {
+      if (*f == '-') left = true;
+      else if (*f == '0') pad = '0';
+      else if (*f == ' ' || *f == '+' || *f == '#') continue;
+      else break;
+    }
+    int width = 0;
+    if (*f == '*') {
+      width = va_arg(ap, int);
+      if (width < 0) { left = true; width = -width; }
+      f++;
+    } else {
+      while (*f >= '0' && *f <= '9') width = width * 10 + (*f++ - '0');
+    }
+    int prec = -1;
+    if (*f == '.') {
+      f++;
+      prec = 0;
+      if (*f == '*') {
+        prec = va_arg(ap, int);
+        f++;
+      } else {
+        while (*f >= '0' && *f <= '9') prec = prec * 10 + (*f++ - '0');
+      }
+    }
+    int lng = 0; /* 0 int, 1 long, 2 long long, 3 size_t/ptrdiff/intmax */
+    for (;; f++) {
+      if (*f == 'l') lng = lng ? 2 : 1;
+      else if (*f == 'z' || *f == 't' || *f == 'j') lng = 3;
+      else if (*f == 'h') continue;
+      else break;
+    }
+    switch (*f) {
+      case 'd':
+      case 'i': {
+        long long v = lng == 0 ? va_arg(ap, int) : lng == 1 ? va_arg(ap, long)
+                    : lng == 2 ? va_arg(ap, long long) : (long long)va_arg(ap, ssize_t);
+        unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+        put_number(&s, u, v < 0, 10, false, width, left, pad, NULL);
+        break;
+      }
+      case 'u':
+      case 'x':
+      case 'X': {
+        unsigned long long v = lng == 0 ? va_arg(ap, unsigned) : lng == 1 ? va_arg(ap, unsigned long)
+                             : lng == 2 ? va_arg(ap, unsigned long long) : (unsigned long long)va_arg(ap, size_t);
+        put_number(&s, v, false, *f == 'u' ? 10 : 16, *f == 'X', width, left, pad, NULL);
+        break;
+      }
+      case 'p': {
+        uintptr_t v = (uintptr_t)va_arg(ap, void *);
+        put_number(&s, v, false, 16, false, width, left, pad, "0x");
+        break;
+      }
+      case 'c': {
+        char c = (char)va_arg(ap, int);
+        put_padded(&s, &c, 1, width, left, ' ');
+        break;
+      }
+      case 's': {
+        const char *str = va_arg(ap, const char *);
+        if (!str) str = "(null)";
+        size_t n = prec >= 0 ? strnlen(str, (size_t)prec) : strlen(str);
+        put_padded(&s, str, n, width, left, ' ');
+        break;
+      }
+      case '%':
+        put(&s, '%');
+        break;
+      case '\0':
+        f--;
+        break;
+      default:
+        put(&s, '%');
+        put(&s, *f);
+    }
+  }
+  if (size) buf[s.len < size ? s.len : size - 1] = '\0';
+  return (int)s.len;
+}
+
+int hci_snprintf(char *buf, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = hci_vsnprintf(buf, size, fmt, ap);
+  va_end(ap);
+  return n;
+}
+
+void hci_write_all(int fd, const char *buf, size_t len) {
+  int saved = errno;
+  while (len) {
+    ssize_t n = write(fd, buf, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    buf += n;
+    len -= (size_t)n;
+  }
+  errno = saved;
+}
+
+static void vfdprintf(int fd, const char *prefix, const char *fmt, va_list ap) {
+  char buf[1024];
+  size_t p = prefix ? strlen(prefix) : 0;
+  if (p) memcpy(buf, prefix, p);
+  int n = hci_vsnprintf(buf + p, sizeof buf - p, fmt, ap);
+  size_t len = p + ((size_t)n < sizeof buf - p ? (size_t)n : sizeof buf - p - 1);
+  hci_write_all(fd, buf, len);
+}
+
+static int diag_fd(void) { return hci_diag_fd >= 0 ? hci_diag_fd : 2; }
+
+void hci_fdprintf(int fd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfdprintf(fd, NULL, fmt, ap);
+  va_end(ap);
+}
+
+void hci_printf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfdprintf(diag_fd(), NULL, fmt, ap);
+  va_end(ap);
+}
+
+void hci_warn(const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  hci_vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  hci_fdprintf(diag_fd(), "heapcheck: warning: %s\n", line);
+}
+
+void hci_fatal(const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  hci_vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  hci_fdprintf(diag_fd(), "heapcheck: %s\n", line);
+  abort();
+}

@@ -1,0 +1,263 @@
+/* override.c - every exported allocation symbol: the C malloc family, the
+ * glibc __libc_* aliases, and the Itanium-mangled C++ operators new/delete
+ * (defined from C by their mangled names).  Any pointer from any of them is
+ * accepted by all the others.
+ *
+ * The fast paths are inlined here from alloc_inline.h; HC_RA() passes the
+ * caller's return address down so recorded stacks start at the user's code.
+ * glibc semantics throughout (see tests/test_malloc_api.c).  This is one of
+ * the few files allowed to know about libc/ABI specifics. */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc_inline.h"
+#include "heapcheck.h"
+
+#define SYS_PAGE 4096
+
+hc_public void *malloc(size_t size) { return hc_malloc_fast(size, HC_RA()); }
+
+hc_public void free(void *p) { hc_free_fast(p, HC_RA()); }
+
+hc_public void cfree(void *p) { hc_free_fast(p, HC_RA()); }
+
+hc_public void *calloc(size_t n, size_t size) { return hci_calloc_ra(n, size, HC_RA()); }
+
+hc_public void *realloc(void *p, size_t size) { return hci_realloc_ra(p, size, HC_RA()); }
+
+hc_public void *reallocarray(void *p, size_t n, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return hci_realloc_ra(p, total, HC_RA());
+}
+
+static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
+
+hc_public int posix_memalign(void **out, size_t align, size_t size) {
+  if (!is_pow2(align) || align % sizeof(void *)) return EINVAL;
+  int saved = errno;
+  void *p = hci_memalign_ra(align, size, HC_RA());
+  if (!p) {
+    errno = saved;
+    return ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+hc_public void *aligned_alloc(size_t align, size_t size) {
+  if (!is_pow2(align)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return hci_memalign_ra(align, size, HC_RA());
+}
+
+hc_public void *memalign(size_t align, size_t size) {
+  /* glibc: a non-power-of-two alignment is rounded up to the next power. */
+  if (align > ((size_t)1 << 62)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  size_t a = 1;
+  while (a < align) a <<= 1;
+  return hci_memalign_ra(a, size, HC_RA());
+}
+
+hc_public void *valloc(size_t size) { return hci_memalign_ra(SYS_PAGE, size, HC_RA()); }
+
+hc_public void *pvalloc(size_t size) {
+  size_t rounded = (size + SYS_PAGE - 1) & ~(size_t)(SYS_PAGE - 1);
+  if (rounded < size) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (rounded == 0) rounded = SYS_PAGE;
+  return hci_memalign_ra(SYS_PAGE, rounded, HC_RA());
+}
+
+hc_public size_t malloc_usable_size(void *p) { return hci_usable_size(p); }
+
+/* C23 */
+hc_public void free_sized(void *p, size_t size) {
+  (void)size;
+  hc_free_fast(p, HC_RA());
+}
+hc_public void free_aligned_sized(void *p, size_t align, size_t size) {
+  (void)align;
+  (void)size;
+  hc_free_fast(p, HC_RA());
+}
+
+// ---- glibc internal names (used by some programs and by glibc itself) ----
+/* The aliases share the targets' code; gcc wants the header's attributes
+ * repeated on them, which adds nothing here. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+#endif
+
+hc_public void *__libc_malloc(size_t size) __attribute__((alias("malloc")));
+hc_public void __libc_free(void *p) __attribute__((alias("free")));
+hc_public void *__libc_calloc(size_t n, size_t size) __attribute__((alias("calloc")));
+hc_public void *__libc_realloc(void *p, size_t size) __attribute__((alias("realloc")));
+hc_public void *__libc_memalign(size_t align, size_t size) __attribute__((alias("memalign")));
+hc_public void *__libc_valloc(size_t size) __attribute__((alias("valloc")));
+hc_public void *__libc_pvalloc(size_t size) __attribute__((alias("pvalloc")));
+hc_public int __posix_memalign(void **out, size_t align, size_t size) __attribute__((alias("posix_memalign")));
+
+// ---- statistics and tuning ----
+
+hc_public struct mallinfo2 mallinfo2(void) {
+  hc_stats_t st;
+  hci_stats_get(&st);
+  struct mallinfo2 mi;
+  memset(&mi, 0, sizeof mi);
+  mi.arena = st.heap_mapped;
+  mi.hblkhd = st.large_in_use;
+  mi.uordblks = st.in_use;
+  mi.fordblks = st.page_heap_free + st.central_free + st.thread_cache_free;
+  mi.fsmblks = st.central_free + st.thread_cache_free;
+  mi.keepcost = st.page_heap_free;
+  mi.ordblks = st.thread_caches;
+  return mi;
+}
+
+static int clamp_int(size_t v) { return v > 0x7fffffff ? 0x7fffffff : (int)v; }
+
+hc_public struct mallinfo mallinfo(void) {
+  struct mallinfo2 m2 = mallinfo2();
+  struct mallinfo mi;
+  mi.arena = clamp_int(m2.arena);
+  mi.ordblks = clamp_int(m2.ordblks);
+  mi.smblks = clamp_int(m2.smblks);
+  mi.hblks = clamp_int(m2.hblks);
+  mi.hblkhd = clamp_int(m2.hblkhd);
+  mi.usmblks = clamp_int(m2.usmblks);
+  mi.fsmblks = clamp_int(m2.fsmblks);
+  mi.uordblks = clamp_int(m2.uordblks);
+  mi.fordblks = clamp_int(m2.fordblks);
+  mi.keepcost = clamp_int(m2.keepcost);
+  return mi;
+}
+
+hc_public void malloc_stats(void) { hci_stats_print(2); }
+
+hc_public int malloc_trim(size_t pad) {
+  (void)pad;
+  hc_tcache_t *tc = hci_tc;
+  if (!tc->is_static) hci_tc_flush(tc);
+  hci_central_drain();
+  return hci_ph_release(0) > 0;
+}
+
+hc_public int mallopt(int param, int value) {
+  (void)param;
+  (void)value;
+  return 1; /* accepted and ignored: heapcheck tunes itself */
+}
+
+// ---- C++ operators ----
+
+typedef void (*new_handler_t)(void);
+/* Weak references (not definitions): when the program has libstdc++ these
+ * resolve to it; a weak definition here would win over the real one when
+ * the library is preloaded. */
+extern new_handler_t _ZSt15get_new_handlerv(void) __attribute__((weak));
+extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
+
+static hc_noinline void *new_slow(size_t size, size_t align, bool nothrow, uintptr_t ra) {
+  for (;;) {
+    void *p = align > 16 ? hci_memalign_ra(align, size, ra) : hci_malloc_ra(size, ra);
+    if (p) return p;
+    new_handler_t h = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
+    if (!h) {
+      if (nothrow) return NULL;
+      if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
+      hci_fatal("operator new(%zu): out of memory and no C++ runtime to throw std::bad_alloc", size);
+    }
+    h(); /* may throw, may free memory, may install another handler */
+  }
+}
+
+static inline __attribute__((always_inline)) void *cxx_new(size_t size, uintptr_t ra) {
+  void *p = hc_malloc_fast(size, ra);
+  return hc_likely(p != NULL) ? p : new_slow(size, 0, false, ra);
+}
+
+/* operator new(size_t), new[](size_t) */
+hc_public void *_Znwm(size_t size) { return cxx_new(size, HC_RA()); }
+hc_public void *_Znam(size_t size) { return cxx_new(size, HC_RA()); }
+/* nothrow variants */
+hc_public void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) {
+  (void)nt;
+  return new_slow(size, 0, true, HC_RA());
+}
+hc_public void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) {
+  (void)nt;
+  return new_slow(size, 0, true, HC_RA());
+}
+/* aligned (std::align_val_t is a size_t enum) */
+hc_public void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, false, HC_RA()); }
+hc_public void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, false, HC_RA()); }
+hc_public void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
+  (void)nt;
+  return new_slow(size, align, true, HC_RA());
+}
+hc_public void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
+  (void)nt;
+  return new_slow(size, align, true, HC_RA());
+}
+
+/* operator delete: plain, array, sized, nothrow, aligned - all free(). */
+hc_public void _ZdlPv(void *p) { hc_free_fast(p, HC_RA()); }
+hc_public void _ZdaPv(void *p) { hc_free_fast(p, HC_RA()); }
+hc_public void _ZdlPvm(void *p, size_t n) {
+  (void)n;
+  hc_free_fast(p, HC_RA());
+}
+hc_public void _ZdaPvm(void *p, size_t n) {
+  (void)n;
+  hc_free_fast(p, HC_RA());
+}
+hc_public void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) {
+  (void)nt;
+  hc_free_fast(p, HC_RA());
+}
+hc_public void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) {
+  (void)nt;
+  hc_free_fast(p, HC_RA());
+}
+hc_public void _ZdlPvSt11align_val_t(void *p, size_t a) {
+  (void)a;
+  hc_free_fast(p, HC_RA());
+}
+hc_public void _ZdaPvSt11align_val_t(void *p, size_t a) {
+  (void)a;
+  hc_free_fast(p, HC_RA());
+}
+hc_public void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) {
+  (void)n;
+  (void)a;
+  hc_free_fast(p, HC_RA());
+}
+hc_public void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) {
+  (void)n;
+  (void)a;
+  hc_free_fast(p, HC_RA());
+}
+hc_public void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt) {
+  (void)a;
+  (void)nt;
+  hc_free_fast(p, HC_RA());
+}
+hc_public void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt) {
+  (void)a;
+  (void)nt;
+  hc_free_fast(p, HC_RA());
+}

@@ -1,0 +1,260 @@
+/* page_heap.c - runs of pages: allocation, splitting, coalescing, growth and
+ * release to the OS.
+ *
+ * Free runs of n <= 128 pages sit on exact[n]; longer ones on `large`, where
+ * allocation takes the best fit (lowest address on ties, which keeps the
+ * heap compact).  A freed span merges with free neighbours found through
+ * the pagemap.  Free spans are either committed (backed by memory) or
+ * released (MADV_DONTNEED); releasing happens when committed free memory
+ * exceeds a threshold, down to half of it (hysteresis: page faults cost
+ * ~19 us per 4 KiB on these machines, so memory is reused before it is
+ * returned), and all of it at malloc_trim(0).
+ *
+ * Invariant: every page of every span (free or not) maps to its span.
+ * Lock: hci_pageheap.lock; takes only the metadata arena lock inside. */
+#include "hc_internal.h"
+
+hc_pageheap_t hci_pageheap;
+
+/* Committed free bytes above which release starts. */
+#define RELEASE_THRESHOLD ((size_t)64 << 20)
+
+static hc_pageheap_t *const ph = &hci_pageheap;
+
+static void list_init(hc_span_t *h) { h->next = h->prev = h; }
+static bool list_empty(const hc_span_t *h) { return h->next == h; }
+static void list_remove(hc_span_t *s) {
+  s->prev->next = s->next;
+  s->next->prev = s->prev;
+  s->next = s->prev = NULL;
+}
+static void list_push(hc_span_t *h, hc_span_t *s) {
+  s->next = h->next;
+  s->prev = h;
+  h->next->prev = s;
+  h->next = s;
+}
+
+static void ensure_lists(void) {
+  if (ph->large.next) return;
+  for (size_t i = 0; i <= HC_PH_EXACT_LISTS; i++) list_init(&ph->exact[i]);
+  list_init(&ph->large);
+}
+
+static hc_span_t *list_for(size_t npages) {
+  return npages <= HC_PH_EXACT_LISTS ? &ph->exact[npages] : &ph->large;
+}
+
+/* requires: lock; s not on a list; its pages already map to it. */
+static void put_free(hc_span_t *s) {
+  s->state = HC_SPAN_FREE;
+  s->cls = 0;
+  if (s->is_released) ph->released_pages += s->npages;
+  else ph->free_pages += s->npages;
+  list_push(list_for(s->npages), s);
+}
+
+static void take_free(hc_span_t *s) {
+  list_remove(s);
+  if (s->is_released) ph->released_pages -= s->npages;
+  else ph->free_pages -= s->npages;
+}
+
+/* requires: lock.  Smallest free span of at least n pages, or NULL. */
+static hc_span_t *find_fit(size_t n) {
+  for (size_t i = n; i <= HC_PH_EXACT_LISTS; i++)
+    if (!list_empty(&ph->exact[i])) {
+      /* Prefer committed spans: reusing them costs no page faults. */
+      hc_span_t *h = &ph->exact[i], *best = h->next;
+      for (hc_span_t *s = h->next; s != h; s = s->next)
+        if (!s->is_released) { best = s; break; }
+      return best;
+    }
+  hc_span_t *best = NULL;
+  for (hc_span_t *s = ph->large.next; s != &ph->large; s = s->next)
+    if (s->npages >= n && (!best || s->npages < best->npages ||
+                           (s->npages == best->npages && s->start < best->start)))
+      best = s;
+  return best;
+}
+
+/* requires: lock.  Maps at least n pages from the OS as one free span. */
+static bool grow(size_t n, size_t align) {
+  size_t bytes = n << HC_PAGE_SHIFT;
+  if (bytes < HC_HEAP_GROW_MIN) bytes = HC_HEAP_GROW_MIN;
+  if (align < HC_PAGE_SIZE) align = HC_PAGE_SIZE;
+  void *mem = hci_os_map_aligned(bytes, align);
+  if (!mem) return false;
+  uintptr_t start = (uintptr_t)mem;
+  hc_span_t *s = hci_span_new();
+  if (!s || !hci_pagemap_set(start >> HC_PAGE_SHIFT, bytes >> HC_PAGE_SHIFT, s, 0)) {
+    if (s) hci_span_delete(s);
+    hci_os_unmap(mem, bytes);
+    return false;
+  }
+  s->start = start;
+  s->npages = bytes >> HC_PAGE_SHIFT;
+  s->is_released = 1; /* untouched pages are not resident */
+  ph->mapped_bytes += bytes;
+  if (!ph->lo || start < ph->lo) ph->lo = start;
+  if (start + bytes > ph->hi) ph->hi = start + bytes;
+  /* Coalesce with neighbouring mappings so the heap stays in big runs. */
+  hci_ph_free_locked(s);
+  return true;
+}
+
+/* requires: lock; s free and off the lists.  Cuts s to n pages, the rest
+ * (same released state) goes back on a free list. */
+static void trim_tail(hc_span_t *s, size_t n) {
+  if (s->npages == n) return;
+  hc_span_t *t = hci_span_new();
+  if (!t) return; /* keep the whole span: wasteful but correct */
+  t->start = s->start + (n << HC_PAGE_SHIFT);
+  t->npages = s->npages - n;
+  t->is_released = s->is_released;
+  s->npages = n;
+  hci_pagemap_set(t->start >> HC_PAGE_SHIFT, t->npages, t, 0);
+  put_free(t);
+}
+
+static hc_span_t *carve(hc_span_t *s, size_t n) {
+  take_free(s);
+  trim_tail(s, n);
+  s->is_zeroed = s->is_released; /* released pages fault back in as zeros */
+  s->is_released = 0;
+  s->state = HC_SPAN_LARGE;
+  hci_pagemap_set(s->start >> HC_PAGE_SHIFT, s->npages, s, 0);
+  ph->inuse_bytes += s->npages << HC_PAGE_SHIFT;
+  return s;
+}
+
+hc_span_t *hci_ph_alloc(size_t npages) {
+  hci_lock(&ph->lock);
+  ensure_lists();
+  hc_span_t *s = find_fit(npages);
+  if (!s && grow(npages, 0)) s = find_fit(npages);
+  if (s) s = carve(s, npages);
+  hci_unlock(&ph->lock);
+  return s;
+}
+
+hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align) {
+  if (align <= HC_PAGE_SIZE) return hci_ph_alloc(npages);
+  size_t extra = (align >> HC_PAGE_SHIFT) - 1;
+  if (npages + extra < npages) return NULL;
+  hci_lock(&ph->lock);
+  ensure_lists();
+  hc_span_t *s = find_fit(npages + extra);
+  if (!s && grow(npages + extra, align)) s = find_fit(npages + extra);
+  if (!s) {
+    hci_unlock(&ph->lock);
+    return NULL;
+  }
+  take_free(s);
+  uintptr_t aligned = (s->start + align - 1) & ~(uintptr_t)(align - 1);
+  if (aligned != s->start) {
+    /* Split off the unaligned head and give it back. */
+    hc_span_t *head = s;
+    s = hci_span_new();
+    if (!s) {
+      put_free(head);
+      hci_unlock(&ph->lock);
+      return NULL;
+    }
+    size_t head_pages = (aligned - head->start) >> HC_PAGE_SHIFT;
+    s->start = aligned;
+    s->npages = head->npages - head_pages;
+    s->is_released = head->is_released;
+    head->npages = head_pages;
+    hci_pagemap_set(s->start >> HC_PAGE_SHIFT, s->npages, s, 0);
+    put_free(head);
+  }
+  /* s is off the lists; account it as free again so carve() can take it. */
+  if (s->is_released) ph->released_pages += s->npages;
+  else ph->free_pages += s->npages;
+  list_push(list_for(s->npages), s);
+  s = carve(s, npages);
+  hci_unlock(&ph->lock);
+  return s;
+}
+
+/* requires: lock; s in use (not on a list). Merges with free neighbours. */
+void hci_ph_free_locked(hc_span_t *s) {
+  ensure_lists();
+  uintptr_t first = s->start >> HC_PAGE_SHIFT;
+  hc_span_t *prev = first ? hci_pagemap_span((first - 1) << HC_PAGE_SHIFT) : NULL;
+  if (prev && prev->state == HC_SPAN_FREE && prev->start + (prev->npages << HC_PAGE_SHIFT) == s->start) {
+    take_free(prev);
+    /* A run is "released" only if all of it is; mixed runs count as
+     * committed (over-counting makes release run early, never late). */
+    prev->is_released &= s->is_released;
+    prev->npages += s->npages;
+    hci_pagemap_set(first, s->npages, prev, 0);
+    hci_span_delete(s);
+    s = prev;
+  }
+  uintptr_t end = s->start + (s->npages << HC_PAGE_SHIFT);
+  hc_span_t *next = hci_pagemap_span(end);
+  if (next && next != s && next->state == HC_SPAN_FREE && next->start == end) {
+    take_free(next);
+    s->is_released &= next->is_released;
+    hci_pagemap_set(next->start >> HC_PAGE_SHIFT, next->npages, s, 0);
+    s->npages += next->npages;
+    hci_span_delete(next);
+  }
+  s->objmeta = NULL;
+  s->marks = NULL;
+  s->freelist = NULL;
+  s->allocated = s->carved = 0;
+  s->is_sampled = 0;
+  s->req_size = 0;
+  s->meta.stack_id = 0;
+  put_free(s);
+}
+
+static size_t release_locked(size_t max_bytes);
+
+void hci_ph_free(hc_span_t *s) {
+  hci_lock(&ph->lock);
+  ph->inuse_bytes -= s->npages << HC_PAGE_SHIFT;
+  hci_ph_free_locked(s);
+  if ((ph->free_pages << HC_PAGE_SHIFT) > RELEASE_THRESHOLD)
+    release_locked((ph->free_pages << HC_PAGE_SHIFT) - RELEASE_THRESHOLD / 2);
+  hci_unlock(&ph->lock);
+}
+
+/* requires: lock.  Releases committed free spans, longest runs first.
+ * Rescans a list from its head after each release, because merging may
+ * delete the span that would have come next. */
+static size_t release_locked(size_t max_bytes) {
+  size_t done = 0;
+  ph->release_calls++;
+  for (size_t i = HC_PH_EXACT_LISTS + 1; i >= 1 && (max_bytes == 0 || done < max_bytes); i--) {
+    hc_span_t *h = i > HC_PH_EXACT_LISTS ? &ph->large : &ph->exact[i];
+    for (;;) {
+      hc_span_t *s = h->next;
+      while (s != h && s->is_released) s = s->next;
+      if (s == h || (max_bytes && done >= max_bytes)) break;
+      take_free(s);
+      hci_os_release((void *)s->start, s->npages << HC_PAGE_SHIFT);
+      s->is_released = 1;
+      done += s->npages << HC_PAGE_SHIFT;
+      hci_ph_free_locked(s); /* merges with released neighbours */
+    }
+  }
+  return done;
+}
+
+size_t hci_ph_release(size_t max_bytes) {
+  hci_lock(&ph->lock);
+  ensure_lists();
+  size_t n = release_locked(max_bytes);
+  hci_unlock(&ph->lock);
+  return n;
+}
+
+void hci_ph_set_class(hc_span_t *s, unsigned cls) {
+  hci_lock(&ph->lock);
+  hci_pagemap_set(s->start >> HC_PAGE_SHIFT, s->npages, s, cls);
+  hci_unlock(&ph->lock);
+}

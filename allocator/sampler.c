@@ -1,0 +1,83 @@
+/* sampler.c - byte-based sampling with geometric gaps, without libm.
+ *
+ * Each thread keeps sample_left, the bytes to allocate before the next
+ * sample; the malloc fast path subtracts the request size and takes the
+ * slow path when it goes negative.  Gaps are drawn from an exponential
+ * distribution with mean hci_sample_interval (a Poisson process over the
+ * allocated bytes), so every byte has the same chance of being sampled and
+ * a sampled object of size s stands for s / (1 - exp(-s / T)) bytes.
+ * -ln(U) is computed from an integer log2 and a 64-entry table.
+ * In checker mode sample_left is held negative so every allocation takes
+ * the slow path and records its stack. */
+#include "hc_internal.h"
+
+_Atomic uint64_t hci_sample_interval = HC_DEFAULT_SAMPLE_INTERVAL;
+
+/* log2(1 + i/64) in 1/2^16 units, i = 0..64. */
+static uint32_t log2_frac[65];
+
+void hci_sampler_init(void) {
+  /* Fill the table with integer arithmetic: log2(x) for x in [1, 2) by
+   * repeated squaring (16 fraction bits). */
+  for (int i = 0; i <= 64; i++) {
+    uint64_t x = ((uint64_t)(64 + i) << 32) / 64; /* x in [1,2] as Q32 */
+    uint32_t r = 0;
+    if (x >= (2ull << 32)) {
+      log2_frac[i] = 1u << 16;
+      continue;
+    }
+    for (int b = 15; b >= 0; b--) {
+      x = (uint64_t)(((unsigned __int128)x * x) >> 32);
+      if (x >= (2ull << 32)) {
+        x >>= 1;
+        r |= 1u << b;
+      }
+    }
+    log2_frac[i] = r;
+  }
+  long long v = hci_env_get("HEAPCHECK_SAMPLE_PARAMETER")
+                    ? hci_env_int("HEAPCHECK_SAMPLE_PARAMETER", HC_DEFAULT_SAMPLE_INTERVAL, 0, 1ll << 40)
+                    : hci_env_int("TCMALLOC_SAMPLE_PARAMETER", HC_DEFAULT_SAMPLE_INTERVAL, 0, 1ll << 40);
+  atomic_store_explicit(&hci_sample_interval, (uint64_t)v, memory_order_relaxed);
+}
+
+static uint64_t next_random(uint64_t *s) {
+  /* xorshift64*: good enough for sampling, one multiply. */
+  uint64_t x = *s ? *s : 0x2545f4914f6cdd1dull;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545f4914f6cdd1dull;
+}
+
+/* -log2(q / 2^26) in Q16 for q in [1, 2^26]. */
+static uint64_t neg_log2_q16(uint64_t q) {
+  int hi = 63 - __builtin_clzll(q);                       /* floor(log2 q) */
+  uint64_t frac = hi >= 6 ? (q >> (hi - 6)) & 63 : (q << (6 - hi)) & 63;
+  uint64_t rest = hi >= 6 ? q & ((1ull << (hi - 6)) - 1) : 0;
+  uint64_t scale = hi >= 6 ? (1ull << (hi - 6)) : 1;
+  /* linear interpolation between table entries */
+  uint64_t f = log2_frac[frac] + (uint64_t)(log2_frac[frac + 1] - log2_frac[frac]) * rest / scale;
+  uint64_t log2q = ((uint64_t)hi << 16) + f;
+  return (26ull << 16) - log2q;
+}
+
+uint64_t hci_sampler_next_gap(hc_tcache_t *tc) {
+  uint64_t mean = atomic_load_explicit(&hci_sample_interval, memory_order_relaxed);
+  tc->sample_interval = mean;
+  if (mean == 0) return (uint64_t)1 << 62; /* off: never */
+  if (mean == 1) return 0;                  /* every allocation */
+  uint64_t q = (next_random(&tc->rng) >> 38) + 1; /* uniform in [1, 2^26] */
+  /* gap = -ln(U) * mean = -log2(U) * ln2 * mean; ln2 = 45426 / 65536 */
+  unsigned __int128 g = (unsigned __int128)neg_log2_q16(q) * 45426u * mean;
+  return (uint64_t)(g >> 32) + 1;
+}
+
+void hci_sampler_reset(hc_tcache_t *tc) {
+  if (hci_record_all) {
+    tc->sample_left = INT64_MIN / 2; /* every allocation takes the slow path */
+    return;
+  }
+  tc->sample_left = (int64_t)hci_sampler_next_gap(tc);
+}

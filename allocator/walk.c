@@ -1,0 +1,116 @@
+/* walk.c - services for the checker and the profiler: take every lock,
+ * find the object containing an address, enumerate objects and spans.
+ *
+ * Enumeration reads the pagemap and spans without locks of its own, so the
+ * caller must hold every allocator lock (hci_lock_all) or have stopped the
+ * world with them held.  Objects sitting in thread caches are free: their
+ * record says stack_id == 0 (checker mode), so they are never reported. */
+#include "hc_internal.h"
+
+void hci_depot_lock(void) __attribute__((weak));
+void hci_depot_unlock(void) __attribute__((weak));
+
+void hci_lock_all(void) {
+  if (hci_depot_lock) hci_depot_lock();
+  hci_lock(&hci_tc_registry_lock);
+  hci_lock(&hci_sampled_lock);
+  hci_lock(&hci_pageheap.lock);
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) hci_lock(&hci_central[c].lock);
+  hci_meta_fork_prepare();
+}
+
+void hci_unlock_all(void) {
+  hci_meta_fork_parent();
+  for (unsigned c = HC_NUM_CLASSES; c-- > 1;) hci_unlock(&hci_central[c].lock);
+  hci_unlock(&hci_pageheap.lock);
+  hci_unlock(&hci_sampled_lock);
+  hci_unlock(&hci_tc_registry_lock);
+  if (hci_depot_unlock) hci_depot_unlock();
+}
+
+bool hci_find_object(uintptr_t addr, hci_obj_t *out) {
+  uintptr_t e = hci_pagemap_entry(addr);
+  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+  if (!s) return false;
+  unsigned cls = hci_entry_class(e);
+  if (cls) {
+    const hc_class_info_t *ci = &hci_classes[cls];
+    if (s->state != HC_SPAN_SMALL) return false;
+    uintptr_t off = addr - s->start;
+    uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
+    if (idx >= s->carved) return false;
+    out->start = s->start + (uintptr_t)idx * ci->size;
+    out->span = s;
+    out->index = idx;
+    out->meta = s->objmeta ? &s->objmeta[idx] : NULL;
+    if (out->meta && out->meta->stack_id == HC_STACK_NONE) return false;
+    out->size = out->meta ? ci->size - (atomic_load_explicit(&out->meta->xflags, memory_order_relaxed) &
+                                        HC_OBJ_SLACK_MASK)
+                          : ci->size;
+    return true;
+  }
+  if (s->state != HC_SPAN_LARGE || addr < s->start || addr >= s->start + (s->npages << HC_PAGE_SHIFT))
+    return false;
+  out->start = s->start;
+  out->span = s;
+  out->index = 0;
+  out->meta = &s->meta;
+  out->size = s->req_size;
+  return true;
+}
+
+/* Spans are found by walking the pagemap: every page of every span maps to
+ * it, so a span is visited at its first page. */
+static void walk_spans(hci_span_fn fn, void *ctx) {
+  for (size_t r = 0; r < HC_PM_ROOT_LEN; r++) {
+    uintptr_t *leaf = atomic_load_explicit(&hci_pagemap_root[r], memory_order_acquire);
+    if (!leaf) continue;
+    for (size_t i = 0; i < HC_PM_LEAF_LEN; i++) {
+      uintptr_t e = leaf[i];
+      if (!e) continue;
+      hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+      uintptr_t page_addr = ((r << HC_PM_LEAF_BITS) | i) << HC_PAGE_SHIFT;
+      if (s->start != page_addr) continue;
+      if (s->state != HC_SPAN_FREE) fn(ctx, s);
+      if (s->npages > 1) i += s->npages - 1; /* skip the rest of this span */
+    }
+  }
+}
+
+void hci_for_each_span(hci_span_fn fn, void *ctx) { walk_spans(fn, ctx); }
+
+typedef struct obj_walk {
+  hci_obj_fn fn;
+  void *ctx;
+} obj_walk_t;
+
+static void visit_span_objects(void *arg, hc_span_t *s) {
+  obj_walk_t *w = arg;
+  hci_obj_t o;
+  o.span = s;
+  if (s->state == HC_SPAN_LARGE) {
+    if (s->meta.stack_id == HC_STACK_NONE) return;
+    o.start = s->start;
+    o.size = s->req_size;
+    o.meta = &s->meta;
+    o.index = 0;
+    w->fn(w->ctx, &o);
+    return;
+  }
+  if (!s->objmeta) return;
+  const hc_class_info_t *ci = &hci_classes[s->cls];
+  for (uint32_t i = 0; i < s->carved; i++) {
+    hc_objmeta_t *m = &s->objmeta[i];
+    if (m->stack_id == HC_STACK_NONE) continue;
+    o.start = s->start + (uintptr_t)i * ci->size;
+    o.size = ci->size - (atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK);
+    o.meta = m;
+    o.index = i;
+    w->fn(w->ctx, &o);
+  }
+}
+
+void hci_for_each_object(hci_obj_fn fn, void *ctx) {
+  obj_walk_t w = {fn, ctx};
+  walk_spans(visit_span_objects, &w);
+}
