@@ -71,16 +71,15 @@ static uint16_t new_flags(hc_tcache_t *tc, size_t slack) {
   return f;
 }
 
-static inline uint32_t object_index(uintptr_t p, uintptr_t e, unsigned cls) {
-  return (uint32_t)((hc_span_offset(p, e) * hci_classes[cls].recip) >> 48);
+static inline uint32_t object_index(uintptr_t p, const hc_span_t *s, unsigned cls) {
+  return (uint32_t)(((p - s->start) * hci_classes[cls].recip) >> 48);
 }
 
 /* Checker mode: fill the record of a small object. */
 static void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size, uintptr_t ra) {
-  uintptr_t e = hci_pagemap_entry((uintptr_t)p);
-  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
   if (!s->objmeta) return; /* span made before recording began */
-  hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, e, cls)];
+  hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
   m->stack_id = record_stack(tc, ra);
   m->epoch = atomic_load_explicit(&hci_epoch, memory_order_relaxed);
   atomic_store_explicit(&m->xflags, new_flags(tc, hci_classes[cls].size - size), memory_order_relaxed);
@@ -210,6 +209,7 @@ static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, b
 }
 
 void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
+  if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from malloc() */
   return alloc_generic(size, 0, ra, flags, false);
 }
 
@@ -228,13 +228,12 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
   hci_ph_free(s);
 }
 
-static void free_small(void *p, uintptr_t e, unsigned cls, uintptr_t ra) {
+static void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
   const hc_class_info_t *ci = &hci_classes[cls];
-  uintptr_t off = hc_span_offset((uintptr_t)p, e);
+  uintptr_t off = (uintptr_t)p - s->start;
   uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
   if (hc_unlikely((uintptr_t)idx * ci->size != off || idx >= ci->objs))
     bad_pointer("free", p, ra, "not the start of a heapcheck object");
-  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
   hc_tcache_t *tc = hci_tc_get();
   if (s->objmeta) {
     hc_objmeta_t *m = &s->objmeta[idx];
@@ -247,12 +246,13 @@ static void free_small(void *p, uintptr_t e, unsigned cls, uintptr_t ra) {
   push_small(tc, cls, p);
 }
 
-void hci_free_slow(void *p, uintptr_t e, uintptr_t ra) {
+void hci_free_slow(void *p, uintptr_t ra) {
   if (!p) return;
-  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+  if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
   if (hc_unlikely(!s)) bad_pointer("free", p, ra, "not allocated by heapcheck");
-  unsigned cls = hci_entry_class(e);
-  if (cls) free_small(p, e, cls, ra);
+  unsigned cls = hci_pagemap_class((uintptr_t)p);
+  if (cls) free_small(p, s, cls, ra);
   else free_large(s, p, ra);
 }
 
@@ -260,9 +260,8 @@ void hci_free_slow(void *p, uintptr_t e, uintptr_t ra) {
 
 size_t hci_usable_size(const void *p) {
   if (!p) return 0;
-  uintptr_t e = hci_pagemap_entry((uintptr_t)p);
-  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
-  unsigned cls = hci_entry_class(e);
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+  unsigned cls = hci_pagemap_class((uintptr_t)p);
   if (cls) return hci_classes[cls].size;
   if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
     bad_pointer("malloc_usable_size", p, HC_RA(), "not allocated by heapcheck");
@@ -270,27 +269,25 @@ size_t hci_usable_size(const void *p) {
 }
 
 size_t hci_requested_size(const void *p) {
-  uintptr_t e = hci_pagemap_entry((uintptr_t)p);
-  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
-  unsigned cls = hci_entry_class(e);
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+  unsigned cls = hci_pagemap_class((uintptr_t)p);
   if (!s) return 0;
   if (!cls) return s->req_size;
   if (!s->objmeta) return hci_classes[cls].size;
-  hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, e, cls)];
+  hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
   return hci_classes[cls].size - (atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK);
 }
 
 /* Records a new requested size for an object kept in place by realloc. */
 static void set_requested_size(void *p, size_t size) {
-  uintptr_t e = hci_pagemap_entry((uintptr_t)p);
-  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
-  unsigned cls = hci_entry_class(e);
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+  unsigned cls = hci_pagemap_class((uintptr_t)p);
   if (!cls) {
     s->req_size = size;
     return;
   }
   if (!s->objmeta) return;
-  hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, e, cls)];
+  hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
   uint16_t f = atomic_load_explicit(&m->xflags, memory_order_relaxed);
   f = (uint16_t)((f & ~HC_OBJ_SLACK_MASK) | ((hci_classes[cls].size - size) & HC_OBJ_SLACK_MASK));
   atomic_store_explicit(&m->xflags, f, memory_order_relaxed);
@@ -326,13 +323,12 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     hc_free_fast(p, ra);
     return NULL;
   }
-  uintptr_t e = hci_pagemap_entry((uintptr_t)p);
-  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
-  unsigned cls = hci_entry_class(e);
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+  unsigned cls = hci_pagemap_class((uintptr_t)p);
   size_t usable;
   if (cls) {
-    uintptr_t off = hc_span_offset((uintptr_t)p, e);
-    if (!hc_is_object_start(off, &hci_classes[cls]))
+    uintptr_t off = (uintptr_t)p - s->start;
+    if (!hc_is_object_start(off, &hci_classes[cls]) || off >= (uintptr_t)hci_classes[cls].objs * hci_classes[cls].size)
       bad_pointer("realloc", p, ra, "not the start of a heapcheck object");
     usable = hci_classes[cls].size;
   } else {

@@ -15,7 +15,7 @@
 #define HC_SLOW_SAMPLE_CHARGED 1 /* the fast path already subtracted the size from sample_left */
 
 void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) hc_noinline;
-void hci_free_slow(void *p, uintptr_t entry, uintptr_t ra) hc_noinline;
+void hci_free_slow(void *p, uintptr_t ra) hc_noinline;
 
 #define HC_RA() ((uintptr_t)__builtin_return_address(0))
 
@@ -35,32 +35,35 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, u
   return hci_alloc_slow(size, ra, 0);
 }
 
-/* Offset of p from the start of its small span, from the pagemap entry. */
-static inline uintptr_t hc_span_offset(uintptr_t p, uintptr_t e) {
-  return (p & (HC_PAGE_SIZE - 1)) + ((e >> HC_PM_PGOFF_SHIFT) << HC_PAGE_SHIFT);
-}
-
 /* True when off is a multiple of the class size (see hc_class_info_t.recip:
- * multiples leave < 2^18 in the low 48 bits of off * recip, others >= 2^30). */
+ * multiples leave < 2^18 in the low 48 bits of off * recip, others >= 2^30)
+ * and the object lies inside the span: a multiple in the span's tail
+ * (index >= objs, e.g. 170 * 48 in a one-page span of 48-byte objects) was
+ * never handed out and would overlap the next span. */
 static inline bool hc_is_object_start(uintptr_t off, const hc_class_info_t *ci) {
-  return ((off * ci->recip) << 16) < ((uint64_t)1 << 34);
+  uint64_t m = off * ci->recip;
+  return (m << 16) < ((uint64_t)1 << 34) && (m >> 48) < ci->objs;
 }
 
 static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintptr_t ra) {
-  uintptr_t e = hci_pagemap_entry((uintptr_t)ptr);
-  unsigned cls = hci_entry_class(e);
-  if (hc_likely(cls != 0)) {
-    hc_tcache_t *tc = hci_tc;
-    hc_tc_list_t *l = &tc->lists[cls];
-    if (hc_likely(l->len < l->max) && hc_likely(l->head != ptr) &&
-        hc_likely(hc_is_object_start(hc_span_offset((uintptr_t)ptr, e), &hci_classes[cls]))) {
-      *(void **)ptr = l->head;
-      l->head = ptr;
-      l->len++;
-      return;
+  const hc_pm_entry_t *e = hci_pagemap_find((uintptr_t)ptr);
+  if (hc_likely(e != NULL)) {
+    uintptr_t info = __atomic_load_n(&e->info, __ATOMIC_RELAXED);
+    unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+    if (hc_likely(cls != 0)) {
+      hc_tcache_t *tc = hci_tc;
+      hc_tc_list_t *l = &tc->lists[cls];
+      uintptr_t off = (uintptr_t)ptr - (info & ~HC_PM_CLASS_MASK);
+      if (hc_likely(l->len < l->max) && hc_likely(l->head != ptr) &&
+          hc_likely(hc_is_object_start(off, &hci_classes[cls]))) {
+        *(void **)ptr = l->head;
+        l->head = ptr;
+        l->len++;
+        return;
+      }
     }
   }
-  hci_free_slow(ptr, e, ra);
+  hci_free_slow(ptr, ra);
 }
 
 #endif

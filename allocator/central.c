@@ -119,7 +119,7 @@ static void return_to_span(hc_central_t *c, unsigned cls, void *p, hc_span_t **e
   c->free_objs++;
   if (s->allocated == 0) {
     if (!was_full) span_list_remove(s);
-    c->free_objs -= s->carved;
+    c->free_objs -= hci_classes[cls].objs;
     c->nspans--;
     s->next = *empty; /* reuse the link: the span is off every list now */
     *empty = s;

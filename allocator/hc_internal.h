@@ -125,26 +125,34 @@ static inline size_t hci_class_index(size_t size) {
 static inline unsigned hci_size_class(size_t size) { return hci_class_lookup[hci_class_index(size)]; }
 
 /* ======================= pagemap.c ======================= */
-/* page number -> packed entry: bits 0..47 span pointer, 48..55 size class
- * (0 = free or large span), 56..63 index of the page within its span (small
- * spans only; lets free() find the object start without touching the span).
- * Every page of every span, free or in use, maps to its span.  Readers take
- * no lock; writers hold the page-heap lock.  Leaves are never freed. */
-extern _Atomic(uintptr_t *) hci_pagemap_root[HC_PM_ROOT_LEN];
-#define HC_PM_CLASS_SHIFT 48
-#define HC_PM_PGOFF_SHIFT 56
-#define HC_PM_SPAN_MASK (((uintptr_t)1 << HC_PM_CLASS_SHIFT) - 1)
-static inline uintptr_t hci_pagemap_entry(uintptr_t addr) {
-  if (hc_unlikely(addr >> HC_ADDRESS_BITS)) return 0;
-  uintptr_t page = addr >> HC_PAGE_SHIFT;
-  uintptr_t *leaf = atomic_load_explicit(&hci_pagemap_root[page >> HC_PM_LEAF_BITS], memory_order_acquire);
-  if (hc_unlikely(leaf == NULL)) return 0;
-  return __atomic_load_n(&leaf[page & (HC_PM_LEAF_LEN - 1)], __ATOMIC_RELAXED);
+/* page number -> {span, info}.  info = span start | size class for pages of
+ * SMALL spans (start is page aligned, so the class fits in the low byte) and
+ * 0 for every other page: the free fast path reads only info and finds the
+ * object start without touching the span.  Every page of every span, free
+ * or in use, maps to its span.  Readers take no lock; writers hold the
+ * page-heap lock.  Leaves are never freed. */
+typedef struct hc_pm_entry {
+  uintptr_t span;  /* hc_span_t * of the page, or 0 */
+  uintptr_t info;  /* SMALL: span start | class; else 0 */
+} hc_pm_entry_t;
+extern _Atomic(hc_pm_entry_t *) hci_pagemap_root[HC_PM_ROOT_LEN];
+#define HC_PM_CLASS_MASK ((uintptr_t)0xff)
+static inline const hc_pm_entry_t *hci_pagemap_find(uintptr_t addr) {
+  uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
+  if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return NULL;
+  hc_pm_entry_t *leaf = atomic_load_explicit(&hci_pagemap_root[root], memory_order_acquire);
+  if (hc_unlikely(leaf == NULL)) return NULL;
+  return &leaf[(addr >> HC_PAGE_SHIFT) & (HC_PM_LEAF_LEN - 1)];
 }
 static inline hc_span_t *hci_pagemap_span(uintptr_t addr) {
-  return (hc_span_t *)(hci_pagemap_entry(addr) & HC_PM_SPAN_MASK);
+  const hc_pm_entry_t *e = hci_pagemap_find(addr);
+  return e ? (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED) : NULL;
 }
-static inline unsigned hci_entry_class(uintptr_t e) { return (uint8_t)(e >> HC_PM_CLASS_SHIFT); }
+/* Size class of the page holding addr (0: not a small-object page). */
+static inline unsigned hci_pagemap_class(uintptr_t addr) {
+  const hc_pm_entry_t *e = hci_pagemap_find(addr);
+  return e ? (unsigned)(__atomic_load_n(&e->info, __ATOMIC_RELAXED) & HC_PM_CLASS_MASK) : 0;
+}
 /* Map pages [first, first + n) to span s with class cls.  Returns false when
  * a leaf cannot be allocated.  requires: page-heap lock. */
 bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls);

@@ -3,8 +3,12 @@
  * (defined from C by their mangled names).  Any pointer from any of them is
  * accepted by all the others.
  *
- * The fast paths are inlined here from alloc_inline.h; HC_RA() passes the
- * caller's return address down so recorded stacks start at the user's code.
+ * The fast paths are inlined here from alloc_inline.h.  This file is built
+ * without frame pointers (meson.build) so the hot entry points are frameless
+ * leaf functions that tail-jump to their slow paths; a slow path reached
+ * with ra == 0 takes its own return address, which is then the user's call
+ * site.  Entry points that call a slow path normally pass HC_RA() instead.
+ * Recorded stacks therefore start at the user's code.
  * glibc semantics throughout (see tests/test_malloc_api.c).  This is one of
  * the few files allowed to know about libc/ABI specifics. */
 #include <errno.h>
@@ -18,11 +22,11 @@
 
 #define SYS_PAGE 4096
 
-hc_public void *malloc(size_t size) { return hc_malloc_fast(size, HC_RA()); }
+hc_public void *malloc(size_t size) { return hc_malloc_fast(size, 0); }
 
-hc_public void free(void *p) { hc_free_fast(p, HC_RA()); }
+hc_public void free(void *p) { hc_free_fast(p, 0); }
 
-hc_public void cfree(void *p) { hc_free_fast(p, HC_RA()); }
+hc_public void cfree(void *p) { hc_free_fast(p, 0); }
 
 hc_public void *calloc(size_t n, size_t size) { return hci_calloc_ra(n, size, HC_RA()); }
 
@@ -186,7 +190,7 @@ static hc_noinline void *new_slow(size_t size, size_t align, bool nothrow, uintp
 }
 
 static inline __attribute__((always_inline)) void *cxx_new(size_t size, uintptr_t ra) {
-  void *p = hc_malloc_fast(size, ra);
+  void *p = hc_malloc_fast(size, ra); /* not a tail call: pass the real return address */
   return hc_likely(p != NULL) ? p : new_slow(size, 0, false, ra);
 }
 
@@ -215,49 +219,49 @@ hc_public void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, co
 }
 
 /* operator delete: plain, array, sized, nothrow, aligned - all free(). */
-hc_public void _ZdlPv(void *p) { hc_free_fast(p, HC_RA()); }
-hc_public void _ZdaPv(void *p) { hc_free_fast(p, HC_RA()); }
+hc_public void _ZdlPv(void *p) { hc_free_fast(p, 0); }
+hc_public void _ZdaPv(void *p) { hc_free_fast(p, 0); }
 hc_public void _ZdlPvm(void *p, size_t n) {
   (void)n;
-  hc_free_fast(p, HC_RA());
+  hc_free_fast(p, 0);
 }
 hc_public void _ZdaPvm(void *p, size_t n) {
   (void)n;
-  hc_free_fast(p, HC_RA());
+  hc_free_fast(p, 0);
 }
 hc_public void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) {
   (void)nt;
-  hc_free_fast(p, HC_RA());
+  hc_free_fast(p, 0);
 }
 hc_public void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) {
   (void)nt;
-  hc_free_fast(p, HC_RA());
+  hc_free_fast(p, 0);
 }
 hc_public void _ZdlPvSt11align_val_t(void *p, size_t a) {
   (void)a;
-  hc_free_fast(p, HC_RA());
+  hc_free_fast(p, 0);
 }
 hc_public void _ZdaPvSt11align_val_t(void *p, size_t a) {
   (void)a;
-  hc_free_fast(p, HC_RA());
+  hc_free_fast(p, 0);
 }
 hc_public void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) {
   (void)n;
   (void)a;
-  hc_free_fast(p, HC_RA());
+  hc_free_fast(p, 0);
 }
 hc_public void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) {
   (void)n;
   (void)a;
-  hc_free_fast(p, HC_RA());
+  hc_free_fast(p, 0);
 }
 hc_public void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt) {
   (void)a;
   (void)nt;
-  hc_free_fast(p, HC_RA());
+  hc_free_fast(p, 0);
 }
 hc_public void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt) {
   (void)a;
   (void)nt;
-  hc_free_fast(p, HC_RA());
+  hc_free_fast(p, 0);
 }

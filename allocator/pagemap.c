@@ -1,8 +1,8 @@
 /* pagemap.c - the 2-level radix tree from page number to span.
  *
  * Root: 2^17 pointers in .bss (1 MiB of zero pages until touched).  Leaves:
- * 2^18 entries (2 MiB of virtual memory each, covering 2 GiB of address
- * space), mapped from the metadata arena on demand and never freed, so a
+ * 2^18 16-byte entries (4 MiB of virtual memory each, covering 2 GiB of
+ * address space), mapped from the metadata arena on demand and never freed, so a
  * lock-free reader can never see a leaf disappear.  Entries are written with
  * relaxed atomic stores under the page-heap lock; a reader racing with a
  * writer sees either the old or the new entry, both of which describe
@@ -10,13 +10,13 @@
  * it, which happens after its entry was published under the lock). */
 #include "hc_internal.h"
 
-_Atomic(uintptr_t *) hci_pagemap_root[HC_PM_ROOT_LEN];
+_Atomic(hc_pm_entry_t *) hci_pagemap_root[HC_PM_ROOT_LEN];
 
-static uintptr_t *leaf_for(uintptr_t page, bool create) {
+static hc_pm_entry_t *leaf_for(uintptr_t page, bool create) {
   size_t i = page >> HC_PM_LEAF_BITS;
-  uintptr_t *leaf = atomic_load_explicit(&hci_pagemap_root[i], memory_order_acquire);
+  hc_pm_entry_t *leaf = atomic_load_explicit(&hci_pagemap_root[i], memory_order_acquire);
   if (leaf || !create) return leaf;
-  leaf = hci_meta_alloc(HC_PM_LEAF_LEN * sizeof(uintptr_t));
+  leaf = hci_meta_alloc(HC_PM_LEAF_LEN * sizeof(hc_pm_entry_t));
   if (!leaf) return NULL;
   atomic_store_explicit(&hci_pagemap_root[i], leaf, memory_order_release);
   return leaf;
@@ -33,12 +33,12 @@ bool hci_pagemap_ensure(uintptr_t first_page, size_t n) {
 
 bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls) {
   if (!hci_pagemap_ensure(first_page, n)) return false;
-  uintptr_t base = (uintptr_t)s | ((uintptr_t)cls << HC_PM_CLASS_SHIFT);
+  uintptr_t info = cls ? s->start | cls : 0;
   for (size_t i = 0; i < n; i++) {
     uintptr_t page = first_page + i;
-    uintptr_t *leaf = leaf_for(page, false);
-    uintptr_t e = base | (cls ? ((uintptr_t)(i & 0xff) << HC_PM_PGOFF_SHIFT) : 0);
-    __atomic_store_n(&leaf[page & (HC_PM_LEAF_LEN - 1)], e, __ATOMIC_RELAXED);
+    hc_pm_entry_t *e = &leaf_for(page, false)[page & (HC_PM_LEAF_LEN - 1)];
+    __atomic_store_n(&e->span, (uintptr_t)s, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->info, info, __ATOMIC_RELAXED);
   }
   return true;
 }

@@ -29,10 +29,10 @@ void hci_unlock_all(void) {
 }
 
 bool hci_find_object(uintptr_t addr, hci_obj_t *out) {
-  uintptr_t e = hci_pagemap_entry(addr);
-  hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
-  if (!s) return false;
-  unsigned cls = hci_entry_class(e);
+  const hc_pm_entry_t *e = hci_pagemap_find(addr);
+  if (!e || !e->span) return false;
+  hc_span_t *s = (hc_span_t *)e->span;
+  unsigned cls = (unsigned)(e->info & HC_PM_CLASS_MASK);
   if (cls) {
     const hc_class_info_t *ci = &hci_classes[cls];
     if (s->state != HC_SPAN_SMALL) return false;
@@ -63,12 +63,11 @@ bool hci_find_object(uintptr_t addr, hci_obj_t *out) {
  * it, so a span is visited at its first page. */
 static void walk_spans(hci_span_fn fn, void *ctx) {
   for (size_t r = 0; r < HC_PM_ROOT_LEN; r++) {
-    uintptr_t *leaf = atomic_load_explicit(&hci_pagemap_root[r], memory_order_acquire);
+    hc_pm_entry_t *leaf = atomic_load_explicit(&hci_pagemap_root[r], memory_order_acquire);
     if (!leaf) continue;
     for (size_t i = 0; i < HC_PM_LEAF_LEN; i++) {
-      uintptr_t e = leaf[i];
-      if (!e) continue;
-      hc_span_t *s = (hc_span_t *)(e & HC_PM_SPAN_MASK);
+      hc_span_t *s = (hc_span_t *)leaf[i].span;
+      if (!s) continue;
       uintptr_t page_addr = ((r << HC_PM_LEAF_BITS) | i) << HC_PAGE_SHIFT;
       if (s->start != page_addr) continue;
       if (s->state != HC_SPAN_FREE) fn(ctx, s);
