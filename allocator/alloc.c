@@ -91,8 +91,14 @@ static void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size, ui
  * central when the thread has no cache. */
 static void *pop_small(hc_tcache_t *tc, unsigned cls) {
   if (!tc) {
-    void *head;
-    return hci_central_remove(cls, &head, 1) ? head : NULL;
+    hc_chain_t ch;
+    if (!hci_central_remove(cls, 1, &ch)) return NULL;
+    void *p = ch.head;
+    if (ch.n > 1) { /* a whole transfer chain: keep one, give the rest back */
+      hc_chain_t rest = {*(void **)p, ch.tail, ch.n - 1};
+      hci_central_insert(cls, &rest);
+    }
+    return p;
   }
   hc_tc_list_t *l = &tc->lists[cls];
   void *p = l->head;
@@ -107,14 +113,11 @@ static void *pop_small(hc_tcache_t *tc, unsigned cls) {
 static void push_small(hc_tcache_t *tc, unsigned cls, void *p) {
   if (!tc) {
     *(void **)p = NULL;
-    hci_central_insert(cls, p, 1);
+    hc_chain_t ch = {p, p, 1};
+    hci_central_insert(cls, &ch);
     return;
   }
-  hc_tc_list_t *l = &tc->lists[cls];
-  if (l->len >= tc->cap[cls]) hci_tc_overflow(tc, cls);
-  *(void **)p = l->head;
-  l->head = p;
-  l->len++;
+  hci_tc_push(tc, cls, p);
 }
 
 // ---- large and sampled objects ----

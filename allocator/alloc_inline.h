@@ -54,7 +54,7 @@ static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintpt
       hc_tcache_t *tc = hci_tc;
       hc_tc_list_t *l = &tc->lists[cls];
       uintptr_t off = (uintptr_t)ptr - (info & ~HC_PM_CLASS_MASK);
-      if (hc_likely(l->len < l->max) && hc_likely(l->head != ptr) &&
+      if (hc_likely(l->len - 1 < l->lim) && hc_likely(l->head != ptr) &&
           hc_likely(hc_is_object_start(off, &hci_classes[cls]))) {
         *(void **)ptr = l->head;
         l->head = ptr;

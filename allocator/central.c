@@ -1,10 +1,11 @@
 /* central.c - per-class central free lists with a transfer cache.
  *
- * Thread caches move objects in batches of hci_classes[c].batch.  A full
- * batch is kept whole in a transfer slot (O(1) both ways: the common case
- * when one thread frees what another allocates).  Otherwise objects go back
- * to their spans; a span whose objects are all free returns to the page
- * heap.  Spans are carved lazily, so a new span touches only the memory it
+ * Thread caches hand over whole lists (chains with a known tail and
+ * length), kept whole in a transfer slot: O(1) both ways, which is what
+ * makes one thread freeing what another allocates cheap.  When the slots
+ * are full, objects go back to their spans; a span whose objects are all
+ * free returns to the page heap.  Refills that find no chain take up to a
+ * batch from the spans.  Spans are carved lazily, so a new span touches only the memory it
  * hands out.
  *
  * Lock: central[c].lock.  The page heap is never called with it held
@@ -29,31 +30,36 @@ static void span_list_push(hc_span_t *h, hc_span_t *s) {
   h->next = s;
 }
 
-/* requires: lock.  Takes up to n objects out of spans, prepending them to *head. */
-static int take_from_spans(hc_central_t *c, unsigned cls, void **head, int n) {
+/* requires: lock.  Takes up to n objects out of spans into *out. */
+static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_t *out) {
   const hc_class_info_t *ci = &hci_classes[cls];
-  int got = 0;
+  void *head = NULL, *tail = NULL;
+  uint32_t got = 0;
   while (got < n && c->spans.next != &c->spans) {
     hc_span_t *s = c->spans.next;
     while (got < n && s->freelist) {
       void *p = s->freelist;
       s->freelist = *(void **)p;
-      *(void **)p = *head;
-      *head = p;
+      *(void **)p = head;
+      if (!head) tail = p;
+      head = p;
       s->allocated++;
       got++;
     }
     while (got < n && s->carved < ci->objs) {
       void *p = (void *)(s->start + (uintptr_t)s->carved++ * ci->size);
-      *(void **)p = *head;
-      *head = p;
+      *(void **)p = head;
+      if (!head) tail = p;
+      head = p;
       s->allocated++;
       got++;
     }
     if (!s->freelist && s->carved == ci->objs) span_list_remove(s); /* full */
   }
-  c->free_objs -= (size_t)got;
-  return got;
+  c->free_objs -= got;
+  out->head = head;
+  out->tail = tail;
+  out->n = got;
 }
 
 /* Gets a new span for cls from the page heap.  requires: no central lock. */
@@ -84,42 +90,45 @@ static void free_span(hc_span_t *s) {
   hci_ph_free(s);
 }
 
-int hci_central_remove(unsigned cls, void **head, int n) {
+bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out) {
   hc_central_t *c = &hci_central[cls];
-  *head = NULL;
   hci_lock(&c->lock);
   span_list_init(&c->spans);
-  if (n == hci_classes[cls].batch && c->nbatches) {
-    *head = c->slots[--c->nbatches];
+  if (c->nchains) {
+    *out = c->slots[--c->nchains];
+    c->slot_objs -= out->n;
     hci_unlock(&c->lock);
-    return n;
+    return true;
   }
-  int got = take_from_spans(c, cls, head, n);
+  take_from_spans(c, cls, want, out);
   hci_unlock(&c->lock);
-  if (got) return got;
+  if (out->n) return true;
   hc_span_t *s = new_span(cls);
-  if (!s) return 0;
+  if (!s) return false;
   hci_lock(&c->lock);
   span_list_push(&c->spans, s);
   c->nspans++;
   c->span_allocs++;
   c->free_objs += hci_classes[cls].objs;
-  got = take_from_spans(c, cls, head, n);
+  take_from_spans(c, cls, want, out);
   hci_unlock(&c->lock);
-  return got;
+  return out->n != 0;
 }
 
 /* requires: lock.  Returns one object to its span; collects emptied spans. */
 static void return_to_span(hc_central_t *c, unsigned cls, void *p, hc_span_t **empty) {
   hc_span_t *s = hci_pagemap_span((uintptr_t)p);
-  bool was_full = !s->freelist && s->carved == hci_classes[cls].objs;
+  const hc_class_info_t *ci = &hci_classes[cls];
+  HC_CHECK(s && s->state == HC_SPAN_SMALL && s->cls == cls && s->allocated > 0,
+           "free(): double free or corruption of %p (span accounting)", p);
+  bool was_full = !s->freelist && s->carved == ci->objs;
   *(void **)p = s->freelist;
   s->freelist = p;
   s->allocated--;
   c->free_objs++;
   if (s->allocated == 0) {
     if (!was_full) span_list_remove(s);
-    c->free_objs -= hci_classes[cls].objs;
+    c->free_objs -= ci->objs;
     c->nspans--;
     s->next = *empty; /* reuse the link: the span is off every list now */
     *empty = s;
@@ -128,16 +137,12 @@ static void return_to_span(hc_central_t *c, unsigned cls, void *p, hc_span_t **e
   }
 }
 
-void hci_central_insert(unsigned cls, void *head, int n) {
+/* Objects of chain back into their spans; empty spans go to the page heap. */
+static void return_chain(unsigned cls, void *head) {
   hc_central_t *c = &hci_central[cls];
   hc_span_t *empty = NULL;
   hci_lock(&c->lock);
   span_list_init(&c->spans);
-  if (n == hci_classes[cls].batch && c->nbatches < HC_TRANSFER_SLOTS) {
-    c->slots[c->nbatches++] = head;
-    hci_unlock(&c->lock);
-    return;
-  }
   while (head) {
     void *next = *(void **)head;
     return_to_span(c, cls, head, &empty);
@@ -152,9 +157,23 @@ void hci_central_insert(unsigned cls, void *head, int n) {
   }
 }
 
+void hci_central_insert(unsigned cls, const hc_chain_t *chain) {
+  if (!chain->n) return;
+  hc_central_t *c = &hci_central[cls];
+  hci_lock(&c->lock);
+  if (c->nchains < HC_TRANSFER_SLOTS) {
+    c->slots[c->nchains++] = *chain;
+    c->slot_objs += chain->n;
+    hci_unlock(&c->lock);
+    return;
+  }
+  hci_unlock(&c->lock);
+  return_chain(cls, chain->head);
+}
+
 size_t hci_central_free_objects(unsigned cls) {
   hc_central_t *c = &hci_central[cls];
-  return c->free_objs + (size_t)c->nbatches * hci_classes[cls].batch;
+  return c->free_objs + c->slot_objs;
 }
 
 void hci_central_drain(void) {
@@ -162,11 +181,14 @@ void hci_central_drain(void) {
     hc_central_t *c = &hci_central[cls];
     for (;;) {
       hci_lock(&c->lock);
-      void *batch = c->nbatches ? c->slots[--c->nbatches] : NULL;
+      hc_chain_t ch = {NULL, NULL, 0};
+      if (c->nchains) {
+        ch = c->slots[--c->nchains];
+        c->slot_objs -= ch.n;
+      }
       hci_unlock(&c->lock);
-      if (!batch) break;
-      /* Not a full-batch insert (n = 0 never matches): goes to the spans. */
-      hci_central_insert(cls, batch, 0);
+      if (!ch.n) break;
+      return_chain(cls, ch.head);
     }
   }
 }

@@ -177,11 +177,12 @@ size_t hci_ph_release(size_t max_bytes);
 
 /* ======================= central.c ======================= */
 extern hc_central_t hci_central[HC_NUM_CLASSES];
-/* Moves up to n objects of class cls into a NULL-terminated list; returns how
- * many (0 only when memory is exhausted). */
-int hci_central_remove(unsigned cls, void **head, int n);
-/* Takes back a NULL-terminated list of n objects of class cls. */
-void hci_central_insert(unsigned cls, void *head, int n);
+/* Takes a chain of objects of class cls: a whole chain from a transfer slot
+ * when there is one (any length), else up to `want` objects from spans.
+ * Returns false only when memory is exhausted. */
+bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out);
+/* Takes back a chain (any length) of objects of class cls. */
+void hci_central_insert(unsigned cls, const hc_chain_t *chain);
 /* Number of objects held in transfer slots and span free lists (stats). */
 size_t hci_central_free_objects(unsigned cls);
 /* Gives every transfer-slot batch back to its spans (malloc_trim). */
@@ -196,11 +197,11 @@ extern hc_tcache_t *hci_tc_registry;         /* live caches; guarded by hci_tc_r
  * exiting (after its cache was flushed) or when out of memory. */
 hc_tcache_t *hci_tc_get(void);
 /* Slow paths of the fast paths in alloc.c. */
-void *hci_tc_refill(hc_tcache_t *tc, unsigned cls);
-void hci_tc_overflow(hc_tcache_t *tc, unsigned cls);
+void *hci_tc_refill(hc_tcache_t *tc, unsigned cls);  /* requires: list cls empty */
+void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p);
 /* Gives every object of the cache back to central (thread exit, trim). */
 void hci_tc_flush(hc_tcache_t *tc);
-/* Sets lists[].max of every live cache from cap[] (normal) or 0 (checker). */
+/* Sets lists[].lim of every live cache from cap[] (normal) or 0 (checker). */
 void hci_tc_set_fastpath(bool enabled);
 size_t hci_tc_total_bytes(void);
 size_t hci_tc_count(void);
@@ -314,5 +315,20 @@ void hci_for_each_span(hci_span_fn fn, void *ctx);
 struct hc_stats;
 void hci_stats_get(struct hc_stats *out);
 void hci_stats_print(int fd);
+
+/* ======================= checker/profile.c: hooks called by alloc.c ======================= */
+/* A sampled allocation, after its span is linked on hci_sampled_spans
+ * (weight = the mean interval it was sampled with), and a sampled free,
+ * before its record is cleared.  Never call malloc; take only the
+ * profiler's bucket lock (after hci_sampled_lock, before the meta arena). */
+void hci_profile_note_alloc(uint32_t stack_id, size_t size, uint64_t weight) __attribute__((weak));
+void hci_profile_note_free(size_t size, uint64_t weight) __attribute__((weak));
+/* After note_alloc, with no allocator lock held: checks the HEAPPROFILE
+ * dump thresholds and the HEAPPROFILESIGNAL flag and may write a profile
+ * file (open/write, no malloc; takes the profiler lock, then allocator locks). */
+void hci_profiler_on_sample(void) __attribute__((weak));
+/* Bytes a sample of `size` bytes taken with mean interval `weight` stands
+ * for: size / (1 - exp(-size / weight)); size itself when weight <= 1. */
+double hci_profile_estimate(size_t size, uint64_t weight);
 
 #endif

@@ -91,13 +91,17 @@ typedef struct hc_span {
 typedef struct hc_tc_list {
   void *head;               /* singly linked through the first word */
   uint32_t len;             /* objects on the list */
-  uint32_t max;             /* fast-path capacity; 0 forces the slow path (empty cache, checker mode) */
+  uint32_t lim;             /* free fast path runs while 1 <= len <= lim (unsigned len - 1 < lim);
+                               lim = capacity - 1, or 0 to force the slow path (empty cache,
+                               checker mode).  Pushes onto an empty list are slow so the tail
+                               pointer (tails[]) can be kept without fast-path cost. */
 } hc_tc_list_t;
 
 typedef struct hc_tcache {
   int64_t sample_left;      /* bytes until the next sample; the fast path subtracts and tests < 0 */
   hc_tc_list_t lists[HC_NUM_CLASSES];
-  uint32_t cap[HC_NUM_CLASSES]; /* real capacity per class (lists[].max is 0 in checker mode) */
+  void *tails[HC_NUM_CLASSES];  /* last object of each non-empty list: whole lists move in O(1) */
+  uint32_t cap[HC_NUM_CLASSES]; /* capacity per class (lists[].lim is 0 in checker mode) */
   uint32_t acct[HC_NUM_CLASSES];/* list length last counted into `bytes` (the fast paths don't count) */
   size_t bytes;             /* bytes held in all lists */
   size_t budget;            /* most bytes this cache may hold before scavenging */
@@ -114,10 +118,16 @@ typedef struct hc_tcache {
 
 /* ---- central free list ---- */
 #define HC_TRANSFER_SLOTS 64
+typedef struct hc_chain {
+  void *head;                        /* NULL-terminated list of objects */
+  void *tail;                        /* its last object */
+  uint32_t n;                        /* its length */
+} hc_chain_t;
 typedef struct hc_central {
   hci_lock_t lock;
-  uint32_t nbatches;                 /* full batches in slots[]; guarded by lock */
-  void *slots[HC_TRANSFER_SLOTS];    /* transfer cache: heads of full batches */
+  uint32_t nchains;                  /* chains in slots[]; guarded by lock */
+  hc_chain_t slots[HC_TRANSFER_SLOTS]; /* transfer cache: whole lists handed between threads */
+  size_t slot_objs;                  /* objects in slots[] */
   hc_span_t spans;                   /* sentinel: spans with free objects; guarded by lock */
   size_t free_objs;                  /* objects free in spans (not counting slots) */
   size_t nspans;                     /* spans owned by this class */

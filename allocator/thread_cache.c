@@ -8,9 +8,12 @@
  * head, free at len >= max).
  *
  * Capacity per class starts at one batch and grows by a batch at each
- * overflow or refill up to a limit (slow start, as in tcmalloc); the bytes a
- * cache holds are bounded by a budget that shares HC_TC_BUDGET_TOTAL among
- * the live caches.  At thread exit a pthread key destructor returns
+ * overflow or refill up to a limit (slow start, as in tcmalloc).  A list
+ * that overflows at its limit goes to central whole, in O(1) (the tail is
+ * tracked: pushes onto an empty list take the slow path, see
+ * hc_tc_list_t.lim).  The bytes a cache holds are bounded by a budget that
+ * shares HC_TC_BUDGET_TOTAL among the live caches; over it, the biggest
+ * lists go back until the cache holds half its budget.  At thread exit a pthread key destructor returns
  * everything to the central lists; allocations made after that (by later
  * TLS destructors) bypass the cache.
  *
@@ -48,6 +51,9 @@ static size_t budget_now(void) {
 
 static void tc_destructor(void *arg);
 
+/* lists[].lim for a capacity (0 = fast free path off; see hc_tc_list_t). */
+static inline uint32_t lim_of(uint32_t cap) { return fastpath_enabled && cap ? cap - 1 : 0; }
+
 void hci_tc_thread_init(void) {
   if (!tc_key_ok && pthread_key_create(&tc_key, tc_destructor) == 0) tc_key_ok = true;
 }
@@ -63,7 +69,7 @@ hc_tcache_t *hci_tc_get(void) {
   if (!tc) return NULL;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
     tc->cap[c] = hci_classes[c].batch;
-    tc->lists[c].max = fastpath_enabled ? tc->cap[c] : 0;
+    tc->lists[c].lim = lim_of(tc->cap[c]);
   }
   tc->tid = hci_os_tid();
   tc->tp = thread_pointer();
@@ -83,19 +89,6 @@ hc_tcache_t *hci_tc_get(void) {
   return tc;
 }
 
-/* Moves n objects from the head of list cls to central. */
-static void release_objects(hc_tcache_t *tc, unsigned cls, uint32_t n) {
-  hc_tc_list_t *l = &tc->lists[cls];
-  if (n > l->len) n = l->len;
-  if (!n) return;
-  void *head = l->head, *last = head;
-  for (uint32_t i = 1; i < n; i++) last = *(void **)last;
-  l->head = *(void **)last;
-  *(void **)last = NULL;
-  l->len -= n;
-  hci_central_insert(cls, head, (int)n);
-}
-
 /* Brings tc->bytes up to date for list cls. */
 static inline void account(hc_tcache_t *tc, unsigned cls) {
   uint32_t len = tc->lists[cls].len;
@@ -103,62 +96,81 @@ static inline void account(hc_tcache_t *tc, unsigned cls) {
   tc->acct[cls] = len;
 }
 
-/* Gives back half of every list (at least the low half of the cache). */
+/* Hands the whole list cls to central in O(1). */
+static void release_list(hc_tcache_t *tc, unsigned cls) {
+  hc_tc_list_t *l = &tc->lists[cls];
+  if (!l->len) return;
+  hc_chain_t ch = {l->head, tc->tails[cls], l->len};
+  *(void **)ch.tail = NULL;
+  l->head = NULL;
+  l->len = 0;
+  tc->tails[cls] = NULL;
+  hci_central_insert(cls, &ch);
+  account(tc, cls);
+}
+
+/* Over budget: give back whole lists, biggest first, until under half. */
 static void scavenge(hc_tcache_t *tc) {
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-    hc_tc_list_t *l = &tc->lists[c];
-    if (l->len) {
-      release_objects(tc, c, (l->len + 1) / 2);
-      uint32_t b = hci_classes[c].batch;
-      if (tc->cap[c] > b) tc->cap[c] -= b; /* shrink what proved too big */
-      if (l->max) l->max = tc->cap[c];
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) account(tc, c);
+  while (tc->bytes > tc->budget / 2) {
+    unsigned best = 0;
+    size_t best_bytes = 0;
+    for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
+      size_t b = (size_t)tc->lists[c].len * hci_classes[c].size;
+      if (b > best_bytes) {
+        best = c;
+        best_bytes = b;
+      }
     }
-    account(tc, c);
+    if (!best) break;
+    release_list(tc, best);
+    uint32_t b = hci_classes[best].batch;
+    if (tc->cap[best] > b) tc->cap[best] -= b; /* shrink what proved too big */
+    tc->lists[best].lim = lim_of(tc->cap[best]);
   }
   tc->budget = budget_now();
 }
 
+static void grow_cap(hc_tcache_t *tc, unsigned cls) {
+  if (tc->cap[cls] < cap_limit(cls)) {
+    tc->cap[cls] += hci_classes[cls].batch;
+    tc->lists[cls].lim = lim_of(tc->cap[cls]);
+  }
+}
+
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->lists[cls];
-  uint32_t batch = hci_classes[cls].batch;
-  void *head;
-  int got = hci_central_remove(cls, &head, (int)batch);
-  if (!got) return NULL;
-  void *p = head;
+  hc_chain_t ch;
+  if (!hci_central_remove(cls, hci_classes[cls].batch, &ch)) return NULL;
+  /* The list is empty here: the chain becomes the list, minus its head. */
+  void *p = ch.head;
   l->head = *(void **)p;
-  l->len = (uint32_t)got - 1;
-  if (tc->cap[cls] < cap_limit(cls)) {
-    tc->cap[cls] += batch;
-    if (l->max) l->max = tc->cap[cls];
-  }
+  l->len = ch.n - 1;
+  tc->tails[cls] = l->len ? ch.tail : NULL;
+  grow_cap(tc, cls);
   account(tc, cls);
   if (tc->bytes > tc->budget) scavenge(tc);
   return p;
 }
 
-void hci_tc_overflow(hc_tcache_t *tc, unsigned cls) {
+void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
   hc_tc_list_t *l = &tc->lists[cls];
-  uint32_t batch = hci_classes[cls].batch;
   if (l->len >= tc->cap[cls]) {
-    if (tc->cap[cls] < cap_limit(cls)) {
-      tc->cap[cls] += batch;
-      if (l->max) l->max = tc->cap[cls];
-    } else {
-      release_objects(tc, cls, batch);
-    }
+    if (tc->cap[cls] < cap_limit(cls)) grow_cap(tc, cls);
+    else release_list(tc, cls);
   }
-  account(tc, cls);
-  if (tc->bytes > tc->budget) scavenge(tc);
+  if (l->len == 0) tc->tails[cls] = p;
+  *(void **)p = l->head;
+  l->head = p;
+  l->len++;
+  if (l->len >= tc->acct[cls] + hci_classes[cls].batch || l->len == 1) {
+    account(tc, cls);
+    if (tc->bytes > tc->budget) scavenge(tc);
+  }
 }
 
 void hci_tc_flush(hc_tcache_t *tc) {
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-    hc_tc_list_t *l = &tc->lists[c];
-    uint32_t batch = hci_classes[c].batch;
-    while (l->len >= batch) release_objects(tc, c, batch);
-    release_objects(tc, c, l->len);
-    account(tc, c);
-  }
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) release_list(tc, c);
 }
 
 static void tc_destructor(void *arg) {
@@ -181,7 +193,7 @@ void hci_tc_set_fastpath(bool enabled) {
   fastpath_enabled = enabled;
   for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
     for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
-      __atomic_store_n(&tc->lists[c].max, enabled ? tc->cap[c] : 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&tc->lists[c].lim, lim_of(tc->cap[c]), __ATOMIC_RELAXED);
   hci_unlock(&hci_tc_registry_lock);
 }
 
