@@ -2,9 +2,10 @@
  *
  * LOCK ORDER (the only place it is written down; hci_lock_all() follows it):
  *
- *     checker  ->  loader (held inside a dl_iterate_phdr callback)
- *              ->  stack depot  ->  thread-cache registry  ->  page heap
- *              ->  central[class] in ascending class order  ->  metadata arena
+ *     checker  ->  symbolizer  ->  loader (held inside a dl_iterate_phdr callback)
+ *              ->  stack depot  ->  thread-cache registry  ->  sampled-span list
+ *              ->  page heap  ->  central[class] in ascending class order
+ *              ->  metadata arena
  *
  * A thread holding a lock may only take locks to its right.  The fast paths
  * (thread cache push/pop) take no lock at all.  Stop-the-world takes all of
