@@ -111,6 +111,7 @@ void hci_meta_free(void *p, size_t size);      /* size must equal the allocation
 hc_span_t *hci_span_new(void);                 /* zeroed span record */
 void hci_span_delete(hc_span_t *s);
 size_t hci_meta_bytes(void);                   /* bytes mapped for metadata */
+bool hci_meta_owns(uintptr_t addr);            /* addr lies in a metadata mapping */
 void hci_meta_fork_prepare(void);
 void hci_meta_fork_parent(void);
 void hci_meta_fork_child(void);
@@ -242,9 +243,9 @@ size_t hci_depot_count(void);
 /* ---- unwind / depot: extra services ---- */
 /* hci_unwind_fp that first drops `skip` frames. */
 int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_t sp);
-/* End (exclusive) of the current thread's stack region that contains sp: every
- * byte of [sp, end) is readable.  0 when unknown.  Cached per thread; the slow
- * path reads /proc/self/maps with raw syscalls (no malloc, no lock). */
+/* End (exclusive) of the stack region that contains sp (the current thread's):
+ * every byte of [sp, end) is readable.  0 when unknown.  Cached per thread; the
+ * slow path probes pages with a syscall (no malloc, no lock, no /proc). */
 uintptr_t hci_unwind_stack_hi(uintptr_t sp);
 /* True when the DWARF unwinder can run (_dl_find_object present, x86-64). */
 bool hci_unwind_dwarf_available(void);

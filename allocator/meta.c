@@ -18,13 +18,43 @@
 #define BIN_MAX ((size_t)64 << 10)
 #define NBINS (SMALL_MAX / 16 + 7) /* 64 fine bins + 2K..64K */
 
+#define MAX_RANGES 4096
+
 static struct {
   hci_lock_t lock;
+  struct { uintptr_t lo, hi; } ranges[MAX_RANGES]; /* every mapping we made, for hci_meta_owns */
+  int nranges;
   uint8_t *bump;        /* next free byte of the current chunk */
   uint8_t *bump_end;
   void *bins[NBINS + 1];/* recycled blocks, linked through their first word */
   size_t mapped;        /* bytes mapped for metadata */
 } meta;
+
+/* requires: meta.lock.  Remembers a mapping (silently forgets past MAX_RANGES:
+ * hci_meta_owns then answers false, which only makes a fallback scan wider). */
+static void add_range(void *p, size_t n) {
+  if (meta.nranges < MAX_RANGES) {
+    meta.ranges[meta.nranges].lo = (uintptr_t)p;
+    meta.ranges[meta.nranges].hi = (uintptr_t)p + n;
+    meta.nranges++;
+  }
+}
+
+static void remove_range(void *p) {
+  for (int i = 0; i < meta.nranges; i++)
+    if (meta.ranges[i].lo == (uintptr_t)p) {
+      meta.ranges[i] = meta.ranges[--meta.nranges];
+      return;
+    }
+}
+
+/* Whether addr lies in metadata.  Reads without the lock: the checker calls
+ * it with every allocator lock held (hci_lock_all), including this one. */
+bool hci_meta_owns(uintptr_t addr) {
+  for (int i = 0; i < meta.nranges; i++)
+    if (addr >= meta.ranges[i].lo && addr < meta.ranges[i].hi) return true;
+  return false;
+}
 
 static size_t bin_of(size_t n, size_t *rounded) {
   if (n <= SMALL_MAX) {
@@ -47,7 +77,12 @@ void *hci_meta_alloc(size_t size) {
   if (size > BIN_MAX) {
     size_t n = (size + 4095) & ~(size_t)4095;
     void *p = hci_os_map(n);
-    if (p) __atomic_fetch_add(&meta.mapped, n, __ATOMIC_RELAXED);
+    if (p) {
+      __atomic_fetch_add(&meta.mapped, n, __ATOMIC_RELAXED);
+      hci_lock(&meta.lock);
+      add_range(p, n);
+      hci_unlock(&meta.lock);
+    }
     return p;
   }
   size_t rounded;
@@ -69,6 +104,7 @@ void *hci_meta_alloc(size_t size) {
     /* The tail of the old chunk is simply abandoned (at most 64 KiB). */
     meta.bump = chunk;
     meta.bump_end = chunk + HC_META_CHUNK;
+    add_range(chunk, HC_META_CHUNK);
     __atomic_fetch_add(&meta.mapped, HC_META_CHUNK, __ATOMIC_RELAXED);
   }
   p = meta.bump;
@@ -82,6 +118,9 @@ void hci_meta_free(void *p, size_t size) {
   if (size == 0) size = 16;
   if (size > BIN_MAX) {
     size_t n = (size + 4095) & ~(size_t)4095;
+    hci_lock(&meta.lock);
+    remove_range(p);
+    hci_unlock(&meta.lock);
     hci_os_unmap(p, n);
     __atomic_fetch_sub(&meta.mapped, n, __ATOMIC_RELAXED);
     return;

@@ -1,0 +1,69 @@
+/* unwind_nofp.c - call chain built with -fomit-frame-pointer (see
+ * tests/meson.build), for test_unwind.c.
+ *
+ * nofp_a -> nofp_b -> nofp_c -> cb(arg).  Each records the return address it
+ * will return to, so the test can compare the unwinder's frames exactly:
+ *   ras[1]: nofp_c -> nofp_b,  ras[2]: nofp_b -> nofp_a,  ras[3]: nofp_a -> caller
+ * (ras[0] is left to cb: its return address into nofp_c).
+ * nofp_b keeps seven values loaded from volatile memory live across its call,
+ * more than the other callee-saved registers can hold, so the compiler must
+ * use rbp as a general register: a frame-pointer walk sees stack addresses
+ * that are not frames (junk[] below) and must not crash on them.
+ * nofp_noreturn -> nofp_tail -> nofp_die -> cb records the same way; there
+ * nofp_tail's call is its last instruction (nofp_die does not return). */
+#include <stdint.h>
+
+typedef void (*nofp_cb)(void *arg);
+
+void nofp_a(nofp_cb cb, void *arg, uintptr_t *ras);
+
+__attribute__((noinline)) static void nofp_c(nofp_cb cb, void *arg, uintptr_t *ras) {
+  ras[1] = (uintptr_t)__builtin_return_address(0);
+  cb(arg);
+  __asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+__attribute__((noinline)) static uintptr_t nofp_b(nofp_cb cb, void *arg, uintptr_t *ras) {
+  ras[2] = (uintptr_t)__builtin_return_address(0);
+  /* A fake frame chain inside this frame: increasing, aligned, in-stack
+   * "frame pointers" with small fake return addresses. */
+  uintptr_t junk[16];
+  for (int i = 0; i < 16; i += 2) {
+    junk[i] = (uintptr_t)&junk[i + 2 < 16 ? i + 2 : 0];
+    junk[i + 1] = 0x1000 + (uintptr_t)i;
+  }
+  volatile uintptr_t vals[7];
+  for (int i = 0; i < 7; i++) vals[i] = (uintptr_t)&junk[2 * (i % 7)];
+  uintptr_t a = vals[0], b = vals[1], c = vals[2], d = vals[3], e = vals[4], f = vals[5], g = vals[6];
+  nofp_c(cb, arg, ras);
+  __asm__ volatile("" : : "r"(junk) : "memory");
+  return a ^ (b + c) ^ (d * 3) ^ (e + f) ^ g;
+}
+
+/* A call that is the last instruction of its function: its return address
+ * is the first byte after nofp_tail, so an unwinder must look up ra - 1.
+ * cb must not return (it longjmps). */
+void nofp_noreturn(nofp_cb cb, void *arg, uintptr_t *ras);
+
+__attribute__((noinline, noreturn)) static void nofp_die(nofp_cb cb, void *arg, uintptr_t *ras) {
+  ras[1] = (uintptr_t)__builtin_return_address(0);
+  cb(arg);
+  __builtin_trap();
+}
+
+__attribute__((noinline)) static void nofp_tail(nofp_cb cb, void *arg, uintptr_t *ras) {
+  ras[2] = (uintptr_t)__builtin_return_address(0);
+  nofp_die(cb, arg, ras);
+}
+
+__attribute__((noinline)) void nofp_noreturn(nofp_cb cb, void *arg, uintptr_t *ras) {
+  ras[3] = (uintptr_t)__builtin_return_address(0);
+  nofp_tail(cb, arg, ras);
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void nofp_a(nofp_cb cb, void *arg, uintptr_t *ras) {
+  ras[3] = (uintptr_t)__builtin_return_address(0);
+  uintptr_t v = nofp_b(cb, arg, ras);
+  __asm__ volatile("" : : "r"(v) : "memory");
+}
