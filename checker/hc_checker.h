@@ -1,0 +1,397 @@
+/* hc_checker.h - hidden interface between the leak checker's modules.
+ *
+ * Prototypes are grouped by the .c file that defines them, one section per
+ * module (add yours with a small edit, never reformat the others).
+ * Everything here has hidden visibility.  The allocator-side interface the
+ * checker uses (locks, pagemap, walk services, output) is in hc_internal.h.
+ *
+ * The order of a whole-program check, as the modules below expect it:
+ *
+ *   hci_world_init(&w)                  before any lock: buffers, TLS geometry,
+ *                                       signal handler (may malloc via dlsym)
+ *   take the checker lock
+ *   hci_with_loader_lock(fn, arg)       fn runs with the loader lock held:
+ *     hci_lock_all()                    every allocator lock
+ *     hci_world_stop(&w)                signal, wait for acks, read the maps
+ *     hci_roots_globals / hci_roots_threads / flood ...
+ *     hci_world_resume(&w)
+ *     hci_unlock_all()
+ *   release the checker lock; report (symbolize, print) with the world running
+ *   hci_world_destroy(&w)
+ *
+ * Between hci_world_stop and hci_world_resume nothing may call malloc, stdio,
+ * getenv, dl* (other than the already held dl_iterate_phdr) or take a lock a
+ * stopped thread could hold.
+ */
+#ifndef HC_CHECKER_H
+#define HC_CHECKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hc_internal.h"
+
+/* ======================= proc_maps.c ======================= */
+/* A snapshot of /proc/self/maps, read with open/read into memory from
+ * hci_os_map (no malloc, no stdio: usable while the world is stopped). */
+enum {
+  HCI_MAP_R = 1u << 0,
+  HCI_MAP_W = 1u << 1,
+  HCI_MAP_X = 1u << 2,
+  HCI_MAP_PRIVATE = 1u << 3, /* 'p' (copy-on-write), else shared */
+  HCI_MAP_ANON = 1u << 4,    /* no backing file (anonymous, [stack], [heap], [anon:...]) */
+  HCI_MAP_STACK = 1u << 5,   /* "[stack]": the main thread's stack */
+  HCI_MAP_HEAP = 1u << 6,    /* "[heap]": the brk area */
+  HCI_MAP_SPECIAL = 1u << 7, /* [vdso], [vvar], [vsyscall]...: never scanned */
+  HCI_MAP_DEVICE = 1u << 8,  /* a file under /dev: reads may have side effects, never scanned */
+};
+typedef struct hci_map {
+  uintptr_t lo, hi;          /* [lo, hi), page aligned */
+  uint32_t flags;            /* HCI_MAP_* */
+} hci_map_t;
+typedef struct hci_maps {
+  hci_map_t *v;              /* sorted by lo, non-overlapping (the kernel's order) */
+  int n, cap;
+  char *buf;                 /* raw text of the last read; reused */
+  size_t buf_cap;
+} hci_maps_t;
+/* (Re)reads /proc/self/maps into m, growing its buffers with hci_os_map.
+ * Returns 0, or -1 when the file cannot be read (m->n is then 0). */
+int hci_maps_read(hci_maps_t *m);
+/* The mapping containing addr, or NULL. */
+const hci_map_t *hci_maps_find(const hci_maps_t *m, uintptr_t addr);
+/* Releases the buffers; m may be read again afterwards. */
+void hci_maps_free(hci_maps_t *m);
+
+/* ======================= tls_geometry.c ======================= */
+/* Static TLS lies at the same offsets from the thread pointer in every
+ * thread (glibc: TLS variant II below TP on x86-64 with struct pthread at
+ * TP; variant I above TP on aarch64 with struct pthread below TP). */
+typedef struct hci_tls_geometry {
+  intptr_t lo_off, hi_off;   /* a thread's static TLS + struct pthread is [tp + lo_off, tp + hi_off) */
+  size_t pthread_size;       /* sizeof(struct pthread): _thread_db_sizeof_pthread or a fallback */
+  size_t static_size;        /* glibc's dl_tls_static_size (TLS blocks + surplus + TCB) */
+  bool exact;                /* static_size came from _dl_get_tls_static_info, not an estimate */
+} hci_tls_geometry_t;
+/* Computes the geometry once (dlsym, dl_iterate_phdr: may malloc, so call it
+ * before taking locks; hci_world_init does).  Idempotent and thread-safe. */
+void hci_tls_init(void);
+const hci_tls_geometry_t *hci_tls_geometry(void);
+/* The static TLS range of the thread whose thread pointer is tp. */
+void hci_tls_range(uintptr_t tp, uintptr_t *lo, uintptr_t *hi);
+
+/* ======================= stop_world.c ======================= */
+/* Registers saved from a stopped thread's signal context: general-purpose
+ * registers, then the SIMD registers (compilers keep pointers there). */
+#if defined(__aarch64__)
+#define HCI_MAX_REGS 100     /* x0-x30, sp, pc, v0-v31 (2 words each) */
+#else
+#define HCI_MAX_REGS 280     /* 17 GPRs incl. rsp and rip, xmm0-15 (32 words), upper ymm0-15 (32),
+                                upper zmm0-15 (64), zmm16-31 (128) */
+#endif
+enum {
+  HCI_T_SIGNALLED = 0,       /* signal sent, no answer yet */
+  HCI_T_FILLING = 1,         /* the handler is writing the slot */
+  HCI_T_STOPPED = 2,         /* acknowledged: parked in the handler until resume */
+  HCI_T_NOT_STOPPED = 3,     /* no ack by the deadline (blocks the signal, stuck) or could not be signalled */
+  HCI_T_EXITED = 4,          /* left the process before answering: nothing to scan */
+  HCI_T_SELF = 5,            /* the checking thread */
+};
+typedef struct hci_thread {
+  int tid;
+  _Atomic int state;         /* HCI_T_*; the handler moves SIGNALLED -> FILLING -> STOPPED */
+  bool stopped;              /* state is STOPPED or SELF: sp, regs and stack range are exact */
+  bool is_self;              /* the checking thread */
+  bool on_altstack;          /* sp was on a sigaltstack: the normal stack is scanned whole too */
+  bool in_registry;          /* not stopped, but its tp was found in the thread-cache registry */
+  uintptr_t sp;              /* stack pointer at the stop (from the ucontext) */
+  uintptr_t pc;              /* interrupted instruction */
+  uintptr_t tp;              /* thread pointer (fs base on x86-64, tpidr_el0 on aarch64); 0 if unknown */
+  uintptr_t regs[HCI_MAX_REGS];
+  int nregs;
+  uintptr_t alt_lo, alt_hi;  /* the sigaltstack when on_altstack */
+  uintptr_t stack_lo, stack_hi; /* range to scan for this thread (filled by hci_world_stop);
+                                   0,0 = unknown: the fallback scans every anonymous mapping */
+  uintptr_t nstack_lo, nstack_hi; /* the thread's normal stack mapping (when known) */
+} hci_thread_t;
+typedef struct hci_world {
+  hci_thread_t *threads;     /* nthreads slots, the checking thread included (is_self) */
+  int nthreads, cap;
+  int nstopped;              /* threads in state STOPPED (the checking thread not counted) */
+  int nnot_stopped;          /* threads in state NOT_STOPPED */
+  int nexited;               /* threads that left during the stop */
+  unsigned gen;              /* stop generation */
+  bool active;               /* between hci_world_stop and hci_world_resume */
+  bool incomplete;           /* some threads may be missing from threads[] (listing failed or
+                                they kept appearing): roots scan every anonymous mapping */
+  hci_maps_t maps;           /* /proc/self/maps read after every thread stopped */
+} hci_world_t;
+/* Allocates the world's buffers, reads the options (HEAP_CHECK_STOP_SIGNAL,
+ * HEAP_CHECK_STOP_TIMEOUT_MS), computes the TLS geometry and installs the
+ * stop signal handler.  Call before taking any lock (it may malloc through
+ * dlsym on first use).  Returns 0, or -1 when out of memory. */
+int hci_world_init(hci_world_t *w);
+/* requires: hci_world_init(w); the caller holds the checker lock and every
+ * allocator lock (hci_lock_all) and runs inside hci_with_loader_lock.
+ * Stops every other thread of the process and fills w (slots, stack ranges,
+ * maps).  Never allocates through malloc; takes no lock.  Returns the number
+ * of threads that did not stop, plus one when w->incomplete (0 = the whole
+ * world is stopped and every thread is in w->threads). */
+int hci_world_stop(hci_world_t *w);
+/* Lets every stopped thread run again.  After it returns no handler touches w. */
+void hci_world_resume(hci_world_t *w);
+/* Frees what hci_world_init allocated (after resume). */
+void hci_world_destroy(hci_world_t *w);
+/* Runs fn(arg) inside a dl_iterate_phdr callback so the loader lock is held
+ * (the set of modules cannot change and no stopped thread can hold that
+ * lock); returns fn's result. */
+int hci_with_loader_lock(int (*fn)(void *), void *arg);
+/* The signal used to stop threads (default SIGRTMAX-3). */
+int hci_stop_signal(void);
+/* Copies the caller's general-purpose registers into regs (for the checking
+ * thread, whose values in callee-saved registers are not on any scanned
+ * stack): call it first thing in the public entry point and give the result
+ * to hci_world_set_self_regs.  Returns the number of words written. */
+int hci_capture_regs(uintptr_t *regs, int max);
+void hci_world_set_self_regs(hci_world_t *w, const uintptr_t *regs, int n);
+
+/* ======================= roots.c ======================= */
+/* A root range [lo, hi): every word in it may point into the heap.  kind is
+ * a static string: "global", "registers", "stack", "tls", "stack-whole" (the
+ * normal stack of a stopped thread that was interrupted on another stack),
+ * and, for threads that did NOT stop, "stack-whole-running", "tls-running"
+ * and "anon-fallback".  Those last three belong to running threads, which
+ * may unmap them at any moment (a thread exiting, glibc trimming its stack
+ * cache): read them only through hci_copy_safe (hci_root_kind_unstable says
+ * which).  Every other range stays mapped until hci_world_resume. */
+typedef void (*hci_root_fn)(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind);
+bool hci_root_kind_unstable(const char *kind);
+/* Copies n bytes from src without faulting (process_vm_readv on ourselves);
+ * pages that are gone read as zeros.  Returns n.  No lock, no malloc. */
+size_t hci_copy_safe(void *dst, uintptr_t src, size_t n);
+/* Writable PT_LOAD segments of every loaded module (dl_iterate_phdr), minus
+ * the excluded ranges.  requires: inside hci_with_loader_lock when the world
+ * is stopped (dl_iterate_phdr nests: the lock is recursive). */
+void hci_roots_globals(hci_root_fn fn, void *ctx);
+/* For each thread of a stopped world: registers, stack [sp - 128, stack end),
+ * static TLS; for the checking thread the stack from self_sp upward (self_sp
+ * = the frame address saved at the public entry, so dead checker frames are
+ * not roots).  Threads that did not stop: their whole stack mapping and TLS,
+ * or every writable private anonymous mapping that is not allocator-owned
+ * when their stack is unknown; a warning names them.  Every range is clipped
+ * to readable mappings and has the excluded ranges cut out. */
+void hci_roots_threads(const hci_world_t *w, uintptr_t self_sp, hci_root_fn fn, void *ctx);
+/* Cuts [lo, hi) out of every root range reported from now on (allocator and
+ * checker state: hci_central, hci_pageheap, hci_pagemap_root, hci_tc_empty...).
+ * Up to HCI_MAX_EXCLUDED ranges; call before checks (not while stopped). */
+#define HCI_MAX_EXCLUDED 64
+void hci_roots_exclude(uintptr_t lo, uintptr_t hi);
+/* pc lies in the dynamic loader's text (objects it allocates - DTV, dynamic
+ * TLS blocks - are roots).  Lock-free; valid after hci_world_init. */
+bool hci_pc_in_ldso(uintptr_t pc);
+/* Computes the loader's text ranges (hci_world_init calls it). */
+void hci_roots_init(void);
+/* Optional: the metadata arena can say whether it owns an address, so the
+ * anonymous-mapping fallback skips it (weak: used when defined). */
+bool hci_meta_owns(uintptr_t addr) __attribute__((weak));
+
+/* ======================= profile.c (snapshot shared with heap_top.c) ======================= */
+/* One call site (stack id), or one (stack id, size bin) pair of it, of a
+ * heap snapshot.  Raw numbers are samples as recorded; est_* are the
+ * un-sampled estimates (equal to the raw numbers for exact data). */
+typedef struct hci_prof_site {
+  uint32_t stack_id;
+  uint32_t bin;              /* size bin (0 when grouped per stack) */
+  uint64_t n, bytes;         /* live: samples (objects) and their requested bytes */
+  uint64_t wsum;             /* live: sum of the samples' weights */
+  double est_n, est_bytes;   /* live: estimated objects and bytes */
+  uint64_t an, abytes;       /* allocated since start: samples and bytes */
+  uint64_t awsum;            /* allocated: sum of weights */
+  double est_abytes;         /* allocated: estimated bytes */
+  uint64_t oldest_ns;        /* alloc_time of the oldest live sample; 0 = unknown */
+} hci_prof_site_t;
+typedef struct hci_prof_snap {
+  hci_prof_site_t *v;        /* hci_meta_alloc'ed, sorted by est_bytes, largest first */
+  size_t n;
+  size_t alloc_bytes;        /* for hci_meta_free */
+  uint64_t rate;             /* sampling interval of the header (1 when exact) */
+  bool exact;                /* every live object is in (checker on, or interval 1) */
+  uint64_t samples;          /* live samples (objects) seen */
+} hci_prof_snap_t;
+/* Takes a snapshot of the live heap: with the checker on, every object
+ * (hci_lock_all held while walking); otherwise the sampled objects plus the
+ * cumulative sample counters.  per_stack merges the size bins of a stack.
+ * No malloc; returns 0 or -1 (out of memory). */
+int hci_profile_snapshot(hci_prof_snap_t *s, bool per_stack);
+void hci_profile_snapshot_free(hci_prof_snap_t *s);
+
+/* ======================= check_options.c ======================= */
+/* HEAPCHECK modes (gperftools' names; see docs/leak-checking.md). */
+enum {
+  HCI_MODE_OFF = 0,          /* HEAPCHECK unset, empty, or a setuid program */
+  HCI_MODE_MINIMAL,          /* objects allocated before main are not reported */
+  HCI_MODE_NORMAL,           /* at-exit check before global destructors */
+  HCI_MODE_STRICT,           /* check after global destructors (library destructor) */
+  HCI_MODE_DRACONIAN,        /* strict, and no thread/global roots: only ignored objects */
+  HCI_MODE_AS_IS,            /* knobs from HEAP_CHECK_* as given */
+  HCI_MODE_LOCAL,            /* only explicit checks */
+};
+/* gperftools' message levels: a message of level L prints iff verbose >= L. */
+enum { HCI_LOG_FATAL = -4, HCI_LOG_ERROR = -3, HCI_LOG_WARNING = -2, HCI_LOG_INFO = -1 };
+typedef struct hci_chk_opts {
+  int mode;                  /* HCI_MODE_* */
+  const char *mode_name;     /* "normal"..., for messages */
+  bool active;               /* checking is on (any mode but OFF, "local" included) */
+  bool global_check;         /* an automatic whole-program check at exit (not local) */
+  bool after_destructors;    /* that check runs from the library destructor, not atexit */
+  bool scan_threads;         /* thread stacks, registers, TLS are roots (IGNORE_THREAD_LIVE) */
+  bool scan_globals;         /* writable module data are roots (IGNORE_GLOBAL_LIVE) */
+  bool free_libc;            /* draconian: __libc_freeres() before the final check */
+  bool baseline_at_main;     /* minimal: report only objects allocated from main on */
+  int max_leaks;             /* HEAP_CHECK_MAX_LEAKS: buckets printed, <= 0 = all */
+  bool identify_leaks;       /* HEAP_CHECK_IDENTIFY_LEAKS: one line per object, abort at exit */
+  bool test_pointer_alignment; /* HEAP_CHECK_TEST_POINTER_ALIGNMENT: redo with alignment 1 */
+  int pointer_alignment;     /* HEAP_CHECK_POINTER_SOURCE_ALIGNMENT: 1, 2, 4 or 8 */
+  long long max_pointer_offset; /* HEAP_CHECK_MAX_POINTER_OFFSET: interior offset limit, -1 = none */
+  const char *dump_dir;      /* HEAP_CHECK_DUMP_DIRECTORY (default /tmp) */
+  bool run_under_gdb;        /* HEAP_CHECK_RUN_UNDER_GDB (default true here, see the docs) */
+  int exit_code;             /* HEAP_CHECK_EXIT_CODE (default 1) */
+  int verbose;               /* PERFTOOLS_VERBOSE, raised to 1 by HEAPCHECK_VERBOSE=1 */
+  const char *suppressions;  /* HEAPCHECK_SUPPRESSIONS / HEAP_CHECK_SUPPRESSIONS file, or NULL */
+} hci_chk_opts_t;
+extern hci_chk_opts_t hci_chk;  /* written once by hci_chk_options_read, read-only afterwards */
+/* Parses HEAPCHECK and every HEAP_CHECK_* variable into hci_chk.  Runs inside
+ * the first malloc: no malloc, no stdio (messages go through hci_chk_log). */
+void hci_chk_options_read(void);
+/* Level-gated message: one write to the diagnostic fd, '\n' appended. */
+bool hci_chk_log_on(int level);
+void hci_chk_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ======================= flood.c ======================= */
+enum { HCI_LEAK_DIRECT = 0, HCI_LEAK_INDIRECT = 1 };
+typedef struct hci_leak {
+  uintptr_t addr;            /* object start */
+  size_t size;               /* requested bytes */
+  uint32_t stack_id;         /* allocation stack (depot id) */
+  uint8_t kind;              /* HCI_LEAK_* */
+} hci_leak_t;
+typedef struct hci_flood_params {
+  bool scan_threads;         /* stacks, registers and static TLS of every thread */
+  bool scan_globals;         /* writable PT_LOAD segments */
+  bool report_all;           /* every unreachable object is a leak ... */
+  uint16_t base_epoch;       /* ... else only those with epoch >= base (mod 2^16) */
+  int align;                 /* pointer source alignment (1, 2, 4, 8) */
+  long long max_offset;      /* interior pointer limit, -1 = none */
+  uintptr_t self_sp;         /* the checking thread's stack is scanned from here up */
+  const uintptr_t *self_regs;/* the checking thread's callee-saved registers at the entry */
+  int self_nregs;
+} hci_flood_params_t;
+typedef struct hci_flood_result {
+  hci_leak_t *leaks;         /* hci_os_map'ed; direct and indirect, unsorted */
+  size_t nleaks;
+  size_t leaks_map;          /* bytes mapped for leaks */
+  size_t leaked_bytes;       /* totals of leaks[] */
+  size_t reach_objects;      /* live objects found reachable (roots included) */
+  size_t reach_bytes;
+  size_t scanned_words;      /* words examined (statistics) */
+  int not_stopped;           /* threads that did not stop (scanned conservatively) */
+  int nthreads;
+  bool oom;                  /* a buffer could not be mapped: results are partial */
+  uint64_t t_stop_ns, t_flood_ns; /* time to stop the world, to flood and classify */
+} hci_flood_result_t;
+/* The whole stopped-world part of a check: lock everything, stop the world,
+ * mark what is reachable, collect the unreachable objects, resume, unlock.
+ * requires: the checker lock; hci_world_init(w); runs itself inside
+ * hci_with_loader_lock.  Returns 0, or -1 when nothing could be checked. */
+int hci_flood_check(hci_world_t *w, const hci_flood_params_t *p, hci_flood_result_t *r);
+void hci_flood_result_free(hci_flood_result_t *r);
+
+/* ======================= suppress.c ======================= */
+/* Loads HEAPCHECK_SUPPRESSIONS (once; bad lines are reported and skipped). */
+void hci_supp_init(void);
+bool hci_supp_any(void);     /* at least one pattern is loaded */
+/* Index of the first pattern matching a frame of the stack, or -1; symbolizes
+ * (world running only).  Results are cached per stack id. */
+int hci_supp_match(uint32_t stack_id);
+/* Stack ids known to be suppressed: lock-free, usable while the world is stopped. */
+bool hci_supp_is_suppressed(uint32_t stack_id);
+/* Counts a suppressed leak against its pattern (for "Suppressions used:"). */
+void hci_supp_count(int index, size_t objects, size_t bytes);
+/* Prints the "Suppressions used:" block of the patterns counted since the
+ * last call (nothing when none matched) and resets the counts. */
+void hci_supp_print_used(void);
+
+/* ======================= report.c ======================= */
+typedef struct hci_report_in {
+  const char *name;          /* check name ("_main_" for the whole program) */
+  const hci_leak_t *leaks;   /* unsuppressed leaks */
+  size_t nleaks;
+  size_t bytes;              /* their totals */
+  size_t reach_objects, reach_bytes;
+  bool whole_program;        /* pprof hint names the whole-program profile */
+  bool at_exit;              /* print the "Exiting with error code" line */
+  bool symbolize;
+} hci_report_in_t;
+/* Prints the gperftools-style report (or the "No leaks found" line) and
+ * writes the leak profile file when there are leaks.  World running. */
+void hci_report_print(const hci_report_in_t *in);
+/* In-place heapsort (no malloc, unlike qsort). */
+void hci_chk_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+/* Buffered writer on a file descriptor (reports, profile files). */
+typedef struct hci_out {
+  int fd;
+  size_t len;
+  bool failed;               /* a write failed (disk full...) */
+  char buf[8192];
+} hci_out_t;
+void hci_out_printf(hci_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hci_out_flush(hci_out_t *o);
+
+/* ======================= leaks.c ======================= */
+/* First statement of a public entry point that checks: the caller's
+ * callee-saved registers are spilled into this frame and sp is set below
+ * them (a local, or the frame base where the frame record sits lowest), so
+ * the stack scan covers the caller's registers but no dead checker frames. */
+#define HCI_ENTRY_SP(sp)                                                        \
+  __builtin_unwind_init();                                                      \
+  volatile uintptr_t sp##_marker_ = 0;                                          \
+  uintptr_t sp = (uintptr_t)&sp##_marker_;                                      \
+  if ((uintptr_t)__builtin_frame_address(0) < sp) sp = (uintptr_t)__builtin_frame_address(0); \
+  (void)sp##_marker_
+/* The checker lock: one check at a time, ignore/unignore, root regions. */
+extern hci_lock_t hci_chk_lock;
+typedef struct hci_check_req {
+  const char *name;
+  bool whole_program;        /* _main_: every object (minimal: from main on) */
+  bool at_exit;              /* the automatic final check */
+  bool report;               /* print the report */
+  bool symbolize;
+  uint16_t base_epoch;       /* scoped checks: report objects with epoch >= base */
+  uintptr_t self_sp;         /* frame address at the public entry point */
+  const uintptr_t *self_regs;
+  int self_nregs;
+} hci_check_req_t;
+/* Runs one check (see the order at the top of this file).  Returns 1 when
+ * nothing leaked, 0 otherwise; *bytes and *objects get the unsuppressed totals. */
+int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects);
+/* Whole-program check state for the C API. */
+int hci_chk_global_now(uintptr_t self_sp, const uintptr_t *regs, int nregs);
+void hci_chk_global_totals(ssize_t *bytes, ssize_t *objects);
+void hci_chk_cancel_global(void);
+/* Epoch from which the whole-program check reports (minimal), or -1 for all. */
+int hci_chk_global_base(void);
+
+/* ======================= api.c ======================= */
+/* Registered root regions, read by the flood (checker lock held). */
+typedef struct hci_region {
+  uintptr_t lo, hi;
+} hci_region_t;
+int hci_api_root_regions(const hci_region_t **v);
+/* Set once an object may carry HC_OBJ_IGNORED (a Disabler or IgnoreObject
+ * was used): until then the flood skips its pass over every record. */
+extern _Atomic int hci_api_any_ignored;
+/* Runs and forgets the registered cleanups (before the final check). */
+void hci_api_run_cleanups(void);
+
+#endif

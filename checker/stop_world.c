@@ -1,0 +1,739 @@
+/* stop_world.c - stopping every other thread of the process with a signal.
+ *
+ * Protocol (design decision D11; Boehm's signal scheme, LSan's re-listing):
+ *  1. The caller holds the checker lock and every allocator lock and runs
+ *     inside hci_with_loader_lock, so no thread we stop can hold one of them.
+ *  2. List /proc/self/task with raw getdents64 (opendir mallocs) and send
+ *     each other thread one queued real-time signal (rt_tgsigqueueinfo, the
+ *     slot index as a hint in si_value).
+ *  3. The handler saves errno, finds its slot (by tid), copies sp, pc, the
+ *     thread pointer and the registers of the interrupted context into it,
+ *     marks it STOPPED, bumps the ack counter and futex-wakes the checker,
+ *     then futex-waits until `released` reaches its stop generation.
+ *  4. Re-list the tasks until no new tid appears: a thread that was running
+ *     when it was signalled may have created threads before it stopped.
+ *  5. Threads that do not answer by the deadline (HEAP_CHECK_STOP_TIMEOUT_MS,
+ *     default 1000: they block the signal or are stuck in the kernel) are
+ *     NOT_STOPPED; those that vanish (tgkill(0) says ESRCH) or are zombies
+ *     are EXITED.  Unlike D11's first draft, NOT_STOPPED threads are not
+ *     skipped: roots.c scans their whole stack and TLS (found through the
+ *     thread-cache registry's tp) or every anonymous mapping, so they can
+ *     only hide leaks, never invent one.  Their signal stays queued; the
+ *     next stop does not queue another while it is still pending.
+ *  6. Read /proc/self/maps and compute every thread's stack range.
+ *  7. Resume: unpublish the slots, wait until no handler is inside its slot
+ *     section, then publish `released` and wake everybody.
+ *
+ * Invariants:
+ *  - A handler writes a slot only after moving it SIGNALLED -> FILLING with a
+ *    CAS, and only while it is counted in stw.inside; the checker moves
+ *    SIGNALLED -> NOT_STOPPED/EXITED with a CAS, so a late handler never
+ *    writes a slot the checker has already judged.  Slot memory is moved or
+ *    freed only after unpublishing it and seeing stw.inside == 0.
+ *  - After its slot section a handler touches only the static stw words, so
+ *    the world may be destroyed while stopped threads are still waking up.
+ *  - Nothing between stop and resume calls malloc, stdio or takes a lock;
+ *    memory comes from hci_os_map (a plain mmap system call).
+ * Locks: none of its own; see the caller's requirements above.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/ucontext.h>
+#include <time.h>
+#include <unistd.h>
+#include <link.h>
+#if defined(__aarch64__)
+#include <asm/sigcontext.h>
+#elif defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#include "hc_checker.h"
+
+#define MAX_PASSES 32            /* re-listing rounds before giving up on thread creators */
+#define POLL_MIN_NS 250000ull    /* unanswered threads are checked for exit after this, */
+#define POLL_MAX_NS 10000000ull  /* then at doubling intervals up to this */
+#define DEFAULT_TIMEOUT_MS 1000
+#define RED_ZONE 128             /* x86-64 and aarch64 leaf functions may use this much below sp */
+#define MAX_LATE 64              /* threads that did not answer last time, to avoid re-queueing */
+
+extern void *__libc_stack_end;
+
+static struct {
+  hci_lock_t init_lock;
+  _Atomic int ready;
+  int signo;
+  int timeout_ms;
+  bool warned_handler;
+  /* handler <-> checker words; futex words are ints */
+  _Atomic(hci_thread_t *) slots;  /* published slot array, NULL outside a stop */
+  _Atomic int nslots;
+  _Atomic int gen;                /* generation of the current stop */
+  _Atomic int released;           /* generation released last; handlers wait for it */
+  _Atomic int acks;               /* bumped by every acknowledging handler (futex word) */
+  _Atomic int inside;             /* handlers currently in their slot section */
+  int late[MAX_LATE];             /* tids that did not answer in the last stop */
+  int nlate;
+} stw;
+
+static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts) {
+  return syscall(SYS_futex, (int *)addr, op, val, ts, NULL, 0);
+}
+
+static int gettid_raw(void) { return (int)syscall(SYS_gettid); }
+
+/* ---------------------------------------------------------------- handler */
+
+#if defined(__x86_64__)
+/* Extended register state in the signal frame (XSAVE standard format after
+ * the 512-byte legacy area): the upper halves of ymm0-15 (component 2) and,
+ * with AVX-512, the upper halves of zmm0-15 (6) and all of zmm16-31 (7).
+ * glibc's memmove keeps data in ymm16+ on AVX-512 machines, so a pointer
+ * being moved can live only there.  Offsets come from CPUID leaf 0xD. */
+#define FP_SW_BYTES 464          /* struct _fpx_sw_bytes inside the legacy area */
+#define FP_XSTATE_MAGIC 0x46505853u
+#define XSAVE_HEADER 512         /* xstate_bv: components present in the frame */
+static const int xcomp_id[3] = {2, 6, 7};
+static struct {
+  uint32_t off, size;
+} xcomp[3];
+
+static void xstate_init(void) {
+  if (__get_cpuid_max(0, NULL) < 0xd) return;
+  for (int i = 0; i < 3; i++) {
+    unsigned a, b, c, d;
+    __cpuid_count(0xd, xcomp_id[i], a, b, c, d);
+    xcomp[i].size = a;
+    xcomp[i].off = b;
+  }
+}
+
+static int copy_xstate(uintptr_t *regs, int n, const void *fp) {
+  const char *base = fp;
+  uint32_t magic, xsize;
+  uint64_t bv;
+  memcpy(&magic, base + FP_SW_BYTES, 4);
+  if (magic != FP_XSTATE_MAGIC) return n;
+  memcpy(&xsize, base + FP_SW_BYTES + 16, 4);
+  memcpy(&bv, base + XSAVE_HEADER, 8);
+  for (int i = 0; i < 3; i++) {
+    uint32_t off = xcomp[i].off, size = xcomp[i].size;
+    if (!size || !(bv >> xcomp_id[i] & 1) || off < XSAVE_HEADER || off + size > xsize) continue;
+    int words = (int)(size / sizeof(uintptr_t));
+    if (words > HCI_MAX_REGS - n) words = HCI_MAX_REGS - n;
+    memcpy(&regs[n], base + off, (size_t)words * sizeof(uintptr_t));
+    n += words;
+  }
+  return n;
+}
+#endif
+
+/* Copies the interrupted context's registers; returns the count. */
+static int copy_regs(hci_thread_t *t, const ucontext_t *uc) {
+  int n = 0;
+#if defined(__x86_64__)
+  const greg_t *g = uc->uc_mcontext.gregs;
+  t->sp = (uintptr_t)g[REG_RSP];
+  t->pc = (uintptr_t)g[REG_RIP];
+  for (int i = REG_R8; i <= REG_RIP && n < HCI_MAX_REGS; i++) t->regs[n++] = (uintptr_t)g[i];
+  if (uc->uc_mcontext.fpregs) {
+    for (int i = 0; i < 16 && n + 2 <= HCI_MAX_REGS; i++) {
+      memcpy(&t->regs[n], &uc->uc_mcontext.fpregs->_xmm[i], 16);
+      n += 2;
+    }
+    n = copy_xstate(t->regs, n, uc->uc_mcontext.fpregs);
+  }
+#elif defined(__aarch64__)
+  const mcontext_t *mc = &uc->uc_mcontext;
+  t->sp = (uintptr_t)mc->sp;
+  t->pc = (uintptr_t)mc->pc;
+  for (int i = 0; i < 31; i++) t->regs[n++] = (uintptr_t)mc->regs[i];
+  t->regs[n++] = (uintptr_t)mc->sp;
+  t->regs[n++] = (uintptr_t)mc->pc;
+  const unsigned char *p = (const unsigned char *)mc->__reserved;
+  const unsigned char *end = p + sizeof mc->__reserved;
+  while (p + sizeof(struct _aarch64_ctx) <= end) {
+    const struct _aarch64_ctx *h = (const struct _aarch64_ctx *)p;
+    if (h->magic == 0 || h->size == 0) break;
+    if (h->magic == FPSIMD_MAGIC) {
+      const struct fpsimd_context *f = (const struct fpsimd_context *)p;
+      for (int i = 0; i < 32 && n + 2 <= HCI_MAX_REGS; i++) {
+        memcpy(&t->regs[n], &f->vregs[i], 16);
+        n += 2;
+      }
+      break;
+    }
+    p += h->size;
+  }
+#else
+#error "stop_world.c: registers of this architecture"
+#endif
+  return n;
+}
+
+static hci_thread_t *find_slot(hci_thread_t *slots, int n, int tid, int hint) {
+  if (hint >= 0 && hint < n && slots[hint].tid == tid) return &slots[hint];
+  for (int i = 0; i < n; i++)
+    if (slots[i].tid == tid) return &slots[i];
+  return NULL;
+}
+
+static void stop_handler(int sig, siginfo_t *si, void *uctx) {
+  (void)sig;
+  int saved_errno = errno;
+  atomic_fetch_add(&stw.inside, 1);
+  hci_thread_t *slots = atomic_load(&stw.slots);
+  int gen = atomic_load(&stw.gen);
+  bool wait = false;
+  if (slots) {
+    int n = atomic_load_explicit(&stw.nslots, memory_order_acquire);
+    int hint = si && si->si_code == SI_QUEUE ? si->si_value.sival_int : -1;
+    hci_thread_t *me = find_slot(slots, n, gettid_raw(), hint);
+    if (me) {
+      int expect = HCI_T_SIGNALLED;
+      if (atomic_compare_exchange_strong(&me->state, &expect, HCI_T_FILLING)) {
+        me->nregs = copy_regs(me, (const ucontext_t *)uctx);
+        me->tp = (uintptr_t)__builtin_thread_pointer();
+        stack_t ss;
+        if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
+          me->on_altstack = true;
+          me->alt_lo = (uintptr_t)ss.ss_sp;
+          me->alt_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
+        }
+        atomic_store_explicit(&me->state, HCI_T_STOPPED, memory_order_release);
+        atomic_fetch_add(&stw.acks, 1);
+        futex(&stw.acks, FUTEX_WAKE_PRIVATE, 1, NULL);
+      }
+      /* Judged NOT_STOPPED already (late): park anyway, it can only help. */
+      wait = true;
+    }
+  }
+  atomic_fetch_sub(&stw.inside, 1);
+  if (wait) {
+    for (;;) {
+      int r = atomic_load(&stw.released);
+      if ((int)((unsigned)r - (unsigned)gen) >= 0) break;
+      futex(&stw.released, FUTEX_WAIT_PRIVATE, r, NULL);
+    }
+  }
+  errno = saved_errno;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+int hci_stop_signal(void) { return stw.signo; }
+
+static void install_handler(void) {
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = stop_handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  /* Nothing else may run on this thread while it is parked: a handler of
+   * the program's could move a pointer out of the scanned range. */
+  sigfillset(&sa.sa_mask);
+  if (sigaction(stw.signo, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO) &&
+      old.sa_sigaction == stop_handler)
+    return;
+  if (!stw.warned_handler && sigaction(stw.signo, NULL, &old) == 0 &&
+      (old.sa_flags & SA_SIGINFO ? old.sa_sigaction != NULL
+                                 : old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
+    stw.warned_handler = true;
+    hci_warn("the program handles signal %d, which the leak checker uses to stop threads; "
+             "set HEAP_CHECK_STOP_SIGNAL to a free one", stw.signo);
+  }
+  sigaction(stw.signo, &sa, NULL);
+}
+
+static void read_options(void) {
+  int def = SIGRTMAX - 3;
+  int s = (int)hci_env_int("HEAP_CHECK_STOP_SIGNAL", def, 1, SIGRTMAX);
+  /* 32 and 33 are glibc's cancellation and setxid signals. */
+  if (s == SIGKILL || s == SIGSTOP || s == 32 || s == 33 || s == SIGSEGV || s == SIGBUS) {
+    hci_warn("HEAP_CHECK_STOP_SIGNAL=%d cannot be used; using %d", s, def);
+    s = def;
+  }
+  stw.signo = s;
+  stw.timeout_ms = (int)hci_env_int("HEAP_CHECK_STOP_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, 1, 600000);
+}
+
+static void stw_init_once(void) {
+  if (atomic_load_explicit(&stw.ready, memory_order_acquire)) return;
+  hci_lock(&stw.init_lock);
+  if (!atomic_load_explicit(&stw.ready, memory_order_relaxed)) {
+    read_options();
+#if defined(__x86_64__)
+    xstate_init();
+#endif
+    hci_tls_init();
+    hci_roots_init();
+    /* Our words hold no heap pointers, but they are globals: keep them out. */
+    hci_roots_exclude((uintptr_t)&stw, (uintptr_t)(&stw + 1));
+    atomic_store_explicit(&stw.ready, 1, memory_order_release);
+  }
+  hci_unlock(&stw.init_lock);
+}
+
+/* ---------------------------------------------------------------- tasks */
+
+struct dirent64_raw {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+/* Calls fn(ctx, tid) for every task; returns the count, or -1. */
+static int list_tasks(void (*fn)(void *, int), void *ctx) {
+  int fd;
+  do fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) return -1;
+  char buf[4096] __attribute__((aligned(8)));
+  int count = 0;
+  for (;;) {
+    long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + off);
+      off += d->d_reclen;
+      int tid = 0;
+      const char *c = d->d_name;
+      if (*c < '0' || *c > '9') continue;
+      while (*c >= '0' && *c <= '9') tid = tid * 10 + (*c++ - '0');
+      if (*c || tid <= 0) continue;
+      count++;
+      if (fn) fn(ctx, tid);
+    }
+  }
+  close(fd);
+  return count;
+}
+
+static void count_fn(void *ctx, int tid) {
+  (void)ctx;
+  (void)tid;
+}
+
+/* ---------------------------------------------------------------- slots */
+
+static bool grow_slots(hci_world_t *w, int need) {
+  int ncap = w->cap ? w->cap : 64;
+  while (ncap < need) ncap *= 2;
+  hci_thread_t *nt = hci_os_map((size_t)ncap * sizeof(hci_thread_t));
+  if (!nt) return false;
+  if (w->threads) {
+    /* Unpublish, wait out handlers that may be looking at the old array. */
+    hci_thread_t *was = atomic_exchange(&stw.slots, NULL);
+    while (atomic_load(&stw.inside)) sched_yield();
+    memcpy(nt, w->threads, (size_t)w->nthreads * sizeof(hci_thread_t));
+    hci_os_unmap(w->threads, (size_t)w->cap * sizeof(hci_thread_t));
+    w->threads = nt;
+    w->cap = ncap;
+    if (was) atomic_store(&stw.slots, nt);
+  } else {
+    w->threads = nt;
+    w->cap = ncap;
+  }
+  return true;
+}
+
+int hci_world_init(hci_world_t *w) {
+  stw_init_once();
+  install_handler();
+  memset(w, 0, sizeof *w);
+  int n = list_tasks(count_fn, NULL);
+  if (!grow_slots(w, 2 * (n > 0 ? n : 1) + 16)) return -1;
+  hci_maps_read(&w->maps); /* sizes the buffers now, so the stop rarely maps any */
+  return 0;
+}
+
+void hci_world_destroy(hci_world_t *w) {
+  HC_CHECK(!w->active, "hci_world_destroy while the world is stopped");
+  if (w->threads) hci_os_unmap(w->threads, (size_t)w->cap * sizeof(hci_thread_t));
+  hci_maps_free(&w->maps);
+  memset(w, 0, sizeof *w);
+}
+
+struct collect {
+  hci_world_t *w;
+  int *tids;
+  int ntids, cap;
+  bool overflow;
+};
+
+static bool known(const hci_world_t *w, int tid) {
+  for (int i = 0; i < w->nthreads; i++)
+    if (w->threads[i].tid == tid) return true;
+  return false;
+}
+
+static void collect_fn(void *ctx, int tid) {
+  struct collect *c = ctx;
+  if (known(c->w, tid)) return;
+  if (c->ntids == c->cap) {
+    c->overflow = true;
+    return;
+  }
+  c->tids[c->ntids++] = tid;
+}
+
+/* True when sig is pending for thread tid (SigPnd of its status file). */
+static bool signal_pending(int tid, int sig) {
+  char path[64], buf[2048];
+  hci_snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char *p = strstr(buf, "SigPnd:");
+  if (!p) return false;
+  p += 7;
+  while (*p == ' ' || *p == '\t') p++;
+  const char *e = p;
+  while ((*e >= '0' && *e <= '9') || (*e >= 'a' && *e <= 'f')) e++;
+  /* bit sig-1 counted from the end of the hex string */
+  int bit = sig - 1;
+  const char *digit = e - 1 - bit / 4;
+  if (digit < p) return false;
+  int v = *digit <= '9' ? *digit - '0' : *digit - 'a' + 10;
+  return (v >> (bit % 4)) & 1;
+}
+
+/* 'Z' or 'X' in /proc/self/task/tid/stat: a zombie thread group leader
+ * (it called pthread_exit) never runs a handler again. */
+static bool is_zombie(int tid) {
+  char path[64], buf[512];
+  hci_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return true;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static bool was_late(int tid) {
+  for (int i = 0; i < stw.nlate; i++)
+    if (stw.late[i] == tid) return true;
+  return false;
+}
+
+static void send_stop(hci_world_t *w, int idx, int pid) {
+  hci_thread_t *t = &w->threads[idx];
+  /* A thread that ignored the last stop may still have that signal queued:
+   * it will serve for this stop too, and the queue does not grow. */
+  if (was_late(t->tid) && signal_pending(t->tid, stw.signo)) return;
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = stw.signo;
+  si.si_code = SI_QUEUE;
+  si.si_pid = pid;
+  si.si_uid = getuid();
+  si.si_value.sival_int = idx;
+  if (syscall(SYS_rt_tgsigqueueinfo, pid, t->tid, stw.signo, &si) == 0) return;
+  int expect = HCI_T_SIGNALLED;
+  int to = errno == ESRCH ? HCI_T_EXITED : HCI_T_NOT_STOPPED; /* EAGAIN: queue full */
+  atomic_compare_exchange_strong(&t->state, &expect, to);
+}
+
+/* Waits until slots [from, to) have all left SIGNALLED/FILLING. */
+static void wait_acks(hci_world_t *w, int from, int to, int pid) {
+  uint64_t deadline = hci_os_now_ns() + (uint64_t)stw.timeout_ms * 1000000ull;
+  uint64_t poll = POLL_MIN_NS;
+  for (;;) {
+    int a = atomic_load(&stw.acks);
+    int pending = 0;
+    for (int i = from; i < to; i++) {
+      int s = atomic_load(&w->threads[i].state);
+      if (s == HCI_T_SIGNALLED || s == HCI_T_FILLING) pending++;
+    }
+    if (pending == 0) return;
+    uint64_t now = hci_os_now_ns();
+    /* Threads that exited after we listed them never answer. */
+    for (int i = from; i < to; i++) {
+      hci_thread_t *t = &w->threads[i];
+      if (atomic_load(&t->state) != HCI_T_SIGNALLED) continue;
+      if (syscall(SYS_tgkill, pid, t->tid, 0) != 0 && errno == ESRCH) {
+        int expect = HCI_T_SIGNALLED;
+        atomic_compare_exchange_strong(&t->state, &expect, HCI_T_EXITED);
+      }
+    }
+    if (now >= deadline) break;
+    uint64_t left = deadline - now;
+    if (left > poll) left = poll;
+    if (poll < POLL_MAX_NS) poll *= 2;
+    struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+    futex(&stw.acks, FUTEX_WAIT_PRIVATE, a, &ts);
+  }
+  for (int i = from; i < to; i++) {
+    hci_thread_t *t = &w->threads[i];
+    int expect = HCI_T_SIGNALLED;
+    if (atomic_load(&t->state) == HCI_T_SIGNALLED)
+      atomic_compare_exchange_strong(&t->state, &expect, is_zombie(t->tid) ? HCI_T_EXITED : HCI_T_NOT_STOPPED);
+    /* FILLING finishes in a few instructions. */
+    while (atomic_load(&t->state) == HCI_T_FILLING) sched_yield();
+  }
+}
+
+/* ---------------------------------------------------------------- ranges */
+
+static uintptr_t lookup_registry_tp(int tid) {
+  /* requires: hci_tc_registry_lock (held through hci_lock_all). */
+  for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
+    if (tc->tid == tid && tc->tp) return tc->tp;
+  return 0;
+}
+
+/* The heap object holding addr: a stack the program allocated with malloc
+ * (pthread_attr_setstack, coroutines) is scanned within its object only. */
+static bool heap_object(uintptr_t addr, uintptr_t *lo, uintptr_t *hi) {
+  hc_span_t *s = hci_pagemap_span(addr);
+  if (!s) return false;
+  if (s->state == HC_SPAN_LARGE) {
+    *lo = s->start;
+    *hi = s->start + s->npages * HC_PAGE_SIZE;
+    return true;
+  }
+  if (s->state != HC_SPAN_SMALL || s->cls == 0) return false;
+  uintptr_t size = hci_classes[s->cls].size;
+  *lo = s->start + (addr - s->start) / size * size;
+  *hi = *lo + size;
+  return true;
+}
+
+/* The thread's normal stack: [stack] for the main thread, else the mapping
+ * holding its struct pthread (glibc puts it at the top of the stack),
+ * ending where struct pthread and static TLS end. */
+static void normal_stack(const hci_world_t *w, hci_thread_t *t, int pid) {
+  const hci_map_t *m = NULL;
+  uintptr_t top = 0;
+  if (t->tid == pid) {
+    m = hci_maps_find(&w->maps, (uintptr_t)__libc_stack_end);
+    if (m) top = m->hi;
+  } else if (t->tp) {
+    m = hci_maps_find(&w->maps, t->tp);
+    if (m) {
+      uintptr_t lo, hi;
+      hci_tls_range(t->tp, &lo, &hi);
+      top = hi < m->hi ? hi : m->hi;
+    }
+  }
+  if (m) {
+    t->nstack_lo = m->lo;
+    t->nstack_hi = top;
+    uintptr_t olo, ohi;
+    if (t->tp && heap_object(t->tp, &olo, &ohi) && olo > t->nstack_lo) t->nstack_lo = olo;
+  }
+}
+
+static void thread_ranges(const hci_world_t *w, hci_thread_t *t, int pid) {
+  normal_stack(w, t, pid);
+  if (!t->stopped) {
+    t->stack_lo = t->nstack_lo;
+    t->stack_hi = t->nstack_hi;
+    return;
+  }
+  uintptr_t sp = t->sp;
+  uintptr_t lo = 0, hi = 0;
+  if (t->nstack_hi && sp >= t->nstack_lo && sp < t->nstack_hi) {
+    lo = t->nstack_lo;
+    hi = t->nstack_hi;
+    t->on_altstack = false;
+  } else if (t->on_altstack && sp >= t->alt_lo && sp < t->alt_hi) {
+    lo = t->alt_lo;
+    hi = t->alt_hi;
+  } else {
+    /* Another stack (makecontext, coroutine): from sp to its mapping's end. */
+    const hci_map_t *m = hci_maps_find(&w->maps, sp);
+    if (!m) m = hci_maps_find(&w->maps, sp - RED_ZONE);
+    if (m) {
+      lo = m->lo;
+      hi = m->hi;
+      uintptr_t olo, ohi;
+      if (heap_object(sp, &olo, &ohi)) {
+        lo = olo;
+        hi = ohi;
+      }
+    }
+    t->on_altstack = true; /* "not on its normal stack": roots scan that one whole */
+  }
+  if (hi) {
+    t->stack_lo = sp - RED_ZONE > lo ? sp - RED_ZONE : lo;
+    t->stack_hi = hi;
+  }
+  if (!w->maps.n && !hi && sp) {
+    /* No maps: best effort from what the thread itself tells. */
+    t->stack_lo = sp - RED_ZONE;
+    t->stack_hi = t->tid == pid ? (uintptr_t)__libc_stack_end : 0;
+  }
+}
+
+/* ---------------------------------------------------------------- stop/resume */
+
+int hci_world_stop(hci_world_t *w) {
+  HC_CHECK(atomic_load(&stw.ready) && w->threads, "hci_world_stop without hci_world_init");
+  HC_CHECK(!w->active, "hci_world_stop: the world is already stopped");
+  int pid = getpid();
+  int self = gettid_raw();
+  w->nthreads = 0;
+  w->nstopped = w->nnot_stopped = w->nexited = 0;
+  w->incomplete = false;
+  w->gen = (unsigned)atomic_fetch_add(&stw.gen, 1) + 1;
+  w->active = true;
+
+  hci_thread_t *me = &w->threads[0];
+  memset(me, 0, sizeof *me);
+  me->tid = self;
+  atomic_store(&me->state, HCI_T_SELF);
+  me->is_self = me->stopped = true;
+  me->sp = (uintptr_t)__builtin_frame_address(0);
+  me->tp = (uintptr_t)__builtin_thread_pointer();
+  w->nthreads = 1;
+  atomic_store(&stw.nslots, 1);
+  atomic_store(&stw.slots, w->threads);
+
+  int tids_cap = 4096;
+  int *tids = hci_os_map((size_t)tids_cap * sizeof(int));
+  w->incomplete = true; /* until a listing finds no new thread */
+  for (int pass = 0; tids && pass < MAX_PASSES; pass++) {
+    struct collect c = {w, tids, 0, tids_cap, false};
+    if (list_tasks(collect_fn, &c) < 0) break;
+    if (c.ntids == 0) {
+      w->incomplete = false;
+      break;
+    }
+    if (w->nthreads + c.ntids > w->cap && !grow_slots(w, w->nthreads + c.ntids)) break;
+    int from = w->nthreads;
+    for (int i = 0; i < c.ntids; i++) {
+      hci_thread_t *t = &w->threads[w->nthreads];
+      memset(t, 0, sizeof *t);
+      t->tid = tids[i];
+      atomic_store(&t->state, HCI_T_SIGNALLED);
+      w->nthreads++;
+    }
+    atomic_store_explicit(&stw.nslots, w->nthreads, memory_order_release);
+    for (int i = from; i < w->nthreads; i++) send_stop(w, i, pid);
+    wait_acks(w, from, w->nthreads, pid);
+    if (c.overflow) pass--; /* more tids than the buffer: not a new round of creation */
+  }
+  if (tids) hci_os_unmap(tids, (size_t)tids_cap * sizeof(int));
+
+  hci_maps_read(&w->maps);
+  stw.nlate = 0;
+  for (int i = 0; i < w->nthreads; i++) {
+    hci_thread_t *t = &w->threads[i];
+    int s = atomic_load_explicit(&t->state, memory_order_acquire);
+    if (s == HCI_T_SIGNALLED) { /* listing stopped early (no memory, too many passes) */
+      atomic_compare_exchange_strong(&t->state, &s, HCI_T_NOT_STOPPED);
+      s = atomic_load(&t->state);
+    }
+    if (s == HCI_T_STOPPED) {
+      t->stopped = true;
+      w->nstopped++;
+    } else if (s == HCI_T_NOT_STOPPED) {
+      w->nnot_stopped++;
+      t->tp = lookup_registry_tp(t->tid);
+      t->in_registry = t->tp != 0;
+      if (stw.nlate < MAX_LATE) stw.late[stw.nlate++] = t->tid;
+    } else if (s == HCI_T_EXITED) {
+      w->nexited++;
+      continue;
+    }
+    thread_ranges(w, t, pid);
+  }
+  if (w->incomplete) {
+    hci_warn("could not list every thread (out of memory, /proc unreadable, or threads keep appearing)");
+    return w->nnot_stopped + 1;
+  }
+  return w->nnot_stopped;
+}
+
+void hci_world_resume(hci_world_t *w) {
+  if (!w->active) return;
+  atomic_store(&stw.slots, NULL);
+  atomic_store(&stw.nslots, 0);
+  while (atomic_load(&stw.inside)) sched_yield();
+  atomic_store(&stw.released, (int)w->gen);
+  futex(&stw.released, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+  w->active = false;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+struct loader_call {
+  int (*fn)(void *);
+  void *arg;
+  int ret;
+  bool ran;
+};
+
+static int loader_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)info;
+  (void)size;
+  struct loader_call *c = arg;
+  if (!c->ran) {
+    c->ran = true;
+    c->ret = c->fn(c->arg);
+  }
+  return 1; /* stop the iteration: fn ran once, with the loader lock held */
+}
+
+int hci_with_loader_lock(int (*fn)(void *), void *arg) {
+  struct loader_call c = {fn, arg, 0, false};
+  dl_iterate_phdr(loader_cb, &c);
+  if (!c.ran) c.ret = fn(arg); /* no module at all: nothing can be loaded concurrently either */
+  return c.ret;
+}
+
+hc_noinline int hci_capture_regs(uintptr_t *regs, int max) {
+  uintptr_t r[12];
+  int n = 0;
+#if defined(__x86_64__)
+  __asm__ __volatile__("mov %%rbx, 0(%0)\n\t"
+                       "mov %%r12, 8(%0)\n\t"
+                       "mov %%r13, 16(%0)\n\t"
+                       "mov %%r14, 24(%0)\n\t"
+                       "mov %%r15, 32(%0)\n\t"
+                       :
+                       : "r"(r)
+                       : "memory");
+  r[5] = *(uintptr_t *)__builtin_frame_address(0); /* the caller's rbp, saved by our prologue */
+  n = 6;
+#elif defined(__aarch64__)
+  __asm__ __volatile__("stp x19, x20, [%0, #0]\n\t"
+                       "stp x21, x22, [%0, #16]\n\t"
+                       "stp x23, x24, [%0, #32]\n\t"
+                       "stp x25, x26, [%0, #48]\n\t"
+                       "stp x27, x28, [%0, #64]\n\t"
+                       :
+                       : "r"(r)
+                       : "memory");
+  r[10] = *(uintptr_t *)__builtin_frame_address(0);
+  n = 11;
+#endif
+  if (n > max) n = max;
+  for (int i = 0; i < n; i++) regs[i] = r[i];
+  return n;
+}
+
+void hci_world_set_self_regs(hci_world_t *w, const uintptr_t *regs, int n) {
+  for (int i = 0; i < w->nthreads; i++) {
+    hci_thread_t *t = &w->threads[i];
+    if (!t->is_self) continue;
+    if (n > HCI_MAX_REGS) n = HCI_MAX_REGS;
+    memcpy(t->regs, regs, (size_t)n * sizeof *regs);
+    t->nregs = n;
+  }
+}

@@ -1,0 +1,114 @@
+/* tls_geometry.c - where a thread's static TLS and struct pthread lie,
+ * relative to its thread pointer.
+ *
+ * glibc puts every thread's static TLS (the blocks of modules loaded at
+ * start-up plus a surplus for later initial-exec dlopens) and its struct
+ * pthread (which holds the first 32 pthread_setspecific slots and the DTV
+ * pointer) in one block at fixed offsets from the thread pointer:
+ *   x86-64, TLS variant II:  [tp - (static_size - sizeof pthread), tp + sizeof pthread)
+ *   aarch64, TLS variant I:  [tp - sizeof pthread, tp + static_size)
+ * static_size is glibc's dl_tls_static_size (it includes the TCB), read with
+ * _dl_get_tls_static_info; sizeof(struct pthread) is glibc's exported
+ * _thread_db_sizeof_pthread (2.34 and later).  Without them the range is
+ * estimated from the PT_TLS blocks (dlpi_tls_data) plus glibc's surplus.
+ * Dynamic TLS (dlopen'ed modules using the general-dynamic model) is malloc'd
+ * by ld.so and reached through the DTV; see hci_pc_in_ldso.
+ *
+ * Invariants: computed once, before any stop (dlsym may malloc on a missing
+ * symbol); read-only afterwards, so stopped-world code reads it freely.
+ * Locks: init_lock only during the one-time computation.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+#include "hc_checker.h"
+
+#if defined(__aarch64__)
+#define PTHREAD_SIZE_FALLBACK 1792
+#else
+#define PTHREAD_SIZE_FALLBACK 2368
+#endif
+#define GLIBC_SURPLUS 1664        /* glibc's static TLS surplus for later dlopens (2.32+: at least this) */
+#define ESTIMATE_WINDOW ((uintptr_t)1 << 20) /* TLS blocks farther than this from tp are not static */
+
+static struct {
+  hci_lock_t init_lock;
+  _Atomic int ready;
+  hci_tls_geometry_t g;
+} tls;
+
+struct estimate {
+  uintptr_t tp;
+  uintptr_t lowest;   /* variant II: lowest static block start */
+  uintptr_t highest;  /* variant I: highest static block end */
+};
+
+static int estimate_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  struct estimate *e = arg;
+  if (info->dlpi_tls_modid == 0 || info->dlpi_tls_data == NULL) return 0;
+  uintptr_t data = (uintptr_t)info->dlpi_tls_data;
+#if defined(__aarch64__)
+  size_t memsz = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_TLS) memsz = info->dlpi_phdr[i].p_memsz;
+  if (data >= e->tp && data - e->tp < ESTIMATE_WINDOW && data + memsz > e->highest) e->highest = data + memsz;
+#else
+  if (data < e->tp && e->tp - data < ESTIMATE_WINDOW && data < e->lowest) e->lowest = data;
+#endif
+  return 0;
+}
+
+static void compute(hci_tls_geometry_t *g) {
+  memset(g, 0, sizeof *g);
+  const unsigned *psize = dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread");
+  g->pthread_size = psize && *psize >= 512 && *psize <= 65536 ? *psize : PTHREAD_SIZE_FALLBACK;
+
+  void (*get_static)(size_t *, size_t *);
+  *(void **)&get_static = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+  size_t static_size = 0, align = 0;
+  if (get_static) get_static(&static_size, &align);
+  if (static_size > g->pthread_size && static_size < ((size_t)16 << 20)) {
+    g->exact = true;
+    g->static_size = static_size;
+  } else {
+    struct estimate e = {(uintptr_t)__builtin_thread_pointer(), (uintptr_t)__builtin_thread_pointer(), 0};
+    e.highest = e.tp;
+    dl_iterate_phdr(estimate_cb, &e);
+#if defined(__aarch64__)
+    g->static_size = (e.highest - e.tp) + GLIBC_SURPLUS;
+#else
+    g->static_size = (e.tp - e.lowest) + GLIBC_SURPLUS + g->pthread_size;
+#endif
+    g->static_size = (g->static_size + 63) & ~(size_t)63;
+  }
+#if defined(__aarch64__)
+  g->lo_off = -(intptr_t)g->pthread_size;
+  g->hi_off = (intptr_t)g->static_size;
+#else
+  g->lo_off = -(intptr_t)(g->static_size - g->pthread_size);
+  g->hi_off = (intptr_t)g->pthread_size;
+#endif
+}
+
+void hci_tls_init(void) {
+  if (atomic_load_explicit(&tls.ready, memory_order_acquire)) return;
+  hci_lock(&tls.init_lock);
+  if (!atomic_load_explicit(&tls.ready, memory_order_relaxed)) {
+    compute(&tls.g);
+    atomic_store_explicit(&tls.ready, 1, memory_order_release);
+  }
+  hci_unlock(&tls.init_lock);
+}
+
+const hci_tls_geometry_t *hci_tls_geometry(void) {
+  HC_CHECK(atomic_load_explicit(&tls.ready, memory_order_acquire), "TLS geometry used before hci_tls_init");
+  return &tls.g;
+}
+
+void hci_tls_range(uintptr_t tp, uintptr_t *lo, uintptr_t *hi) {
+  const hci_tls_geometry_t *g = hci_tls_geometry();
+  *lo = tp + (uintptr_t)g->lo_off;
+  *hi = tp + (uintptr_t)g->hi_off;
+}
