@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "alloc_inline.h"
+#include "usdt.h"
 
 int hci_record_all;
 _Atomic uint16_t hci_epoch = 1;
@@ -159,6 +160,9 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
     s->weight = weight;
     s->alloc_time = hci_os_now_ns();
     sampled_link(s);
+    HC_USDT_SAMPLE_ALLOC(s->start, size, s->meta.stack_id);
+    if (hci_profile_note_alloc) hci_profile_note_alloc(s->meta.stack_id, size, weight);
+    if (hci_profiler_on_sample) hci_profiler_on_sample();
   }
   return (void *)s->start;
 }
@@ -206,7 +210,13 @@ static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, b
     errno = ENOMEM;
     return NULL;
   }
-  if (hci_record_all) record_small(tc, p, cls, size, ra);
+  if (hci_record_all) {
+    record_small(tc, p, cls, size, ra);
+    /* The free-list link left in the first word would point at the next
+     * free object of the class and keep whatever is allocated there later
+     * alive if the program never overwrites it (padding, unused fields). */
+    *(void **)p = NULL;
+  }
   if (zero) memset(p, 0, size);
   return p;
 }
@@ -226,6 +236,8 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
   if (hci_record_all && s->meta.stack_id == HC_STACK_NONE && !s->is_sampled) {
     /* a record that was made and cleared: freed twice while in use? */
   }
+  if (s->is_sampled) HC_USDT_SAMPLE_FREE(s->start, s->req_size, s->meta.stack_id);
+  if (s->is_sampled && hci_profile_note_free) hci_profile_note_free(s->req_size, s->weight);
   s->meta.stack_id = HC_STACK_NONE;
   if (s->is_sampled) sampled_unlink(s);
   hci_ph_free(s);

@@ -15,6 +15,12 @@
 
 hc_central_t hci_central[HC_NUM_CLASSES];
 
+/* Bytes held in transfer slots, all classes together: bounded so that freed
+ * memory gets back to spans (and from there to the page heap and the OS)
+ * instead of piling up in chains nobody asks for. */
+static _Atomic size_t slot_bytes_total;
+
+
 static void span_list_init(hc_span_t *h) {
   if (!h->next) h->next = h->prev = h;
 }
@@ -97,6 +103,8 @@ bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out) {
   if (c->nchains) {
     *out = c->slots[--c->nchains];
     c->slot_objs -= out->n;
+    atomic_fetch_sub_explicit(&slot_bytes_total, (size_t)out->n * hci_classes[cls].size,
+                              memory_order_relaxed);
     hci_unlock(&c->lock);
     return true;
   }
@@ -160,10 +168,14 @@ static void return_chain(unsigned cls, void *head) {
 void hci_central_insert(unsigned cls, const hc_chain_t *chain) {
   if (!chain->n) return;
   hc_central_t *c = &hci_central[cls];
+  size_t bytes = (size_t)chain->n * hci_classes[cls].size;
   hci_lock(&c->lock);
-  if (c->nchains < HC_TRANSFER_SLOTS) {
+  if (c->nchains < HC_TRANSFER_SLOTS &&
+      c->slot_objs * hci_classes[cls].size + bytes <= HC_SLOT_BYTES_CLASS_MAX &&
+      atomic_load_explicit(&slot_bytes_total, memory_order_relaxed) + bytes <= HC_SLOT_BYTES_TOTAL_MAX) {
     c->slots[c->nchains++] = *chain;
     c->slot_objs += chain->n;
+    atomic_fetch_add_explicit(&slot_bytes_total, bytes, memory_order_relaxed);
     hci_unlock(&c->lock);
     return;
   }
@@ -185,6 +197,8 @@ void hci_central_drain(void) {
       if (c->nchains) {
         ch = c->slots[--c->nchains];
         c->slot_objs -= ch.n;
+        atomic_fetch_sub_explicit(&slot_bytes_total, (size_t)ch.n * hci_classes[cls].size,
+                                  memory_order_relaxed);
       }
       hci_unlock(&c->lock);
       if (!ch.n) break;

@@ -37,6 +37,10 @@
 #define HC_TC_BUDGET_MIN ((size_t)512 << 10)    /* the least one thread cache may hold */
 #define HC_TC_BUDGET_MAX ((size_t)4 << 20)      /* the most one thread cache may hold */
 
+/* ---- central transfer caches (chains kept whole between threads) ---- */
+#define HC_SLOT_BYTES_CLASS_MAX ((size_t)4 << 20)  /* per size class */
+#define HC_SLOT_BYTES_TOTAL_MAX ((size_t)16 << 20) /* all classes together */
+
 /* ---- stacks ---- */
 #define HC_MAX_STACK_DEPTH 64
 #define HC_DEFAULT_SAMPLE_INTERVAL 524288

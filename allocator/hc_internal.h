@@ -286,9 +286,11 @@ extern _Atomic int hci_init_state;             /* 0 none, 1 running, 2 done */
 static inline void hci_ensure_init(void) {
   if (hc_unlikely(atomic_load_explicit(&hci_init_state, memory_order_acquire) != 2)) hci_init();
 }
-/* Hooks the checker installs at init (weak: the allocator links without it). */
-void hci_checker_init(void) __attribute__((weak));
-void hci_profiler_init(void) __attribute__((weak));
+/* The checker's and the profiler's process init (checker/leaks.c, profile.c).
+ * Strong references, so a static link always pulls them in and HEAPCHECK /
+ * HEAPPROFILE work in statically linked programs too. */
+void hci_checker_init(void);
+void hci_profiler_init(void);
 
 /* ======================= walk.c ======================= */
 /* Every allocator lock, in the documented order (after the caller's own). */

@@ -2,10 +2,10 @@
  *
  * LOCK ORDER (the only place it is written down; hci_lock_all() follows it):
  *
- *     checker  ->  symbolizer  ->  loader (held inside a dl_iterate_phdr callback)
+ *     checker  ->  profiler  ->  symbolizer  ->  loader (held inside a dl_iterate_phdr callback)
  *              ->  stack depot  ->  thread-cache registry  ->  sampled-span list
  *              ->  page heap  ->  central[class] in ascending class order
- *              ->  metadata arena
+ *              ->  profile bucket table  ->  metadata arena
  *
  * A thread holding a lock may only take locks to its right.  The fast paths
  * (thread cache push/pop) take no lock at all.  Stop-the-world takes all of
@@ -103,9 +103,8 @@ typedef struct hc_tcache {
   hc_tc_list_t lists[HC_NUM_CLASSES];
   void *tails[HC_NUM_CLASSES];  /* last object of each non-empty list: whole lists move in O(1) */
   uint32_t cap[HC_NUM_CLASSES]; /* capacity per class (lists[].lim is 0 in checker mode) */
-  uint32_t acct[HC_NUM_CLASSES];/* list length last counted into `bytes` (the fast paths don't count) */
-  size_t bytes;             /* bytes held in all lists */
-  size_t budget;            /* most bytes this cache may hold before scavenging */
+  size_t cap_bytes;         /* sum of cap[c] * class size: what the lists may hold; <= budget */
+  size_t budget;            /* bound on cap_bytes */
   uint64_t rng;             /* sampler PRNG state */
   uint64_t sample_interval; /* mean sampling interval the current draw was made with */
   struct hc_tcache *next;   /* registry of live caches; guarded by the registry lock */

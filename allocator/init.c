@@ -50,8 +50,8 @@ void hci_init(void) {
     hci_unwind_init();
     hci_tc_thread_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
-    if (hci_checker_init) hci_checker_init();
-    if (hci_profiler_init) hci_profiler_init();
+    hci_checker_init();
+    hci_profiler_init();
     atomic_store_explicit(&hci_init_state, 2, memory_order_release);
     init_running_here = 0;
     return;

@@ -179,9 +179,13 @@ static hc_noinline void *new_slow(size_t size, size_t align, bool nothrow, uintp
   for (;;) {
     void *p = align > 16 ? hci_memalign_ra(align, size, ra) : hci_malloc_ra(size, ra);
     if (p) return p;
+    /* The nothrow forms return NULL without calling the new-handler: a
+     * handler may throw, and C cannot catch it before it escapes a noexcept
+     * operator (std::terminate).  libstdc++'s own nothrow operators catch;
+     * this is the one documented difference. */
+    if (nothrow) return NULL;
     new_handler_t h = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
     if (!h) {
-      if (nothrow) return NULL;
       if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
       hci_fatal("operator new(%zu): out of memory and no C++ runtime to throw std::bad_alloc", size);
     }

@@ -8,7 +8,7 @@
  * released (MADV_DONTNEED); releasing happens when committed free memory
  * exceeds a threshold, down to half of it (hysteresis: page faults cost
  * ~19 us per 4 KiB on these machines, so memory is reused before it is
- * returned), and all of it at malloc_trim(0).
+ * returned; see release_threshold), and all of it at malloc_trim(0).
  *
  * Invariant: every page of every span (free or not) maps to its span.
  * Lock: hci_pageheap.lock; takes only the metadata arena lock inside. */
@@ -16,8 +16,12 @@
 
 hc_pageheap_t hci_pageheap;
 
-/* Committed free bytes above which release starts. */
-#define RELEASE_THRESHOLD ((size_t)64 << 20)
+/* Committed free bytes above which release starts: an eighth of the memory
+ * in use, at least 8 MiB and at most 64 MiB.  Release goes down to half of
+ * it, so a program that frees and reallocates in waves reuses pages instead
+ * of faulting them in again. */
+#define RELEASE_MIN ((size_t)16 << 20)
+#define RELEASE_MAX ((size_t)64 << 20)
 
 static hc_pageheap_t *const ph = &hci_pageheap;
 
@@ -214,12 +218,18 @@ void hci_ph_free_locked(hc_span_t *s) {
 
 static size_t release_locked(size_t max_bytes);
 
+static size_t release_threshold(void) {
+  size_t t = ph->inuse_bytes / 8;
+  return t < RELEASE_MIN ? RELEASE_MIN : t > RELEASE_MAX ? RELEASE_MAX : t;
+}
+
 void hci_ph_free(hc_span_t *s) {
   hci_lock(&ph->lock);
   ph->inuse_bytes -= s->npages << HC_PAGE_SHIFT;
   hci_ph_free_locked(s);
-  if ((ph->free_pages << HC_PAGE_SHIFT) > RELEASE_THRESHOLD)
-    release_locked((ph->free_pages << HC_PAGE_SHIFT) - RELEASE_THRESHOLD / 2);
+  size_t threshold = release_threshold();
+  if ((ph->free_pages << HC_PAGE_SHIFT) > threshold)
+    release_locked((ph->free_pages << HC_PAGE_SHIFT) - threshold / 2);
   hci_unlock(&ph->lock);
 }
 

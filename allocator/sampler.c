@@ -13,6 +13,12 @@
 
 _Atomic uint64_t hci_sample_interval = HC_DEFAULT_SAMPLE_INTERVAL;
 
+/* HEAPCHECK_SAMPLE_SEED (tests): when nonzero, the n-th cache reset draws
+ * from a generator seeded with f(seed, n) instead of the thread id and
+ * cache address, so a program run twice samples the same allocations. */
+static uint64_t sample_seed;
+static _Atomic uint64_t seed_uses;
+
 /* log2(1 + i/64) in 1/2^16 units, i = 0..64. */
 static uint32_t log2_frac[65];
 
@@ -39,6 +45,7 @@ void hci_sampler_init(void) {
                     ? hci_env_int("HEAPCHECK_SAMPLE_PARAMETER", HC_DEFAULT_SAMPLE_INTERVAL, 0, 1ll << 40)
                     : hci_env_int("TCMALLOC_SAMPLE_PARAMETER", HC_DEFAULT_SAMPLE_INTERVAL, 0, 1ll << 40);
   atomic_store_explicit(&hci_sample_interval, (uint64_t)v, memory_order_relaxed);
+  sample_seed = (uint64_t)hci_env_int("HEAPCHECK_SAMPLE_SEED", 0, 0, INT64_MAX);
 }
 
 static uint64_t next_random(uint64_t *s) {
@@ -75,6 +82,12 @@ uint64_t hci_sampler_next_gap(hc_tcache_t *tc) {
 }
 
 void hci_sampler_reset(hc_tcache_t *tc) {
+  if (sample_seed) { /* splitmix64 of seed + n: distinct well-mixed states */
+    uint64_t z = sample_seed + 0x9e3779b97f4a7c15ull * (1 + atomic_fetch_add(&seed_uses, 1));
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    tc->rng = z ^ (z >> 31);
+  }
   if (hci_record_all) {
     tc->sample_left = INT64_MIN / 2; /* every allocation takes the slow path */
     return;

@@ -23,21 +23,25 @@ void hci_stats_get(hc_stats_t *st) {
   size_t central = 0;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) central += hci_central_free_objects(c) * hci_classes[c].size;
   size_t tcache = hci_tc_total_bytes();
-  size_t small_spans = 0, large = 0;
+  size_t small_spans = 0, small_objs = 0, large = 0;
   hci_lock(&ph->lock);
   size_t mapped = ph->mapped_bytes;
   size_t released = ph->released_pages << HC_PAGE_SHIFT;
   size_t free_committed = ph->free_pages << HC_PAGE_SHIFT;
   size_t spans_inuse = ph->inuse_bytes;
   hci_unlock(&ph->lock);
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
-    small_spans += __atomic_load_n(&hci_central[c].nspans, __ATOMIC_RELAXED) * hci_classes[c].pages
-                   << HC_PAGE_SHIFT;
+  /* Small spans in bytes (to tell large spans apart) and in object bytes:
+   * the tail of a span that holds no whole object is nobody's, not in use. */
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
+    size_t n = __atomic_load_n(&hci_central[c].nspans, __ATOMIC_RELAXED);
+    small_spans += n * hci_classes[c].pages << HC_PAGE_SHIFT;
+    small_objs += n * hci_classes[c].objs * hci_classes[c].size;
+  }
   large = spans_inuse > small_spans ? spans_inuse - small_spans : 0;
   size_t small_free = central + tcache;
   st->heap_mapped = mapped;
   st->heap_released = released;
-  st->small_in_use = small_spans > small_free ? small_spans - small_free : 0;
+  st->small_in_use = small_objs > small_free ? small_objs - small_free : 0;
   st->large_in_use = large;
   st->in_use = st->small_in_use + st->large_in_use;
   st->page_heap_free = free_committed;

@@ -7,13 +7,16 @@
  * The empty cache is never written by a fast path (malloc stops at the NULL
  * head, free at len >= max).
  *
- * Capacity per class starts at one batch and grows by a batch at each
- * overflow or refill up to a limit (slow start, as in tcmalloc).  A list
- * that overflows at its limit goes to central whole, in O(1) (the tail is
+ * Capacity per class starts at 0 and grows by a batch at each overflow or
+ * refill up to a limit (slow start, as in tcmalloc).  A list that
+ * overflows at its capacity goes to central whole, in O(1) (the tail is
  * tracked: pushes onto an empty list take the slow path, see
- * hc_tc_list_t.lim).  The bytes a cache holds are bounded by a budget that
- * shares HC_TC_BUDGET_TOTAL among the live caches; over it, the biggest
- * lists go back until the cache holds half its budget.  At thread exit a pthread key destructor returns
+ * hc_tc_list_t.lim).  The bytes a cache can hold are bounded structurally:
+ * the sum of capacity x size over the classes (cap_bytes) never exceeds
+ * the cache's budget (HC_TC_BUDGET_TOTAL shared among the live caches);
+ * growing one class halves the biggest other ones when needed.  So the
+ * fast paths count nothing, and a cache holds at most its budget plus one
+ * chain received from central.  At thread exit a pthread key destructor returns
  * everything to the central lists; allocations made after that (by later
  * TLS destructors) bypass the cache.
  *
@@ -67,10 +70,7 @@ hc_tcache_t *hci_tc_get(void) {
   hci_ensure_init();
   tc = hci_meta_alloc(sizeof *tc);
   if (!tc) return NULL;
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-    tc->cap[c] = hci_classes[c].batch;
-    tc->lists[c].lim = lim_of(tc->cap[c]);
-  }
+  /* Capacities start at 0: a class gets capacity when the thread uses it. */
   tc->tid = hci_os_tid();
   tc->tp = thread_pointer();
   tc->rng = ((uint64_t)tc->tid << 32) ^ (uintptr_t)tc ^ 0x9e3779b97f4a7c15ull;
@@ -89,13 +89,6 @@ hc_tcache_t *hci_tc_get(void) {
   return tc;
 }
 
-/* Brings tc->bytes up to date for list cls. */
-static inline void account(hc_tcache_t *tc, unsigned cls) {
-  uint32_t len = tc->lists[cls].len;
-  tc->bytes += ((size_t)len - tc->acct[cls]) * hci_classes[cls].size;
-  tc->acct[cls] = len;
-}
-
 /* Hands the whole list cls to central in O(1). */
 static void release_list(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->lists[cls];
@@ -106,67 +99,79 @@ static void release_list(hc_tcache_t *tc, unsigned cls) {
   l->len = 0;
   tc->tails[cls] = NULL;
   hci_central_insert(cls, &ch);
-  account(tc, cls);
 }
 
-/* Over budget: give back whole lists, biggest first, until under half. */
-static void scavenge(hc_tcache_t *tc) {
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) account(tc, c);
-  while (tc->bytes > tc->budget / 2) {
+static void set_cap(hc_tcache_t *tc, unsigned cls, uint32_t cap) {
+  tc->cap_bytes -= (size_t)tc->cap[cls] * hci_classes[cls].size;
+  tc->cap[cls] = cap;
+  tc->cap_bytes += (size_t)cap * hci_classes[cls].size;
+  tc->lists[cls].lim = lim_of(cap);
+}
+
+/* Makes room for `need` more bytes of capacity by halving the capacity of
+ * the class with the most (other than keep), giving back its list when it
+ * no longer fits.  Returns false when nothing can be taken. */
+static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
+  while (tc->cap_bytes + need > tc->budget) {
     unsigned best = 0;
     size_t best_bytes = 0;
     for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-      size_t b = (size_t)tc->lists[c].len * hci_classes[c].size;
-      if (b > best_bytes) {
+      size_t b = (size_t)tc->cap[c] * hci_classes[c].size;
+      if (c != keep && b > best_bytes) {
         best = c;
         best_bytes = b;
       }
     }
-    if (!best) break;
-    release_list(tc, best);
-    uint32_t b = hci_classes[best].batch;
-    if (tc->cap[best] > b) tc->cap[best] -= b; /* shrink what proved too big */
-    tc->lists[best].lim = lim_of(tc->cap[best]);
+    if (!best) return false;
+    uint32_t cap = tc->cap[best] / 2;
+    if (tc->lists[best].len > cap) release_list(tc, best);
+    set_cap(tc, best, cap);
   }
-  tc->budget = budget_now();
+  return true;
 }
 
+/* Slow start: a class's capacity grows by a batch at each refill or
+ * overflow, up to its limit, within the cache's budget. */
 static void grow_cap(hc_tcache_t *tc, unsigned cls) {
-  if (tc->cap[cls] < cap_limit(cls)) {
-    tc->cap[cls] += hci_classes[cls].batch;
-    tc->lists[cls].lim = lim_of(tc->cap[cls]);
-  }
+  uint32_t batch = hci_classes[cls].batch;
+  if (tc->cap[cls] >= cap_limit(cls)) return;
+  size_t need = (size_t)batch * hci_classes[cls].size;
+  tc->budget = budget_now();
+  if (tc->cap_bytes + need > tc->budget && !steal_capacity(tc, cls, need)) return;
+  set_cap(tc, cls, tc->cap[cls] + batch);
 }
 
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->lists[cls];
   hc_chain_t ch;
   if (!hci_central_remove(cls, hci_classes[cls].batch, &ch)) return NULL;
-  /* The list is empty here: the chain becomes the list, minus its head. */
+  /* The list is empty here: the chain becomes the list, minus its head.  A
+   * chain from another thread may exceed our capacity; the excess is
+   * transient (the next free at that length hands the list back). */
   void *p = ch.head;
   l->head = *(void **)p;
   l->len = ch.n - 1;
   tc->tails[cls] = l->len ? ch.tail : NULL;
   grow_cap(tc, cls);
-  account(tc, cls);
-  if (tc->bytes > tc->budget) scavenge(tc);
   return p;
 }
 
 void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
   hc_tc_list_t *l = &tc->lists[cls];
   if (l->len >= tc->cap[cls]) {
-    if (tc->cap[cls] < cap_limit(cls)) grow_cap(tc, cls);
-    else release_list(tc, cls);
+    grow_cap(tc, cls);
+    if (l->len >= tc->cap[cls]) release_list(tc, cls);
+  }
+  if (tc->cap[cls] == 0) { /* no capacity at all: straight back to central */
+    *(void **)p = NULL;
+    hc_chain_t ch = {p, p, 1};
+    hci_central_insert(cls, &ch);
+    return;
   }
   if (l->len == 0) tc->tails[cls] = p;
   *(void **)p = l->head;
   l->head = p;
   l->len++;
-  if (l->len >= tc->acct[cls] + hci_classes[cls].batch || l->len == 1) {
-    account(tc, cls);
-    if (tc->bytes > tc->budget) scavenge(tc);
-  }
 }
 
 void hci_tc_flush(hc_tcache_t *tc) {

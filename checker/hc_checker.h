@@ -267,6 +267,10 @@ void hci_chk_options_read(void);
 /* Level-gated message: one write to the diagnostic fd, '\n' appended. */
 bool hci_chk_log_on(int level);
 void hci_chk_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* HEAPCHECK_NO_FOLLOW=1 (the launcher's --no-follow-children): removes this
+ * library from LD_PRELOAD and HEAPCHECK from the environment, so programs
+ * this one executes run unchecked.  Called from the library constructor. */
+void hci_chk_no_follow(void);
 
 /* ======================= flood.c ======================= */
 enum { HCI_LEAK_DIRECT = 0, HCI_LEAK_INDIRECT = 1 };
@@ -299,6 +303,8 @@ typedef struct hci_flood_result {
   int nthreads;
   bool oom;                  /* a buffer could not be mapped: results are partial */
   uint64_t t_stop_ns, t_flood_ns; /* time to stop the world, to flood and classify */
+  uint64_t t_setup_ns, t_roots_ns, t_extra_ns, t_classify_ns; /* parts of t_flood_ns */
+  uint64_t t_flood_cpu_ns;   /* CPU time of the flood (the machine may be loaded) */
 } hci_flood_result_t;
 /* The whole stopped-world part of a check: lock everything, stop the world,
  * mark what is reachable, collect the unreachable objects, resume, unlock.

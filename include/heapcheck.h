@@ -106,7 +106,7 @@ void hc_disable_end(void);
 /* A block scope whose allocations are ignored: { HC_DISABLE_SCOPE; ... } */
 static inline void hc_disable_scope_end_(int *unused) { (void)unused; hc_disable_end(); }
 #define HC_DISABLE_SCOPE \
-  __attribute__((cleanup(hc_disable_scope_end_))) int hc_disable_scope_ = (hc_disable_begin(), 0)
+  __attribute__((cleanup(hc_disable_scope_end_), unused)) int hc_disable_scope_ = (hc_disable_begin(), 0)
 /* Memory the checker should scan for pointers (custom stacks, arenas made
  * with mmap).  Returns 0 or -1 (bad arguments, not found). */
 int hc_register_root_region(const void *begin, size_t size);

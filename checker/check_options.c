@@ -1,0 +1,221 @@
+/* check_options.c - HEAPCHECK modes and every HEAP_CHECK_* variable.
+ *
+ * Read once, from hci_checker_init (inside the first malloc, before any span
+ * exists), into the read-only hci_chk.  Because it runs inside malloc it
+ * uses only hci_env_* (no getenv), hci_snprintf and write(2).
+ *
+ * Modes keep gperftools' names (gperftools-compat.md section 2) with one
+ * deliberate difference: "normal" checks before the program's global
+ * destructors and "strict" after them, as gperftools' documentation says
+ * (gperftools 2.10 checks after them in both).  Unlike gperftools, an
+ * unknown mode is not fatal: an error lists the valid names and the run is
+ * checked as "normal".  A setuid/setgid program ignores HEAPCHECK (and every
+ * other variable: hci_env_get returns NULL for them).
+ *
+ * Invariants: hci_chk is written only here, before any other thread can
+ * exist (first allocation); every other module only reads it.
+ * Locks: none.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "hc_checker.h"
+
+hci_chk_opts_t hci_chk = {
+    .mode = HCI_MODE_OFF,
+    .mode_name = "off",
+    .max_leaks = 20,
+    .pointer_alignment = (int)sizeof(void *),
+    .max_pointer_offset = 1024,
+    .dump_dir = "/tmp",
+    .run_under_gdb = true,
+    .exit_code = 1,
+};
+
+// ---- messages ----
+
+bool hci_chk_log_on(int level) { return hci_chk.verbose >= level; }
+
+void hci_chk_log(int level, const char *fmt, ...) {
+  if (!hci_chk_log_on(level)) return;
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = hci_vsnprintf(buf, sizeof buf - 1, fmt, ap);
+  va_end(ap);
+  size_t len = n < 0 ? 0 : (size_t)n < sizeof buf - 1 ? (size_t)n : sizeof buf - 2;
+  if (len == 0 || buf[len - 1] != '\n') buf[len++] = '\n';
+  hci_write_all(hci_diag_fd >= 0 ? hci_diag_fd : 2, buf, len);
+}
+
+// ---- modes ----
+
+static const struct mode_def {
+  const char *name;
+  int mode;
+} modes[] = {
+    {"minimal", HCI_MODE_MINIMAL}, {"normal", HCI_MODE_NORMAL}, {"strict", HCI_MODE_STRICT},
+    {"draconian", HCI_MODE_DRACONIAN}, {"as-is", HCI_MODE_AS_IS}, {"local", HCI_MODE_LOCAL},
+};
+
+/* The mode table of gperftools-compat.md section 2, with normal != strict. */
+static void apply_mode(int mode) {
+  hci_chk.mode = mode;
+  hci_chk.active = true;
+  hci_chk.global_check = mode != HCI_MODE_LOCAL;
+  hci_chk.scan_threads = true;
+  hci_chk.scan_globals = true;
+  switch (mode) {
+    case HCI_MODE_MINIMAL:
+      hci_chk.baseline_at_main = true;
+      break;
+    case HCI_MODE_STRICT:
+      hci_chk.after_destructors = true;
+      break;
+    case HCI_MODE_DRACONIAN:
+      hci_chk.after_destructors = true;
+      hci_chk.scan_threads = false;
+      hci_chk.scan_globals = false;
+      hci_chk.free_libc = true;
+      break;
+    case HCI_MODE_AS_IS:
+      hci_chk.after_destructors = hci_env_bool("HEAP_CHECK_AFTER_DESTRUCTORS", false);
+      hci_chk.scan_threads = hci_env_bool("HEAP_CHECK_IGNORE_THREAD_LIVE", true);
+      hci_chk.scan_globals = hci_env_bool("HEAP_CHECK_IGNORE_GLOBAL_LIVE", true);
+      break;
+    default:
+      break;
+  }
+}
+
+static void read_mode(void) {
+  const char *v = hci_env_get("HEAPCHECK");
+  if (!v) {
+    if (hci_is_secure()) {
+      /* hci_env_get hides everything from a privileged program; say why
+       * nothing happens only when someone asked for checking (raw scan). */
+      extern char **environ;
+      for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, "HEAPCHECK=", 10) == 0) {
+          hci_chk_log(HCI_LOG_WARNING, "HeapChecker: ignoring HEAPCHECK because program seems to be setuid");
+          break;
+        }
+    }
+    return;
+  }
+  hci_chk_log(10, "Starting tracking the heap"); /* gperftools' VLOG(10) line; its tests grep it */
+  if (v[0] == '\0') {
+    /* gperftools: set but empty turns the checker off, and says so. */
+    hci_chk_log(0, "Turning perftools heap leak checking off");
+    return;
+  }
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    if (strcasecmp(v, modes[i].name) == 0) {
+      hci_chk.mode_name = modes[i].name;
+      apply_mode(modes[i].mode);
+      return;
+    }
+  hci_chk_log(HCI_LOG_ERROR,
+              "heapcheck: error: Unsupported heap_check flag: %s (HEAPCHECK must be one of minimal, normal, "
+              "strict, draconian, as-is, local; empty turns checking off); checking as in \"normal\" mode",
+              v);
+  hci_chk.mode_name = "normal";
+  apply_mode(HCI_MODE_NORMAL);
+}
+
+// ---- knobs ----
+
+static void read_alignment(void) {
+  long long a = hci_env_int("HEAP_CHECK_POINTER_SOURCE_ALIGNMENT", (long long)sizeof(void *), 1,
+                            (long long)sizeof(void *));
+  if (a & (a - 1)) {
+    hci_warn("HEAP_CHECK_POINTER_SOURCE_ALIGNMENT=%lld is not a power of two; using the default %d", a,
+             (int)sizeof(void *));
+    a = (long long)sizeof(void *);
+  }
+  hci_chk.pointer_alignment = (int)a;
+}
+
+static void read_max_offset(void) {
+  long long v = hci_env_int("HEAP_CHECK_MAX_POINTER_OFFSET", 1024, -1, (long long)1 << 46);
+  hci_chk.max_pointer_offset = v;
+}
+
+static void read_suppressions(void) {
+  const char *f = hci_env_get("HEAPCHECK_SUPPRESSIONS");
+  if (!f || !*f) f = hci_env_get("HEAP_CHECK_SUPPRESSIONS");
+  hci_chk.suppressions = f && *f ? f : NULL;
+}
+
+void hci_chk_options_read(void) {
+  /* Verbosity first: it gates the messages of everything below. */
+  hci_chk.verbose = (int)hci_env_int("PERFTOOLS_VERBOSE", 0, -1000, 1000);
+  if (hci_env_bool("HEAPCHECK_VERBOSE", false) && hci_chk.verbose < 1) hci_chk.verbose = 1;
+  read_mode();
+  if (!hci_chk.active) return;
+  hci_chk.max_leaks = (int)hci_env_int("HEAP_CHECK_MAX_LEAKS", 20, -1000000000LL, 1000000000LL);
+  hci_chk.identify_leaks = hci_env_bool("HEAP_CHECK_IDENTIFY_LEAKS", false);
+  hci_chk.test_pointer_alignment = hci_env_bool("HEAP_CHECK_TEST_POINTER_ALIGNMENT", false);
+  read_alignment();
+  read_max_offset();
+  const char *dir = hci_env_get("HEAP_CHECK_DUMP_DIRECTORY");
+  if (dir && *dir) hci_chk.dump_dir = dir;
+  hci_chk.run_under_gdb = hci_env_bool("HEAP_CHECK_RUN_UNDER_GDB", true);
+  hci_chk.exit_code = (int)hci_env_int("HEAP_CHECK_EXIT_CODE", 1, 0, 255);
+  read_suppressions();
+  /* Outside as-is the mode decides; a variable that tries to change it is
+   * probably a mistake worth a word (gperftools silently ignores it). */
+  if (hci_chk.mode != HCI_MODE_AS_IS) {
+    static const char *const as_is_only[] = {"HEAP_CHECK_AFTER_DESTRUCTORS", "HEAP_CHECK_IGNORE_THREAD_LIVE",
+                                             "HEAP_CHECK_IGNORE_GLOBAL_LIVE"};
+    for (size_t i = 0; i < sizeof as_is_only / sizeof as_is_only[0]; i++)
+      if (hci_env_get(as_is_only[i]))
+        hci_chk_log(HCI_LOG_WARNING, "heapcheck: warning: %s is only used with HEAPCHECK=as-is (mode is %s)",
+                    as_is_only[i], hci_chk.mode_name);
+  }
+}
+
+// ---- HEAPCHECK_NO_FOLLOW (the launcher's --no-follow-children) ----
+
+extern char **environ;
+
+/* Removes the variable from environ (the array is the process's own). */
+static void env_drop(const char *name) {
+  size_t n = strlen(name);
+  char **w = environ;
+  for (char **r = environ; r && *r; r++)
+    if (!(strncmp(*r, name, n) == 0 && (*r)[n] == '=')) *w++ = *r;
+  if (w) *w = NULL;
+}
+
+/* Whether an LD_PRELOAD entry names this library (by file name). */
+static bool is_us(const char *entry, size_t len) {
+  size_t b = len;
+  while (b > 0 && entry[b - 1] != '/') b--;
+  static const char lib[] = "libheapcheck.so";
+  return len - b >= sizeof lib - 1 && memcmp(entry + b, lib, sizeof lib - 1) == 0;
+}
+
+void hci_chk_no_follow(void) {
+  if (!hci_env_bool("HEAPCHECK_NO_FOLLOW", false)) return;
+  /* LD_PRELOAD is edited in place: the result is never longer. */
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, "LD_PRELOAD=", 11) != 0) continue;
+    char *v = *e + 11, *out = v;
+    for (char *p = v; *p;) {
+      while (*p == ':' || *p == ' ') p++;
+      char *start = p;
+      while (*p && *p != ':' && *p != ' ') p++;
+      size_t len = (size_t)(p - start);
+      if (len == 0 || is_us(start, len)) continue;
+      if (out != v) *out++ = ':';
+      memmove(out, start, len);
+      out += len;
+    }
+    *out = 0;
+    if (out == v) env_drop("LD_PRELOAD");
+    break;
+  }
+  env_drop("HEAPCHECK");
+  env_drop("HEAPCHECK_NO_FOLLOW");
+}

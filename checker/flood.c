@@ -1,0 +1,575 @@
+/* flood.c - the stopped-world part of a leak check: mark everything that is
+ * reachable from the roots, then classify what is not (design D13, D14).
+ *
+ *   1. lock every allocator lock, stop the world (hci_world_stop);
+ *   2. list the spans in use and give each a mark array (one byte per carved
+ *      object, one per large span) in memory from hci_os_map;
+ *   3. roots: ignored objects, registered regions, globals and threads (as
+ *      the mode says); each root range is scanned and the frontier drained;
+ *   4. objects allocated by ld.so (DTV, dynamic TLS) and objects whose stack
+ *      is suppressed are roots too: they are found among the objects still
+ *      unmarked, so the common case pays nothing per object;
+ *   5. what stays unmarked is unreachable: in scope (epoch) it is a leak,
+ *      else an old object that is neither reported nor scanned;
+ *   6. indirect pass (LSan): a leak pointed to by another leak is indirect;
+ *      then every leaked structure that only cycles reach gets one direct
+ *      representative, so each leak is covered by a direct one (LSan would
+ *      call a whole cycle indirect and print no direct leak for it);
+ *   7. copy the leaks out, drop the marks, resume the world, unlock.
+ *
+ * The scan loop is the hot spot (a 1 GiB heap is 134 M words): one unsigned
+ * range compare per word, then the inline pagemap lookup, a mark byte and
+ * the object's record; no function call per word, no lock.
+ *
+ * Invariants: outside a check every span's marks pointer is NULL; marks and
+ * the frontier live in hci_os_map memory (the meta arena lock is held by
+ * hci_lock_all); nothing here calls malloc, stdio or takes a lock.
+ * Locks: requires the checker lock; takes all allocator locks itself.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "hc_checker.h"
+
+// ---- mark byte ----
+#define M_LIVE 0x01     /* reachable (or a root) and scanned */
+#define M_FREE 0x02     /* no live object there (seen during the check) */
+#define M_LEAK 0x04     /* unreachable and in the check's scope */
+#define M_OLD 0x08      /* unreachable, allocated before the check's start */
+#define M_INDIRECT 0x10 /* a leak another leak points to */
+#define M_COVERED 0x20  /* reached from a direct leak (classification) */
+
+typedef struct work {
+  uintptr_t lo;
+  size_t size;
+} work_t;
+
+typedef struct ldso_ent {
+  uint32_t id;
+  uint8_t is_root;
+} ldso_ent_t;
+#define LDSO_CACHE 4096
+
+typedef struct flood {
+  const hci_flood_params_t *p;
+  hci_flood_result_t *r;
+  uintptr_t heap_lo, heap_span;   /* prefilter: v - heap_lo < heap_span */
+  uintptr_t maxoff;               /* interior offset limit */
+  hc_span_t **spans;              /* spans in use */
+  size_t nspans, spans_map;
+  uint8_t *marks;
+  size_t marks_map;
+  work_t *stack;                  /* the frontier */
+  size_t sp, cap;
+  ldso_ent_t *ldso;               /* stack id -> allocated by ld.so / suppressed */
+  uint8_t covered_mode;           /* drain(): main flood (0) or classification (1) */
+} flood_t;
+
+// ---- memory ----
+
+static void *grow(void *old, size_t old_bytes, size_t new_bytes) {
+  void *n = hci_os_map(new_bytes);
+  if (!n) return NULL;
+  if (old) {
+    memcpy(n, old, old_bytes);
+    hci_os_unmap(old, old_bytes);
+  }
+  return n;
+}
+
+static hc_noinline bool grow_stack(flood_t *f) {
+  size_t ncap = f->cap ? f->cap * 2 : 65536;
+  work_t *n = grow(f->stack, f->cap * sizeof(work_t), ncap * sizeof(work_t));
+  if (!n) {
+    f->r->oom = true;
+    return false;
+  }
+  f->stack = n;
+  f->cap = ncap;
+  return true;
+}
+
+static inline void push(flood_t *f, uintptr_t lo, size_t size) {
+  if (hc_unlikely(f->sp == f->cap) && !grow_stack(f)) return;
+  f->stack[f->sp].lo = lo;
+  f->stack[f->sp].size = size;
+  f->sp++;
+}
+
+static hc_noinline bool add_leak(flood_t *f, uintptr_t addr, size_t size, uint32_t stack) {
+  hci_flood_result_t *r = f->r;
+  if ((r->nleaks + 1) * sizeof(hci_leak_t) > r->leaks_map) {
+    size_t nb = r->leaks_map ? r->leaks_map * 2 : 65536 * sizeof(hci_leak_t);
+    hci_leak_t *n = grow(r->leaks, r->leaks_map, nb);
+    if (!n) {
+      r->oom = true;
+      return false;
+    }
+    r->leaks = n;
+    r->leaks_map = nb;
+  }
+  hci_leak_t *l = &r->leaks[r->nleaks++];
+  l->addr = addr;
+  l->size = size;
+  l->stack_id = stack;
+  l->kind = HCI_LEAK_DIRECT;
+  return true;
+}
+
+// ---- spans and marks ----
+
+static void count_span(void *ctx, hc_span_t *s) {
+  (void)s;
+  ((flood_t *)ctx)->nspans++;
+}
+
+static void collect_span(void *ctx, hc_span_t *s) {
+  flood_t *f = ctx;
+  if (f->nspans * sizeof(hc_span_t *) < f->spans_map) f->spans[f->nspans++] = s;
+}
+
+static size_t span_slots(const hc_span_t *s) {
+  if (s->state == HC_SPAN_LARGE) return 1;
+  return s->objmeta ? s->carved : 0; /* no records: nothing to mark or report */
+}
+
+static bool setup_marks(flood_t *f) {
+  f->nspans = 0;
+  hci_for_each_span(count_span, f);
+  size_t n = f->nspans + 16;
+  f->spans_map = (n * sizeof(hc_span_t *) + 4095) & ~(size_t)4095;
+  f->spans = hci_os_map(f->spans_map);
+  if (!f->spans) return false;
+  f->nspans = 0;
+  hci_for_each_span(collect_span, f);
+  size_t total = 0;
+  for (size_t i = 0; i < f->nspans; i++) total += span_slots(f->spans[i]);
+  f->marks_map = (total + 4096) & ~(size_t)4095;
+  f->marks = hci_os_map(f->marks_map);
+  if (!f->marks) return false;
+  size_t at = 0;
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    size_t k = span_slots(s);
+    s->marks = k ? f->marks + at : NULL;
+    at += k;
+  }
+  return true;
+}
+
+static void drop_marks(flood_t *f) {
+  for (size_t i = 0; i < f->nspans; i++) f->spans[i]->marks = NULL;
+  if (f->marks) hci_os_unmap(f->marks, f->marks_map);
+  if (f->spans) hci_os_unmap(f->spans, f->spans_map);
+  if (f->stack) hci_os_unmap(f->stack, f->cap * sizeof(work_t));
+  if (f->ldso) hci_os_unmap(f->ldso, LDSO_CACHE * sizeof(ldso_ent_t));
+}
+
+static inline size_t small_size(const hc_span_t *s, uint32_t idx, const hc_class_info_t *ci) {
+  return ci->size - (atomic_load_explicit(&s->objmeta[idx].xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK);
+}
+
+// ---- the main flood ----
+
+/* v lies in the heap's address range: mark and push the object it points
+ * into when that object is live and not yet marked. */
+static inline __attribute__((always_inline)) void consider(flood_t *f, uintptr_t v) {
+  const hc_pm_entry_t *pe = hci_pagemap_find(v);
+  if (!pe) return;
+  hc_span_t *s = (hc_span_t *)pe->span;
+  if (!s) return;
+  uint8_t *mk = s->marks;
+  if (!mk) return;
+  uintptr_t info = pe->info;
+  unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+  if (hc_likely(cls)) {
+    const hc_class_info_t *ci = &hci_classes[cls];
+    uintptr_t off = v - (info & ~HC_PM_CLASS_MASK);
+    uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
+    if (idx >= s->carved || mk[idx]) return;
+    if (s->objmeta[idx].stack_id == HC_STACK_NONE) {
+      mk[idx] = M_FREE;
+      return;
+    }
+    size_t size = small_size(s, idx, ci);
+    uintptr_t inner = off - (uintptr_t)idx * ci->size;
+    if (inner && (inner >= size || inner > f->maxoff)) return;
+    mk[idx] = M_LIVE;
+    f->r->reach_objects++;
+    f->r->reach_bytes += size;
+    push(f, v - inner, size);
+    return;
+  }
+  if (s->state != HC_SPAN_LARGE || mk[0]) return;
+  if (s->meta.stack_id == HC_STACK_NONE) {
+    mk[0] = M_FREE;
+    return;
+  }
+  uintptr_t inner = v - s->start;
+  size_t size = s->req_size;
+  if (inner && (inner >= size || inner > f->maxoff)) return;
+  mk[0] = M_LIVE;
+  f->r->reach_objects++;
+  f->r->reach_bytes += size;
+  push(f, s->start, size);
+}
+
+static void scan_main(flood_t *f, uintptr_t lo, uintptr_t hi) {
+  const uintptr_t hlo = f->heap_lo, hspan = f->heap_span;
+  size_t words = 0;
+  if (f->p->align == (int)sizeof(uintptr_t)) {
+    const uintptr_t *w = (const uintptr_t *)((lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1));
+    const uintptr_t *end = (const uintptr_t *)(hi & ~(uintptr_t)(sizeof(uintptr_t) - 1));
+    words = w < end ? (size_t)(end - w) : 0;
+    for (; w < end; w++) {
+      uintptr_t v = *w;
+      if (hc_likely(v - hlo >= hspan)) continue;
+      consider(f, v);
+    }
+  } else {
+    uintptr_t a = (uintptr_t)f->p->align;
+    for (uintptr_t q = (lo + a - 1) & ~(a - 1); q + sizeof(uintptr_t) <= hi; q += a, words++) {
+      uintptr_t v;
+      memcpy(&v, (const void *)q, sizeof v);
+      if (v - hlo >= hspan) continue;
+      consider(f, v);
+    }
+  }
+  f->r->scanned_words += words;
+}
+
+// ---- classification floods (leaks only: few objects, plain code) ----
+
+/* The mark of the live object v points into (same interior rules as the
+ * main flood) and its start/size; NULL for anything else. */
+static uint8_t *resolve(flood_t *f, uintptr_t v, uintptr_t *start, size_t *size) {
+  if (v - f->heap_lo >= f->heap_span) return NULL;
+  const hc_pm_entry_t *pe = hci_pagemap_find(v);
+  hc_span_t *s = pe ? (hc_span_t *)pe->span : NULL;
+  if (!s || !s->marks) return NULL;
+  unsigned cls = (unsigned)(pe->info & HC_PM_CLASS_MASK);
+  uintptr_t inner;
+  uint8_t *mk;
+  if (cls) {
+    const hc_class_info_t *ci = &hci_classes[cls];
+    uintptr_t off = v - (pe->info & ~HC_PM_CLASS_MASK);
+    uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
+    if (idx >= s->carved || s->objmeta[idx].stack_id == HC_STACK_NONE) return NULL;
+    *size = small_size(s, idx, ci);
+    inner = off - (uintptr_t)idx * ci->size;
+    *start = v - inner;
+    mk = &s->marks[idx];
+  } else {
+    if (s->state != HC_SPAN_LARGE || s->meta.stack_id == HC_STACK_NONE) return NULL;
+    *size = s->req_size;
+    inner = v - s->start;
+    *start = s->start;
+    mk = &s->marks[0];
+  }
+  if (inner && (inner >= *size || inner > f->maxoff)) return NULL;
+  return mk;
+}
+
+/* mode 0: set M_INDIRECT on leaks [lo, hi) points to (not itself);
+ * mode 1: set M_COVERED on leaks reached, and push them. */
+static void scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, int mode) {
+  uintptr_t a = (uintptr_t)f->p->align;
+  for (uintptr_t q = (lo + a - 1) & ~(a - 1); q + sizeof(uintptr_t) <= hi; q += a) {
+    uintptr_t v, start;
+    size_t size;
+    memcpy(&v, (const void *)q, sizeof v);
+    uint8_t *mk = resolve(f, v, &start, &size);
+    if (!mk || !(*mk & M_LEAK)) continue;
+    if (mode == 0) {
+      if (start != lo) *mk |= M_INDIRECT;
+    } else if (!(*mk & M_COVERED)) {
+      *mk |= M_COVERED;
+      push(f, start, size);
+    }
+  }
+}
+
+/* Objects and root ranges are scanned CHUNK bytes at a time, the rest pushed
+ * back first: what a chunk reaches is scanned before the remainder, so the
+ * frontier stays small even for a table of millions of pointers (every
+ * frontier page costs a page fault). */
+#define CHUNK ((size_t)4096)
+
+static void drain(flood_t *f) {
+  while (f->sp) {
+    work_t w = f->stack[--f->sp];
+    if (f->sp) __builtin_prefetch((const void *)f->stack[f->sp - 1].lo); /* next object's first line */
+    if (f->covered_mode) {
+      scan_leaks(f, w.lo, w.lo + w.size, 1);
+      continue;
+    }
+    if (w.size > CHUNK && f->p->align == (int)sizeof(uintptr_t)) {
+      push(f, w.lo + CHUNK, w.size - CHUNK);
+      w.size = CHUNK;
+    }
+    scan_main(f, w.lo, w.lo + w.size);
+  }
+}
+
+// ---- roots ----
+
+static void root_cb(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind) {
+  (void)kind;
+  flood_t *f = ctx;
+  if (lo >= hi) return;
+  if (f->p->align == (int)sizeof(uintptr_t)) { /* 8-aligned chunk boundaries: see drain() */
+    uintptr_t a = (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
+    if (a < hi) push(f, a, hi - a);
+  } else {
+    scan_main(f, lo, hi);
+  }
+  drain(f);
+}
+
+/* A registered region, clipped to readable mappings (it may be stale). */
+static void scan_region(flood_t *f, const hci_maps_t *maps, uintptr_t lo, uintptr_t hi) {
+  if (maps->n == 0) return; /* cannot tell what is mapped: skip rather than fault */
+  for (int i = 0; i < maps->n; i++) {
+    const hci_map_t *m = &maps->v[i];
+    if (m->hi <= lo || m->lo >= hi) continue;
+    if (!(m->flags & HCI_MAP_R) || (m->flags & (HCI_MAP_SPECIAL | HCI_MAP_DEVICE))) continue;
+    root_cb(f, lo > m->lo ? lo : m->lo, hi < m->hi ? hi : m->hi, "region");
+  }
+}
+
+/* Objects flagged HC_OBJ_IGNORED (IgnoreObject, Disabler) are roots. */
+static void push_ignored(flood_t *f) {
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    if (!s->marks) continue;
+    if (s->state == HC_SPAN_LARGE) {
+      if (s->meta.stack_id && (atomic_load_explicit(&s->meta.xflags, memory_order_relaxed) & HC_OBJ_IGNORED) &&
+          !s->marks[0]) {
+        s->marks[0] = M_LIVE;
+        f->r->reach_objects++;
+        f->r->reach_bytes += s->req_size;
+        push(f, s->start, s->req_size);
+      }
+      continue;
+    }
+    const hc_class_info_t *ci = &hci_classes[s->cls];
+    for (uint32_t k = 0; k < s->carved; k++) {
+      if (!s->objmeta[k].stack_id || s->marks[k]) continue;
+      if (!(atomic_load_explicit(&s->objmeta[k].xflags, memory_order_relaxed) & HC_OBJ_IGNORED)) continue;
+      size_t size = small_size(s, k, ci);
+      s->marks[k] = M_LIVE;
+      f->r->reach_objects++;
+      f->r->reach_bytes += size;
+      push(f, s->start + (uintptr_t)k * ci->size, size);
+    }
+    drain(f);
+  }
+  drain(f);
+}
+
+/* Index of the first zero mark in mk[k..n) (n when none): 8 marks per step,
+ * since after the flood nearly every mark is set. */
+static inline uint32_t next_zero(const uint8_t *mk, uint32_t k, uint32_t n) {
+  while (k + 8 <= n) {
+    uint64_t x;
+    memcpy(&x, mk + k, sizeof x);
+    if ((x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull) break; /* has a zero byte */
+    k += 8;
+  }
+  while (k < n && mk[k]) k++;
+  return k;
+}
+
+/* Allocated by the dynamic loader (its first frame is in ld.so: DTV,
+ * dynamic TLS blocks, link maps) or by a suppressed stack.  Cached per id. */
+static bool extra_root(flood_t *f, uint32_t id) {
+  ldso_ent_t *c = f->ldso ? &f->ldso[id % LDSO_CACHE] : NULL;
+  if (c && c->id == id) return c->is_root;
+  const uintptr_t *pcs;
+  int n = hci_depot_get(id, &pcs);
+  bool root = (n > 0 && hci_pc_in_ldso(pcs[0])) || hci_supp_is_suppressed(id);
+  if (c) {
+    c->id = id;
+    c->is_root = root;
+  }
+  return root;
+}
+
+static void push_extra_roots(flood_t *f) {
+  f->ldso = hci_os_map(LDSO_CACHE * sizeof(ldso_ent_t));
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    uint8_t *mk = s->marks;
+    if (!mk) continue;
+    if (s->state == HC_SPAN_LARGE) {
+      if (mk[0]) continue;
+      if (!s->meta.stack_id) mk[0] = M_FREE;
+      else if (extra_root(f, s->meta.stack_id)) {
+        mk[0] = M_LIVE;
+        f->r->reach_objects++;
+        f->r->reach_bytes += s->req_size;
+        push(f, s->start, s->req_size);
+        drain(f);
+      }
+      continue;
+    }
+    const hc_class_info_t *ci = &hci_classes[s->cls];
+    for (uint32_t k = next_zero(mk, 0, s->carved); k < s->carved; k = next_zero(mk, k + 1, s->carved)) {
+      if (mk[k]) continue;
+      uint32_t id = s->objmeta[k].stack_id;
+      if (!id) {
+        mk[k] = M_FREE;
+        continue;
+      }
+      if (!extra_root(f, id)) continue;
+      size_t size = small_size(s, k, ci);
+      mk[k] = M_LIVE;
+      f->r->reach_objects++;
+      f->r->reach_bytes += size;
+      push(f, s->start + (uintptr_t)k * ci->size, size);
+      drain(f);
+    }
+  }
+}
+
+// ---- classification ----
+
+static bool in_scope(const flood_t *f, uint16_t epoch) {
+  return f->p->report_all || (uint16_t)(epoch - f->p->base_epoch) < 0x8000u;
+}
+
+/* Every object still unmarked is unreachable (free ones were marked by
+ * push_extra_roots): a leak when in scope. */
+static void collect_leaks(flood_t *f) {
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    uint8_t *mk = s->marks;
+    if (!mk) continue;
+    if (s->state == HC_SPAN_LARGE) {
+      if (mk[0]) continue;
+      if (!in_scope(f, s->meta.epoch)) mk[0] = M_OLD;
+      else if (add_leak(f, s->start, s->req_size, s->meta.stack_id)) mk[0] = M_LEAK;
+      continue;
+    }
+    const hc_class_info_t *ci = &hci_classes[s->cls];
+    for (uint32_t k = next_zero(mk, 0, s->carved); k < s->carved; k = next_zero(mk, k + 1, s->carved)) {
+      if (mk[k]) continue;
+      if (!in_scope(f, s->objmeta[k].epoch)) mk[k] = M_OLD;
+      else if (add_leak(f, s->start + (uintptr_t)k * ci->size, small_size(s, k, ci), s->objmeta[k].stack_id))
+        mk[k] = M_LEAK;
+    }
+  }
+}
+
+static uint8_t *leak_mark(flood_t *f, const hci_leak_t *l) {
+  uintptr_t start;
+  size_t size;
+  return resolve(f, l->addr, &start, &size);
+}
+
+static void classify(flood_t *f) {
+  hci_flood_result_t *r = f->r;
+  for (size_t i = 0; i < r->nleaks; i++) scan_leaks(f, r->leaks[i].addr, r->leaks[i].addr + r->leaks[i].size, 0);
+  f->covered_mode = 1;
+  /* Everything a direct leak reaches is explained by it... */
+  for (size_t i = 0; i < r->nleaks; i++) {
+    uint8_t *mk = leak_mark(f, &r->leaks[i]);
+    if (!mk || (*mk & (M_INDIRECT | M_COVERED))) continue;
+    *mk |= M_COVERED;
+    push(f, r->leaks[i].addr, r->leaks[i].size);
+    drain(f);
+  }
+  /* ...what is left hangs only off cycles: promote one member per cycle. */
+  for (size_t i = 0; i < r->nleaks; i++) {
+    uint8_t *mk = leak_mark(f, &r->leaks[i]);
+    if (!mk || (*mk & M_COVERED)) continue;
+    *mk = (uint8_t)((*mk & ~M_INDIRECT) | M_COVERED);
+    push(f, r->leaks[i].addr, r->leaks[i].size);
+    drain(f);
+  }
+  f->covered_mode = 0;
+  for (size_t i = 0; i < r->nleaks; i++) {
+    uint8_t *mk = leak_mark(f, &r->leaks[i]);
+    r->leaks[i].kind = mk && (*mk & M_INDIRECT) ? HCI_LEAK_INDIRECT : HCI_LEAK_DIRECT;
+    r->leaked_bytes += r->leaks[i].size;
+  }
+}
+
+// ---- the stopped-world driver ----
+
+static void flood_all(hci_world_t *w, flood_t *f) {
+  const hci_flood_params_t *p = f->p;
+  hci_flood_result_t *r = f->r;
+  uint64_t t0 = hci_os_now_ns();
+  if (!setup_marks(f)) {
+    r->oom = true;
+    return;
+  }
+  f->heap_lo = hci_pageheap.lo;
+  f->heap_span = hci_pageheap.hi > hci_pageheap.lo ? hci_pageheap.hi - hci_pageheap.lo : 0;
+  f->maxoff = p->max_offset < 0 ? UINTPTR_MAX : (uintptr_t)p->max_offset;
+  uint64_t t1 = hci_os_now_ns();
+  if (atomic_load_explicit(&hci_api_any_ignored, memory_order_relaxed)) push_ignored(f);
+  const hci_region_t *regions;
+  int nreg = hci_api_root_regions(&regions);
+  for (int i = 0; i < nreg; i++) scan_region(f, &w->maps, regions[i].lo, regions[i].hi);
+  if (p->scan_globals) hci_roots_globals(root_cb, f);
+  if (p->scan_threads) hci_roots_threads(w, p->self_sp, root_cb, f);
+  uint64_t t2 = hci_os_now_ns();
+  push_extra_roots(f);
+  uint64_t t3 = hci_os_now_ns();
+  collect_leaks(f);
+  classify(f);
+  uint64_t t4 = hci_os_now_ns();
+  r->t_setup_ns = t1 - t0;
+  r->t_roots_ns = t2 - t1;
+  r->t_extra_ns = t3 - t2;
+  r->t_classify_ns = t4 - t3;
+}
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct stopped_call {
+  hci_world_t *w;
+  const hci_flood_params_t *p;
+  hci_flood_result_t *r;
+} stopped_call_t;
+
+static int stopped_check(void *arg) {
+  stopped_call_t *c = arg;
+  flood_t f;
+  memset(&f, 0, sizeof f);
+  f.p = c->p;
+  f.r = c->r;
+  hci_lock_all();
+  uint64_t t0 = hci_os_now_ns();
+  c->r->not_stopped = hci_world_stop(c->w);
+  c->r->nthreads = c->w->nthreads;
+  if (c->p->self_nregs > 0) hci_world_set_self_regs(c->w, c->p->self_regs, c->p->self_nregs);
+  uint64_t t1 = hci_os_now_ns(), c1 = thread_cpu_ns();
+  flood_all(c->w, &f);
+  drop_marks(&f);
+  uint64_t t2 = hci_os_now_ns();
+  c->r->t_flood_cpu_ns = thread_cpu_ns() - c1;
+  hci_world_resume(c->w);
+  hci_unlock_all();
+  c->r->t_stop_ns = (t1 - t0) + (hci_os_now_ns() - t2);
+  c->r->t_flood_ns = t2 - t1;
+  return 0;
+}
+
+int hci_flood_check(hci_world_t *w, const hci_flood_params_t *p, hci_flood_result_t *r) {
+  memset(r, 0, sizeof *r);
+  stopped_call_t c = {w, p, r};
+  return hci_with_loader_lock(stopped_check, &c);
+}
+
+void hci_flood_result_free(hci_flood_result_t *r) {
+  if (r->leaks) hci_os_unmap(r->leaks, r->leaks_map);
+  r->leaks = NULL;
+  r->nleaks = r->leaks_map = 0;
+}

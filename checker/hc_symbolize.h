@@ -1,0 +1,174 @@
+/* hc_symbolize.h - the in-process symbolizer (leak reports, heap profiles).
+ *
+ * Turns a return address into "function file:line (module+0xoffset)"
+ * without any external tool and without the program's malloc for its own
+ * tables (everything lives in the metadata arena), so it can run from the
+ * allocator's exit-time reporting.  Three files implement it:
+ *   elf_reader.c  ELF64 images (mapped files or memory): sections, notes,
+ *                 symbol tables; every offset is checked against the size.
+ *   dwarf_line.c  .debug_line (DWARF 2-5) index and address -> file:line.
+ *   symbolize.c   modules from dl_iterate_phdr, separate debug files,
+ *                 demangling, the per-pc cache and the public calls below.
+ *
+ * Rules for callers:
+ *  - never call it in a signal handler, inside malloc, or while the world is
+ *    stopped: it takes the loader lock (dl_iterate_phdr), opens files and may
+ *    call the C++ demangler, which uses malloc;
+ *  - LOCK: one symbolizer lock serialises every call.  It sits after the
+ *    checker lock and before the loader lock in the lock order (hc_types.h).
+ *  - returned strings stay valid until hci_symbolizer_reset().
+ */
+#ifndef HC_SYMBOLIZE_H
+#define HC_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ======================= public interface (symbolize.c) ======================= */
+typedef struct hci_frame {
+  uintptr_t pc;               /* the address asked for (a return address) */
+  const char *module;         /* path of the loaded module, never NULL ("?" if unknown) */
+  uintptr_t module_offset;    /* pc - module load base (file-relative, what addr2line wants) */
+  const char *function;       /* demangled name or NULL */
+  uintptr_t function_offset;  /* pc - symbol start */
+  const char *file;           /* source file from .debug_line or NULL */
+  int line;                   /* 0 if unknown */
+} hci_frame_t;
+
+/* pc is treated as a return address: function and line are those of the
+ * call instruction, i.e. of pc - 1 (so to name a function from its entry
+ * address, pass entry + 1).  Always fills *out; returns true when a function
+ * name was found.  Strings stay valid until hci_symbolizer_reset(). */
+bool hci_symbolize(uintptr_t pc, hci_frame_t *out);
+/* "func file:line (module+0xoff)", parts omitted when unknown, module+offset
+ * always present.  snprintf semantics: returns the length it wanted. */
+int hci_format_frame(char *buf, size_t size, const hci_frame_t *f);
+/* Drops caches and unmaps files (e.g. after dlclose). */
+void hci_symbolizer_reset(void);
+
+/* ======================= internal: elf_reader.c ======================= */
+/* A validated ELF64 little-endian image.  Headers are read with memcpy, so
+ * the image may be unaligned (fuzzer buffers, odd e_shoff). */
+typedef struct hci_elf {
+  const uint8_t *data;        /* whole image */
+  size_t size;
+  size_t shoff;               /* section header table, checked to lie inside the image */
+  unsigned shnum;             /* 0 when the image has no usable section headers */
+  unsigned shentsize;
+  const char *shstr;          /* section-name string table (NULL if none) */
+  size_t shstr_size;
+  uint16_t type;              /* e_type */
+  void *map;                  /* mmap'ed file (NULL for a buffer) */
+  size_t map_size;
+} hci_elf_t;
+
+typedef struct hci_elf_sect {
+  const uint8_t *data;        /* inside the image; NULL when absent */
+  size_t size;
+  uint64_t addr;              /* sh_addr */
+  unsigned index;
+} hci_elf_sect_t;
+
+/* Validates the ELF header and section table of an in-memory image. */
+bool hci_elf_open_buffer(hci_elf_t *e, const void *data, size_t size);
+/* open + fstat + mmap(PROT_READ); then hci_elf_open_buffer.  Fills *dev and
+ * *ino (may be NULL) to recognise the same file reached by two names. */
+bool hci_elf_open_file(hci_elf_t *e, const char *path, uint64_t *dev, uint64_t *ino);
+void hci_elf_close(hci_elf_t *e);
+/* Section by name with contents inside the image (not NOBITS, not
+ * SHF_COMPRESSED: compressed debug sections are skipped, no zlib). */
+bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out);
+/* True when a section of that type with contents exists (SHT_SYMTAB...). */
+bool hci_elf_has_type(const hci_elf_t *e, uint32_t sh_type);
+/* NT_GNU_BUILD_ID from the .note.gnu.build-id section (or any SHT_NOTE). */
+bool hci_elf_build_id(const hci_elf_t *e, const uint8_t **id, size_t *len);
+/* Same, from a note area (used on the loaded image's PT_NOTE segments). */
+bool hci_elf_note_build_id(const uint8_t *notes, size_t size, const uint8_t **id, size_t *len);
+/* .gnu_debuglink: file name (NUL-terminated inside the section) and CRC. */
+bool hci_elf_debuglink(const hci_elf_t *e, const char **name, uint32_t *crc);
+struct hci_dwarf_sects;
+/* Fills *out with the image's .debug_line and the sections it refers to;
+ * false (and *out zeroed) when there is no usable .debug_line. */
+bool hci_elf_dwarf_sections(const hci_elf_t *e, struct hci_dwarf_sects *out);
+/* CRC-32 (IEEE, as zlib and .gnu_debuglink use it). */
+uint32_t hci_crc32(uint32_t crc, const void *buf, size_t len);
+
+/* Sorted function-symbol table of one image. */
+typedef struct hci_sym {
+  uint64_t addr;              /* st_value */
+  uint64_t end;               /* addr + size, or the end of its section for size 0 */
+  const char *name;           /* points into the image's string table */
+  unsigned rank;              /* preference among aliases; 8 = had a size */
+} hci_sym_t;
+typedef struct hci_symtab {
+  hci_sym_t *syms;            /* hci_meta_alloc'ed, sorted by addr */
+  size_t n;
+  size_t alloc_bytes;         /* for hci_meta_free */
+} hci_symtab_t;
+/* Builds the table from SHT_SYMTAB (dynamic = false) or SHT_DYNSYM.
+ * Keeps defined STT_FUNC, STT_GNU_IFUNC and sized STT_NOTYPE symbols.
+ * Returns false when that table is absent, empty or unusable. */
+bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic);
+/* The symbol containing addr, or NULL. */
+const hci_sym_t *hci_symtab_find(const hci_symtab_t *t, uint64_t addr);
+void hci_symtab_free(hci_symtab_t *t);
+
+/* Fuzzing/test entry point: parses an ELF image from memory the way the
+ * symbolizer does (sections, notes, both symbol tables with lookups,
+ * .debug_line index with lookups).  Never crashes on malformed input.
+ * Returns -1 when the image is rejected, else a count of things found. */
+int hci_elf_probe_buffer(const void *data, size_t size);
+
+/* ======================= internal: dwarf_line.c ======================= */
+typedef struct hci_dwarf_sects {
+  const uint8_t *line;        /* .debug_line */
+  size_t line_size;
+  const uint8_t *line_str;    /* .debug_line_str (DWARF 5), may be NULL */
+  size_t line_str_size;
+  const uint8_t *str;         /* .debug_str, may be NULL */
+  size_t str_size;
+  /* Only for the compilation directory (DW_AT_comp_dir of each unit), which
+   * DWARF 2-4 line tables leave implicit; all may be NULL. */
+  const uint8_t *info;        /* .debug_info */
+  size_t info_size;
+  const uint8_t *abbrev;      /* .debug_abbrev */
+  size_t abbrev_size;
+  const uint8_t *str_offsets; /* .debug_str_offsets (DWARF 5 strx forms) */
+  size_t str_offsets_size;
+} hci_dwarf_sects_t;
+
+/* One sequence of a line-number program: the address range it covers and
+ * where to re-run it from. */
+typedef struct hci_line_seq {
+  uint64_t lo, hi;            /* [lo, hi) addresses of its rows */
+  size_t unit;                /* offset of its unit header in .debug_line */
+  size_t start;               /* offset of its first opcode */
+} hci_line_seq_t;
+
+/* A line-table unit's compilation directory, from .debug_info. */
+typedef struct hci_line_cu {
+  uint64_t line_off;          /* DW_AT_stmt_list: offset of the unit in .debug_line */
+  const char *comp_dir;       /* inside a debug section */
+} hci_line_cu_t;
+
+typedef struct hci_line_index {
+  hci_line_seq_t *seqs;       /* hci_meta_alloc'ed, sorted by lo */
+  size_t n;
+  size_t alloc_bytes;
+  hci_line_cu_t *cus;         /* hci_meta_alloc'ed, sorted by line_off; may be NULL */
+  size_t ncus;
+  size_t cus_bytes;
+} hci_line_index_t;
+
+/* Runs every line program once and records its sequences.  Returns false
+ * when nothing usable was found (the index is then empty). */
+bool hci_dwarf_index_build(hci_line_index_t *idx, const hci_dwarf_sects_t *s);
+/* File and line of the row covering addr.  The file name is joined with its
+ * directory when relative and written to file (truncated to file_size).
+ * Returns false when addr is not covered; *line may be 0 with a file. */
+bool hci_dwarf_lookup(const hci_line_index_t *idx, const hci_dwarf_sects_t *s, uint64_t addr,
+                      char *file, size_t file_size, int *line);
+void hci_dwarf_index_free(hci_line_index_t *idx);
+
+#endif

@@ -1,0 +1,372 @@
+/* leaks.c - when checks run and what they do: the whole-program check at
+ * exit, scoped checks, NoGlobalLeaks, the exit status (design D15).
+ *
+ * Life cycle:
+ *   hci_checker_init   (inside the first malloc) reads the options; when
+ *                      checking, every allocation is recorded from then on
+ *                      and diagnostics go to a private duplicate of stderr;
+ *   checker_ctor       (library constructor) loads suppressions, cuts the
+ *                      allocator's state out of the roots, registers the
+ *                      fallback at-exit check;
+ *   __libc_start_main  (interposed; weak so static links keep libc's) runs
+ *                      main through start_main, which sets minimal's
+ *                      baseline and registers the atexit check *after* every
+ *                      global constructor, so it runs *before* the program's
+ *                      global destructors (normal, minimal, as-is);
+ *   checker_dtor       (library destructor, after the program's destructors)
+ *                      runs the check of strict, draconian and as-is with
+ *                      HEAP_CHECK_AFTER_DESTRUCTORS.
+ * The final check runs the registered cleanups first, then checks; leaks
+ * end the process with _exit(HEAP_CHECK_EXIT_CODE).  A forked child that
+ * exits normally is checked too (the file names carry its pid).
+ *
+ * Entry points save the caller's callee-saved registers in their own frame
+ * (__builtin_unwind_init) and pass the address of a local below them, so the
+ * stack scan covers the caller's registers but no dead checker frames.
+ *
+ * Locks: hci_chk_lock (first in the lock order) is held from before the
+ * world stops until the report is printed; world init comes before it
+ * because it may malloc (dlsym).
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hc_checker.h"
+
+hci_lock_t hci_chk_lock;
+
+static struct {
+  _Atomic int main_done;        /* the final whole-program check started */
+  _Atomic int main_cancelled;   /* hc_cancel_global_check */
+  int base_epoch;               /* minimal: first epoch reported; -1 = all */
+  bool setup_done;              /* exclusions and suppressions (under hci_chk_lock) */
+  bool traced_noted;
+  ssize_t g_bytes, g_objects;   /* last whole-program check; -1 = none yet */
+  int (*real_main)(int, char **, char **);
+} L = {.base_epoch = -1, .g_bytes = -1, .g_objects = -1};
+
+// ---- small helpers ----
+
+/* A number from /proc/self/status ("TracerPid", "Threads"), or -1. */
+static long status_field(const char *key) {
+  char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  size_t k = strlen(key);
+  for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    if (strncmp(l, key, k) != 0 || l[k] != ':') continue;
+    char *p = l + k + 1;
+    while (*p == ' ' || *p == '\t') p++;
+    long v = 0;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+    return v;
+  }
+  return -1;
+}
+
+static void fmt_ms(char *buf, size_t size, uint64_t ns) {
+  hci_snprintf(buf, size, "%llu.%03llu", (unsigned long long)(ns / 1000000),
+               (unsigned long long)(ns / 1000 % 1000));
+}
+
+/* Once, under hci_chk_lock and with the world running. */
+static void setup_once(void) {
+  if (L.setup_done) return;
+  L.setup_done = true;
+  /* Allocator state points only at metadata or at free objects: scanning it
+   * is wasted time (the pagemap root alone is 1 MiB). */
+  hci_roots_exclude((uintptr_t)hci_central, (uintptr_t)(hci_central + HC_NUM_CLASSES));
+  hci_roots_exclude((uintptr_t)&hci_pageheap, (uintptr_t)(&hci_pageheap + 1));
+  hci_roots_exclude((uintptr_t)hci_pagemap_root, (uintptr_t)(hci_pagemap_root + HC_PM_ROOT_LEN));
+  hci_roots_exclude((uintptr_t)&hci_tc_empty, (uintptr_t)(&hci_tc_empty + 1));
+  hci_roots_exclude((uintptr_t)&hci_sampled_spans, (uintptr_t)(&hci_sampled_spans + 1));
+  hci_roots_exclude((uintptr_t)&L, (uintptr_t)(&L + 1));
+  hci_roots_exclude((uintptr_t)&hci_chk, (uintptr_t)(&hci_chk + 1));
+  hci_supp_init();
+}
+
+static void note_if_traced(void) {
+  if (L.traced_noted) return;
+  L.traced_noted = true;
+  long tracer = status_field("TracerPid");
+  if (tracer > 0)
+    hci_chk_log(HCI_LOG_INFO,
+                "heapcheck: note: traced by pid %ld; leak checks stop threads with signal %d (in gdb: "
+                "handle SIG%d nostop noprint pass)",
+                tracer, hci_stop_signal(), hci_stop_signal());
+}
+
+// ---- one check ----
+
+/* Drops suppressed leaks from r (counting them); true when a stack matched
+ * for the first time, i.e. the check must be redone with it as a root. */
+static bool apply_suppressions(hci_flood_result_t *r, bool count) {
+  bool fresh = false;
+  size_t keep = 0;
+  r->leaked_bytes = 0;
+  for (size_t i = 0; i < r->nleaks; i++) {
+    hci_leak_t *l = &r->leaks[i];
+    bool known = hci_supp_is_suppressed(l->stack_id);
+    int rule = hci_supp_match(l->stack_id);
+    if (rule >= 0) {
+      if (!known) fresh = true;
+      if (count) hci_supp_count(rule, 1, l->size);
+      continue;
+    }
+    r->leaked_bytes += l->size;
+    r->leaks[keep++] = *l;
+  }
+  r->nleaks = keep;
+  return fresh;
+}
+
+static void test_alignment(hci_world_t *w, const hci_flood_params_t *p0) {
+  hci_flood_params_t p = *p0;
+  p.align = 1;
+  hci_flood_result_t r;
+  if (hci_flood_check(w, &p, &r) != 0) return;
+  apply_suppressions(&r, false);
+  if (r.nleaks == 0) {
+    hci_chk_log(HCI_LOG_ERROR,
+                "Found no leaks without pointer alignment: something might be placing pointers at unaligned "
+                "addresses! This needs to be fixed.");
+  } else {
+    hci_chk_log(HCI_LOG_ERROR,
+                "Found leaks without pointer alignment as well: unaligned pointers must not be the cause of leaks.");
+    hci_chk_log(HCI_LOG_ERROR, "--heap_check_test_pointer_alignment did not help to diagnose the leaks.");
+  }
+  hci_flood_result_free(&r);
+}
+
+static void log_timing(const hci_check_req_t *req, const hci_flood_result_t *r, int passes, uint64_t report_ns) {
+  if (!hci_chk_log_on(1)) return;
+  char stop[32], flood[32], rep[32], cpu[32];
+  fmt_ms(cpu, sizeof cpu, r->t_flood_cpu_ns);
+  fmt_ms(stop, sizeof stop, r->t_stop_ns);
+  fmt_ms(flood, sizeof flood, r->t_flood_ns);
+  fmt_ms(rep, sizeof rep, report_ns);
+  hci_chk_log(1,
+              "heapcheck: check \"%s\" timing: stop %s ms (%d threads), flood %s ms (%zu reachable objects, "
+              "%zu bytes, %zu words scanned, %d pass%s), report %s ms, flood cpu %s ms",
+              req->name, stop, r->nthreads, flood, r->reach_objects, r->reach_bytes, r->scanned_words, passes,
+              passes == 1 ? "" : "es", rep, cpu);
+  if (!hci_chk_log_on(2)) return;
+  char a[32], b[32], c[32], d[32];
+  fmt_ms(a, sizeof a, r->t_setup_ns);
+  fmt_ms(b, sizeof b, r->t_roots_ns);
+  fmt_ms(c, sizeof c, r->t_extra_ns);
+  fmt_ms(d, sizeof d, r->t_classify_ns);
+  hci_chk_log(2, "heapcheck: check \"%s\" flood: marks %s ms, roots %s ms, ld.so/suppressed %s ms, leaks %s ms",
+              req->name, a, b, c, d);
+}
+
+int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
+  *bytes = *objects = 0;
+  hci_world_t w;
+  if (hci_world_init(&w) != 0) {
+    hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: out of memory: leak check \"%s\" not run", req->name);
+    return 1;
+  }
+  hci_lock(&hci_chk_lock);
+  setup_once();
+  note_if_traced();
+  if (req->whole_program && !hci_chk.scan_threads)
+    hci_chk_log(HCI_LOG_INFO, "Not looking for thread stacks; objects reachable only from there will be reported as leaks");
+  if (req->whole_program && !hci_chk.scan_globals)
+    hci_chk_log(1, "Not looking for global data; objects reachable only from there will be reported as leaks");
+  hci_flood_params_t p = {
+      /* The mode's roots hold for every check (gperftools: draconian's
+       * scoped checks have no liveness flood either). */
+      .scan_threads = hci_chk.scan_threads,
+      .scan_globals = hci_chk.scan_globals,
+      .report_all = req->whole_program && L.base_epoch < 0,
+      .base_epoch = (uint16_t)(req->whole_program ? (L.base_epoch < 0 ? 0 : L.base_epoch) : req->base_epoch),
+      .align = hci_chk.pointer_alignment,
+      .max_offset = hci_chk.max_pointer_offset,
+      .self_sp = req->self_sp,
+      .self_regs = req->self_regs,
+      .self_nregs = req->self_nregs,
+  };
+  hci_flood_result_t r;
+  int passes = 0, rc;
+  /* Suppressed stacks become roots and the check is redone, so what only
+   * they reach is not reported as indirect leaks (LSan does the same). */
+  while ((rc = hci_flood_check(&w, &p, &r)) == 0 && ++passes < 8 && hci_supp_any() && r.nleaks &&
+         apply_suppressions(&r, true))
+    hci_flood_result_free(&r);
+  if (rc != 0) {
+    hci_unlock(&hci_chk_lock);
+    hci_world_destroy(&w);
+    return 1;
+  }
+  if (hci_supp_any()) apply_suppressions(&r, true);
+  if (r.oom) hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: out of memory during leak check \"%s\": results are partial", req->name);
+  uint64_t t0 = hci_os_now_ns();
+  if (req->report) {
+    hci_report_in_t in = {
+        .name = req->name, .leaks = r.leaks, .nleaks = r.nleaks, .bytes = r.leaked_bytes,
+        .reach_objects = r.reach_objects, .reach_bytes = r.reach_bytes,
+        .whole_program = req->whole_program, .at_exit = req->at_exit, .symbolize = req->symbolize,
+    };
+    hci_report_print(&in);
+  }
+  if (r.nleaks && hci_chk.test_pointer_alignment) test_alignment(&w, &p);
+  log_timing(req, &r, passes, hci_os_now_ns() - t0);
+  *bytes = (ssize_t)r.leaked_bytes;
+  *objects = (ssize_t)r.nleaks;
+  int ok = r.nleaks == 0;
+  hci_flood_result_free(&r);
+  hci_unlock(&hci_chk_lock);
+  hci_world_destroy(&w);
+  return ok;
+}
+
+// ---- the whole-program check ----
+
+static int global_check(uintptr_t sp, bool at_exit, ssize_t *bytes, ssize_t *objects) {
+  hci_check_req_t req = {
+      .name = "_main_",
+      .whole_program = true,
+      .at_exit = at_exit && !hci_chk.identify_leaks,
+      .report = true,
+      .symbolize = true,
+      .self_sp = sp,
+  };
+  int ok = hci_chk_run(&req, bytes, objects);
+  L.g_bytes = *bytes;
+  L.g_objects = *objects;
+  return ok;
+}
+
+int hci_chk_global_now(uintptr_t self_sp, const uintptr_t *regs, int nregs) {
+  (void)regs;
+  (void)nregs;
+  if (!hci_chk.active || !hci_chk.global_check) return 1;
+  ssize_t b, o;
+  return global_check(self_sp, false, &b, &o);
+}
+
+void hci_chk_global_totals(ssize_t *bytes, ssize_t *objects) {
+  *bytes = L.g_bytes;
+  *objects = L.g_objects;
+}
+
+void hci_chk_cancel_global(void) {
+  if (!hci_chk.active || !hci_chk.global_check) return;
+  if (!atomic_exchange(&L.main_cancelled, 1))
+    hci_chk_log(0, "Canceling the automatic at-exit whole-program memory leak check");
+}
+
+int hci_chk_global_base(void) { return L.base_epoch; }
+
+/* libc's and libstdc++'s own caches (stdio buffers, locale, the EH pool):
+ * what valgrind frees at exit.  Only with no other thread alive. */
+extern void __libc_freeres(void) __attribute__((weak));
+extern void _ZN9__gnu_cxx9__freeresEv(void) __attribute__((weak));
+
+static void free_libc(void) {
+  if (status_field("Threads") > 1) {
+    hci_chk_log(1, "heapcheck: other threads still run: libc's resources are not freed before the check");
+    return;
+  }
+  if (_ZN9__gnu_cxx9__freeresEv) _ZN9__gnu_cxx9__freeresEv();
+  if (__libc_freeres) __libc_freeres();
+}
+
+static hc_noinline void final_check(uintptr_t sp) {
+  if (atomic_exchange(&L.main_done, 1)) return;
+  hci_api_run_cleanups();
+  if (atomic_load(&L.main_cancelled)) return;
+  fflush(NULL);
+  if (hci_chk.free_libc) free_libc();
+  ssize_t bytes, objects;
+  if (global_check(sp, true, &bytes, &objects)) return;
+  if (hci_chk.identify_leaks) {
+    hci_chk_log(HCI_LOG_FATAL, "Whole-program memory leaks found.");
+    abort(); /* gperftools: a core dump to look at the objects listed above */
+  }
+  fflush(NULL);
+  _exit(hci_chk.exit_code);
+}
+
+static hc_noinline void exit_check(void) {
+  HCI_ENTRY_SP(sp);
+  final_check(sp);
+}
+
+__attribute__((destructor)) static hc_noinline void checker_dtor(void) {
+  HCI_ENTRY_SP(sp);
+  if (hci_chk.active && hci_chk.global_check && hci_chk.after_destructors) final_check(sp);
+}
+
+// ---- start-up ----
+
+static int start_main(int argc, char **argv, char **envp) {
+  if (hci_chk.baseline_at_main)
+    L.base_epoch = (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
+  /* Registered after every global constructor: runs before their destructors. */
+  if (!hci_chk.after_destructors) atexit(exit_check);
+  return L.real_main(argc, argv, envp);
+}
+
+typedef int (*main_fn_t)(int, char **, char **);
+typedef int (*start_fn_t)(main_fn_t, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
+
+/* Interposed (weak: a static link keeps libc's own and uses the fallback). */
+hc_public __attribute__((weak)) int __libc_start_main(main_fn_t main, int argc, char **argv, void (*init)(void),
+                                                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end) {
+  start_fn_t real = (start_fn_t)dlsym(RTLD_NEXT, "__libc_start_main");
+  if (!real) hci_fatal("cannot find libc's __libc_start_main");
+  if (hci_chk.active && hci_chk.global_check && !L.real_main) {
+    L.real_main = main;
+    main = start_main;
+  }
+  return real(main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+void hci_checker_init(void) {
+  hci_chk_options_read();
+  if (!hci_chk.active) return;
+  if (!hci_chk.run_under_gdb && status_field("TracerPid") > 0) {
+    hci_chk_log(HCI_LOG_WARNING, "Someone is ptrace()ing us; will turn itself off");
+    hci_chk.active = false;
+    return;
+  }
+  /* The report must reach the original stderr even if the program closes
+   * fd 2 at exit (coreutils' close_stdout does). */
+  int fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+  if (fd >= 0) hci_diag_fd = fd;
+  hci_record_all = 1;
+  hci_tc_set_fastpath(false);
+  hci_chk_log(0, "WARNING: Perftools heap leak checker is active -- Performance may suffer");
+}
+
+__attribute__((constructor(102))) static void checker_ctor(void) {
+  hci_ensure_init();
+  hci_chk_no_follow();
+  if (!hci_chk.active) return;
+  hci_lock(&hci_chk_lock);
+  setup_once();
+  hci_unlock(&hci_chk_lock);
+  if (!hci_chk.global_check) return;
+  /* Fallback when main does not start through our __libc_start_main
+   * (static link): minimal's baseline is now, and the atexit check runs
+   * after the destructors of constructors that ran before this one. */
+  if (hci_chk.baseline_at_main)
+    L.base_epoch = (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
+  if (!hci_chk.after_destructors) atexit(exit_check);
+}
+
+// ---- fork ----
+
+void hci_checker_fork_prepare(void) { hci_lock(&hci_chk_lock); }
+void hci_checker_fork_parent(void) { hci_unlock(&hci_chk_lock); }
+void hci_checker_fork_child(void) { hci_lock_reset(&hci_chk_lock); }

@@ -1,0 +1,298 @@
+/* report.c - the leak report, its summary line and the leak profile file.
+ *
+ * The text follows gperftools (gperftools-compat.md section 4) so scripts
+ * that grep it keep working:
+ *     Leak check <name> detected leaks of N bytes in M objects
+ *     The K largest leaks:
+ *     Leak of N bytes in M objects allocated from:          (direct)
+ *     \t@ <hex pc> <function file:line (module+0xoff)>
+ *     Indirect leak of N bytes in M objects allocated from: (reachable only from leaks)
+ *     ... pprof hint naming <dir>/<prog>.<pid>.<name>-end.heap ...
+ *     SUMMARY: heapcheck: N bytes leaked in M allocations
+ * Records group objects by (allocation stack, kind); direct records come
+ * first, each kind sorted by bytes.  Sizes are the requested sizes.
+ * The profile file holds one line per leaked object in gperftools' heap
+ * profile v1 format plus /proc/self/maps, so google-pprof reads it.
+ *
+ * Runs with the world running (it symbolizes, which may take the loader
+ * lock and call the demangler), but still without malloc: buffers come from
+ * hci_os_map, output goes through write(2).
+ * Locks: called with hci_chk_lock held.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hc_checker.h"
+#include "hc_symbolize.h"
+
+// ---- buffered output ----
+
+void hci_out_flush(hci_out_t *o) {
+  if (o->len == 0) return;
+  int saved = errno;
+  size_t done = 0;
+  while (done < o->len) {
+    ssize_t n = write(o->fd, o->buf + done, o->len - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      o->failed = true;
+      break;
+    }
+    done += (size_t)n;
+  }
+  errno = saved;
+  o->len = 0;
+}
+
+void hci_out_printf(hci_out_t *o, const char *fmt, ...) {
+  char line[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = hci_vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+  if (o->len + len > sizeof o->buf) hci_out_flush(o);
+  memcpy(o->buf + o->len, line, len);
+  o->len += len;
+}
+
+// ---- sorting ----
+
+static void swap_bytes(char *a, char *b, size_t size) {
+  while (size--) {
+    char t = *a;
+    *a++ = *b;
+    *b++ = t;
+  }
+}
+
+static void sift(char *base, size_t root, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  for (;;) {
+    size_t child = 2 * root + 1;
+    if (child >= n) return;
+    if (child + 1 < n && cmp(base + child * size, base + (child + 1) * size) < 0) child++;
+    if (cmp(base + root * size, base + child * size) >= 0) return;
+    swap_bytes(base + root * size, base + child * size, size);
+    root = child;
+  }
+}
+
+void hci_chk_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  char *b = base;
+  if (n < 2) return;
+  for (size_t i = n / 2; i-- > 0;) sift(b, i, n, size, cmp);
+  for (size_t end = n - 1; end > 0; end--) {
+    swap_bytes(b, b + end * size, size);
+    sift(b, 0, end, size, cmp);
+  }
+}
+
+// ---- buckets ----
+
+typedef struct bucket {
+  uint32_t stack_id;
+  uint8_t kind;
+  size_t bytes, count;
+  size_t first;        /* index of its first leak in the sorted leak array */
+} bucket_t;
+
+static int cmp_leak(const void *a, const void *b) {
+  const hci_leak_t *x = a, *y = b;
+  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
+  return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int cmp_bucket(const void *a, const void *b) {
+  const bucket_t *x = a, *y = b;
+  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  if (x->count != y->count) return x->count > y->count ? -1 : 1;
+  return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* Sorts leaks (a private copy) and groups them; NULL when out of memory. */
+static bucket_t *make_buckets(hci_leak_t *leaks, size_t n, size_t *nb, size_t *map_bytes) {
+  hci_chk_sort(leaks, n, sizeof *leaks, cmp_leak);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || leaks[i].stack_id != leaks[i - 1].stack_id || leaks[i].kind != leaks[i - 1].kind) k++;
+  *map_bytes = (k * sizeof(bucket_t) + 4095) & ~(size_t)4095;
+  bucket_t *b = hci_os_map(*map_bytes);
+  if (!b) return NULL;
+  k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i == 0 || leaks[i].stack_id != leaks[i - 1].stack_id || leaks[i].kind != leaks[i - 1].kind) {
+      b[k].stack_id = leaks[i].stack_id;
+      b[k].kind = leaks[i].kind;
+      b[k].first = i;
+      k++;
+    }
+    b[k - 1].bytes += leaks[i].size;
+    b[k - 1].count++;
+  }
+  hci_chk_sort(b, k, sizeof *b, cmp_bucket);
+  *nb = k;
+  return b;
+}
+
+// ---- frames ----
+
+static void print_frames(hci_out_t *o, uint32_t stack_id, bool symbolize) {
+  const uintptr_t *pcs;
+  int n = hci_depot_get(stack_id, &pcs);
+  if (n <= 0) {
+    hci_out_printf(o, "\t@ 0 (allocation stack unknown)\n");
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    char text[1024] = "";
+    if (symbolize) {
+      hci_frame_t fr;
+      hci_symbolize(pcs[i], &fr);
+      hci_format_frame(text, sizeof text, &fr);
+    }
+    hci_out_printf(o, "\t@ %lx %s\n", (unsigned long)pcs[i], text);
+  }
+}
+
+// ---- the profile file ----
+
+static void profile_path(char *buf, size_t size, const char *name) {
+  extern char *program_invocation_short_name;
+  int n = hci_snprintf(buf, size, "%s/%s.%d.", hci_chk.dump_dir,
+                       program_invocation_short_name ? program_invocation_short_name : "heapcheck", (int)getpid());
+  /* A check name is not a path: keep the file inside the dump directory. */
+  for (const char *s = name; *s && n > 0 && (size_t)n + 1 < size; s++, n++) buf[n] = *s == '/' ? '_' : *s;
+  if (n > 0 && (size_t)n < size) buf[n] = 0;
+  size_t len = strlen(buf);
+  hci_snprintf(buf + len, size - len, "-end.heap");
+}
+
+static void copy_maps(hci_out_t *o) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  hci_out_flush(o);
+  char chunk[4096];
+  for (;;) {
+    ssize_t k = read(fd, chunk, sizeof chunk);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    if (o->len + (size_t)k > sizeof o->buf) hci_out_flush(o);
+    memcpy(o->buf + o->len, chunk, (size_t)k);
+    o->len += (size_t)k;
+  }
+  close(fd);
+}
+
+static bool write_profile(const char *path, const hci_leak_t *leaks, const bucket_t *b, size_t nb, size_t total,
+                          size_t bytes) {
+  if (hci_is_secure()) return false; /* a privileged program writes no files */
+  unlink(path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  hci_out_t *o = hci_os_map(sizeof *o);
+  if (!o) {
+    close(fd);
+    return false;
+  }
+  o->fd = fd;
+  hci_out_printf(o, "heap profile: %6zu: %8zu [%6zu: %8zu] @ heapprofile\n", total, bytes, total, bytes);
+  for (size_t k = 0; k < nb; k++)
+    for (size_t i = b[k].first; i < b[k].first + b[k].count; i++) {
+      hci_out_printf(o, "%6d: %8zu [%6d: %8zu] @", 1, leaks[i].size, 1, leaks[i].size);
+      const uintptr_t *pcs;
+      int n = hci_depot_get(leaks[i].stack_id, &pcs);
+      for (int f = 0; f < n; f++) hci_out_printf(o, " 0x%08lx", (unsigned long)pcs[f]);
+      hci_out_printf(o, "\n");
+    }
+  hci_out_printf(o, "\nMAPPED_LIBRARIES:\n");
+  copy_maps(o);
+  hci_out_flush(o);
+  bool ok = !o->failed;
+  hci_os_unmap(o, sizeof *o);
+  if (close(fd) != 0) ok = false;
+  return ok;
+}
+
+// ---- the report ----
+
+static void print_hint(hci_out_t *o, const char *path) {
+  extern char *program_invocation_name;
+  if (!hci_chk_log_on(HCI_LOG_WARNING)) return;
+  hci_out_printf(o,
+                 "\n\nIf the preceding stack traces are not enough to find the leaks, try running THIS shell "
+                 "command:\n\n"
+                 "pprof %s \"%s\" --inuse_objects --lines --heapcheck  --edgefraction=1e-10 --nodefraction=1e-10 "
+                 "--gv\n\n",
+                 program_invocation_name ? program_invocation_name : "<program>", path);
+  hci_out_printf(o,
+                 "If you are still puzzled about why the leaks are there, try rerunning this program with "
+                 "HEAP_CHECK_TEST_POINTER_ALIGNMENT=1 and/or with HEAP_CHECK_MAX_POINTER_OFFSET=-1\n");
+}
+
+static void print_records(hci_out_t *o, const hci_report_in_t *in, const hci_leak_t *leaks, const bucket_t *b,
+                          size_t nb) {
+  size_t limit = hci_chk.max_leaks > 0 && (size_t)hci_chk.max_leaks < nb ? (size_t)hci_chk.max_leaks : nb;
+  hci_out_printf(o, "Leak check %s detected leaks of %zu bytes in %zu objects\n", in->name, in->bytes, in->nleaks);
+  hci_out_printf(o, "The %zu largest leaks:\n", limit);
+  for (size_t k = 0; k < limit; k++) {
+    hci_out_printf(o, "%s of %zu bytes in %zu objects allocated from:\n",
+                   b[k].kind == HCI_LEAK_INDIRECT ? "Indirect leak" : "Leak", b[k].bytes, b[k].count);
+    print_frames(o, b[k].stack_id, in->symbolize);
+    hci_out_flush(o); /* one record per write where it fits */
+  }
+  if (limit < nb) hci_out_printf(o, "Skipping leaks numbered %zu..%zu\n", limit, nb - 1);
+  if (hci_chk.identify_leaks)
+    for (size_t k = 0; k < nb; k++)
+      for (size_t i = b[k].first; i < b[k].first + b[k].count; i++)
+        hci_out_printf(o, "leaked %zu byte object %p\n", leaks[i].size, (void *)leaks[i].addr);
+}
+
+void hci_report_print(const hci_report_in_t *in) {
+  if (in->nleaks == 0) {
+    hci_chk_log(0,
+                "No leaks found for check \"%s\" (but no 100%% guarantee that there aren't any): found %zu "
+                "reachable heap objects of %zu bytes",
+                in->name, in->reach_objects, in->reach_bytes);
+    hci_supp_print_used();
+    return;
+  }
+  hci_out_t *o = hci_os_map(sizeof *o);
+  size_t copy_map = (in->nleaks * sizeof(hci_leak_t) + 4095) & ~(size_t)4095;
+  hci_leak_t *leaks = hci_os_map(copy_map);
+  size_t nb = 0, bmap = 0;
+  bucket_t *b = NULL;
+  if (leaks) {
+    memcpy(leaks, in->leaks, in->nleaks * sizeof *leaks);
+    b = make_buckets(leaks, in->nleaks, &nb, &bmap);
+  }
+  if (!o || !b) {
+    hci_chk_log(HCI_LOG_ERROR, "Leak check %s detected leaks of %zu bytes in %zu objects (out of memory for details)",
+                in->name, in->bytes, in->nleaks);
+  } else {
+    o->fd = hci_diag_fd >= 0 ? hci_diag_fd : 2;
+    if (hci_chk_log_on(HCI_LOG_ERROR)) print_records(o, in, leaks, b, nb);
+    char path[4096];
+    profile_path(path, sizeof path, in->name);
+    if (!write_profile(path, leaks, b, nb, in->nleaks, in->bytes)) {
+      if (hci_chk_log_on(HCI_LOG_ERROR)) {
+        hci_out_printf(o, "Failed dumping filtered heap profile to %s\n", path);
+        hci_out_printf(o, "Could not write pprof profile to %s\n", path);
+      }
+    } else if (hci_chk_log_on(1)) {
+      hci_out_printf(o, "heapcheck: leak profile written to %s\n", path);
+    }
+    print_hint(o, path);
+    hci_out_flush(o);
+  }
+  hci_supp_print_used();
+  if (in->at_exit)
+    hci_chk_log(HCI_LOG_ERROR, "Exiting with error code (instead of crashing) because of whole-program memory leaks");
+  hci_chk_log(HCI_LOG_ERROR, "SUMMARY: heapcheck: %zu bytes leaked in %zu allocations", in->bytes, in->nleaks);
+  if (b) hci_os_unmap(b, bmap);
+  if (leaks) hci_os_unmap(leaks, copy_map);
+  if (o) hci_os_unmap(o, sizeof *o);
+}

@@ -1,0 +1,620 @@
+/* symbolize.c - return address -> function, file:line, module+offset.
+ *
+ * Purpose: the symbolizer's front end (interface in hc_symbolize.h).
+ *  - Modules come from dl_iterate_phdr: the main executable (dlpi_name ""
+ *    -> /proc/self/exe), shared libraries, dlopen'ed modules and the vdso
+ *    (no file: its in-memory image is read).  The list is rebuilt when the
+ *    loader's dlpi_adds/dlpi_subs counters change.
+ *  - A module's file is mapped and parsed lazily, on the first lookup that
+ *    lands in it.  Symbols come from .symtab, else from a separate debug
+ *    file (build-id, then .gnu_debuglink with its CRC), else .dynsym; lines
+ *    from .debug_line of the file or of its debug file.
+ *  - C++ names go through __cxa_demangle when the process has libstdc++.
+ *  - Results are cached per pc; file and demangled names are interned.
+ *
+ * Invariants:
+ *  - every table, string and cache lives in the metadata arena
+ *    (hci_meta_alloc), never in the program's heap; only __cxa_demangle
+ *    mallocs, and its result is copied and freed at once;
+ *  - strings handed out (module, function, file) stay valid until
+ *    hci_symbolizer_reset(): modules that disappear (dlclose) are retired,
+ *    not unmapped, until then;
+ *  - a file whose build-id differs from the loaded image's is not used.
+ *
+ * Locks: sym_lock serialises everything here.  It is taken after the
+ * checker lock and before the loader lock (dl_iterate_phdr), the allocator's
+ * locks (demangler malloc) and the metadata arena lock.  Never call this in a
+ * signal handler, inside malloc or while the world is stopped.  fork takes
+ * the lock in its prepare handler, so the child starts with it free.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "hc_internal.h"
+#include "hc_symbolize.h"
+
+#define MAX_SEGS 8
+#define MAX_BUILD_ID 64
+#define PATH_BUF 4096
+
+typedef struct module {
+  struct module *next;
+  const char *name;               /* printed path (arena) */
+  uintptr_t base;                 /* dlpi_addr: load bias */
+  uintptr_t lo, hi;               /* span of all PT_LOAD segments */
+  unsigned nseg;                  /* segments kept in seg[] (more: lo/hi only) */
+  struct { uintptr_t lo, hi; } seg[MAX_SEGS];
+  bool is_main, is_vdso;
+  bool seen;                      /* found by the current rescan */
+  bool loaded;                    /* the file was parsed (successfully or not) */
+  uint8_t build_id[MAX_BUILD_ID]; /* of the loaded image (PT_NOTE), if any */
+  size_t build_id_len;
+  hci_elf_t elf;                  /* the module's file, or the vdso's memory */
+  hci_elf_t dbg;                  /* separate debug file, if found */
+  hci_symtab_t syms;
+  hci_dwarf_sects_t dw;
+  hci_line_index_t lines;
+} module_t;
+
+/* Arena for strings and cached frames: chunks from the metadata arena. */
+typedef struct chunk {
+  struct chunk *next;
+  size_t size, used;              /* bytes of data[] */
+  char data[];
+} chunk_t;
+#define CHUNK_BYTES ((size_t)64 << 10)
+
+/* Open-addressing map from a non-zero key to a pointer. */
+typedef struct ptrmap {
+  uintptr_t *keys;
+  void **vals;
+  size_t cap, n;                  /* cap: power of two or 0 */
+} ptrmap_t;
+
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+static struct {
+  hci_lock_t lock;
+  module_t *modules;              /* live modules */
+  module_t *retired;              /* unloaded since the last reset; still mapped */
+  unsigned long long adds, subs;  /* loader counters at the last scan */
+  bool scanned;
+  chunk_t *chunks;
+  ptrmap_t pcs;                   /* pc -> hci_frame_t* */
+  ptrmap_t demangled;             /* mangled name pointer -> demangled string */
+  ptrmap_t strings;               /* string hash -> chain of interned strings */
+  demangle_fn demangle;
+  void *libstdcxx;                /* RTLD_NOLOAD handle that keeps demangle valid */
+  bool demangle_looked_up;
+  bool atfork_done;
+} S;
+
+/* ---- arena ---- */
+
+static void *arena_alloc(size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (S.chunks == NULL || S.chunks->size - S.chunks->used < n) {
+    size_t size = n > CHUNK_BYTES - sizeof(chunk_t) ? n : CHUNK_BYTES - sizeof(chunk_t);
+    chunk_t *c = hci_meta_alloc(sizeof(chunk_t) + size);
+    if (c == NULL) return NULL;
+    c->size = size;
+    c->used = 0;
+    /* A big block gets its own chunk behind the current one, so the
+     * current one's free space stays in use. */
+    if (S.chunks && n > CHUNK_BYTES / 4) {
+      c->next = S.chunks->next;
+      S.chunks->next = c;
+    } else {
+      c->next = S.chunks;
+      S.chunks = c;
+    }
+    c->used = n;
+    return c->data;
+  }
+  void *p = S.chunks->data + S.chunks->used;
+  S.chunks->used += n;
+  return p;
+}
+
+static const char *arena_strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = arena_alloc(n);
+  if (p) memcpy(p, s, n);
+  return p;
+}
+
+static void arena_free_all(void) {
+  while (S.chunks) {
+    chunk_t *c = S.chunks;
+    S.chunks = c->next;
+    hci_meta_free(c, sizeof(chunk_t) + c->size);
+  }
+}
+
+/* ---- pointer map ---- */
+
+static size_t hash_key(uintptr_t k) {
+  uint64_t x = (uint64_t)k * 0x9e3779b97f4a7c15ull;
+  return (size_t)(x ^ (x >> 29));
+}
+
+static void *map_get(const ptrmap_t *m, uintptr_t key) {
+  if (m->cap == 0) return NULL;
+  for (size_t i = hash_key(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == key) return m->vals[i];
+    if (m->keys[i] == 0) return NULL;
+  }
+}
+
+static void map_free(ptrmap_t *m) {
+  if (m->cap) {
+    hci_meta_free(m->keys, m->cap * sizeof *m->keys);
+    hci_meta_free(m->vals, m->cap * sizeof *m->vals);
+  }
+  memset(m, 0, sizeof *m);
+}
+
+/* Inserts or replaces; a full or unallocatable map just forgets (a cache). */
+static void map_put(ptrmap_t *m, uintptr_t key, void *val) {
+  if (key == 0) return;
+  if (2 * (m->n + 1) > m->cap) {
+    size_t ncap = m->cap ? m->cap * 2 : 1024;
+    ptrmap_t nm = {hci_meta_alloc(ncap * sizeof(uintptr_t)), hci_meta_alloc(ncap * sizeof(void *)), ncap, 0};
+    if (nm.keys == NULL || nm.vals == NULL) {
+      if (nm.keys) hci_meta_free(nm.keys, ncap * sizeof(uintptr_t));
+      if (nm.vals) hci_meta_free(nm.vals, ncap * sizeof(void *));
+      if (m->n + 1 >= m->cap) return;
+    } else {
+      for (size_t i = 0; i < m->cap; i++)
+        if (m->keys[i]) map_put(&nm, m->keys[i], m->vals[i]);
+      map_free(m);
+      *m = nm;
+    }
+  }
+  size_t i = hash_key(key) & (m->cap - 1);
+  while (m->keys[i] != 0 && m->keys[i] != key) i = (i + 1) & (m->cap - 1);
+  if (m->keys[i] == 0) m->n++;
+  m->keys[i] = key;
+  m->vals[i] = val;
+}
+
+/* ---- interned strings ---- */
+
+/* A chain node in front of each interned string (equal hashes chain). */
+typedef struct istr {
+  struct istr *next;
+  char s[];
+} istr_t;
+
+static const char *intern(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *p = s; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  uintptr_t key = (uintptr_t)h | 1;
+  istr_t *head = map_get(&S.strings, key);
+  for (istr_t *e = head; e; e = e->next)
+    if (strcmp(e->s, s) == 0) return e->s;
+  size_t n = strlen(s) + 1;
+  istr_t *e = arena_alloc(sizeof(istr_t) + n);
+  if (e == NULL) return NULL;
+  memcpy(e->s, s, n);
+  e->next = head;
+  map_put(&S.strings, key, e);
+  return e->s;
+}
+
+/* ---- module list ---- */
+
+static bool same_module(const module_t *m, const char *name, uintptr_t base, uintptr_t lo) {
+  return m->base == base && m->lo == lo && strcmp(m->name, name) == 0;
+}
+
+/* Reads the module's build-id from its loaded PT_NOTE segments, when they
+ * lie inside its mapped PT_LOAD span. */
+static void read_mem_build_id(module_t *m, const struct dl_phdr_info *info) {
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE) continue;
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+    if (a < m->lo || a > m->hi || ph->p_memsz > m->hi - a) continue;
+    const uint8_t *id;
+    size_t len;
+    if (hci_elf_note_build_id((const uint8_t *)a, (size_t)ph->p_memsz, &id, &len) && len <= MAX_BUILD_ID) {
+      memcpy(m->build_id, id, len);
+      m->build_id_len = len;
+      return;
+    }
+  }
+}
+
+/* dl_iterate_phdr callback: matches each loaded object with a known module
+ * or creates one.  Runs under the loader lock: no file I/O here. */
+static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  module_t **fresh = arg;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || ph->p_memsz == 0) continue;
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+    if (a < lo) lo = a;
+    if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+  }
+  if (lo >= hi) return 0;
+  const char *name = info->dlpi_name ? info->dlpi_name : "";
+  char exe[PATH_BUF];
+  uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+  bool is_vdso = vdso != 0 && vdso >= lo && vdso < hi;
+  bool is_main = !is_vdso && name[0] == 0;
+  if (is_vdso) {
+    name = "[vdso]";
+  } else if (is_main) {
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    name = n > 0 ? exe : "/proc/self/exe";
+  }
+  for (module_t **pp = &S.modules; *pp; pp = &(*pp)->next) {
+    module_t *m = *pp;
+    if (same_module(m, name, info->dlpi_addr, lo)) {
+      *pp = m->next; /* move to the fresh list */
+      m->next = *fresh;
+      *fresh = m;
+      m->seen = true;
+      return 0;
+    }
+  }
+  module_t *m = hci_meta_alloc(sizeof *m);
+  if (m == NULL) return 0;
+  m->name = arena_strdup(name);
+  if (m->name == NULL) {
+    hci_meta_free(m, sizeof *m);
+    return 0;
+  }
+  m->base = info->dlpi_addr;
+  m->lo = lo;
+  m->hi = hi;
+  m->is_main = is_main;
+  m->is_vdso = is_vdso;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || ph->p_memsz == 0 || m->nseg == MAX_SEGS) continue;
+    m->seg[m->nseg].lo = info->dlpi_addr + ph->p_vaddr;
+    m->seg[m->nseg].hi = m->seg[m->nseg].lo + ph->p_memsz;
+    m->nseg++;
+  }
+  read_mem_build_id(m, info);
+  m->seen = true;
+  m->next = *fresh;
+  *fresh = m;
+  return 0;
+}
+
+typedef struct counters {
+  unsigned long long adds, subs;
+  bool ok;
+} counters_t;
+
+static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  counters_t *c = arg;
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    c->adds = info->dlpi_adds;
+    c->subs = info->dlpi_subs;
+    c->ok = true;
+  }
+  return 1; /* the first object is enough */
+}
+
+/* Rebuilds the module list when the loader says objects came or went. */
+static void refresh_modules(void) {
+  counters_t c = {0, 0, false};
+  dl_iterate_phdr(counters_cb, &c);
+  if (S.scanned && c.ok && c.adds == S.adds && c.subs == S.subs) return;
+  module_t *fresh = NULL;
+  dl_iterate_phdr(scan_cb, &fresh);
+  /* What was not seen was unloaded: retire it (its strings may be in use). */
+  while (S.modules) {
+    module_t *m = S.modules;
+    S.modules = m->next;
+    m->next = S.retired;
+    S.retired = m;
+  }
+  S.modules = fresh;
+  for (module_t *m = fresh; m; m = m->next) m->seen = false;
+  S.adds = c.adds;
+  S.subs = c.subs;
+  S.scanned = true;
+  /* Cached frames may name modules that moved; a new libstdc++ may exist. */
+  map_free(&S.pcs);
+  if (S.demangle == NULL) S.demangle_looked_up = false;
+}
+
+static module_t *find_module(uintptr_t addr) {
+  for (module_t *m = S.modules; m; m = m->next) {
+    if (addr < m->lo || addr >= m->hi) continue;
+    if (m->nseg == 0) return m;
+    for (unsigned i = 0; i < m->nseg; i++)
+      if (addr >= m->seg[i].lo && addr < m->seg[i].hi) return m;
+  }
+  return NULL;
+}
+
+/* ---- loading a module ---- */
+
+static bool build_id_matches(const hci_elf_t *e, const uint8_t *id, size_t len) {
+  const uint8_t *fid;
+  size_t flen;
+  if (!hci_elf_build_id(e, &fid, &flen)) return false;
+  return flen == len && memcmp(fid, id, len) == 0;
+}
+
+static const char *debug_root(void) {
+  const char *r = hci_env_get("HEAPCHECK_DEBUG_DIR");
+  return r && r[0] == '/' ? r : "/usr/lib/debug";
+}
+
+/* Looks for the separate debug file: /usr/lib/debug/.build-id/xx/rest.debug
+ * (build-id checked), then the .gnu_debuglink name next to the module, in
+ * its .debug/ subdirectory and under /usr/lib/debug/<dir>/ (CRC checked). */
+static bool find_debug_file(module_t *m, const uint8_t *id, size_t idlen, uint64_t dev, uint64_t ino) {
+  char path[PATH_BUF];
+  const char *root = debug_root();
+  if (idlen >= 2) {
+    int n = hci_snprintf(path, sizeof path, "%s/.build-id/%02x/", root, id[0]);
+    for (size_t i = 1; i < idlen && n > 0 && (size_t)n < sizeof path; i++)
+      n += hci_snprintf(path + n, sizeof path - (size_t)n, "%02x", id[i]);
+    if (n > 0 && (size_t)n < sizeof path - 8) {
+      hci_snprintf(path + n, sizeof path - (size_t)n, ".debug");
+      if (hci_elf_open_file(&m->dbg, path, NULL, NULL)) {
+        if (build_id_matches(&m->dbg, id, idlen)) return true;
+        hci_elf_close(&m->dbg);
+      }
+    }
+  }
+  const char *link;
+  uint32_t crc;
+  if (m->is_vdso || !hci_elf_debuglink(&m->elf, &link, &crc) || strchr(link, '/') != NULL) return false;
+  const char *slash = strrchr(m->name, '/');
+  int dirlen = slash ? (int)(slash - m->name) : 0;
+  for (int k = 0; k < 3; k++) {
+    int n = k == 0   ? hci_snprintf(path, sizeof path, "%.*s/%s", dirlen, m->name, link)
+            : k == 1 ? hci_snprintf(path, sizeof path, "%.*s/.debug/%s", dirlen, m->name, link)
+                     : hci_snprintf(path, sizeof path, "%s%.*s/%s", root, dirlen, m->name, link);
+    if (n <= 0 || (size_t)n >= sizeof path) continue;
+    uint64_t d, i;
+    if (!hci_elf_open_file(&m->dbg, path, &d, &i)) continue;
+    if ((d != dev || i != ino) && hci_crc32(0, m->dbg.data, m->dbg.size) == crc) return true;
+    hci_elf_close(&m->dbg);
+  }
+  return false;
+}
+
+static void take_dwarf(module_t *m, const hci_elf_t *e) {
+  if (m->dw.line == NULL) hci_elf_dwarf_sections(e, &m->dw);
+}
+
+/* The vdso has no file: its image is in memory, section headers included,
+ * within the pages of its PT_LOAD segment. */
+static bool open_vdso(module_t *m) {
+  const uint8_t *img = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
+  if (img == NULL || (uintptr_t)img < m->lo || m->hi - (uintptr_t)img < sizeof(ElfW(Ehdr))) return false;
+  ElfW(Ehdr) eh;
+  memcpy(&eh, img, sizeof eh);
+  size_t avail = m->hi - (uintptr_t)img;
+  size_t page = (size_t)getauxval(AT_PAGESZ);
+  if (page == 0) page = 4096;
+  size_t end = 0;
+  if (eh.e_phentsize < sizeof(ElfW(Phdr)) || eh.e_phoff > avail ||
+      (size_t)eh.e_phnum * eh.e_phentsize > avail - eh.e_phoff)
+    return false;
+  for (unsigned i = 0; i < eh.e_phnum; i++) {
+    ElfW(Phdr) ph;
+    memcpy(&ph, img + eh.e_phoff + (size_t)i * eh.e_phentsize, sizeof ph);
+    if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > end) end = ph.p_offset + ph.p_filesz;
+  }
+  end = (end + page - 1) & ~(page - 1);
+  /* m->hi is the PT_LOAD's memsz, possibly short of the page end. */
+  size_t mapped = ((uintptr_t)img + avail + page - 1) / page * page - (uintptr_t)img;
+  if (end > mapped) end = mapped;
+  return hci_elf_open_buffer(&m->elf, img, end);
+}
+
+static void load_module(module_t *m) {
+  m->loaded = true;
+  uint64_t dev = 0, ino = 0;
+  if (m->is_vdso) {
+    if (!open_vdso(m)) return;
+  } else {
+    /* The main program through /proc/self/exe: right even if its path was
+     * replaced or deleted since it started. */
+    if (!hci_elf_open_file(&m->elf, m->is_main ? "/proc/self/exe" : m->name, &dev, &ino)) return;
+    const uint8_t *fid;
+    size_t flen;
+    if (m->build_id_len && hci_elf_build_id(&m->elf, &fid, &flen) &&
+        (flen != m->build_id_len || memcmp(fid, m->build_id, flen) != 0)) {
+      hci_elf_close(&m->elf); /* the file on disk is not what was loaded */
+      return;
+    }
+  }
+  bool have_symtab = hci_symtab_build(&m->syms, &m->elf, false);
+  take_dwarf(m, &m->elf);
+  if (!have_symtab || m->dw.line == NULL) {
+    const uint8_t *id = m->build_id;
+    size_t idlen = m->build_id_len;
+    if (idlen == 0 && !hci_elf_build_id(&m->elf, &id, &idlen)) idlen = 0;
+    if (find_debug_file(m, id, idlen, dev, ino)) {
+      if (!have_symtab) have_symtab = hci_symtab_build(&m->syms, &m->dbg, false);
+      if (m->dw.line == NULL) take_dwarf(m, &m->dbg);
+    }
+  }
+  if (!have_symtab) hci_symtab_build(&m->syms, &m->elf, true);
+  if (m->dw.line) hci_dwarf_index_build(&m->lines, &m->dw);
+}
+
+static void unload_module(module_t *m) {
+  hci_dwarf_index_free(&m->lines);
+  hci_symtab_free(&m->syms);
+  hci_elf_close(&m->dbg);
+  if (m->is_vdso) memset(&m->elf, 0, sizeof m->elf); /* memory image: nothing to unmap */
+  else hci_elf_close(&m->elf);
+  hci_meta_free(m, sizeof *m);
+}
+
+/* ---- names ---- */
+
+static const char *demangle(const char *name) {
+  if (name[0] != '_' || name[1] != 'Z') return name;
+  const char *done = map_get(&S.demangled, (uintptr_t)name);
+  if (done) return done;
+  if (!S.demangle_looked_up) {
+    S.demangle_looked_up = true;
+    S.demangle = (demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (S.demangle == NULL) {
+      /* libstdc++ pulled in by a RTLD_LOCAL dlopen is not in the global
+       * scope; take it only if already loaded, and keep it loaded. */
+      S.libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+      if (S.libstdcxx) S.demangle = (demangle_fn)(uintptr_t)dlsym(S.libstdcxx, "__cxa_demangle");
+    }
+  }
+  if (S.demangle == NULL) return name;
+  int status = -1;
+  char *d = S.demangle(name, NULL, NULL, &status);
+  const char *out = name;
+  if (d && status == 0) {
+    const char *s = intern(d);
+    if (s) out = s;
+  }
+  free(d); /* __cxa_demangle's result comes from malloc */
+  map_put(&S.demangled, (uintptr_t)name, (void *)(uintptr_t)out);
+  return out;
+}
+
+/* Lexically removes "." and "dir/.." from an absolute path, in place:
+ * "/build/../src/a.c" reads better in a report than what the compiler
+ * recorded (a build directory joined with a relative source path). */
+static void normalize_path(char *p) {
+  if (p[0] != '/') return;
+  size_t out = 0; /* p[0..out) is the normalized prefix, without a trailing '/' */
+  size_t starts[256];
+  size_t depth = 0;
+  const char *in = p;
+  while (*in) {
+    while (*in == '/') in++;
+    const char *comp = in;
+    while (*in && *in != '/') in++;
+    size_t len = (size_t)(in - comp);
+    if (len == 0 || (len == 1 && comp[0] == '.')) continue;
+    if (len == 2 && comp[0] == '.' && comp[1] == '.') {
+      if (depth > 0) out = starts[--depth];
+      continue;
+    }
+    if (depth == sizeof starts / sizeof *starts) return; /* absurd depth: leave it as it was */
+    starts[depth++] = out;
+    p[out++] = '/';
+    memmove(p + out, comp, len);
+    out += len;
+  }
+  if (out == 0) p[out++] = '/';
+  p[out] = 0;
+}
+
+/* ---- public interface ---- */
+
+static void lookup(uintptr_t pc, hci_frame_t *f) {
+  module_t *m = find_module(pc - 1);
+  if (m == NULL) return;
+  f->module = m->name;
+  f->module_offset = pc - m->base;
+  if (!m->loaded) load_module(m);
+  uint64_t addr = (uint64_t)(pc - 1 - m->base);
+  const hci_sym_t *s = hci_symtab_find(&m->syms, addr);
+  if (s) {
+    f->function = demangle(s->name);
+    f->function_offset = (uintptr_t)(addr + 1 - s->addr);
+  }
+  char file[PATH_BUF];
+  int line;
+  if (m->lines.n && hci_dwarf_lookup(&m->lines, &m->dw, addr, file, sizeof file, &line)) {
+    normalize_path(file);
+    if (file[0]) f->file = intern(file);
+    f->line = f->file ? line : 0;
+  }
+}
+
+/* fork: the child gets the state consistent and the lock free.  Registered
+ * on first use, not at init, because most processes never symbolize. */
+static void fork_prepare(void) { hci_lock(&S.lock); }
+static void fork_parent(void) { hci_unlock(&S.lock); }
+static void fork_child(void) { hci_lock_reset(&S.lock); }
+
+bool hci_symbolize(uintptr_t pc, hci_frame_t *out) {
+  memset(out, 0, sizeof *out);
+  out->pc = pc;
+  out->module = "?";
+  out->module_offset = pc;
+  if (pc == 0) return false;
+  hci_lock(&S.lock);
+  if (!S.atfork_done) {
+    S.atfork_done = true;
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+  }
+  refresh_modules();
+  const hci_frame_t *hit = map_get(&S.pcs, pc);
+  if (hit) {
+    *out = *hit;
+  } else {
+    lookup(pc, out);
+    hci_frame_t *keep = arena_alloc(sizeof *keep);
+    if (keep) {
+      *keep = *out;
+      map_put(&S.pcs, pc, keep);
+    }
+  }
+  hci_unlock(&S.lock);
+  return out->function != NULL;
+}
+
+int hci_format_frame(char *buf, size_t size, const hci_frame_t *f) {
+  size_t n = 0;
+#define EMIT(...)                                                                     \
+  do {                                                                                \
+    int k_ = hci_snprintf(n < size ? buf + n : NULL, n < size ? size - n : 0, __VA_ARGS__); \
+    if (k_ > 0) n += (size_t)k_;                                                      \
+  } while (0)
+  if (size) buf[0] = 0;
+  if (f->function) EMIT("%s ", f->function);
+  if (f->file) {
+    if (f->line > 0) EMIT("%s:%d ", f->file, f->line);
+    else EMIT("%s ", f->file);
+  }
+  EMIT("(%s+0x%lx)", f->module ? f->module : "?", (unsigned long)f->module_offset);
+#undef EMIT
+  return (int)n;
+}
+
+void hci_symbolizer_reset(void) {
+  hci_lock(&S.lock);
+  for (int list = 0; list < 2; list++) {
+    module_t *m = list ? S.retired : S.modules;
+    while (m) {
+      module_t *next = m->next;
+      unload_module(m);
+      m = next;
+    }
+  }
+  S.modules = S.retired = NULL;
+  map_free(&S.pcs);
+  map_free(&S.demangled);
+  map_free(&S.strings);
+  arena_free_all();
+  if (S.libstdcxx) dlclose(S.libstdcxx);
+  S.libstdcxx = NULL;
+  S.demangle = NULL;
+  S.demangle_looked_up = false;
+  S.scanned = false;
+  hci_unlock(&S.lock);
+}
