@@ -43,6 +43,7 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_
   uint32_t got = 0;
   while (got < n && c->spans.next != &c->spans) {
     hc_span_t *s = c->spans.next;
+    if (s->allocated == 0 && c->nempty) c->nempty--; /* the kept empty span is used again */
     while (got < n && s->freelist) {
       void *p = s->freelist;
       s->freelist = *(void **)p;
@@ -135,6 +136,13 @@ static void return_to_span(hc_central_t *c, unsigned cls, void *p, hc_span_t **e
   s->allocated--;
   c->free_objs++;
   if (s->allocated == 0) {
+    /* Keep one empty span per class: a program cycling through a class
+     * would otherwise give a span back and take a new one over and over. */
+    if (c->nempty == 0) {
+      c->nempty = 1;
+      if (was_full) span_list_push(&c->spans, s);
+      return;
+    }
     if (!was_full) span_list_remove(s);
     c->free_objs -= ci->objs;
     c->nspans--;
@@ -183,6 +191,8 @@ void hci_central_insert(unsigned cls, const hc_chain_t *chain) {
   return_chain(cls, chain->head);
 }
 
+size_t hci_central_slot_bytes(void) { return atomic_load_explicit(&slot_bytes_total, memory_order_relaxed); }
+
 size_t hci_central_free_objects(unsigned cls) {
   hc_central_t *c = &hci_central[cls];
   return c->free_objs + c->slot_objs;
@@ -203,6 +213,29 @@ void hci_central_drain(void) {
       hci_unlock(&c->lock);
       if (!ch.n) break;
       return_chain(cls, ch.head);
+    }
+    /* and the kept empty span */
+    hc_span_t *empty = NULL;
+    hci_lock(&c->lock);
+    span_list_init(&c->spans);
+    for (hc_span_t *sp = c->spans.next; sp != &c->spans;) {
+      hc_span_t *next = sp->next;
+      if (sp->allocated == 0) {
+        span_list_remove(sp);
+        c->free_objs -= hci_classes[cls].objs;
+        c->nspans--;
+        sp->next = empty;
+        empty = sp;
+      }
+      sp = next;
+    }
+    c->nempty = 0;
+    hci_unlock(&c->lock);
+    while (empty) {
+      hc_span_t *next = empty->next;
+      empty->next = NULL;
+      free_span(empty);
+      empty = next;
     }
   }
 }

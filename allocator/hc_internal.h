@@ -39,6 +39,21 @@ static inline void hci_cpu_relax(void) {
 #endif
 }
 
+/* Private state that the leak checker must not scan as a root: statics that
+ * may hold heap-looking values (the end of a metadata mapping that the
+ * kernel later placed a heap mapping after, a span start...).  Each module
+ * registers its state with HC_PRIVATE_STATE(var); the checker cuts every
+ * registered range out of the global roots, in shared and static builds
+ * alike (the linker collects the records between __start_/__stop_hc_state_ranges). */
+typedef struct hci_state_range {
+  const void *addr;
+  size_t size;
+} hci_state_range_t;
+#define HC_PRIVATE_STATE(var)                                                                \
+  static const hci_state_range_t hc_state_range_##var                                       \
+      __attribute__((section("hc_state_ranges"), used, aligned(sizeof(void *)))) = {&(var), \
+                                                                                    sizeof(var)}
+
 /* Always-on cheap integrity check. */
 #define HC_CHECK(cond, ...) \
   do { if (hc_unlikely(!(cond))) hci_fatal(__VA_ARGS__); } while (0)
@@ -175,6 +190,9 @@ void hci_ph_free_locked(hc_span_t *s);
 void hci_ph_set_class(hc_span_t *s, unsigned cls);
 /* Gives up to max_bytes of free committed pages back to the OS (0 = all). */
 size_t hci_ph_release(size_t max_bytes);
+/* Committed free bytes above which hci_ph_free releases (down to half of it):
+ * in-use bytes / 8 clamped to [16 MiB, 64 MiB].  Takes the page-heap lock. */
+size_t hci_ph_release_threshold(void);
 
 /* ======================= central.c ======================= */
 extern hc_central_t hci_central[HC_NUM_CLASSES];
@@ -188,6 +206,9 @@ void hci_central_insert(unsigned cls, const hc_chain_t *chain);
 size_t hci_central_free_objects(unsigned cls);
 /* Gives every transfer-slot batch back to its spans (malloc_trim). */
 void hci_central_drain(void);
+/* Bytes held in transfer slots, all classes together (bounded by
+ * HC_SLOT_BYTES_TOTAL_MAX; read by tests and stats). */
+size_t hci_central_slot_bytes(void);
 
 /* ======================= thread_cache.c ======================= */
 extern HC_TLS hc_tcache_t *hci_tc;           /* never NULL: the static empty cache until first use */

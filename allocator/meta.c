@@ -29,6 +29,7 @@ static struct {
   void *bins[NBINS + 1];/* recycled blocks, linked through their first word */
   size_t mapped;        /* bytes mapped for metadata */
 } meta;
+HC_PRIVATE_STATE(meta);
 
 /* requires: meta.lock.  Remembers a mapping (silently forgets past MAX_RANGES:
  * hci_meta_owns then answers false, which only makes a fallback scan wider). */
@@ -44,6 +45,8 @@ static void remove_range(void *p) {
   for (int i = 0; i < meta.nranges; i++)
     if (meta.ranges[i].lo == (uintptr_t)p) {
       meta.ranges[i] = meta.ranges[--meta.nranges];
+      /* No stale copy: the checker may scan this array conservatively. */
+      meta.ranges[meta.nranges].lo = meta.ranges[meta.nranges].hi = 0;
       return;
     }
 }

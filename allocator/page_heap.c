@@ -223,6 +223,13 @@ static size_t release_threshold(void) {
   return t < RELEASE_MIN ? RELEASE_MIN : t > RELEASE_MAX ? RELEASE_MAX : t;
 }
 
+size_t hci_ph_release_threshold(void) {
+  hci_lock(&ph->lock);
+  size_t t = release_threshold();
+  hci_unlock(&ph->lock);
+  return t;
+}
+
 void hci_ph_free(hc_span_t *s) {
   hci_lock(&ph->lock);
   ph->inuse_bytes -= s->npages << HC_PAGE_SHIFT;

@@ -62,6 +62,7 @@ static struct {
   uint8_t *bump, *bump_end;                      /* entry storage; lock */
   _Atomic size_t bytes;                          /* metadata bytes held */
 } depot;
+HC_PRIVATE_STATE(depot);
 
 static inline uint32_t hash_frames(const uintptr_t *pcs, int n) {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;

@@ -89,6 +89,28 @@ hc_tcache_t *hci_tc_get(void) {
   return tc;
 }
 
+static void release_list(hc_tcache_t *tc, unsigned cls);
+
+/* Keeps the newest `keep` objects of list cls (walking only those, which
+ * were just freed and are in cache) and hands the rest to central in O(1).
+ * Keeping some avoids a list that oscillates between 0 and 1 objects, which
+ * would send every free onto an empty list through the slow path. */
+static void release_tail(hc_tcache_t *tc, unsigned cls, uint32_t keep) {
+  hc_tc_list_t *l = &tc->lists[cls];
+  if (keep == 0 || l->len <= keep) {
+    if (keep == 0) release_list(tc, cls);
+    return;
+  }
+  void *cut = l->head;
+  for (uint32_t i = 1; i < keep; i++) cut = *(void **)cut;
+  hc_chain_t ch = {*(void **)cut, tc->tails[cls], l->len - keep};
+  *(void **)ch.tail = NULL;
+  *(void **)cut = NULL;
+  tc->tails[cls] = cut;
+  l->len = keep;
+  hci_central_insert(cls, &ch);
+}
+
 /* Hands the whole list cls to central in O(1). */
 static void release_list(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->lists[cls];
@@ -160,7 +182,11 @@ void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
   hc_tc_list_t *l = &tc->lists[cls];
   if (l->len >= tc->cap[cls]) {
     grow_cap(tc, cls);
-    if (l->len >= tc->cap[cls]) release_list(tc, cls);
+    if (l->len >= tc->cap[cls]) {
+      uint32_t keep = tc->cap[cls] / 4;
+      if (keep > 16) keep = 16;
+      release_tail(tc, cls, keep);
+    }
   }
   if (tc->cap[cls] == 0) { /* no capacity at all: straight back to central */
     *(void **)p = NULL;

@@ -37,6 +37,7 @@ static struct {
   void (**cleanups)(void);   /* guarded by hci_chk_lock */
   int ncleanups, cap_cleanups;
 } A;
+HC_PRIVATE_STATE(A);
 
 /* Doubles a meta-arena array; false when out of memory. */
 static bool grow_array(void **v, int *cap, size_t elem) {
@@ -57,6 +58,11 @@ static bool grow_array(void **v, int *cap, size_t elem) {
 hc_public int hc_is_active(void) {
   hci_ensure_init();
   return hci_chk.active;
+}
+
+hc_public int hc_has_global_check(void) {
+  hci_ensure_init();
+  return hci_chk.active && hci_chk.global_check;
 }
 
 // ---- scoped checks ----

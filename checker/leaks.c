@@ -30,6 +30,7 @@
  */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,37 @@ static void fmt_ms(char *buf, size_t size, uint64_t ns) {
                (unsigned long long)(ns / 1000 % 1000));
 }
 
+/* The writable segments of libheapcheck.so itself: allocator, checker,
+ * symbolizer and profiler state that holds no pointer the program owns, but
+ * may hold heap-looking values (a mapping's bounds remembered after it was
+ * given back and reused for the heap, a span start): excluded as a whole
+ * (design D13).  Not when the library is linked into the executable, whose
+ * data segment holds the program's globals too. */
+static int own_segments_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  int *index = arg;
+  bool is_main = (*index)++ == 0;
+  uintptr_t us = (uintptr_t)&hci_chk;
+  bool ours = false;
+  for (int i = 0; i < info->dlpi_phnum && !ours; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    ours = ph->p_type == PT_LOAD && us >= lo && us < lo + ph->p_memsz;
+  }
+  if (!ours) return 0;
+  if (is_main) return 1; /* static link: only the ranges named in setup_once */
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W)) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    hci_roots_exclude(lo, lo + ph->p_memsz);
+  }
+  return 1;
+}
+
+extern const hci_state_range_t __start_hc_state_ranges[] __attribute__((visibility("hidden")));
+extern const hci_state_range_t __stop_hc_state_ranges[] __attribute__((visibility("hidden")));
+
 /* Once, under hci_chk_lock and with the world running. */
 static void setup_once(void) {
   if (L.setup_done) return;
@@ -90,6 +122,12 @@ static void setup_once(void) {
   hci_roots_exclude((uintptr_t)&hci_sampled_spans, (uintptr_t)(&hci_sampled_spans + 1));
   hci_roots_exclude((uintptr_t)&L, (uintptr_t)(&L + 1));
   hci_roots_exclude((uintptr_t)&hci_chk, (uintptr_t)(&hci_chk + 1));
+  /* Every module's registered private state (HC_PRIVATE_STATE): needed when
+   * the library is linked statically, harmless (already covered) otherwise. */
+  for (const hci_state_range_t *r = __start_hc_state_ranges; r < __stop_hc_state_ranges; r++)
+    hci_roots_exclude((uintptr_t)r->addr, (uintptr_t)r->addr + r->size);
+  int index = 0;
+  dl_iterate_phdr(own_segments_cb, &index);
   hci_supp_init();
 }
 

@@ -121,6 +121,7 @@ static struct {
   size_t cap, used;
   uint64_t dropped; /* samples not counted (no memory for the table) */
 } tab;
+HC_PRIVATE_STATE(tab);
 
 static _Atomic uint64_t alloc_est_total; /* estimated bytes allocated since start */
 static _Atomic int64_t inuse_est_total;  /* estimated bytes live */
@@ -634,6 +635,7 @@ static struct {
   long long alloc_interval, inuse_interval, time_interval; /* 0 = off */
   bool warned_secure;
 } prof;
+HC_PRIVATE_STATE(prof);
 static _Atomic int sig_pending;   /* HEAPPROFILESIGNAL arrived; the next sample dumps */
 static bool options_read;
 static int report_top_n;          /* HEAPCHECK_REPORT=top[:N] */

@@ -45,6 +45,7 @@ static struct {
   int nldso;
   uintptr_t ldso_lo[MAX_LDSO_RANGES], ldso_hi[MAX_LDSO_RANGES];
 } roots;
+HC_PRIVATE_STATE(roots);
 
 struct sink {
   hci_root_fn fn;

@@ -81,6 +81,7 @@ static struct {
   int late[MAX_LATE];             /* tids that did not answer in the last stop */
   int nlate;
 } stw;
+HC_PRIVATE_STATE(stw);
 
 static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts) {
   return syscall(SYS_futex, (int *)addr, op, val, ts, NULL, 0);

@@ -67,6 +67,9 @@ void hc_report_top(int fd, int n);
 /* ---- the leak checker ---- */
 /* Nonzero when HEAPCHECK is set to a mode (including "local"). */
 int hc_is_active(void);
+/* Nonzero when a whole-program check runs at exit (active, mode not
+ * "local"; stays nonzero after hc_cancel_global_check). */
+int hc_has_global_check(void);
 
 typedef struct hc_check hc_check_t;
 /* Starts a named scoped check: objects allocated from now on that are

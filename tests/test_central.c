@@ -7,7 +7,19 @@
  * start, which must not change because nothing else allocates here).
  * Chains must be well formed (n objects, NULL-terminated, tail is the last),
  * hold distinct object starts of the right class, and come back whole from
- * the transfer cache; empty spans go back to the page heap. */
+ * the transfer cache.
+ *
+ * Transfer-cache policy (central.c, hc_config.h), checked at every insert by
+ * insert_checked(), which predicts the outcome from the state before it:
+ * a chain is kept whole in a transfer slot only if the class then has at
+ * most HC_TRANSFER_SLOTS chains, its slots hold <= HC_SLOT_BYTES_CLASS_MAX
+ * bytes, and the slots of all classes together <= HC_SLOT_BYTES_TOTAL_MAX
+ * (hci_central_slot_bytes(), which must equal the sum over the classes).
+ * Otherwise its objects go back to their spans, and spans left with no
+ * object allocated go to the page heap, except one per class that central
+ * keeps (all free, on its span list) so a class cycling through a span does
+ * not give it back and take a new one each time.  Dedicated tests hit each
+ * bound exactly (a chain that fills it is kept, one more byte is not). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +38,7 @@ static int failures;
   } while (0)
 
 #define MAXOBJ 8192
+#define MiB ((size_t)1 << 20)
 static size_t outside[HC_NUM_CLASSES]; /* objects of each class held by others at the start */
 
 static size_t held_elsewhere(unsigned c) {
@@ -36,6 +49,24 @@ static void check_invariant(unsigned c, size_t ours, const char *when) {
   size_t got = held_elsewhere(c);
   CHECK(got == outside[c] + ours, "class %u %s: spans hold %zu objects not free in central, want %zu (+%zu ours)", c,
         when, got, outside[c] + ours, ours);
+}
+
+/* The slot accounting: per class, and the global counter against the sum. */
+static void check_slots(const char *when) {
+  size_t sum = 0;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
+    const hc_central_t *ce = &hci_central[c];
+    size_t n = 0;
+    for (uint32_t i = 0; i < ce->nchains && i < HC_TRANSFER_SLOTS; i++) n += ce->slots[i].n;
+    CHECK(ce->nchains <= HC_TRANSFER_SLOTS, "%s: class %u has %u chains", when, c, ce->nchains);
+    CHECK(n == ce->slot_objs, "%s: class %u: chains hold %zu objects, slot_objs says %zu", when, c, n, ce->slot_objs);
+    CHECK(ce->slot_objs * hci_classes[c].size <= HC_SLOT_BYTES_CLASS_MAX, "%s: class %u slots hold %zu bytes", when,
+          c, ce->slot_objs * hci_classes[c].size);
+    sum += ce->slot_objs * hci_classes[c].size;
+  }
+  CHECK(hci_central_slot_bytes() == sum, "%s: slot byte counter %zu, the classes' slots hold %zu", when,
+        hci_central_slot_bytes(), sum);
+  CHECK(sum <= HC_SLOT_BYTES_TOTAL_MAX, "%s: slots hold %zu bytes in all", when, sum);
 }
 
 /* Walks a chain into v[]; checks its shape and its objects. */
@@ -88,6 +119,115 @@ static void check_distinct(unsigned c, void **v, size_t n) {
     }
 }
 
+/* Takes objects of class c from central until n are in v[]. */
+static size_t take_n(unsigned c, void **v, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    hc_chain_t ch;
+    uint32_t want = (uint32_t)(n - got) < hci_classes[c].batch ? (uint32_t)(n - got) : hci_classes[c].batch;
+    bool ok = hci_central_remove(c, want, &ch);
+    CHECK(ok && ch.n >= 1, "class %u: remove failed", c);
+    if (!ok || !ch.n) break;
+    if (ch.n > n - got) { /* a whole chain from a slot, longer than needed: not in these tests */
+      CHECK(0, "class %u: got a chain of %u, wanted at most %zu", c, ch.n, n - got);
+      break;
+    }
+    got += take_chain(c, &ch, v + got, (uint32_t)(MAXOBJ - got));
+  }
+  return got;
+}
+
+// ---- insert with the policy predicted ----
+
+enum outcome { KEPT, SLOTS_FULL, CLASS_BOUND, TOTAL_BOUND };
+static const char *const outcome_name[] = {"kept", "slots full", "over the class byte bound",
+                                           "over the total byte bound"};
+static int outcomes[4];
+
+/* Spans of class c with no object allocated, on its span list. */
+static size_t empty_spans(unsigned c) {
+  hc_central_t *ce = &hci_central[c];
+  size_t n = 0;
+  if (!ce->spans.next) return 0;
+  for (hc_span_t *s = ce->spans.next; s != &ce->spans; s = s->next) n += s->allocated == 0;
+  return n;
+}
+
+/* hci_central_insert(c, ch), after predicting from the state before whether
+ * the chain is kept, and if not, which spans it empties.  Checks the
+ * outcome: slot counters, objects back in spans, emptied spans in the page
+ * heap (all but the one empty span a class keeps).  The chain is given back
+ * either way; returns what happened. */
+static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char *when) {
+  hc_central_t *ce = &hci_central[c];
+  const hc_class_info_t *ci = &hci_classes[c];
+  size_t bytes = (size_t)ch->n * ci->size;
+  uint32_t nchains0 = ce->nchains;
+  size_t slot_objs0 = ce->slot_objs, total0 = hci_central_slot_bytes();
+  size_t free0 = ce->free_objs, nspans0 = ce->nspans, empty0 = empty_spans(c);
+  size_t inuse0 = hci_pageheap.inuse_bytes;
+  enum outcome want = nchains0 >= HC_TRANSFER_SLOTS                                ? SLOTS_FULL
+                      : slot_objs0 * ci->size + bytes > HC_SLOT_BYTES_CLASS_MAX ? CLASS_BOUND
+                      : total0 + bytes > HC_SLOT_BYTES_TOTAL_MAX                 ? TOTAL_BOUND
+                                                                                 : KEPT;
+  /* spans the chain would empty: those whose every allocated object is in it */
+  static void *spans[MAXOBJ];
+  static uintptr_t emptied[MAXOBJ];
+  size_t ns = 0, ne = 0;
+  for (void *p = ch->head; p && ns < MAXOBJ; p = *(void **)p) spans[ns++] = hci_pagemap_span((uintptr_t)p);
+  sort_ptrs(spans, ns);
+  for (size_t i = 0; i < ns;) {
+    size_t j = i;
+    while (j < ns && spans[j] == spans[i]) j++;
+    hc_span_t *s = spans[i];
+    if (s && s->allocated == j - i) emptied[ne++] = s->start;
+    i = j;
+  }
+  hc_chain_t copy = *ch;
+  hci_central_insert(c, ch);
+  outcomes[want]++;
+  if (want == KEPT) {
+    CHECK(ce->nchains == nchains0 + 1, "class %u %s: chain of %u (%zu bytes) not kept: %u chains, %u before", c, when,
+          ch->n, bytes, ce->nchains, nchains0);
+    if (ce->nchains == nchains0 + 1) {
+      const hc_chain_t *top = &ce->slots[nchains0];
+      CHECK(top->head == copy.head && top->tail == copy.tail && top->n == copy.n,
+            "class %u %s: the slot does not hold the chain whole", c, when);
+    }
+    CHECK(ce->slot_objs == slot_objs0 + ch->n && hci_central_slot_bytes() == total0 + bytes,
+          "class %u %s: slot objects %zu -> %zu, slot bytes %zu -> %zu after keeping %u objects", c, when,
+          slot_objs0, ce->slot_objs, total0, hci_central_slot_bytes(), ch->n);
+    CHECK(ce->free_objs == free0 && ce->nspans == nspans0 && hci_pageheap.inuse_bytes == inuse0,
+          "class %u %s: a kept chain changed the spans", c, when);
+  } else {
+    size_t keep = empty0 == 0 && ne > 0 ? 1 : 0, to_ph = ne - keep;
+    CHECK(ce->nchains == nchains0 && ce->slot_objs == slot_objs0 && hci_central_slot_bytes() == total0,
+          "class %u %s: chain of %u (%zu bytes) %s, but kept: %u chains (%u before), %zu slot bytes (%zu before)", c,
+          when, ch->n, bytes, outcome_name[want], ce->nchains, nchains0, hci_central_slot_bytes(), total0);
+    CHECK(ce->nspans == nspans0 - to_ph, "class %u %s: %zu spans after returning a chain, want %zu (%zu emptied)", c,
+          when, ce->nspans, nspans0 - to_ph, ne);
+    CHECK(ce->free_objs == free0 + ch->n - to_ph * ci->objs,
+          "class %u %s: %zu objects free in spans, want %zu (chain of %u back, %zu spans gone)", c, when,
+          ce->free_objs, free0 + ch->n - to_ph * ci->objs, ch->n, to_ph);
+    CHECK(hci_pageheap.inuse_bytes == inuse0 - to_ph * ci->pages * HC_PAGE_SIZE,
+          "class %u %s: page heap in use %zu -> %zu, want -%zu spans of %u pages", c, when, inuse0,
+          hci_pageheap.inuse_bytes, to_ph, ci->pages);
+    size_t freed = 0, kept = 0;
+    for (size_t i = 0; i < ne; i++) {
+      hc_span_t *s = hci_pagemap_span(emptied[i]);
+      if (s && s->state == HC_SPAN_FREE && hci_pagemap_class(emptied[i]) == 0) freed++;
+      else if (s && s->state == HC_SPAN_SMALL && s->cls == c && s->allocated == 0) kept++;
+    }
+    CHECK(freed == to_ph && kept == keep, "class %u %s: of %zu emptied spans %zu are in the page heap, %zu kept; "
+          "want %zu and %zu", c, when, ne, freed, kept, to_ph, keep);
+    CHECK(empty_spans(c) <= 1, "class %u %s: %zu empty spans kept", c, when, empty_spans(c));
+  }
+  check_slots(when);
+  return want;
+}
+
+// ---- tests ----
+
 /* Round trips through spans and the transfer cache for class c. */
 static void round_trips(unsigned c) {
   static void *v[MAXOBJ];
@@ -105,36 +245,48 @@ static void round_trips(unsigned c) {
     check_invariant(c, n, "after remove");
   }
   check_distinct(c, v, n);
-  /* back in chains of 1, 2 and the rest: they go to transfer slots */
+  /* back in chains of 1, 2 and the rest: kept or not as the bounds say */
   uint32_t sizes[3] = {1, 2, (uint32_t)n - 3};
-  size_t off = 0;
-  uint32_t slots0 = hci_central[c].nchains;
+  bool kept[3];
+  size_t off = 0, ours = n;
   for (int k = 0; k < 3; k++) {
     hc_chain_t ch;
     make_chain(v + off, sizes[k], &ch);
-    hci_central_insert(c, &ch);
+    kept[k] = insert_checked(c, &ch, "round trip") == KEPT;
     off += sizes[k];
+    if (!kept[k]) ours -= sizes[k];
     check_invariant(c, n - off, "after insert");
   }
-  CHECK(hci_central[c].nchains == slots0 + 3 || slots0 + 3 > HC_TRANSFER_SLOTS,
-        "class %u: %u chains in the transfer cache after inserting 3 (%u before)", c, hci_central[c].nchains, slots0);
-  /* the chains come back whole, last in first out */
+  /* the kept chains come back whole, last in first out */
+  size_t back = 0;
   for (int k = 2; k >= 0; k--) {
+    off -= sizes[k];
+    if (!kept[k]) continue;
     hc_chain_t ch;
     bool ok = hci_central_remove(c, want, &ch);
     CHECK(ok, "class %u: remove from the transfer cache failed", c);
     if (!ok) return;
     CHECK(ch.n == sizes[k], "class %u: got a chain of %u from the transfer cache, want %u", c, ch.n, sizes[k]);
-    off -= sizes[k];
     static void *w[MAXOBJ];
     uint32_t m = take_chain(c, &ch, w, MAXOBJ);
     CHECK(m == sizes[k] && memcmp(w, v + off, m * sizeof *w) == 0, "class %u: chain %d came back different", c, k);
-    check_invariant(c, n - off, "after remove from slots");
+    if (m != sizes[k] || memcmp(w, v + off, m * sizeof *w) != 0) return; /* ownership unknown: stop here */
+    back += m;
+    check_invariant(c, back, "after remove from slots");
   }
-  /* and back once more, as one chain */
+  /* and what we hold back once more, as one chain */
+  static void *h[MAXOBJ];
+  size_t nh = 0;
+  off = 0;
+  for (int k = 0; k < 3; k++) {
+    if (kept[k]) memcpy(h + nh, v + off, sizes[k] * sizeof *h), nh += sizes[k];
+    off += sizes[k];
+  }
+  CHECK(nh == ours, "class %u: holding %zu objects, expected %zu", c, nh, ours);
+  check_invariant(c, nh, "before the final insert");
   hc_chain_t all;
-  make_chain(v, (uint32_t)n, &all);
-  hci_central_insert(c, &all);
+  make_chain(h, (uint32_t)nh, &all);
+  if (nh) insert_checked(c, &all, "final insert");
   check_invariant(c, 0, "after the final insert");
 }
 
@@ -158,10 +310,11 @@ static void empty_span_returns(unsigned c) {
         hci_central_free_objects(c));
   hc_chain_t back;
   make_chain(v, n, &back);
-  hci_central_insert(c, &back);
+  insert_checked(c, &back, "whole span back");
   CHECK(hci_central_free_objects(c) == ci->objs, "class %u: %zu free objects after insert", c,
         hci_central_free_objects(c));
   hci_central_drain();
+  check_slots("after drain");
   CHECK(hci_central[c].nchains == 0, "class %u: %u chains after drain", c, hci_central[c].nchains);
   CHECK(hci_central[c].nspans == 0, "class %u: empty span not returned (%zu spans)", c, hci_central[c].nspans);
   CHECK(hci_central_free_objects(c) == 0, "class %u: %zu free objects after the span went back", c,
@@ -173,11 +326,15 @@ static void empty_span_returns(unsigned c) {
         c, s ? s->state : -1, hci_pagemap_class(start));
 }
 
-/* More chains than transfer slots: the surplus goes straight to the spans,
- * and spans emptied that way return to the page heap at once. */
+/* Class c with one object per span, untouched: HC_TRANSFER_SLOTS one-object
+ * chains (far below the byte bounds) are kept, the next ones go back to
+ * their spans, and the spans they empty to the page heap. */
 static void slots_overflow(unsigned c) {
-  const hc_class_info_t *ci = &hci_classes[c]; /* one object per span */
-  if (ci->objs != 1 || hci_central[c].nspans || hci_central[c].nchains) return;
+  const hc_class_info_t *ci = &hci_classes[c];
+  CHECK(ci->objs == 1 && (size_t)(HC_TRANSFER_SLOTS + 6) * ci->size <= HC_SLOT_BYTES_CLASS_MAX,
+        "class %u does not fit this test", c);
+  if (hci_central[c].nspans || hci_central[c].nchains) return;
+  hci_central_drain();
   enum { N = HC_TRANSFER_SLOTS + 6 };
   static void *v[N];
   for (int i = 0; i < N; i++) {
@@ -187,19 +344,125 @@ static void slots_overflow(unsigned c) {
   }
   CHECK(hci_central[c].nspans == N, "class %u: %zu spans for %d one-object removes", c, hci_central[c].nspans, N);
   size_t inuse0 = hci_pageheap.inuse_bytes;
+  int full = 0;
   for (int i = 0; i < N; i++) {
     hc_chain_t ch;
     make_chain(&v[i], 1, &ch);
-    hci_central_insert(c, &ch);
+    enum outcome o = insert_checked(c, &ch, "slots overflow");
+    CHECK(o == (i < HC_TRANSFER_SLOTS ? KEPT : SLOTS_FULL), "chain %d: %s", i, outcome_name[o]);
+    full += o == SLOTS_FULL;
   }
-  CHECK(hci_central[c].nchains == HC_TRANSFER_SLOTS, "class %u: %u chains cached", c, hci_central[c].nchains);
-  CHECK(hci_central[c].nspans == HC_TRANSFER_SLOTS, "class %u: %zu spans left, want %d", c, hci_central[c].nspans,
-        HC_TRANSFER_SLOTS);
-  CHECK(hci_pageheap.inuse_bytes == inuse0 - 6 * (size_t)ci->pages * HC_PAGE_SIZE,
-        "class %u: the 6 overflowing spans did not go back to the page heap", c);
+  CHECK(full == 6 && hci_central[c].nchains == HC_TRANSFER_SLOTS, "class %u: %u chains cached, %d refused", c,
+        hci_central[c].nchains, full);
+  /* one of the 6 emptied spans is kept by the class, 5 are in the page heap */
+  CHECK(hci_central[c].nspans == HC_TRANSFER_SLOTS + 1, "class %u: %zu spans left, want %d", c, hci_central[c].nspans,
+        HC_TRANSFER_SLOTS + 1);
+  CHECK(hci_pageheap.inuse_bytes == inuse0 - 5 * (size_t)ci->pages * HC_PAGE_SIZE,
+        "class %u: the overflowing spans did not go back to the page heap", c);
   check_invariant(c, 0, "after overflowing the slots");
   hci_central_drain();
   CHECK(hci_central[c].nspans == 0, "class %u: %zu spans after drain", c, hci_central[c].nspans);
+  check_slots("after drain");
+}
+
+/* The class byte bound, exactly: a chain that brings the class's slots to
+ * HC_SLOT_BYTES_CLASS_MAX is kept; a chain that passes it goes back to its
+ * spans, whether slots hold other chains or none; emptied spans go to the
+ * page heap (one kept by the class). */
+static void class_bound(unsigned c) {
+  const hc_class_info_t *ci = &hci_classes[c];
+  CHECK(HC_SLOT_BYTES_CLASS_MAX % ci->size == 0, "class %u does not divide the bound", c);
+  size_t fill = HC_SLOT_BYTES_CLASS_MAX / ci->size; /* objects that fill the bound exactly */
+  CHECK(fill + 4 <= MAXOBJ && (fill + 4) * ci->size <= HC_SLOT_BYTES_TOTAL_MAX, "class %u does not fit this test", c);
+  hci_central_drain();
+  size_t outside_spans = hci_central[c].nspans;
+  static void *v[MAXOBJ];
+  size_t n = take_n(c, v, fill + 4);
+  if (n != fill + 4) return;
+  check_distinct(c, v, n);
+  size_t empty_before = empty_spans(c);
+  hc_chain_t ch;
+  make_chain(v, (uint32_t)fill, &ch);
+  CHECK(insert_checked(c, &ch, "fill the class bound") == KEPT, "class %u: a chain of exactly %zu bytes not kept", c,
+        HC_SLOT_BYTES_CLASS_MAX);
+  CHECK(hci_central[c].slot_objs * ci->size == HC_SLOT_BYTES_CLASS_MAX, "class %u: slots hold %zu bytes", c,
+        hci_central[c].slot_objs * ci->size);
+  /* the other 4, one chain: over the bound by 4 objects */
+  size_t inuse0 = hci_pageheap.inuse_bytes, spans0 = hci_central[c].nspans;
+  make_chain(v + fill, 4, &ch);
+  CHECK(insert_checked(c, &ch, "past the class bound") == CLASS_BOUND, "class %u: not refused", c);
+  if (ci->objs == 1) { /* 4 spans emptied: one kept by the class if it keeps none yet, the others freed */
+    size_t freed = empty_before ? 4 : 3;
+    CHECK(hci_central[c].nspans == spans0 - freed && hci_pageheap.inuse_bytes == inuse0 - freed * ci->pages * HC_PAGE_SIZE,
+          "class %u: %zu spans (%zu before), page heap in use -%zu bytes: want %zu spans freed", c,
+          hci_central[c].nspans, spans0, inuse0 - hci_pageheap.inuse_bytes, freed);
+  }
+  /* the kept chain comes back whole; a chain over the bound on its own is refused too */
+  hc_chain_t got;
+  CHECK(hci_central_remove(c, 1, &got) && got.n == fill && got.head == v[0] && got.tail == v[fill - 1],
+        "class %u: the full chain did not come back whole", c);
+  CHECK(hci_central_slot_bytes() == 0, "slot bytes %zu with every slot empty", hci_central_slot_bytes());
+  size_t m = take_chain(c, &got, v, MAXOBJ);
+  m += take_n(c, v + m, 1);
+  if (m != fill + 1) return;
+  make_chain(v, (uint32_t)m, &ch);
+  CHECK(insert_checked(c, &ch, "one chain over the class bound") == CLASS_BOUND,
+        "class %u: a chain of %zu bytes kept in empty slots", c, m * ci->size);
+  CHECK(hci_central[c].nchains == 0, "class %u: %u chains", c, hci_central[c].nchains);
+  hci_central_drain();
+  CHECK(hci_central[c].nspans == outside_spans, "class %u: %zu spans after drain, %zu before", c,
+        hci_central[c].nspans, outside_spans);
+}
+
+/* The total byte bound, exactly: four classes fill their class bound, the
+ * total is then HC_SLOT_BYTES_TOTAL_MAX (kept: <=); one more object of any
+ * class is refused although its class's slots are empty; once a chain is
+ * taken out, the same chain is kept. */
+static void total_bound(void) {
+  static const size_t sizes[4] = {256 << 10, 128 << 10, 64 << 10, 32 << 10};
+  _Static_assert(4 * HC_SLOT_BYTES_CLASS_MAX == HC_SLOT_BYTES_TOTAL_MAX, "four full classes fill the total");
+  static void *v[4][MAXOBJ];
+  size_t n[4];
+  unsigned cls[4];
+  hci_central_drain();
+  CHECK(hci_central_slot_bytes() == 0, "slot bytes %zu after drain", hci_central_slot_bytes());
+  for (int k = 0; k < 4; k++) {
+    cls[k] = hci_size_class(sizes[k]);
+    CHECK(hci_classes[cls[k]].size == sizes[k], "no class of %zu bytes", sizes[k]);
+    n[k] = take_n(cls[k], v[k], HC_SLOT_BYTES_CLASS_MAX / sizes[k]);
+    if (n[k] != HC_SLOT_BYTES_CLASS_MAX / sizes[k]) return;
+  }
+  for (int k = 0; k < 4; k++) {
+    hc_chain_t ch;
+    make_chain(v[k], (uint32_t)n[k], &ch);
+    CHECK(insert_checked(cls[k], &ch, "fill the total") == KEPT, "class %u: full chain not kept", cls[k]);
+  }
+  CHECK(hci_central_slot_bytes() == HC_SLOT_BYTES_TOTAL_MAX, "slot bytes %zu, want %zu", hci_central_slot_bytes(),
+        HC_SLOT_BYTES_TOTAL_MAX);
+  unsigned c8 = hci_size_class(8192);
+  static void *one[1];
+  if (take_n(c8, one, 1) != 1) return;
+  hc_chain_t ch;
+  make_chain(one, 1, &ch);
+  CHECK(hci_central[c8].slot_objs == 0, "class %u has slot objects", c8);
+  CHECK(insert_checked(c8, &ch, "past the total") == TOTAL_BOUND, "class %u: an object kept past the total", c8);
+  /* take one chain out: room again */
+  hc_chain_t got;
+  CHECK(hci_central_remove(cls[3], 1, &got) && got.n == n[3] && got.head == v[3][0],
+        "class %u: the full chain did not come back whole", cls[3]);
+  take_chain(cls[3], &got, v[3], MAXOBJ);
+  CHECK(hci_central_slot_bytes() == HC_SLOT_BYTES_TOTAL_MAX - HC_SLOT_BYTES_CLASS_MAX, "slot bytes %zu",
+        hci_central_slot_bytes());
+  if (take_n(c8, one, 1) != 1) return;
+  make_chain(one, 1, &ch);
+  CHECK(insert_checked(c8, &ch, "room again") == KEPT, "class %u: refused with room in the total", c8);
+  make_chain(v[3], (uint32_t)n[3], &ch);
+  insert_checked(cls[3], &ch, "back");
+  hci_central_drain();
+  CHECK(hci_central_slot_bytes() == 0, "slot bytes %zu after drain", hci_central_slot_bytes());
+  for (int k = 0; k < 4; k++)
+    CHECK(outside[cls[k]] != 0 || hci_central[cls[k]].nspans == 0, "class %u: %zu spans after drain", cls[k],
+          hci_central[cls[k]].nspans);
 }
 
 int main(void) {
@@ -208,6 +471,7 @@ int main(void) {
   printf("central lists\n"); /* stdio buffers allocated before the snapshot */
   free(malloc(10));
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) outside[c] = held_elsewhere(c);
+  check_slots("start");
   /* untouched classes first (the main thread has used only a few small ones) */
   int fresh = 0;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
@@ -216,10 +480,21 @@ int main(void) {
       fresh++;
     }
   CHECK(fresh > 80, "only %d classes untouched at start", fresh);
-  slots_overflow(HC_NUM_CLASSES - 1);
-  slots_overflow(HC_NUM_CLASSES - 10);
+  slots_overflow(hci_size_class(36864));
+  slots_overflow(hci_size_class(49152));
+  class_bound(HC_NUM_CLASSES - 1);       /* 256 KiB, one object per span */
+  class_bound(hci_size_class(2048));     /* 2 KiB, 8 objects per span */
+  total_bound();
+  /* round trips with the slots as they come: the large classes run into the
+   * total bound with the chains the smaller ones left in their slots */
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) round_trips(c);
+  printf("inserts: %d kept, %d with the slots full, %d over the class bound, %d over the total bound\n",
+         outcomes[KEPT], outcomes[SLOTS_FULL], outcomes[CLASS_BOUND], outcomes[TOTAL_BOUND]);
+  CHECK(outcomes[KEPT] && outcomes[SLOTS_FULL] && outcomes[CLASS_BOUND] && outcomes[TOTAL_BOUND],
+        "not every outcome was exercised");
   hci_central_drain();
+  check_slots("end");
+  CHECK(hci_central_slot_bytes() == 0, "slot bytes %zu after the last drain", hci_central_slot_bytes());
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
     check_invariant(c, 0, "at the end");
     CHECK(hci_central[c].nchains == 0, "class %u: chains left after drain", c);

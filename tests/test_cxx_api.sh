@@ -17,9 +17,7 @@
 # middle of the program (NoGlobalLeaks) also sees what the runtimes keep (the
 # C++ exception pool), so its totals are not compared there.
 
-set -u
-# shellcheck disable=SC3045 # dash and bash both have ulimit -c
-ulimit -c 0 2>/dev/null
+. "$(dirname "$0")/expect.sh"
 
 for exe in "$@"; do
   n=$(basename "$exe")
@@ -27,20 +25,10 @@ for exe in "$@"; do
   eval "bin_$n=\$exe"
 done
 
-dump=$(mktemp -d "${TMPDIR:-/tmp}/hc_cxx.XXXXXX") || exit 1
-trap 'rm -rf "$dump"' EXIT
 # Leak profiles go to our own directory; nothing from the caller's
 # environment changes the checker's behaviour.
-for v in $(env | sed -n 's/^\(HEAP_CHECK_[A-Z_]*\)=.*/\1/p; s/^\(HEAPCHECK_[A-Z_]*\)=.*/\1/p; s/^\(PERFTOOLS_[A-Z_]*\)=.*/\1/p; s/^\(HEAPPROFILE[A-Z_]*\)=.*/\1/p'); do
-  unset "$v"
-done
-unset HEAPCHECK LD_PRELOAD CXX_TEST_SKIP_CLEANUP
-HEAP_CHECK_DUMP_DIRECTORY=$dump
-export HEAP_CHECK_DUMP_DIRECTORY
-
-failures=0
-checks=0
-cur=
+expect_private_env hc_cxx
+unset CXX_TEST_SKIP_CLEANUP
 
 # run MODE PROGRAM [ARGS...]: runs it, keeps stdout+stderr in $out, status in $rc.
 run() {
@@ -61,38 +49,6 @@ run() {
     out=$(exec 2>&1; HEAPCHECK=$_mode "$_bin" "$@"; exit $?)
   fi
   rc=$?
-}
-
-fail() {
-  failures=$((failures + 1))
-  echo "FAIL [$cur]: $*"
-  echo "$out" | sed 's/^/    | /' | head -60
-}
-
-expect_rc() {
-  checks=$((checks + 1))
-  [ "$rc" = "$1" ] || fail "exit status $rc, expected $1"
-}
-# has STRING: some output line contains STRING (fixed string).
-has() {
-  checks=$((checks + 1))
-  printf '%s\n' "$out" | grep -qF -- "$1" || fail "no line containing: $1"
-}
-# has_re REGEX: some output line matches the extended regex.
-has_re() {
-  checks=$((checks + 1))
-  printf '%s\n' "$out" | grep -qE -- "$1" || fail "no line matching: $1"
-}
-lacks() {
-  checks=$((checks + 1))
-  if printf '%s\n' "$out" | grep -qF -- "$1"; then fail "unexpected line containing: $1"; fi
-}
-# before A B: the first line containing A comes before the first containing B.
-before() {
-  checks=$((checks + 1))
-  _a=$(printf '%s\n' "$out" | grep -nF -- "$1" | head -1 | cut -d: -f1)
-  _b=$(printf '%s\n' "$out" | grep -nF -- "$2" | head -1 | cut -d: -f1)
-  if [ -z "$_a" ] || [ -z "$_b" ] || [ "$_a" -ge "$_b" ]; then fail "'$1' should come before '$2'"; fi
 }
 
 global_modes="normal strict draconian minimal as-is"
@@ -289,5 +245,4 @@ for m in $all_modes; do
   fi
 done
 
-echo "test_cxx_api: $checks checks, $failures failures"
-[ "$failures" = 0 ]
+finish test_cxx_api

@@ -6,9 +6,13 @@
  * back on delete (single-threaded, nothing else allocates in between).
  * Also: alignment of aligned new (alignas(64) and alignas(8192) types,
  * arrays of them, explicit std::align_val_t), std::bad_alloc on huge
- * sizes, nullptr from nothrow new, the new_handler protocol (a handler that
- * frees a reserve is called and the allocation then succeeds; a handler's
- * own exception propagates). */
+ * sizes, nullptr from nothrow new, the new_handler protocol of the throwing
+ * forms (a handler that frees a reserve is called and the allocation then
+ * succeeds; a handler is called again and again until it uninstalls itself,
+ * then std::bad_alloc; a handler's own exception propagates), and the
+ * nothrow forms' policy: they never call the new_handler (a handler may
+ * throw, and an exception escaping a noexcept operator is std::terminate),
+ * they return nullptr at once. */
 #include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -253,6 +257,12 @@ static void bad_alloc_handler() {
   handler_calls++;
   throw std::bad_alloc();
 }
+/* Gives nothing back: the throwing forms must call it again after each
+ * failed attempt; on the third call it uninstalls itself, so the next
+ * failure throws std::bad_alloc. */
+static void counting_handler() {
+  if (++handler_calls == 3) std::set_new_handler(nullptr);
+}
 
 static size_t vm_size() {
   FILE *f = std::fopen("/proc/self/statm", "r");
@@ -327,25 +337,102 @@ static void test_new_handler() {
   }
   CHECK(code == 42, "aligned new[]: the handler's exception did not propagate (got %d)", code);
 
+  /* The throwing forms loop on the handler until it is gone, then throw
+   * std::bad_alloc: exactly 3 calls of counting_handler for each form. */
+  for (int form = 0; form < 4; form++) {
+    static const char *const names[4] = {"new(n)", "new[](n)", "new(n, align 64)", "new[](n, align 4096)"};
+    handler_calls = 0;
+    std::set_new_handler(counting_handler);
+    bool thrown = false;
+    try {
+      size_t n = opaque(SIZE_MAX / 4);
+      void *q = form == 0   ? ::operator new(n)
+                : form == 1 ? ::operator new[](n)
+                : form == 2 ? ::operator new(n, std::align_val_t{64})
+                            : ::operator new[](n, std::align_val_t{4096});
+      escape(q);
+    } catch (const std::bad_alloc &) {
+      thrown = true;
+    }
+    CHECK(thrown, "operator %s: no std::bad_alloc after the handler uninstalled itself", names[form]);
+    CHECK(handler_calls == 3, "operator %s: new_handler called %d times, want 3 (loop until it is gone)",
+          names[form], handler_calls);
+    CHECK(std::get_new_handler() == nullptr, "operator %s: handler still installed", names[form]);
+  }
   std::set_new_handler(nullptr);
 
-  /* nothrow new: a handler that throws bad_alloc ends the attempt with
-   * nullptr (the nothrow operators are noexcept: an exception escaping them
-   * calls std::terminate, so this runs in a child process). */
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    handler_calls = 0;
-    std::set_new_handler(bad_alloc_handler);
-    void *r = ::operator new(opaque(SIZE_MAX / 4), std::nothrow);
-    void *r2 = ::operator new[](opaque(SIZE_MAX / 4), std::align_val_t{64}, std::nothrow);
-    _exit(r == nullptr && r2 == nullptr && handler_calls == 2 ? 0 : 3);
+  /* nothrow forms: nullptr at once, the handler is never called, whatever
+   * it would do.  Each runs in a child process: if the handler were called,
+   * bad_alloc_handler's exception would escape the noexcept operator
+   * (std::terminate, a signal) and counting_handler would be counted. */
+  typedef void *(*nothrow_form)(size_t);
+  static const nothrow_form forms[4] = {
+      [](size_t n) { return ::operator new(n, std::nothrow); },
+      [](size_t n) { return ::operator new[](n, std::nothrow); },
+      [](size_t n) { return ::operator new(n, std::align_val_t{64}, std::nothrow); },
+      [](size_t n) { return ::operator new[](n, std::align_val_t{4096}, std::nothrow); },
+  };
+  static const char *const fnames[4] = {"new(n, nothrow)", "new[](n, nothrow)", "new(n, align 64, nothrow)",
+                                        "new[](n, align 4096, nothrow)"};
+  static void (*const handlers[2])() = {bad_alloc_handler, counting_handler};
+  for (int form = 0; form < 4; form++)
+    for (int h = 0; h < 2; h++) {
+      std::fflush(nullptr);
+      pid_t pid = fork();
+      if (pid == 0) {
+        handler_calls = 0;
+        std::set_new_handler(handlers[h]);
+        void *r = forms[form](opaque(SIZE_MAX / 4));
+        _exit(r != nullptr ? 3 : handler_calls != 0 ? 4 : 0);
+      }
+      int st = 0;
+      waitpid(pid, &st, 0);
+      CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "operator %s with a %s handler installed: %s", fnames[form],
+            h == 0 ? "throwing" : "counting",
+            WIFSIGNALED(st)              ? "the handler was called and its exception escaped (std::terminate)"
+            : WEXITSTATUS(st) == 3       ? "returned non-null"
+            : WEXITSTATUS(st) == 4       ? "called the new_handler"
+                                         : "child failed");
+    }
+
+  /* A nothrow form fails even when the handler could have made room: with
+   * the address space capped as above, new(R, nothrow) returns nullptr and
+   * the reserve stays allocated (the handler that would free it is not
+   * called); the throwing form then calls it and succeeds. */
+  malloc_trim(0);
+  hc_get_stats(&hs);
+  const size_t R2 = hs.page_heap_free + hs.heap_released + 64 * MB;
+  reserve = escape(std::malloc(R2 + 8 * MB));
+  CHECK(reserve != nullptr, "reserve");
+  std::memset(reserve, 1, 4096);
+  lim = old;
+  lim.rlim_cur = vm_size() + 32 * MB;
+  if (setrlimit(RLIMIT_AS, &lim) != 0) {
+    std::perror("setrlimit");
+    failures++;
+    return;
   }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-        "nothrow new with a handler that throws std::bad_alloc: %s (want nullptr)",
-        WIFSIGNALED(st) ? "the exception escaped the noexcept operator (std::terminate)" : "wrong result");
+  handler_calls = 0;
+  std::set_new_handler(free_reserve_handler); /* would make room (and uninstall itself) */
+  void *n1 = escape(::operator new(R2, std::nothrow));
+  void *n2 = escape(::operator new[](R2, std::align_val_t{64}, std::nothrow));
+  CHECK(n1 == nullptr && n2 == nullptr, "nothrow new(%zu MB) under the cap: %p %p, want nullptr", R2 / MB, n1, n2);
+  CHECK(handler_calls == 0 && reserve != nullptr, "nothrow new called the new_handler %d times", handler_calls);
+  if (n1) ::operator delete(n1);
+  if (n2) ::operator delete[](n2, std::align_val_t{64});
+  std::set_new_handler(free_reserve_handler);
+  void *t = nullptr;
+  try {
+    t = escape(::operator new(R2));
+  } catch (const std::bad_alloc &) {
+  }
+  CHECK(t != nullptr && handler_calls == 1 && reserve == nullptr,
+        "throwing new after the nothrow ones: %p, handler called %d times", t, handler_calls);
+  ::operator delete(t);
+  std::free(reserve);
+  reserve = nullptr;
+  setrlimit(RLIMIT_AS, &old);
+  std::set_new_handler(nullptr);
 }
 
 int main() {

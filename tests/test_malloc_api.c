@@ -484,25 +484,45 @@ static void test_mallinfo_mallopt_trim(void) {
   CHECK(mallopt(M_ARENA_MAX, 2) == 1, "mallopt(M_ARENA_MAX)");
   CHECK(mallopt(M_TRIM_THRESHOLD, 0) == 1, "mallopt(M_TRIM_THRESHOLD)");
 
-  /* malloc_trim(0) returns (committed) free memory to the OS */
+  /* malloc_trim(0) returns (committed) free memory to the OS.  The page
+   * heap may already have released part of the 40 MB by itself while they
+   * were freed (it does once committed free memory passes its threshold,
+   * 16 MiB at this heap size), so what is checked is the sum: released
+   * before the trim + released by it >= the 40 MB.  Exactly: after the trim
+   * every free page is released, and no page is unmapped, so released bytes
+   * grow by at least what was in use before the frees and is free now. */
   enum { K = 40 };
   char *v[K];
   for (int i = 0; i < K; i++) {
     v[i] = malloc(1 << 20);
     memset(v[i], 2, 1 << 20);
   }
+  hc_stats_t sa, s0, s1;
+  hc_get_stats(&sa);
   for (int i = 0; i < K; i++) free(v[i]);
-  hc_stats_t s0, s1;
   hc_get_stats(&s0);
   struct mallinfo2 d = mallinfo2();
   int rc = malloc_trim(0);
   struct mallinfo2 e = mallinfo2();
   hc_get_stats(&s1);
-  CHECK(rc == 1, "malloc_trim(0) returned %d after freeing 40 MB", rc);
-  CHECK(e.fordblks < d.fordblks, "malloc_trim: free bytes %zu -> %zu", d.fordblks, e.fordblks);
+  size_t auto_rel = s0.heap_released > sa.heap_released ? s0.heap_released - sa.heap_released : 0;
+  size_t trim_rel = s1.heap_released > s0.heap_released ? s1.heap_released - s0.heap_released : 0;
+  printf("malloc_trim: %zu KB released while freeing 40 MB, %zu KB by malloc_trim(0) (rc %d)\n", auto_rel >> 10,
+         trim_rel >> 10, rc);
+  /* 1 when the trim released something: certainly when committed free pages were left */
+  CHECK(rc == 1 || (rc == 0 && s0.page_heap_free == 0), "malloc_trim(0) returned %d with %zu committed free bytes",
+        rc, s0.page_heap_free);
+  CHECK(s0.page_heap_free <= ((size_t)16 << 20), "%zu committed free bytes after freeing 40 MB (threshold 16 MiB)",
+        s0.page_heap_free);
+  CHECK(rc == 0 ? e.fordblks <= d.fordblks : e.fordblks < d.fordblks, "malloc_trim: free bytes %zu -> %zu",
+        d.fordblks, e.fordblks);
   CHECK(s1.page_heap_free == 0, "malloc_trim(0) left %zu committed free bytes in the page heap", s1.page_heap_free);
-  CHECK(s1.heap_released >= s0.heap_released + ((size_t)K << 20) - ((size_t)4 << 20),
-        "released bytes %zu -> %zu", s0.heap_released, s1.heap_released);
+  CHECK(s1.heap_mapped == sa.heap_mapped, "heap mapping changed during free/trim: %zu -> %zu", sa.heap_mapped,
+        s1.heap_mapped);
+  CHECK(s1.heap_released >= sa.heap_released + ((size_t)K << 20),
+        "released bytes %zu before the frees, %zu after them (+%zu automatically), %zu after the trim (+%zu): "
+        "want +%d MB in all",
+        sa.heap_released, s0.heap_released, auto_rel, s1.heap_released, trim_rel, (int)K);
   CHECK(malloc_trim(0) == 0, "second malloc_trim(0) found memory to release");
   CHECK(malloc_trim(1 << 20) == 0, "malloc_trim(1M)");
 }

@@ -5,7 +5,19 @@
  * (nothing else allocates while it is checked; this test is
  * single-threaded):
  *   mapped_bytes == inuse_bytes + (free_pages + released_pages) * page size
- * Residency after hci_ph_release is read with mincore(). */
+ * Residency after hci_ph_release is read with mincore().
+ *
+ * Release policy (page_heap.c): hci_ph_free releases committed free memory
+ * when it exceeds release_threshold() = in-use bytes / 8 clamped to
+ * [16 MiB, 64 MiB], down to half of the threshold.  Every free here goes
+ * through free_checked(), which predicts from the state before the free
+ * whether a release must happen and checks the outcome (release_calls,
+ * committed and released page counts).  The prediction follows the page
+ * heap's accounting: a free run is "released" only if all of it is, so a
+ * span freed next to a released run makes the merged run count as committed
+ * (page_heap.c: over-counting makes release run early, never late).  Tests
+ * that need committed pages to stay committed free spans whose neighbours
+ * are in use (alloc_isolated) after releasing everything. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +38,95 @@ static int failures;
   } while (0)
 
 static hc_pageheap_t *const ph = &hci_pageheap;
+
+#define MiB ((size_t)1 << 20)
+
+/* The threshold as the policy defines it, independently of page_heap.c. */
+static size_t threshold_formula(size_t inuse) {
+  size_t t = inuse / 8;
+  return t < 16 * MiB ? 16 * MiB : t > 64 * MiB ? 64 * MiB : t;
+}
+
+static void check_threshold(const char *where) {
+  size_t inuse = ph->inuse_bytes;
+  size_t t = hci_ph_release_threshold();
+  CHECK(t == threshold_formula(inuse), "%s: release threshold %zu with %zu bytes in use, want %zu", where, t, inuse,
+        threshold_formula(inuse));
+}
+
+/* The free run s would merge with on the side given (-1 before, +1 after), or NULL. */
+static hc_span_t *free_neighbour(const hc_span_t *s, int side) {
+  if (side < 0) {
+    hc_span_t *p = hci_pagemap_span(s->start - 1);
+    return p && p != s && p->state == HC_SPAN_FREE && p->start + p->npages * HC_PAGE_SIZE == s->start ? p : NULL;
+  }
+  uintptr_t end = s->start + s->npages * HC_PAGE_SIZE;
+  hc_span_t *n = hci_pagemap_span(end);
+  return n && n != s && n->state == HC_SPAN_FREE && n->start == end ? n : NULL;
+}
+
+static int auto_releases; /* frees that released (for the summary line) */
+
+/* hci_ph_free(s) with the release policy checked.  Returns true when the
+ * free released memory. */
+static bool free_checked(hc_span_t *s, const char *where) {
+  size_t npages = s->npages;
+  uintptr_t start = s->start;
+  /* what merging does to the counts: the merged run is committed (s is), so
+   * released neighbours' pages move from released to committed */
+  size_t moved = 0;
+  for (int side = -1; side <= 1; side += 2) {
+    hc_span_t *n = free_neighbour(s, side);
+    if (n && n->is_released) moved += n->npages;
+  }
+  size_t f1 = ph->free_pages + npages + moved, r1 = ph->released_pages - moved;
+  size_t inuse1 = ph->inuse_bytes - npages * HC_PAGE_SIZE;
+  uint64_t calls0 = ph->release_calls;
+  size_t t = threshold_formula(inuse1);
+  hci_ph_free(s);
+  check_threshold(where);
+  CHECK(ph->inuse_bytes == inuse1, "%s: in use %zu after freeing %zu pages, want %zu", where, ph->inuse_bytes,
+        npages, inuse1);
+  hc_span_t *f = hci_pagemap_span(start);
+  CHECK(f && f->state == HC_SPAN_FREE && f->start <= start &&
+            f->start + f->npages * HC_PAGE_SIZE >= start + npages * HC_PAGE_SIZE,
+        "%s: freed pages not in a free span", where);
+  size_t fb = ph->free_pages * HC_PAGE_SIZE;
+  CHECK(fb <= t, "%s: %zu committed free bytes kept after a free, threshold %zu", where, fb, t);
+  CHECK(ph->free_pages + ph->released_pages == f1 + r1, "%s: free pages %zu + %zu, want %zu", where, ph->free_pages,
+        ph->released_pages, f1 + r1);
+  if (f1 * HC_PAGE_SIZE > t) {
+    auto_releases++;
+    CHECK(ph->release_calls == calls0 + 1, "%s: %zu committed free bytes > threshold %zu, but %llu releases", where,
+          f1 * HC_PAGE_SIZE, t, (unsigned long long)(ph->release_calls - calls0));
+    CHECK(fb <= t / 2, "%s: release left %zu committed free bytes, want <= %zu (half the threshold)", where, fb,
+          t / 2);
+    return true;
+  }
+  CHECK(ph->release_calls == calls0, "%s: released although only %zu committed free bytes <= threshold %zu", where,
+        f1 * HC_PAGE_SIZE, t);
+  CHECK(ph->free_pages == f1 && ph->released_pages == r1, "%s: committed/released pages %zu/%zu, want %zu/%zu",
+        where, ph->free_pages, ph->released_pages, f1, r1);
+  return false;
+}
+
+/* An n-page span whose neighbours are not free (in use, or not heap), so
+ * freeing it merges with nothing: fillers take the free runs beside it (an
+ * allocation of exactly a run's length takes a run of that length; after
+ * enough of them, the neighbour).  Fillers go to fill[]. */
+static hc_span_t *alloc_isolated(size_t n, hc_span_t **fill, int *nfill, int maxfill) {
+  hc_span_t *s = hci_ph_alloc(n);
+  while (s && *nfill < maxfill) {
+    hc_span_t *nb = free_neighbour(s, -1);
+    if (!nb) nb = free_neighbour(s, +1);
+    if (!nb) return s;
+    hc_span_t *f = hci_ph_alloc(nb->npages);
+    if (!f) break;
+    fill[(*nfill)++] = f;
+  }
+  CHECK(s && !free_neighbour(s, -1) && !free_neighbour(s, +1), "could not isolate a span of %zu pages", n);
+  return s;
+}
 
 static void check_accounting(const char *where) {
   hci_lock(&ph->lock);
@@ -95,12 +196,7 @@ static void test_alloc_free(void) {
     }
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     if (!spans[i]) continue;
-    uintptr_t start = spans[i]->start;
-    hci_ph_free(spans[i]);
-    hc_span_t *f = hci_pagemap_span(start);
-    CHECK(f && f->state == HC_SPAN_FREE, "freed span not free (state %d)", f ? f->state : -1);
-    CHECK(f && f->start <= start && f->start + f->npages * HC_PAGE_SIZE >= start + sizes[i] * HC_PAGE_SIZE,
-          "free span does not cover the freed pages");
+    free_checked(spans[i], "alloc/free");
     check_accounting("after free");
   }
   CHECK(ph->inuse_bytes == inuse0, "in-use bytes %zu after freeing everything, want %zu", ph->inuse_bytes, inuse0);
@@ -133,7 +229,7 @@ static void test_coalesce(void) {
     bool after_free = after && after->state == HC_SPAN_FREE;
     CHECK(!before_free || before->start + before->npages * HC_PAGE_SIZE == as, "neighbour before");
 
-    hci_ph_free(b);
+    free_checked(b, "coalesce middle");
     hc_span_t *m = hci_pagemap_span(bs);
     CHECK(m && m->state == HC_SPAN_FREE && m->start == bs && m->npages == 5,
           "middle span alone: start %#zx (want %#zx) pages %zu (want 5)", m ? (size_t)m->start : 0, (size_t)bs,
@@ -142,7 +238,7 @@ static void test_coalesce(void) {
     CHECK(hci_pagemap_span(cs) == c && c->state == HC_SPAN_LARGE, "right span changed");
     check_accounting("after freeing the middle");
 
-    hci_ph_free(a);
+    free_checked(a, "coalesce left");
     hc_span_t *l = hci_pagemap_span(as);
     CHECK(l && l->state == HC_SPAN_FREE, "left span not free");
     CHECK(hci_pagemap_span(bs) == l && hci_pagemap_span(bs + 5 * HC_PAGE_SIZE - 1) == l,
@@ -151,7 +247,7 @@ static void test_coalesce(void) {
                             l ? (size_t)l->start : 0, l ? l->npages : 0);
     check_accounting("after freeing the left");
 
-    hci_ph_free(c);
+    free_checked(c, "coalesce right");
     hc_span_t *all = hci_pagemap_span(as);
     CHECK(all && all->state == HC_SPAN_FREE, "merged span not free");
     CHECK(hci_pagemap_span(cs) == all && hci_pagemap_span(cend - 1) == all, "right span did not merge");
@@ -163,7 +259,7 @@ static void test_coalesce(void) {
     check_accounting("after freeing the right");
   }
   for (int i = 0; i < nkeep; i++)
-    if (keep[i]) hci_ph_free(keep[i]);
+    if (keep[i]) free_checked(keep[i], "coalesce fillers");
   check_accounting("after freeing the fillers");
 }
 
@@ -179,7 +275,7 @@ static void test_aligned(void) {
       CHECK(ph->inuse_bytes == inuse0 + counts[k] * HC_PAGE_SIZE, "aligned alloc of %zu pages counted %zu bytes",
             counts[k], ph->inuse_bytes - inuse0);
       check_accounting("after aligned alloc");
-      hci_ph_free(s);
+      free_checked(s, "aligned");
       CHECK(ph->inuse_bytes == inuse0, "in use after aligned free");
       check_accounting("after aligned free");
     }
@@ -198,29 +294,48 @@ static void test_aligned(void) {
                   v[j]->start + v[j]->npages * HC_PAGE_SIZE <= v[i]->start,
               "aligned spans %d and %d overlap", i, j);
   for (int i = 0; i < 40; i++)
-    if (v[i]) hci_ph_free(v[i]);
+    if (v[i]) free_checked(v[i], "aligned batch");
   check_accounting("after the aligned batch");
 }
+
+static bool all_zero(uintptr_t start, size_t len) {
+  const unsigned char *m = (const unsigned char *)start;
+  for (size_t i = 0; i < len; i++)
+    if (m[i]) return false;
+  return true;
+}
+
+#define MAXFILL 256
+static hc_span_t *fill[MAXFILL];
+static int nfill;
 
 static void test_release(void) {
   const size_t npages = 512; /* 4 MiB */
   const size_t len = npages * HC_PAGE_SIZE;
-  hc_span_t *s = hci_ph_alloc(npages);
+  size_t sys = (size_t)sysconf(_SC_PAGESIZE);
+  /* From here on committed free pages are only the ones this test frees. */
+  hci_ph_release(0);
+  CHECK(ph->free_pages == 0, "committed free pages left after release(0): %zu", ph->free_pages);
+  check_threshold("small heap");
+  CHECK(hci_ph_release_threshold() == 16 * MiB, "threshold %zu with %zu bytes in use, want 16 MiB",
+        hci_ph_release_threshold(), ph->inuse_bytes);
+
+  /* 4 MiB freed (<= the 16 MiB threshold): it stays committed. */
+  hc_span_t *s = alloc_isolated(npages, fill, &nfill, MAXFILL);
   check_span(s, npages, "release span");
   if (!s) return;
   uintptr_t start = s->start;
   memset((void *)start, 0xa5, len);
-  size_t sys = (size_t)sysconf(_SC_PAGESIZE);
   CHECK(resident_pages(start, len) == len / sys, "touched span not resident: %zu of %zu", resident_pages(start, len),
         len / sys);
-  hci_ph_free(s);
+  CHECK(!free_checked(s, "4 MiB, isolated"), "freeing 4 MiB released memory (threshold 16 MiB)");
+  CHECK(resident_pages(start, len) == len / sys, "freed committed span not resident: %zu of %zu",
+        resident_pages(start, len), len / sys);
   check_accounting("before release");
   size_t free0 = ph->free_pages, rel0 = ph->released_pages, calls0 = ph->release_calls;
-  CHECK(free0 >= npages, "committed free pages %zu after freeing %zu touched pages", free0, npages);
+  CHECK(free0 == npages, "committed free pages %zu after freeing %zu touched pages", free0, npages);
   size_t done = hci_ph_release(0);
-  CHECK(done >= len, "hci_ph_release(0) released %zu bytes, want >= %zu", done, len);
-  CHECK(done == free0 * HC_PAGE_SIZE, "release(0) released %zu, committed free was %zu", done,
-        free0 * HC_PAGE_SIZE);
+  CHECK(done == len, "hci_ph_release(0) released %zu bytes, want %zu", done, len);
   CHECK(ph->free_pages == 0, "committed free pages left after release(0): %zu", ph->free_pages);
   CHECK(ph->released_pages == rel0 + free0, "released pages %zu, want %zu", ph->released_pages, rel0 + free0);
   CHECK(ph->release_calls > calls0, "release_calls not counted");
@@ -248,46 +363,143 @@ static void test_release(void) {
       }
       CHECK(bad == 0, "%zu nonzero bytes in a span marked zeroed", bad);
     }
-    hci_ph_free(t);
+    free_checked(t, "realloc released");
   }
-  /* Committed (dirty) pages are not marked zeroed. */
-  hc_span_t *d = hci_ph_alloc(3);
+  hci_ph_release(0);
+
+  /* Committed (dirty) pages are not marked zeroed: the only committed free
+   * run of 3 pages is d's, and allocation prefers committed runs. */
+  hc_span_t *d = alloc_isolated(3, fill, &nfill, MAXFILL);
   check_span(d, 3, "dirty");
   if (d) {
     memset((void *)d->start, 1, 3 * HC_PAGE_SIZE);
     uintptr_t ds = d->start;
-    hci_ph_free(d);
+    CHECK(!free_checked(d, "dirty"), "freeing 3 pages released memory");
     hc_span_t *e = hci_ph_alloc(3);
+    CHECK(e && e->start == ds, "3-page allocation did not reuse the committed 3-page run");
     if (e && e->start == ds) CHECK(!e->is_zeroed, "dirty span reused and marked zeroed");
-    if (e) hci_ph_free(e);
+    if (e) free_checked(e, "dirty again");
   }
+  hci_ph_release(0);
+
+  /* Automatic release at a free.  16 MiB freed with nothing else committed
+   * is exactly the threshold: kept.  One more page passes it: the page heap
+   * releases down to 8 MiB, longest runs first, so the 16 MiB run goes
+   * (its pages are no longer resident), and reusing it gives zeroed pages
+   * marked is_zeroed. */
+  const size_t tp = (16 * MiB) / HC_PAGE_SIZE;
+  hc_span_t *a = alloc_isolated(tp, fill, &nfill, MAXFILL);
+  hc_span_t *one = alloc_isolated(1, fill, &nfill, MAXFILL);
+  check_span(a, tp, "16 MiB");
+  check_span(one, 1, "one page");
+  if (a && one) {
+    uintptr_t as = a->start;
+    memset((void *)as, 0x77, 16 * MiB);
+    memset((void *)one->start, 0x77, HC_PAGE_SIZE);
+    CHECK(hci_ph_release_threshold() == 16 * MiB, "threshold %zu, want 16 MiB for this part",
+          hci_ph_release_threshold());
+    CHECK(!free_checked(a, "16 MiB = threshold"), "16 MiB of committed free memory (= threshold) was released");
+    CHECK(ph->free_pages == tp, "committed free pages %zu, want %zu", ph->free_pages, tp);
+    CHECK(resident_pages(as, 16 * MiB) == 16 * MiB / sys, "16 MiB freed, not resident before any release");
+    CHECK(free_checked(one, "threshold + 1 page"), "16 MiB + 1 page of committed free memory not released");
+    CHECK(resident_pages(as, 16 * MiB) == 0, "%zu pages of the released 16 MiB run still resident",
+          resident_pages(as, 16 * MiB));
+    hc_span_t *r = hci_pagemap_span(as);
+    CHECK(r && r->state == HC_SPAN_FREE && r->is_released, "16 MiB run not marked released");
+    hc_span_t *z = hci_ph_alloc(tp);
+    check_span(z, tp, "reuse of released pages");
+    if (z) {
+      CHECK(z->is_zeroed, "span carved from auto-released pages not marked zeroed");
+      /* check_span wrote the first and last byte of each page */
+      size_t bad = 0;
+      for (size_t pg = 0; pg < tp; pg++)
+        if (!all_zero(z->start + pg * HC_PAGE_SIZE + 1, HC_PAGE_SIZE - 2)) bad++;
+      CHECK(bad == 0, "%zu pages not zero in a span marked zeroed", bad);
+      free_checked(z, "reuse of released pages");
+    }
+  }
+  hci_ph_release(0);
+
   /* A partial release gives back something and keeps the accounting. */
-  hc_span_t *p1 = hci_ph_alloc(300);
+  hc_span_t *p1 = alloc_isolated(300, fill, &nfill, MAXFILL);
   if (p1) {
     memset((void *)p1->start, 2, 300 * HC_PAGE_SIZE);
-    hci_ph_free(p1);
+    CHECK(!free_checked(p1, "partial"), "freeing 300 pages released memory");
     size_t before = ph->free_pages;
+    CHECK(before == 300, "committed free pages %zu, want 300", before);
     size_t got = hci_ph_release(HC_PAGE_SIZE);
     CHECK(got >= HC_PAGE_SIZE, "release(1 page) released %zu", got);
     CHECK(ph->free_pages + got / HC_PAGE_SIZE == before, "partial release accounting");
     check_accounting("after partial release");
   }
+  for (int i = 0; i < nfill; i++) free_checked(fill[i], "fillers");
+  nfill = 0;
+  check_accounting("after the fillers");
 }
 
 /* The page heap releases by itself when much committed memory is free. */
 static void test_auto_release(void) {
   enum { N = 40 };
   hc_span_t *v[N];
+  uintptr_t starts[N];
+  int releases = 0;
+  size_t sys = (size_t)sysconf(_SC_PAGESIZE);
   for (int i = 0; i < N; i++) { /* 40 x 4 MiB = 160 MiB touched */
     v[i] = hci_ph_alloc(512);
+    starts[i] = v[i] ? v[i]->start : 0;
     if (v[i]) memset((void *)v[i]->start, 3, 512 * HC_PAGE_SIZE);
   }
   for (int i = 0; i < N; i++)
-    if (v[i]) hci_ph_free(v[i]);
+    if (v[i]) releases += free_checked(v[i], "auto release");
   size_t committed = ph->free_pages * HC_PAGE_SIZE;
-  CHECK(committed <= ((size_t)64 << 20), "%zu MiB of committed free pages kept after freeing 160 MiB",
+  CHECK(releases > 0, "freeing 160 MiB never released memory");
+  CHECK(committed <= hci_ph_release_threshold(), "%zu MiB of committed free pages kept after freeing 160 MiB",
         committed >> 20);
+  /* what the page heap says is released is no longer resident */
+  size_t res = 0;
+  for (int i = 0; i < N; i++)
+    if (starts[i]) res += resident_pages(starts[i], 512 * HC_PAGE_SIZE);
+  CHECK(res * sys <= committed, "%zu KB of the freed 160 MiB resident, only %zu KB committed", res * sys >> 10,
+        committed >> 10);
   check_accounting("after auto release");
+}
+
+/* The threshold follows the memory in use between its clamps, and at the
+ * 64 MiB clamp committed free memory is kept up to exactly 64 MiB.  The
+ * spans are not touched: the page heap counts pages, not residency. */
+static void test_threshold(void) {
+  hci_ph_release(0);
+  check_threshold("start");
+  hc_span_t *h1 = hci_ph_alloc((200 * MiB) / HC_PAGE_SIZE);
+  CHECK(h1 != NULL, "200 MiB span");
+  check_threshold("200 MiB in use");
+  size_t t = hci_ph_release_threshold();
+  CHECK(t > 16 * MiB && t < 64 * MiB, "threshold %zu MiB with %zu MiB in use, want in use / 8", t >> 20,
+        ph->inuse_bytes >> 20);
+  hc_span_t *h2 = hci_ph_alloc((400 * MiB) / HC_PAGE_SIZE);
+  CHECK(h2 != NULL, "400 MiB span");
+  check_threshold("600 MiB in use");
+  CHECK(hci_ph_release_threshold() == 64 * MiB, "threshold %zu MiB with %zu MiB in use, want 64 MiB",
+        hci_ph_release_threshold() >> 20, ph->inuse_bytes >> 20);
+  enum { N = 5 };
+  hc_span_t *v[N];
+  for (int i = 0; i < N; i++) v[i] = alloc_isolated((16 * MiB) / HC_PAGE_SIZE, fill, &nfill, MAXFILL);
+  uint64_t calls0 = ph->release_calls;
+  for (int i = 0; i < N - 1; i++)
+    if (v[i]) CHECK(!free_checked(v[i], "up to 64 MiB"), "released with %zu MiB committed free (threshold 64 MiB)",
+                    (ph->free_pages * HC_PAGE_SIZE) >> 20);
+  CHECK(ph->free_pages * HC_PAGE_SIZE == 64 * MiB && ph->release_calls == calls0,
+        "%zu MiB committed free, %llu releases: want 64 MiB kept", (ph->free_pages * HC_PAGE_SIZE) >> 20,
+        (unsigned long long)(ph->release_calls - calls0));
+  if (v[N - 1]) CHECK(free_checked(v[N - 1], "past 64 MiB"), "80 MiB of committed free memory not released");
+  CHECK(ph->free_pages * HC_PAGE_SIZE <= 32 * MiB, "%zu MiB committed free after the release, want <= 32",
+        (ph->free_pages * HC_PAGE_SIZE) >> 20);
+  if (h2) free_checked(h2, "400 MiB");
+  if (h1) free_checked(h1, "200 MiB");
+  for (int i = 0; i < nfill; i++) free_checked(fill[i], "fillers");
+  nfill = 0;
+  check_threshold("end");
+  check_accounting("after the threshold test");
 }
 
 int main(void) {
@@ -300,7 +512,9 @@ int main(void) {
   test_aligned();
   test_release();
   test_auto_release();
+  test_threshold();
   check_accounting("end");
+  printf("%d of the frees released memory\n", auto_releases);
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);
     return 1;

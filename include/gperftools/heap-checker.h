@@ -28,7 +28,7 @@
 #include <stdint.h>     /* uintptr_t */
 #include <stdarg.h>     /* included by gperftools' header: kept for users relying on it */
 #include <stdio.h>      /* the checker's own messages */
-#include <stdlib.h>     /* abort, getenv */
+#include <stdlib.h>     /* abort */
 #include <new>          /* placement new for the global checker */
 #include <vector>       /* included by gperftools' header: kept for users relying on it */
 
@@ -178,18 +178,8 @@ class PERFTOOLS_DLL_DECL HeapLeakChecker {
       : check_(HC_CXX_NULL_), name_("_main_"), reserved_(HC_CXX_NULL_), has_checked_(false),
         inuse_bytes_increase_(0), inuse_allocs_increase_(0), is_main_(true) {}
 
-  /* Whether the library runs a whole-program check: active and not local.
-   * The C API has no accessor for the mode, so read HEAPCHECK as the library
-   * does (case-insensitively; any other value means a whole-program mode). */
-  static bool HasGlobalCheck() {
-    if (!IsActive()) return false;
-    const char* mode = getenv("HEAPCHECK");
-    if (!mode) return true;
-    const char* local = "local";
-    for (; *local; ++mode, ++local)
-      if ((*mode | 0x20) != *local) return true;
-    return *mode != '\0';
-  }
+  /* Whether the library runs a whole-program check: active and not local. */
+  static bool HasGlobalCheck() { return hc_has_global_check() != 0; }
 
   bool DoNoLeaks() {
     if (is_main_) {

@@ -20,29 +20,14 @@
  *                         [-s object size] [-m scratch|thrash]
  * Prints one line: elapsed seconds, ops/s (op = one write pass over an object).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include "bench_common.h"
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int nthreads = 2;
+static long nthreads = 2;
 static long held = 8;
 static long nobj = 100;
 static long reps = 200000;
-static size_t objsize = 8;
-static int thrash;
+static long objsize = 8;
+static long thrash;       /* 0: scratch mode; 1: thrash mode */
 static pthread_barrier_t barrier;
 
 struct worker { char **given; volatile char **obj; unsigned long sum; };
@@ -55,13 +40,12 @@ static void *work(void *arg) {
   pthread_barrier_wait(&barrier);
   for (long i = 0; i < nobj; i++) {
     for (long k = 0; k < held; k++) {
-      w->obj[k] = malloc(objsize);
-      if (!w->obj[k]) { fprintf(stderr, "malloc failed\n"); exit(1); }
+      w->obj[k] = bench_malloc((size_t)objsize);
     }
     for (long r = 0; r < reps; r++) {
       for (long k = 0; k < held; k++) {
         volatile char *p = w->obj[k];
-        for (size_t j = 0; j < objsize; j++) p[j] = (char)(p[j] + 1);
+        for (size_t j = 0; j < (size_t)objsize; j++) p[j] = (char)(p[j] + 1);
       }
     }
     for (long k = 0; k < held; k++) {
@@ -72,70 +56,48 @@ static void *work(void *arg) {
   return NULL;
 }
 
-static void usage(const char *prog) {
-  fprintf(stderr, "usage: %s [-t threads (2)] [-k objects held (8)] [-n rounds (100)] "
-          "[-r writes (200000)] [-s size (8)] [-m scratch|thrash]\n", prog);
-  exit(2);
-}
-
 int main(int argc, char **argv) {
-  int opt;
-  while ((opt = getopt(argc, argv, "t:k:n:r:s:m:h")) != -1) {
-    switch (opt) {
-    case 't': nthreads = atoi(optarg); break;
-    case 'k': held = atol(optarg); break;
-    case 'n': nobj = atol(optarg); break;
-    case 'r': reps = atol(optarg); break;
-    case 's': objsize = (size_t)atol(optarg); break;
-    case 'm':
-      if (strcmp(optarg, "thrash") == 0) thrash = 1;
-      else if (strcmp(optarg, "scratch") == 0) thrash = 0;
-      else usage(argv[0]);
-      break;
-    default: usage(argv[0]);
-    }
-  }
-  if (nthreads < 1 || held < 1 || nobj < 0 || reps < 0 || objsize < 1) usage(argv[0]);
+  static const char *const modes[] = {"scratch", "thrash", NULL};
+  const struct bench_opt opts[] = {
+    {'t', &nthreads, 1, "threads (2)", NULL},
+    {'k', &held, 1, "objects held (8)", NULL},
+    {'n', &nobj, 0, "rounds (100)", NULL},
+    {'r', &reps, 0, "writes (200000)", NULL},
+    {'s', &objsize, 1, "size (8)", NULL},
+    {'m', &thrash, 0, "scratch|thrash", modes},
+  };
+  bench_parse_opts(argc, argv, opts, BENCH_NOPTS(opts));
 
-  pthread_t *tids = calloc((size_t)nthreads, sizeof *tids);
-  struct worker *ws = calloc((size_t)nthreads, sizeof *ws);
-  if (!tids || !ws) { perror("calloc"); return 1; }
+  pthread_t *tids = bench_calloc((size_t)nthreads, sizeof *tids);
+  struct worker *ws = bench_calloc((size_t)nthreads, sizeof *ws);
   pthread_barrier_init(&barrier, NULL, (unsigned)nthreads);
-  for (int t = 0; t < nthreads; t++) {
-    ws[t].obj = calloc((size_t)held, sizeof *ws[t].obj);
-    ws[t].given = thrash ? NULL : calloc((size_t)held, sizeof *ws[t].given);
-    if (!ws[t].obj || (!thrash && !ws[t].given)) { perror("calloc"); return 1; }
+  for (long t = 0; t < nthreads; t++) {
+    ws[t].obj = bench_calloc((size_t)held, sizeof *ws[t].obj);
+    ws[t].given = thrash ? NULL : bench_calloc((size_t)held, sizeof *ws[t].given);
   }
   /* Allocated back to back by one thread (neighbours in memory), then dealt
    * out round robin so neighbours belong to different workers. */
   if (!thrash) {
     for (long k = 0; k < held; k++) {
-      for (int t = 0; t < nthreads; t++) {
-        ws[t].given[k] = malloc(objsize);
-        if (!ws[t].given[k]) { perror("malloc"); return 1; }
-      }
+      for (long t = 0; t < nthreads; t++) ws[t].given[k] = bench_malloc((size_t)objsize);
     }
   }
 
-  double t0 = now_s();
-  for (int t = 0; t < nthreads; t++) {
-    if (pthread_create(&tids[t], NULL, work, &ws[t]) != 0) { perror("pthread_create"); return 1; }
-  }
+  double t0 = bench_now_s();
+  bench_run_threads(nthreads, work, ws, sizeof *ws, tids);
+  double el = bench_now_s() - t0;
   unsigned long sum = 0;
-  for (int t = 0; t < nthreads; t++) {
-    pthread_join(tids[t], NULL);
-    sum += ws[t].sum;
-  }
-  double el = now_s() - t0;
+  for (long t = 0; t < nthreads; t++) sum += ws[t].sum;
   pthread_barrier_destroy(&barrier);
-  for (int t = 0; t < nthreads; t++) {
+  for (long t = 0; t < nthreads; t++) {
     free(ws[t].given);
     free(ws[t].obj);
   }
   free(tids);
   free(ws);
   double total = (double)nthreads * (double)nobj * (double)reps * (double)held;
-  printf("bench_falseshare: %.3f s, %.0f ops/s (mode=%s threads=%d held=%ld rounds=%ld writes=%ld size=%zu check=%lu)\n",
-         el, total / el, thrash ? "thrash" : "scratch", nthreads, held, nobj, reps, objsize, sum & 0xff);
+  bench_report("bench_falseshare", el, total,
+               "mode=%s threads=%ld held=%ld rounds=%ld writes=%ld size=%ld check=%lu", modes[thrash],
+               nthreads, held, nobj, reps, objsize, sum & 0xff);
   return 0;
 }

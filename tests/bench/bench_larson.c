@@ -14,33 +14,9 @@
  * Usage: bench_larson [-t threads] [-s slots per array] [-n ops per round] [-r rounds]
  * Prints one line: elapsed seconds and ops/s (op = one free + one malloc).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include "bench_common.h"
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int nthreads = 2;
+static long nthreads = 2;
 static long slots = 5000;
 static long ops = 100000;
 static long rounds = 120;
@@ -50,9 +26,8 @@ static pthread_barrier_t barrier;
 struct worker { int id; unsigned long sum; };
 
 static unsigned char *new_obj(uint64_t *rng) {
-  size_t sz = 16 + (size_t)(rng_next(rng) % 1009);      /* 16..1024 */
-  unsigned char *p = malloc(sz);
-  if (!p) { fprintf(stderr, "malloc(%zu) failed\n", sz); exit(1); }
+  size_t sz = bench_size_in(bench_rng_next(rng), 16, 1024);
+  unsigned char *p = bench_malloc(sz);
   p[0] = (unsigned char)sz;
   p[sz - 1] = (unsigned char)(sz >> 2);
   return p;
@@ -68,7 +43,7 @@ static void *work(void *arg) {
   for (long r = 1; r <= rounds; r++) {
     unsigned char **a = arrays[(w->id + r) % nthreads];
     for (long i = 0; i < ops; i++) {
-      long k = (long)(rng_next(&rng) % (uint64_t)slots);
+      long k = (long)(bench_rng_next(&rng) % (uint64_t)slots);
       w->sum += a[k][0];
       free(a[k]);
       a[k] = new_obj(&rng);
@@ -78,47 +53,31 @@ static void *work(void *arg) {
   return NULL;
 }
 
-static void usage(const char *prog) {
-  fprintf(stderr, "usage: %s [-t threads (2)] [-s slots (5000)] [-n ops per round (100000)] [-r rounds (120)]\n", prog);
-  exit(2);
-}
-
 int main(int argc, char **argv) {
-  int opt;
-  while ((opt = getopt(argc, argv, "t:s:n:r:h")) != -1) {
-    switch (opt) {
-    case 't': nthreads = atoi(optarg); break;
-    case 's': slots = atol(optarg); break;
-    case 'n': ops = atol(optarg); break;
-    case 'r': rounds = atol(optarg); break;
-    default: usage(argv[0]);
-    }
-  }
-  if (nthreads < 1 || slots < 1 || ops < 0 || rounds < 0) usage(argv[0]);
+  const struct bench_opt opts[] = {
+    {'t', &nthreads, 1, "threads (2)", NULL},
+    {'s', &slots, 1, "slots (5000)", NULL},
+    {'n', &ops, 0, "ops per round (100000)", NULL},
+    {'r', &rounds, 0, "rounds (120)", NULL},
+  };
+  bench_parse_opts(argc, argv, opts, BENCH_NOPTS(opts));
 
-  arrays = calloc((size_t)nthreads, sizeof *arrays);
-  pthread_t *tids = calloc((size_t)nthreads, sizeof *tids);
-  struct worker *ws = calloc((size_t)nthreads, sizeof *ws);
-  if (!arrays || !tids || !ws) { perror("calloc"); return 1; }
-  for (int t = 0; t < nthreads; t++) {
-    arrays[t] = calloc((size_t)slots, sizeof **arrays);
-    if (!arrays[t]) { perror("calloc"); return 1; }
+  arrays = bench_calloc((size_t)nthreads, sizeof *arrays);
+  pthread_t *tids = bench_calloc((size_t)nthreads, sizeof *tids);
+  struct worker *ws = bench_calloc((size_t)nthreads, sizeof *ws);
+  for (long t = 0; t < nthreads; t++) {
+    arrays[t] = bench_calloc((size_t)slots, sizeof **arrays);
+    ws[t].id = (int)t;
   }
   pthread_barrier_init(&barrier, NULL, (unsigned)nthreads);
 
-  double t0 = now_s();
-  for (int t = 0; t < nthreads; t++) {
-    ws[t].id = t;
-    if (pthread_create(&tids[t], NULL, work, &ws[t]) != 0) { perror("pthread_create"); return 1; }
-  }
+  double t0 = bench_now_s();
+  bench_run_threads(nthreads, work, ws, sizeof *ws, tids);
+  double el = bench_now_s() - t0;
   unsigned long sum = 0;
-  for (int t = 0; t < nthreads; t++) {
-    pthread_join(tids[t], NULL);
-    sum += ws[t].sum;
-  }
-  double el = now_s() - t0;
+  for (long t = 0; t < nthreads; t++) sum += ws[t].sum;
 
-  for (int t = 0; t < nthreads; t++) {
+  for (long t = 0; t < nthreads; t++) {
     for (long i = 0; i < slots; i++) free(arrays[t][i]);
     free(arrays[t]);
   }
@@ -127,7 +86,7 @@ int main(int argc, char **argv) {
   free(ws);
   pthread_barrier_destroy(&barrier);
   double total = (double)nthreads * (double)ops * (double)rounds;
-  printf("bench_larson: %.3f s, %.0f ops/s (threads=%d slots=%ld ops=%ld rounds=%ld check=%lu)\n",
-         el, total / el, nthreads, slots, ops, rounds, sum & 0xff);
+  bench_report("bench_larson", el, total, "threads=%ld slots=%ld ops=%ld rounds=%ld check=%lu",
+               nthreads, slots, ops, rounds, sum & 0xff);
   return 0;
 }

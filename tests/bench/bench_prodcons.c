@@ -15,31 +15,7 @@
  * Usage: bench_prodcons [-n objects] [-b batch size] [-d queue depth]
  * Prints one line: elapsed seconds, ops/s (op = one object allocated and freed).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_common.h"
 
 struct batch {
   struct batch *next;
@@ -89,13 +65,11 @@ static void *producer(void *arg) {
   long made = 0;
   while (made < total_objs) {
     long n = total_objs - made < batch_len ? total_objs - made : batch_len;
-    struct batch *b = malloc(sizeof *b + (size_t)n * sizeof b->obj[0]);
-    if (!b) { fprintf(stderr, "malloc failed\n"); exit(1); }
+    struct batch *b = bench_malloc(sizeof *b + (size_t)n * sizeof b->obj[0]);
     b->n = n;
     for (long i = 0; i < n; i++) {
-      size_t sz = 16 + (size_t)(rng_next(&rng) % 241);   /* 16..256 */
-      unsigned char *p = malloc(sz);
-      if (!p) { fprintf(stderr, "malloc(%zu) failed\n", sz); exit(1); }
+      size_t sz = bench_size_in(bench_rng_next(&rng), 16, 256);
+      unsigned char *p = bench_malloc(sz);
       p[0] = (unsigned char)sz;
       p[sz - 1] = (unsigned char)i;
       b->obj[i] = p;
@@ -123,26 +97,17 @@ static void *consumer(void *arg) {
   return NULL;
 }
 
-static void usage(const char *prog) {
-  fprintf(stderr, "usage: %s [-n objects (10000000)] [-b batch (256)] [-d depth (64)]\n", prog);
-  exit(2);
-}
-
 int main(int argc, char **argv) {
-  int opt;
-  while ((opt = getopt(argc, argv, "n:b:d:h")) != -1) {
-    switch (opt) {
-    case 'n': total_objs = atol(optarg); break;
-    case 'b': batch_len = atol(optarg); break;
-    case 'd': depth = atol(optarg); break;
-    default: usage(argv[0]);
-    }
-  }
-  if (total_objs < 1 || batch_len < 1 || depth < 1) usage(argv[0]);
+  const struct bench_opt opts[] = {
+    {'n', &total_objs, 1, "objects (10000000)", NULL},
+    {'b', &batch_len, 1, "batch (256)", NULL},
+    {'d', &depth, 1, "depth (64)", NULL},
+  };
+  bench_parse_opts(argc, argv, opts, BENCH_NOPTS(opts));
 
   unsigned long sum = 0;
   pthread_t pt, ct;
-  double t0 = now_s();
+  double t0 = bench_now_s();
   if (pthread_create(&ct, NULL, consumer, &sum) != 0 ||
       pthread_create(&pt, NULL, producer, NULL) != 0) {
     perror("pthread_create");
@@ -150,8 +115,8 @@ int main(int argc, char **argv) {
   }
   pthread_join(pt, NULL);
   pthread_join(ct, NULL);
-  double el = now_s() - t0;
-  printf("bench_prodcons: %.3f s, %.0f ops/s (objects=%ld batch=%ld depth=%ld check=%lu)\n",
-         el, (double)total_objs / el, total_objs, batch_len, depth, sum & 0xff);
+  double el = bench_now_s() - t0;
+  bench_report("bench_prodcons", el, (double)total_objs, "objects=%ld batch=%ld depth=%ld check=%lu",
+               total_objs, batch_len, depth, sum & 0xff);
   return 0;
 }

@@ -14,94 +14,57 @@
  * Prints one line: elapsed seconds, ops/s (op = one free + one malloc),
  * live bytes at the end of the run.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_common.h"
 
 /* log-uniform in [16, 65536]: pick an octave 16<<k (k = 0..11), then a size
  * uniformly inside it. */
 static size_t pick_size(uint64_t *rng) {
-  uint64_t r = rng_next(rng);
-  unsigned k = (unsigned)(r % 12);
-  size_t lo = (size_t)16 << k;
-  return lo + (size_t)((r >> 8) % (lo + 1));
+  return bench_size_octave(bench_rng_next(rng), 16, 12);
 }
 
 static unsigned char *new_obj(uint64_t *rng, size_t *szout) {
   size_t sz = pick_size(rng);
-  unsigned char *p = malloc(sz);
-  if (!p) { fprintf(stderr, "malloc(%zu) failed\n", sz); exit(1); }
+  unsigned char *p = bench_malloc(sz);
   for (size_t off = 0; off < sz; off += 4096) p[off] = (unsigned char)off;
   p[sz - 1] = 1;
   *szout = sz;
   return p;
 }
 
-static void usage(const char *prog) {
-  fprintf(stderr, "usage: %s [-s slots (40000)] [-n replacements (1000000)]\n", prog);
-  exit(2);
-}
-
 int main(int argc, char **argv) {
   long slots = 40000;
   long n = 1000000;
-  int opt;
-  while ((opt = getopt(argc, argv, "s:n:h")) != -1) {
-    switch (opt) {
-    case 's': slots = atol(optarg); break;
-    case 'n': n = atol(optarg); break;
-    default: usage(argv[0]);
-    }
-  }
-  if (slots < 1 || n < 0) usage(argv[0]);
+  const struct bench_opt opts[] = {
+    {'s', &slots, 1, "slots (40000)", NULL},
+    {'n', &n, 0, "replacements (1000000)", NULL},
+  };
+  bench_parse_opts(argc, argv, opts, BENCH_NOPTS(opts));
 
-  unsigned char **obj = calloc((size_t)slots, sizeof *obj);
-  size_t *size = calloc((size_t)slots, sizeof *size);
-  if (!obj || !size) { perror("calloc"); return 1; }
+  unsigned char **obj = bench_calloc((size_t)slots, sizeof *obj);
+  size_t *size = bench_calloc((size_t)slots, sizeof *size);
   uint64_t rng = 0xD1B54A32D192ED03ull;
   size_t live = 0;
   unsigned long sum = 0;
 
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (long i = 0; i < slots; i++) {
     obj[i] = new_obj(&rng, &size[i]);
     live += size[i];
   }
   for (long i = 0; i < n; i++) {
-    long k = (long)(rng_next(&rng) % (uint64_t)slots);
+    long k = (long)(bench_rng_next(&rng) % (uint64_t)slots);
     sum += obj[k][size[k] - 1];
     live -= size[k];
     free(obj[k]);
     obj[k] = new_obj(&rng, &size[k]);
     live += size[k];
   }
-  double el = now_s() - t0;
+  double el = bench_now_s() - t0;
 
   for (long i = 0; i < slots; i++) free(obj[i]);
   free(obj);
   free(size);
-  printf("bench_random_live: %.3f s, %.0f ops/s (slots=%ld n=%ld live_end=%.1f MB check=%lu)\n",
-         el, (double)(n + slots) / el, slots, n, (double)live / 1048576.0, sum & 0xff);
+  bench_report("bench_random_live", el, (double)(n + slots), "slots=%ld n=%ld live_end=%.1f MB check=%lu",
+               slots, n, (double)live / 1048576.0, sum & 0xff);
   return 0;
 }

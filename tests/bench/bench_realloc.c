@@ -14,30 +14,7 @@
  * Usage: bench_realloc [-b builders] [-n appends]
  * Prints one line: elapsed seconds, ops/s (op = one append).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_common.h"
 
 struct builder {
   unsigned char *buf;
@@ -47,35 +24,23 @@ struct builder {
 };
 
 static void restart(struct builder *b, uint64_t *rng) {
-  uint64_t r = rng_next(rng);
-  unsigned k = (unsigned)(r % 10);       /* octaves 256 << 0..9, so up to 256 KiB */
-  size_t lo = (size_t)256 << k;
-  b->target = lo + (size_t)((r >> 8) % (lo + 1));
+  uint64_t r = bench_rng_next(rng);
+  b->target = bench_size_octave(r, 256, 10);  /* octaves 256 << 0..9, so up to 256 KiB */
   b->buf = NULL;
   b->len = b->cap = 0;
   b->first = (unsigned char)(r >> 40);
 }
 
-static void usage(const char *prog) {
-  fprintf(stderr, "usage: %s [-b builders (1000)] [-n appends (4000000)]\n", prog);
-  exit(2);
-}
-
 int main(int argc, char **argv) {
   long nbuf = 1000;
   long n = 4000000;
-  int opt;
-  while ((opt = getopt(argc, argv, "b:n:h")) != -1) {
-    switch (opt) {
-    case 'b': nbuf = atol(optarg); break;
-    case 'n': n = atol(optarg); break;
-    default: usage(argv[0]);
-    }
-  }
-  if (nbuf < 1 || n < 0) usage(argv[0]);
+  const struct bench_opt opts[] = {
+    {'b', &nbuf, 1, "builders (1000)", NULL},
+    {'n', &n, 0, "appends (4000000)", NULL},
+  };
+  bench_parse_opts(argc, argv, opts, BENCH_NOPTS(opts));
 
-  struct builder *bs = calloc((size_t)nbuf, sizeof *bs);
-  if (!bs) { perror("calloc"); return 1; }
+  struct builder *bs = bench_calloc((size_t)nbuf, sizeof *bs);
   uint64_t rng = 0x94D049BB133111EBull;
   for (long i = 0; i < nbuf; i++) {
     restart(&bs[i], &rng);
@@ -83,9 +48,9 @@ int main(int argc, char **argv) {
   }
   long finished = 0, reallocs = 0;
 
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (long i = 0; i < n; i++) {
-    uint64_t r = rng_next(&rng);
+    uint64_t r = bench_rng_next(&rng);
     struct builder *b = &bs[r % (uint64_t)nbuf];
     size_t chunk = 1 + (size_t)((r >> 32) % 64);
     size_t need = b->len + chunk + 1;
@@ -114,11 +79,11 @@ int main(int argc, char **argv) {
       finished++;
     }
   }
-  double el = now_s() - t0;
+  double el = bench_now_s() - t0;
 
   for (long i = 0; i < nbuf; i++) free(bs[i].buf);
   free(bs);
-  printf("bench_realloc: %.3f s, %.0f ops/s (builders=%ld appends=%ld reallocs=%ld finished=%ld)\n",
-         el, (double)n / el, nbuf, n, reallocs, finished);
+  bench_report("bench_realloc", el, (double)n, "builders=%ld appends=%ld reallocs=%ld finished=%ld", nbuf,
+               n, reallocs, finished);
   return 0;
 }

@@ -21,38 +21,14 @@
  *                      [-b objects per batch] [-l queue limit] [-s size, 0 = mix]
  * Prints one line: elapsed seconds, ops/s (op = one object allocated and freed).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_common.h"
 
 struct batch {
   struct batch *next;
   void *obj[];
 };
 
-static int workers = 2;
+static long workers = 2;
 static long batches = 1000;
 static long batch_len = 4096;
 static long limit = 100;
@@ -72,13 +48,11 @@ static long producers_left;
 static void *allocator_thread(void *arg) {
   uint64_t rng = 0x853C49E6748FEA9Bull * ((uint64_t)(uintptr_t)arg + 1);
   for (long k = 0; k < batches; k++) {
-    struct batch *b = malloc(sizeof *b + (size_t)batch_len * sizeof b->obj[0]);
-    if (!b) { fprintf(stderr, "malloc failed\n"); exit(1); }
+    struct batch *b = bench_malloc(sizeof *b + (size_t)batch_len * sizeof b->obj[0]);
     for (long i = 0; i < batch_len; i++) {
       size_t sz = objsize > 0 ? (size_t)objsize
-                              : size_mix[rng_next(&rng) % (sizeof size_mix / sizeof size_mix[0])];
-      void *p = malloc(sz);
-      if (!p) { fprintf(stderr, "malloc(%zu) failed\n", sz); exit(1); }
+                              : size_mix[bench_rng_next(&rng) % (sizeof size_mix / sizeof size_mix[0])];
+      void *p = bench_malloc(sz);
       memset(p, (int)(i & 0xff), sz > 128 ? 128 : sz);
       b->obj[i] = p;
     }
@@ -117,33 +91,22 @@ static void *releaser_thread(void *arg) {
   }
 }
 
-static void usage(const char *prog) {
-  fprintf(stderr, "usage: %s [-w allocator threads (2)] [-n batches each (1000)] [-b objects per batch (4096)] "
-          "[-l queue limit (100)] [-s size (64; 0 = mix of 8..2048)]\n", prog);
-  exit(2);
-}
-
 int main(int argc, char **argv) {
-  int opt;
-  while ((opt = getopt(argc, argv, "w:n:b:l:s:h")) != -1) {
-    switch (opt) {
-    case 'w': workers = atoi(optarg); break;
-    case 'n': batches = atol(optarg); break;
-    case 'b': batch_len = atol(optarg); break;
-    case 'l': limit = atol(optarg); break;
-    case 's': objsize = atol(optarg); break;
-    default: usage(argv[0]);
-    }
-  }
-  if (workers < 1 || batches < 0 || batch_len < 1 || limit < 1 || objsize < 0) usage(argv[0]);
+  const struct bench_opt opts[] = {
+    {'w', &workers, 1, "allocator threads (2)", NULL},
+    {'n', &batches, 0, "batches each (1000)", NULL},
+    {'b', &batch_len, 1, "objects per batch (4096)", NULL},
+    {'l', &limit, 1, "queue limit (100)", NULL},
+    {'s', &objsize, 0, "size (64; 0 = mix of 8..2048)", NULL},
+  };
+  bench_parse_opts(argc, argv, opts, BENCH_NOPTS(opts));
 
-  pthread_t *tids = calloc((size_t)workers * 2, sizeof *tids);
-  unsigned long *sums = calloc((size_t)workers, sizeof *sums * 8);  /* 64 B apart */
-  if (!tids || !sums) { perror("calloc"); return 1; }
+  pthread_t *tids = bench_calloc((size_t)workers * 2, sizeof *tids);
+  unsigned long *sums = bench_calloc((size_t)workers, sizeof *sums * 8);  /* 64 B apart */
   producers_left = workers;
 
-  double t0 = now_s();
-  for (int i = 0; i < workers; i++) {
+  double t0 = bench_now_s();
+  for (long i = 0; i < workers; i++) {
     if (pthread_create(&tids[2 * i], NULL, releaser_thread, &sums[8 * i]) != 0 ||
         pthread_create(&tids[2 * i + 1], NULL, allocator_thread, (void *)(uintptr_t)i) != 0) {
       perror("pthread_create");
@@ -151,13 +114,14 @@ int main(int argc, char **argv) {
     }
   }
   unsigned long sum = 0;
-  for (int i = 0; i < 2 * workers; i++) pthread_join(tids[i], NULL);
-  double el = now_s() - t0;
-  for (int i = 0; i < workers; i++) sum += sums[8 * i];
+  for (long i = 0; i < 2 * workers; i++) pthread_join(tids[i], NULL);
+  double el = bench_now_s() - t0;
+  for (long i = 0; i < workers; i++) sum += sums[8 * i];
   free(tids);
   free(sums);
   double total = (double)workers * (double)batches * (double)batch_len;
-  printf("bench_xmalloc: %.3f s, %.0f ops/s (allocators=%d releasers=%d batches=%ld batch=%ld limit=%ld size=%ld check=%lu)\n",
-         el, total / el, workers, workers, batches, batch_len, limit, objsize, sum & 0xff);
+  bench_report("bench_xmalloc", el, total,
+               "allocators=%ld releasers=%ld batches=%ld batch=%ld limit=%ld size=%ld check=%lu", workers,
+               workers, batches, batch_len, limit, objsize, sum & 0xff);
   return 0;
 }

@@ -65,22 +65,14 @@ for a in $ALLOCATORS; do
   VARIANTS+=("$a")
   if [ "$a" = heapcheck ]; then VARIANTS+=(heapcheck-nosample heapcheck-normal); fi
 done
-variant_base() { echo "${1%%-*}"; }
-variant_env() {
-  case $1 in
-    heapcheck-nosample) echo "HEAPCHECK_SAMPLE_PARAMETER=0" ;;
-    heapcheck-normal) echo "HEAPCHECK=normal" ;;
-  esac
-}
 
 # cg_ir VARIANT MODE N -> prints the total Ir (empty on failure); leaves $WORK/VARIANT.MODE.N.out
 cg_ir() {
-  local v=$1 mode=$2 n=$3 lib base out
-  base=$(variant_base "$v")
-  lib=$(allocator_lib "$base") || return 1
+  local v=$1 mode=$2 n=$3 lib out
+  lib=$(allocator_lib "$v") || return 1
   out="$WORK/$v.$mode.$n"
   # LD_PRELOAD also reaches the small valgrind launcher, which execs the tool at once.
-  env ${lib:+LD_PRELOAD=$lib} $(variant_env "$v") \
+  env ${lib:+LD_PRELOAD=$lib} $(allocator_env "$v") \
     valgrind --tool=callgrind --callgrind-out-file="$out.out" "$CG" "$n" "$mode" >"$out.log" 2>&1
   local rc=$?
   if [ $rc -ne 0 ]; then log "$v $mode N=$n: exit $rc (see $out.log)"; return 1; fi
@@ -114,7 +106,7 @@ LOOP=$(awk -v a="$e1" -v b="$e2" -v n1="$N1" -v n2="$N2" 'BEGIN{printf "%.2f", (
 log "loop overhead: $LOOP Ir per iteration (subtracted)"
 
 for v in "${VARIANTS[@]}"; do
-  if ! allocator_lib "$(variant_base "$v")" >/dev/null; then
+  if ! allocator_lib "$v" >/dev/null; then
     for m in $MODES; do RES[$v.$m]="n/a"; done; SHARE[$v]="n/a"; continue
   fi
   for m in $MODES; do

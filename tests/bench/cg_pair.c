@@ -19,26 +19,17 @@
  * Invariants: deterministic; no output on stdout unless an allocation fails.
  * Locks: none.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "bench_common.h"
 
 static unsigned short sizes[256];
 static void *volatile sink;
 static char *ring[1024];
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s N fixed|mixed|ring|empty\n", argv[0]);
-    return 2;
-  }
-  long n = atol(argv[1]);
-  int mode = strcmp(argv[2], "fixed") == 0 ? 0 : strcmp(argv[2], "mixed") == 0 ? 1
-             : strcmp(argv[2], "empty") == 0 ? 2 : strcmp(argv[2], "ring") == 0 ? 3 : -1;
+  /* Mode numbers: 0 fixed, 1 mixed, 2 empty, 3 ring. */
+  static const char *const modes[] = {"fixed", "mixed", "empty", "ring", NULL};
+  long n = argc == 3 ? atol(argv[1]) : -1;
+  long mode = argc == 3 ? bench_word_index(argv[2], modes) : -1;
   if (n < 0 || mode < 0) {
     fprintf(stderr, "usage: %s N fixed|mixed|ring|empty\n", argv[0]);
     return 2;

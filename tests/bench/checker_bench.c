@@ -14,33 +14,9 @@
  * Usage: checker_bench [-t threads] [-n total pairs] [-s ring slots per thread]
  * Prints one line: elapsed seconds of the loop and pairs/s.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include "bench_common.h"
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int nthreads = 2;
+static long nthreads = 2;
 static long total = 5000000;
 static long slots = 10000;
 
@@ -49,15 +25,13 @@ struct worker { int id; long pairs; unsigned long sum; };
 static void *work(void *arg) {
   struct worker *w = arg;
   uint64_t rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)(w->id + 1) << 32);
-  unsigned char **ring = calloc((size_t)slots, sizeof *ring);
-  if (!ring) { perror("calloc"); exit(1); }
+  unsigned char **ring = bench_calloc((size_t)slots, sizeof *ring);
   for (long i = 0; i < w->pairs; i++) {
     long k = i % slots;
     if (ring[k]) w->sum += ring[k][0];
     free(ring[k]);
-    size_t sz = 32 + (size_t)(rng_next(&rng) % 481);     /* 32..512 */
-    unsigned char *p = malloc(sz);
-    if (!p) { fprintf(stderr, "malloc(%zu) failed\n", sz); exit(1); }
+    size_t sz = bench_size_in(bench_rng_next(&rng), 32, 512);
+    unsigned char *p = bench_malloc(sz);
     p[0] = (unsigned char)i;
     p[sz - 1] = (unsigned char)sz;
     ring[k] = p;
@@ -67,41 +41,28 @@ static void *work(void *arg) {
   return NULL;
 }
 
-static void usage(const char *prog) {
-  fprintf(stderr, "usage: %s [-t threads (2)] [-n total pairs (5000000)] [-s slots (10000)]\n", prog);
-  exit(2);
-}
-
 int main(int argc, char **argv) {
-  int opt;
-  while ((opt = getopt(argc, argv, "t:n:s:h")) != -1) {
-    switch (opt) {
-    case 't': nthreads = atoi(optarg); break;
-    case 'n': total = atol(optarg); break;
-    case 's': slots = atol(optarg); break;
-    default: usage(argv[0]);
-    }
-  }
-  if (nthreads < 1 || total < 0 || slots < 1) usage(argv[0]);
-  pthread_t *tids = calloc((size_t)nthreads, sizeof *tids);
-  struct worker *ws = calloc((size_t)nthreads, sizeof *ws);
-  if (!tids || !ws) { perror("calloc"); return 1; }
-
-  double t0 = now_s();
-  for (int t = 0; t < nthreads; t++) {
-    ws[t].id = t;
+  const struct bench_opt opts[] = {
+    {'t', &nthreads, 1, "threads (2)", NULL},
+    {'n', &total, 0, "total pairs (5000000)", NULL},
+    {'s', &slots, 1, "slots (10000)", NULL},
+  };
+  bench_parse_opts(argc, argv, opts, BENCH_NOPTS(opts));
+  pthread_t *tids = bench_calloc((size_t)nthreads, sizeof *tids);
+  struct worker *ws = bench_calloc((size_t)nthreads, sizeof *ws);
+  for (long t = 0; t < nthreads; t++) {
+    ws[t].id = (int)t;
     ws[t].pairs = total / nthreads + (t < total % nthreads ? 1 : 0);
-    if (pthread_create(&tids[t], NULL, work, &ws[t]) != 0) { perror("pthread_create"); return 1; }
   }
+
+  double t0 = bench_now_s();
+  bench_run_threads(nthreads, work, ws, sizeof *ws, tids);
+  double el = bench_now_s() - t0;
   unsigned long sum = 0;
-  for (int t = 0; t < nthreads; t++) {
-    pthread_join(tids[t], NULL);
-    sum += ws[t].sum;
-  }
-  double el = now_s() - t0;
+  for (long t = 0; t < nthreads; t++) sum += ws[t].sum;
   free(tids);
   free(ws);
-  printf("checker_bench: %.3f s, %.0f ops/s (threads=%d pairs=%ld slots=%ld check=%lu)\n",
-         el, (double)total / el, nthreads, total, slots, sum & 0xff);
+  bench_report("checker_bench", el, (double)total, "threads=%ld pairs=%ld slots=%ld check=%lu", nthreads,
+               total, slots, sum & 0xff);
   return 0;
 }

@@ -17,21 +17,7 @@
  * Usage: checker_heap [-n objects] [-s size] [-m array|list]
  * Prints one line: time to build the heap.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_common.h"
 
 /* The roots: globals, so the objects are reachable from the data segment. */
 void **g_table;
@@ -39,33 +25,21 @@ void *g_list;
 
 int main(int argc, char **argv) {
   long n = 10000000;
-  size_t size = 100;
-  int list = 0;
-  int opt;
-  while ((opt = getopt(argc, argv, "n:s:m:h")) != -1) {
-    switch (opt) {
-    case 'n': n = atol(optarg); break;
-    case 's': size = (size_t)atol(optarg); break;
-    case 'm':
-      if (strcmp(optarg, "list") == 0) list = 1;
-      else if (strcmp(optarg, "array") == 0) list = 0;
-      else goto bad;
-      break;
-    default:
-      goto bad;
-    }
-  }
-  if (n < 1 || size < sizeof(void *)) goto bad;
+  long size = 100;
+  long list = 0;            /* 0: array shape; 1: list shape */
+  static const char *const shapes[] = {"array", "list", NULL};
+  const struct bench_opt opts[] = {
+    {'n', &n, 1, "objects (10000000)", NULL},
+    {'s', &size, (long)sizeof(void *), "size (100)", NULL},
+    {'m', &list, 0, "array|list", shapes},
+  };
+  bench_parse_opts(argc, argv, opts, BENCH_NOPTS(opts));
 
-  double t0 = now_s();
-  if (!list) {
-    g_table = malloc((size_t)n * sizeof *g_table);
-    if (!g_table) { perror("malloc"); return 1; }
-  }
+  double t0 = bench_now_s();
+  if (!list) g_table = bench_malloc((size_t)n * sizeof *g_table);
   for (long i = 0; i < n; i++) {
-    unsigned char *p = malloc(size);
-    if (!p) { fprintf(stderr, "malloc(%zu) failed at %ld\n", size, i); return 1; }
-    memset(p, 0, size);
+    unsigned char *p = bench_malloc((size_t)size);
+    memset(p, 0, (size_t)size);
     p[size - 1] = (unsigned char)i;
     if (list) {
       memcpy(p, &g_list, sizeof g_list);
@@ -74,13 +48,8 @@ int main(int argc, char **argv) {
       g_table[i] = p;
     }
   }
-  double el = now_s() - t0;
-  printf("checker_heap: built %ld objects of %zu bytes (%s) in %.3f s\n",
-         n, size, list ? "list" : "array", el);
+  double el = bench_now_s() - t0;
+  printf("checker_heap: built %ld objects of %ld bytes (%s) in %.3f s\n", n, size, shapes[list], el);
   fflush(stdout);
   return 0;
-
-bad:
-  fprintf(stderr, "usage: %s [-n objects (10000000)] [-s size (100)] [-m array|list]\n", argv[0]);
-  return 2;
 }

@@ -18,6 +18,11 @@ BENCH_APT_UPDATED=${BENCH_APT_UPDATED:-0}
 
 # The peers' run-time libraries are ours to run, never to link against.
 BENCH_ALL_ALLOCATORS="glibc jemalloc tcmalloc mimalloc heapcheck"
+# Variants: heapcheck's library run with a setting (allocator_env), accepted
+# wherever an allocator name is:
+#   heapcheck-nosample  HEAPCHECK_SAMPLE_PARAMETER=0 (no sampling at all)
+#   heapcheck-normal    HEAPCHECK=normal (every allocation's stack recorded)
+BENCH_VARIANTS="heapcheck-nosample heapcheck-normal"
 
 log() { echo "[bench] $*" >&2; }
 
@@ -39,8 +44,17 @@ allocator_lib() {
     jemalloc) pkg_lib libjemalloc2 libjemalloc.so.2 ;;
     tcmalloc) pkg_lib libtcmalloc-minimal4 libtcmalloc_minimal.so.4 ;;
     mimalloc) pkg_lib libmimalloc2.0 libmimalloc.so.2 ;;
-    heapcheck) [ -e "$HEAPCHECK_LIB" ] && echo "$HEAPCHECK_LIB" ;;
+    heapcheck|heapcheck-nosample|heapcheck-normal) [ -e "$HEAPCHECK_LIB" ] && echo "$HEAPCHECK_LIB" ;;
     *) return 1 ;;
+  esac
+}
+
+# allocator_env NAME: the NAME=VALUE settings a variant runs with (none for
+# the plain allocators).
+allocator_env() {
+  case $1 in
+    heapcheck-nosample) echo "HEAPCHECK_SAMPLE_PARAMETER=0" ;;
+    heapcheck-normal) echo "HEAPCHECK=normal" ;;
   esac
 }
 
@@ -116,17 +130,23 @@ build_project() {
   return 0
 }
 
+# bench_newer BIN SRC: BIN exists and is newer than SRC and than the header
+# every program includes (bench_common.h).
+bench_newer() {
+  [ -x "$1" ] && [ "$1" -nt "$2" ] && [ "$1" -nt "$BENCH_DIR/bench_common.h" ]
+}
+
 # bench_bin NAME [EXTRA_CFLAGS...]: path of tests/bench/NAME built by meson
 # when that is up to date, else compiled directly with $CC into
 # $BUILD/bench-direct.  Prints the path; fails when it cannot compile.
 bench_bin() {
   local name=$1; shift
   local src="$BENCH_DIR/$name.c" m="$BUILD/tests/bench/$name"
-  if [ -x "$m" ] && [ "$m" -nt "$src" ]; then echo "$m"; return 0; fi
+  if bench_newer "$m" "$src"; then echo "$m"; return 0; fi
   local d="$BUILD/bench-direct" out
   out="$d/$name"
   mkdir -p "$d"
-  if [ ! -x "$out" ] || [ "$src" -nt "$out" ]; then
+  if ! bench_newer "$out" "$src"; then
     $CC -std=gnu11 -O2 -pthread -Wall -Wextra "$@" -o "$out" "$src" >&2 || return 1
   fi
   echo "$out"

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh - run the allocator workloads with glibc, jemalloc, tcmalloc,
 # mimalloc and heapcheck, and print markdown tables (median wall time, max peak
-# RSS, ratios to glibc, geometric means).
+# RSS, ratios to glibc, geometric means).  Without glibc in --allocators,
+# ratios are to the first allocator listed (e.g. --allocators
+# heapcheck-nosample,heapcheck gives the cost of sampling).
 #
 # Usage: tests/bench/run.sh [--reps N] [--only w1,w2] [--allocators a,b,...]
 #                           [--markdown FILE] [--build DIR] [--timeout S]
 #                           [--quick] [--no-install] [--no-build]
 #   workloads : pairs larson prodcons random_live realloc large falseshare xmalloc
-#   allocators: glibc jemalloc tcmalloc mimalloc heapcheck   (default: all)
+#   allocators: glibc jemalloc tcmalloc mimalloc heapcheck   (default: all), or
+#               the variants heapcheck-nosample (HEAPCHECK_SAMPLE_PARAMETER=0)
+#               and heapcheck-normal (HEAPCHECK=normal)
 #   --quick   : about a tenth of the default work per workload (smoke test)
 #
 # Method: every run is one process started by runstat (wall time from the
@@ -54,7 +58,7 @@ for w in $WORKLOADS; do
   case " $ALL_WORKLOADS " in *" $w "*) ;; *) echo "run.sh: unknown workload $w" >&2; exit 2 ;; esac
 done
 for a in $ALLOCATORS; do
-  case " $BENCH_ALL_ALLOCATORS " in *" $a "*) ;; *) echo "run.sh: unknown allocator $a" >&2; exit 2 ;; esac
+  case " $BENCH_ALL_ALLOCATORS $BENCH_VARIANTS " in *" $a "*) ;; *) echo "run.sh: unknown allocator $a" >&2; exit 2 ;; esac
 done
 
 # Arguments per workload; empty = the program's defaults (~0.5-2 s with glibc here).
@@ -73,7 +77,7 @@ workload_args() {
 }
 
 # Never let a checker or profiler setting of the caller leak into the runs.
-unset HEAPCHECK HEAPPROFILE HEAP_CHECK_DUMP_DIRECTORY LD_PRELOAD
+unset HEAPCHECK HEAPPROFILE HEAP_CHECK_DUMP_DIRECTORY LD_PRELOAD HEAPCHECK_SAMPLE_PARAMETER TCMALLOC_SAMPLE_PARAMETER
 
 ensure_peers valgrind
 build_project
@@ -102,6 +106,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
       [ "${HAVE[$a]}" = 1 ] || continue
       envargs=()
       [ -n "${LIB[$a]}" ] && envargs=(-e "LD_PRELOAD=${LIB[$a]}")
+      for e in $(allocator_env "$a"); do envargs+=(-e "$e"); done
       { echo "=== rep $rep $w $a"; } >>"$RUNLOG"
       "$RUNSTAT" -o "$TMP" -t "$TIMEOUT" "${envargs[@]}" -- "${BIN[$w]}" $(workload_args "$w") >>"$RUNLOG" 2>&1
       read -r wall rss status cpu <"$TMP" || { wall=0; rss=0; status=255; cpu=0; }
@@ -113,6 +118,8 @@ for ((rep = 1; rep <= REPS; rep++)); do
 done
 
 # ---- summary ----
+# Ratios are to glibc, or to the first allocator listed when glibc was not run.
+case " $ALLOCATORS " in *" glibc "*) BASE=glibc ;; *) BASE=${ALLOCATORS%% *} ;; esac
 cell() {  # cell KIND(time|cpu|rss) WORKLOAD ALLOC -> value or n/a / fail
   local kind=$1 w=$2 a=$3 vals col=4
   [ "${HAVE[$a]}" = 1 ] || { echo "n/a"; return; }
@@ -135,7 +142,7 @@ table() {  # table time|cpu|rss
   declare -A LOGSUM CNT
   for a in $ALLOCATORS; do LOGSUM[$a]=0; CNT[$a]=0; done
   for w in $WORKLOADS; do
-    g=$(cell "$kind" "$w" glibc)
+    g=$(cell "$kind" "$w" "$BASE")
     local row="| $w |"
     for a in $ALLOCATORS; do
       v=$(cell "$kind" "$w" "$a")
@@ -146,7 +153,7 @@ table() {  # table time|cpu|rss
           case $g in
             n/a|fail|0|0.0000) ;;
             *)
-              if [ "$a" != glibc ]; then row+=" ($(awk -v x="$v" -v y="$g" 'BEGIN{printf "%.2fx", x/y}'))"; fi
+              if [ "$a" != "$BASE" ]; then row+=" ($(awk -v x="$v" -v y="$g" 'BEGIN{printf "%.2fx", x/y}'))"; fi
               LOGSUM[$a]=$(awk -v s="${LOGSUM[$a]}" -v x="$v" -v y="$g" 'BEGIN{printf "%.6f", s + log(x/y)}')
               CNT[$a]=$((CNT[$a] + 1)) ;;
           esac
@@ -155,7 +162,7 @@ table() {  # table time|cpu|rss
     done
     echo "$row"
   done
-  local grow="| geometric mean (ratio to glibc) |" nw
+  local grow="| geometric mean (ratio to $BASE) |" nw
   nw=$(echo $WORKLOADS | wc -w)
   for a in $ALLOCATORS; do
     if [ "${CNT[$a]}" -gt 0 ]; then
@@ -170,15 +177,15 @@ table() {  # table time|cpu|rss
 }
 
 summary() {
-  echo "Wall time: median of $REPS interleaved runs (ratio to glibc)"
+  echo "Wall time: median of $REPS interleaved runs (ratio to $BASE)"
   echo
   table time
   echo
-  echo "CPU time (user + system): median of $REPS runs (ratio to glibc)"
+  echo "CPU time (user + system): median of $REPS runs (ratio to $BASE)"
   echo
   table cpu
   echo
-  echo "Peak RSS: largest of $REPS runs (ratio to glibc)"
+  echo "Peak RSS: largest of $REPS runs (ratio to $BASE)"
   echo
   table rss
   local nfail

@@ -70,7 +70,7 @@ CH=$(bench_bin checker_heap -g -fno-omit-frame-pointer) || { log "cannot build c
 lsan_bin() {
   local name=$1 out="$BUILD/bench-direct/${1}_lsan" src="$BENCH_DIR/$1.c"
   mkdir -p "$BUILD/bench-direct"
-  if [ ! -x "$out" ] || [ "$src" -nt "$out" ]; then
+  if ! bench_newer "$out" "$src"; then
     clang -std=gnu11 -O2 -g -fno-omit-frame-pointer -fsanitize=leak -pthread \
       -o "$out" "$src" >&2 || return 1
   fi

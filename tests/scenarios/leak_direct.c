@@ -1,4 +1,5 @@
 // EXPECT: bytes=600 objects=3
+// EXPECT-DRACONIAN: bytes=600 objects=3
 /* leak_direct.c - three independent direct leaks of different sizes. */
 #include "scenario.h"
 

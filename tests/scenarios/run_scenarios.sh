@@ -9,8 +9,9 @@
 #   LD_PRELOAD=$HC_LIB HEAPCHECK=strict   expected: // EXPECT-STRICT: (else EXPECT)
 #   HEAPCHECK=minimal / draconian         only when // EXPECT-MINIMAL: / -DRACONIAN: exist
 #   HEAPCHECK=normal VAR=VALUE            for each // EXPECT-ENV: VAR=VALUE bytes=.. objects=..
-# and, when meson built <name>_linked (linked with -lheapcheck), that binary
-# with HEAPCHECK=normal and no LD_PRELOAD.  stdout goes through a pipe (so
+# and, when meson built <name>_linked (linked with libheapcheck.so) or
+# <name>_static (libheapcheck.a), those binaries with HEAPCHECK=normal and no
+# LD_PRELOAD.  stdout goes through a pipe (so
 # stdio buffers fully), stderr to a file.  A run passes when
 #   - stderr says the checker is active;
 #   - the checked processes' results, one per process ("SUMMARY: heapcheck:
@@ -148,9 +149,11 @@ for name in "${names[@]}"; do
     var=${e%% *}
     run_one "$name" "$exe" normal normal 1 "$(totals "$e")" "$var"
   done < <(sed -n 's|^// EXPECT-ENV: *||p' "$f")
-  if [ -x "$bin/${name}_linked" ]; then
-    run_one "$name" "$bin/${name}_linked" linked normal 0 "$normal"
-  fi
+  for v in linked static; do
+    if [ -x "$bin/${name}_$v" ]; then
+      run_one "$name" "$bin/${name}_$v" "$v" normal 0 "$normal"
+    fi
+  done
 done
 
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -4,7 +4,9 @@
 # totals side by side:
 #   heapcheck  LD_PRELOAD=libheapcheck.so HEAPCHECK=normal on meson's binary:
 #              the sum of "SUMMARY: heapcheck: B bytes leaked in O allocations"
-#              over the checked processes (0/0 when none leaks);
+#              over the checked processes (0/0 when none leaks); the same with
+#              HEAPCHECK=strict is shown too (not judged: run_scenarios.sh
+#              checks it against // EXPECT-STRICT:);
 #   valgrind   valgrind --leak-check=full on the same binary: "definitely
 #              lost" + "indirectly lost" summed over processes (a fork's child
 #              has its own log); "possibly lost" is shown apart;
@@ -126,6 +128,11 @@ for n in "${names[@]}"; do
      "$bin/$n" >"$d/hc.out" 2>"$d/hc.err" </dev/null)
   got_hc=$(sed -n 's/^SUMMARY: heapcheck: \([0-9]*\) bytes leaked in \([0-9]*\) allocations$/\1 \2/p' "$d/hc.err" |
            awk '{b+=$1; o+=$2} END {printf "%d/%d", b, o}')
+  # strict too (checks after global destructors, as valgrind and LSan do)
+  (cd "$d" && timeout -k 5 600 env HEAPCHECK=strict HEAP_CHECK_DUMP_DIRECTORY="$d" LD_PRELOAD="$lib" \
+     "$bin/$n" >"$d/hcs.out" 2>"$d/hcs.err" </dev/null)
+  got_hcs=$(sed -n 's/^SUMMARY: heapcheck: \([0-9]*\) bytes leaked in \([0-9]*\) allocations$/\1 \2/p' "$d/hcs.err" |
+            awk '{b+=$1; o+=$2} END {printf "%d/%d", b, o}')
 
   # valgrind
   got_vg=n/a; poss=""
@@ -148,6 +155,8 @@ for n in "${names[@]}"; do
     got_ls=$(cat "$d"/lsan.[0-9]* 2>/dev/null |
              sed -n 's/^SUMMARY: LeakSanitizer: \([0-9]*\) byte(s) leaked in \([0-9]*\) allocation(s)\.$/\1 \2/p' |
              awk '{b+=$1; o+=$2} END {printf "%d/%d", b, o}')
+    # a tracer that could not attach, or any other LSan failure, is no result
+    if grep -qs 'LeakSanitizer has encountered a fatal error' "$d"/lsan.[0-9]* "$d/lsan.err"; then got_ls=error; fi
   fi
 
   status=agree; why=""
@@ -159,14 +168,14 @@ for n in "${names[@]}"; do
   elif { [ "$got_vg" != n/a ] && [ "$got_vg" != "$got_hc" ]; } || { [ "$got_ls" != n/a ] && [ "$got_ls" != "$got_hc" ]; }; then
     status=explained
   fi
-  log "$(printf '%-24s heapcheck %-18s valgrind %-18s%s LSan %-18s %s%s' "$n" "$got_hc" "$got_vg" \
-        "${poss:+ (possibly $poss)}" "$got_ls" "$status" "${why:+ -$why}")"
-  rows+=("| $n | $got_hc | $got_vg${poss:+ (possibly lost $poss)} | $got_ls | $status${why:+:$why} |")
+  log "$(printf '%-24s heapcheck %-16s strict %-16s valgrind %-16s%s LSan %-16s %s%s' "$n" "$got_hc" "$got_hcs" \
+        "$got_vg" "${poss:+ (possibly $poss)}" "$got_ls" "$status" "${why:+ -$why}")"
+  rows+=("| $n | $got_hc | $got_hcs | $got_vg${poss:+ (possibly lost $poss)} | $got_ls | $status${why:+:$why} |")
 done
 
 {
-  echo "| scenario | heapcheck (normal) bytes/objects | valgrind definitely+indirectly | LSan | status |"
-  echo "|---|---|---|---|---|"
+  echo "| scenario | heapcheck normal | heapcheck strict | valgrind definitely+indirectly | LSan | status |"
+  echo "|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
   echo "$(printf '%s\n' "${rows[@]}" | grep -c '| agree |') agree, $(printf '%s\n' "${rows[@]}" | grep -c '| explained |') explained, $mismatches mismatched"
