@@ -187,6 +187,7 @@ static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, b
   hc_tcache_t *tc = hci_tc_get();
   /* Charge the sampler (unless the fast path did already). */
   bool sample = false;
+  uint64_t weight = 0; /* a sample stands for the mean gap it was drawn with */
   if (tc) {
     if (!(flags & HC_SLOW_SAMPLE_CHARGED)) tc->sample_left -= (int64_t)size;
     if (tc->sample_left < 0) {
@@ -196,14 +197,14 @@ static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, b
         uint64_t interval = tc->sample_interval;
         tc->sample_left = (int64_t)hci_sampler_next_gap(tc);
         sample = interval != 0 && !tc->in_alloc;
+        weight = interval;
       }
     }
   }
   unsigned cls = align <= 16 ? (size <= HC_MAX_SMALL ? hci_size_class(size) : 0)
                  : align <= HC_PAGE_SIZE ? aligned_class(size, align) : 0;
   if (sample || cls == 0) {
-    uint64_t weight = sample ? (tc->sample_interval ? tc->sample_interval : 1) : 0;
-    return alloc_span_object(tc, size, align, ra, weight, zero);
+    return alloc_span_object(tc, size, align, ra, sample ? weight : 0, zero);
   }
   void *p = pop_small(tc, cls);
   if (hc_unlikely(!p)) {
