@@ -39,11 +39,28 @@ static hc_cold hc_noinline void double_free(const char *fn, const void *p, uintp
 
 // ---- stacks ----
 
+static int find_pc(const uintptr_t *pcs, int n, uintptr_t pc) {
+  int i = 0;
+  while (i < n && pcs[i] != pc) i++;
+  return i;
+}
+
 uint32_t hci_capture_stack_from(uintptr_t ra) {
   uintptr_t pcs[HC_MAX_STACK_DEPTH];
   int n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
-  int i = 0;
-  while (i < n && pcs[i] != ra) i++;
+  int i = find_pc(pcs, n, ra);
+  if (n - i <= 1 && hci_unwind_fallback && hci_unwinder == HC_UNWIND_FP && hci_unwind_dwarf_available()) {
+    /* The frame-pointer chain ends at the caller of malloc: it was built
+     * without frame pointers.  The DWARF walk sees through it. */
+    uintptr_t dw[HC_MAX_STACK_DEPTH];
+    int m = hci_unwind_dwarf(dw, HC_MAX_STACK_DEPTH, 0);
+    int j = find_pc(dw, m, ra);
+    if (m - j > n - i) {
+      __builtin_memcpy(pcs, dw, sizeof dw);
+      n = m;
+      i = j;
+    }
+  }
   if (i == n) { /* the unwinder did not reach the entry point: keep what we know */
     pcs[0] = ra;
     return hci_depot_put(pcs, ra ? 1 : 0);

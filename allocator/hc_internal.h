@@ -242,6 +242,11 @@ void hci_sampler_init(void);
 /* ======================= unwind.c / unwind_dwarf.c ======================= */
 enum { HC_UNWIND_FP = 0, HC_UNWIND_DWARF = 1 };
 extern int hci_unwinder;                     /* HEAPCHECK_UNWINDER */
+/* HEAPCHECK_UNWINDER=auto (the default): allocation stacks are walked by
+ * frame pointers, and again with the DWARF unwinder when the frame-pointer
+ * walk stops right after the caller of malloc (code built without frame
+ * pointers, such as Debian's binaries). */
+extern bool hci_unwind_fallback;
 /* Return addresses of the caller's callers: pcs[0] is the return address in
  * the function that called the function that called hci_backtrace, after
  * skipping `skip` more frames.  Never faults, never allocates. */

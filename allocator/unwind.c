@@ -34,6 +34,7 @@
 #define HC_PROBE_PAGE ((uintptr_t)4096)           /* probe granularity (smallest page size) */
 
 int hci_unwinder = HC_UNWIND_FP;
+bool hci_unwind_fallback = true;
 
 /* glibc: the initial stack pointer of the main thread (in ld.so). */
 extern void *__libc_stack_end __attribute__((weak));
@@ -186,12 +187,15 @@ void hci_unwind_init(void) {
   if (v == NULL || *v == '\0') return;
   if (strcmp(v, "fp") == 0) {
     hci_unwinder = HC_UNWIND_FP;
+    hci_unwind_fallback = false; /* asked for explicitly: never the DWARF walk */
+  } else if (strcmp(v, "auto") == 0) {
+    hci_unwinder = HC_UNWIND_FP;
   } else if (strcmp(v, "dwarf") == 0) {
     if (hci_unwind_dwarf_available())
       hci_unwinder = HC_UNWIND_DWARF;
     else
-      hci_warn("HEAPCHECK_UNWINDER=dwarf is not supported on this system; using the default fp");
+      hci_warn("HEAPCHECK_UNWINDER=dwarf is not supported on this system; using the default auto");
   } else {
-    hci_warn("HEAPCHECK_UNWINDER=%s is not one of fp, dwarf; using the default fp", v);
+    hci_warn("HEAPCHECK_UNWINDER=%s is not one of auto, fp, dwarf; using the default auto", v);
   }
 }

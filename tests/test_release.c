@@ -2,8 +2,16 @@
  *
  * Allocates 500 MB in 1 MiB and 64 KiB blocks, touches every page, frees
  * everything, and reads the RSS from /proc/self/statm:
- *  (a) without malloc_trim the page heap releases by itself once committed
- *      free memory passes its threshold: RSS must fall below 150 MB;
+ *  (a) without malloc_trim, what stays resident is bounded by the policies:
+ *      transfer slots <= HC_SLOT_BYTES_TOTAL_MAX (16 MiB), thread caches <=
+ *      their budget (<= HC_TC_BUDGET_MAX, 4 MiB, each), committed free
+ *      pages in the page heap <= its release threshold (<= 64 MiB), plus
+ *      the spans the cached objects keep alive (each cached object can keep
+ *      its whole span: span size / object size times the cached bytes, and
+ *      one all-free span per class that central keeps).  Each part is
+ *      checked from the allocator's own counters, and the RSS against the
+ *      sum of the bounds (plus the metadata mapped meanwhile) and against
+ *      the measured parts;
  *  (b) after malloc_trim(0) (thread cache flushed, central drained, every
  *      free page released) RSS must fall below 40 MB.
  * Then the same memory is allocated again (it must be reusable, and zero
@@ -21,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hc_internal.h"
 #include "heapcheck.h"
 
 #define MB ((size_t)1 << 20)
@@ -44,6 +53,12 @@ static size_t rss(void) {
   if (!f || fscanf(f, "%lu %lu", &size, &res) != 2) res = 0;
   if (f) fclose(f);
   return res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static size_t cache_bytes_self(void) {
+  size_t b = 0;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) b += (size_t)hci_tc->lists[c].len * hci_classes[c].size;
+  return b;
 }
 
 static char *big[N_BIG];
@@ -97,6 +112,61 @@ static void free_all(void) {
   for (int j = 0; j < N_MED; j++) free(med[j]);
 }
 
+/* Size classes the test's small blocks use. */
+static unsigned used_classes(unsigned *cls) {
+  unsigned n = 0;
+  if (mixed)
+    for (int i = 0; i < 8; i++) cls[n++] = hci_size_class(mixed_sizes[i]);
+  else
+    cls[n++] = hci_size_class(64 << 10);
+  return n;
+}
+
+/* Checks what stays after freeing everything against the policies; returns
+ * the RSS bound they give. */
+static size_t check_after_free(size_t rss_start, size_t meta_start, size_t rss_now) {
+  hc_stats_t st;
+  hc_get_stats(&st);
+  unsigned cls[8];
+  unsigned ncls = used_classes(cls);
+  /* how much of its span a cached object can keep resident, at most */
+  size_t ratio_x100 = 100, all_free_spans = 0;
+  for (unsigned i = 0; i < ncls; i++) {
+    const hc_class_info_t *ci = &hci_classes[cls[i]];
+    size_t r = (size_t)ci->pages * HC_PAGE_SIZE * 100 / ci->size;
+    if (r > ratio_x100) ratio_x100 = r;
+    all_free_spans += (size_t)ci->pages * HC_PAGE_SIZE;
+  }
+  size_t ncaches = st.thread_caches ? st.thread_caches : 1;
+  size_t cached_max = HC_SLOT_BYTES_TOTAL_MAX + ncaches * HC_TC_BUDGET_MAX;
+  size_t spans_max = cached_max * ratio_x100 / 100 + all_free_spans;
+  size_t committed_max = (size_t)64 << 20;
+  /* the parts, from the allocator's counters */
+  size_t slots = hci_central_slot_bytes(), spans = 0;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) spans += hci_central[c].nspans * hci_classes[c].pages * HC_PAGE_SIZE;
+  CHECK(slots <= HC_SLOT_BYTES_TOTAL_MAX, "transfer slots hold %zu bytes", slots);
+  CHECK(st.thread_cache_free <= ncaches * HC_TC_BUDGET_MAX, "%zu caches hold %zu bytes", ncaches,
+        st.thread_cache_free);
+  CHECK(hci_tc->cap_bytes <= hci_tc->budget && cache_bytes_self() <= hci_tc->budget,
+        "this thread's cache holds %zu bytes, capacity %zu, budget %zu", cache_bytes_self(), hci_tc->cap_bytes,
+        hci_tc->budget);
+  CHECK(st.page_heap_free <= committed_max, "%zu MB of committed free pages", st.page_heap_free / MB);
+  CHECK(spans <= spans_max, "%zu MB of small spans alive, bound %zu MB (%zu MB cached at most, x%zu.%02zu)",
+        spans / MB, spans_max / MB, cached_max / MB, ratio_x100 / 100, ratio_x100 % 100);
+  CHECK(st.large_in_use == 0, "%zu bytes of large objects in use", st.large_in_use);
+  size_t meta = st.metadata > meta_start ? st.metadata - meta_start : 0;
+  size_t slack = 8 * MB; /* stdio, stacks, the pagemap root: not the heap */
+  size_t measured = rss_start + meta + spans + st.page_heap_free + slack;
+  size_t bound = rss_start + meta + spans_max + committed_max + slack;
+  printf("%-28s small spans %zu MB (bound %zu), committed free %zu MB (bound %zu), slots %zu MB, metadata +%zu MB: "
+         "RSS bound %zu MB (measured parts %zu MB)\n",
+         "", spans / MB, spans_max / MB, st.page_heap_free / MB, committed_max / MB, slots / MB, meta / MB,
+         bound / MB, measured / MB);
+  CHECK(rss_now <= measured, "RSS %zu MB, more than the parts the allocator keeps (%zu MB)", rss_now / MB,
+        measured / MB);
+  return bound;
+}
+
 static void report(const char *when) {
   hc_stats_t st;
   hc_get_stats(&st);
@@ -110,6 +180,9 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   mixed = argc > 1 && strcmp(argv[1], "mixed") == 0;
   report("start");
+  size_t rss_start = rss();
+  hc_stats_t st0;
+  hc_get_stats(&st0);
   for (int round = 0; round < 2; round++) {
     if (mixed) allocate_mixed(round == 1);
     else allocate_all(round == 1);
@@ -119,8 +192,11 @@ int main(int argc, char **argv) {
     free_all();
     size_t after_free = rss();
     report("freed");
-    CHECK(after_free < 150 * MB, "round %d: RSS %zu MB after freeing 500 MB without malloc_trim", round,
-          after_free / MB);
+    size_t bound = check_after_free(rss_start, st0.metadata, after_free);
+    CHECK(bound < full / 2, "round %d: the policies' bound %zu MB is not well below the %zu MB allocated", round,
+          bound / MB, full / MB);
+    CHECK(after_free <= bound, "round %d: RSS %zu MB after freeing %zu MB without malloc_trim, bound %zu MB", round,
+          after_free / MB, full / MB, bound / MB);
     malloc_trim(0);
     size_t after_trim = rss();
     report("malloc_trim(0)");
