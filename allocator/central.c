@@ -43,7 +43,7 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_
   uint32_t got = 0;
   while (got < n && c->spans.next != &c->spans) {
     hc_span_t *s = c->spans.next;
-    if (s->allocated == 0 && c->nempty) c->nempty--; /* the kept empty span is used again */
+    if (s == c->kept_empty) c->kept_empty = NULL; /* the kept empty span is used again */
     while (got < n && s->freelist) {
       void *p = s->freelist;
       s->freelist = *(void **)p;
@@ -138,8 +138,8 @@ static void return_to_span(hc_central_t *c, unsigned cls, void *p, hc_span_t **e
   if (s->allocated == 0) {
     /* Keep one empty span per class: a program cycling through a class
      * would otherwise give a span back and take a new one over and over. */
-    if (c->nempty == 0) {
-      c->nempty = 1;
+    if (!c->kept_empty) {
+      c->kept_empty = s;
       if (was_full) span_list_push(&c->spans, s);
       return;
     }
@@ -229,7 +229,7 @@ void hci_central_drain(void) {
       }
       sp = next;
     }
-    c->nempty = 0;
+    c->kept_empty = NULL;
     hci_unlock(&c->lock);
     while (empty) {
       hc_span_t *next = empty->next;

@@ -131,7 +131,7 @@ typedef struct hc_central {
   hc_span_t spans;                   /* sentinel: spans with free objects; guarded by lock */
   size_t free_objs;                  /* objects free in spans (not counting slots) */
   size_t nspans;                     /* spans owned by this class */
-  uint32_t nempty;                   /* 0 or 1: an all-free span kept on `spans` to avoid churn */
+  hc_span_t *kept_empty;             /* an all-free span kept on `spans` to avoid churn, or NULL */
   uint64_t span_allocs;              /* statistics */
 } __attribute__((aligned(64))) hc_central_t;
 

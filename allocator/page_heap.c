@@ -17,7 +17,7 @@
 hc_pageheap_t hci_pageheap;
 
 /* Committed free bytes above which release starts: an eighth of the memory
- * in use, at least 8 MiB and at most 64 MiB.  Release goes down to half of
+ * in use, at least 16 MiB and at most 64 MiB.  Release goes down to half of
  * it, so a program that frees and reallocates in waves reuses pages instead
  * of faulting them in again. */
 #define RELEASE_MIN ((size_t)16 << 20)
@@ -187,11 +187,12 @@ void hci_ph_free_locked(hc_span_t *s) {
   ensure_lists();
   uintptr_t first = s->start >> HC_PAGE_SHIFT;
   hc_span_t *prev = first ? hci_pagemap_span((first - 1) << HC_PAGE_SHIFT) : NULL;
-  if (prev && prev->state == HC_SPAN_FREE && prev->start + (prev->npages << HC_PAGE_SHIFT) == s->start) {
+  /* Only runs in the same state merge: a run is wholly committed or wholly
+   * released, so the accounting is exact and a freed committed run is not
+   * released early because a released neighbour made it look bigger. */
+  if (prev && prev->state == HC_SPAN_FREE && prev->start + (prev->npages << HC_PAGE_SHIFT) == s->start &&
+      prev->is_released == s->is_released) {
     take_free(prev);
-    /* A run is "released" only if all of it is; mixed runs count as
-     * committed (over-counting makes release run early, never late). */
-    prev->is_released &= s->is_released;
     prev->npages += s->npages;
     hci_pagemap_set(first, s->npages, prev, 0);
     hci_span_delete(s);
@@ -199,9 +200,9 @@ void hci_ph_free_locked(hc_span_t *s) {
   }
   uintptr_t end = s->start + (s->npages << HC_PAGE_SHIFT);
   hc_span_t *next = hci_pagemap_span(end);
-  if (next && next != s && next->state == HC_SPAN_FREE && next->start == end) {
+  if (next && next != s && next->state == HC_SPAN_FREE && next->start == end &&
+      next->is_released == s->is_released) {
     take_free(next);
-    s->is_released &= next->is_released;
     hci_pagemap_set(next->start >> HC_PAGE_SHIFT, next->npages, s, 0);
     s->npages += next->npages;
     hci_span_delete(next);

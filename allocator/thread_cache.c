@@ -153,28 +153,39 @@ static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
 }
 
 /* Slow start: a class's capacity grows by a batch at each refill or
- * overflow, up to its limit, within the cache's budget. */
+ * overflow, up to its limit, within the cache's budget.  The budget shrinks
+ * when threads start; a cache over it gives capacity back, from the other
+ * classes first and from this one last. */
 static void grow_cap(hc_tcache_t *tc, unsigned cls) {
-  uint32_t batch = hci_classes[cls].batch;
-  if (tc->cap[cls] >= cap_limit(cls)) return;
-  size_t need = (size_t)batch * hci_classes[cls].size;
   tc->budget = budget_now();
-  if (tc->cap_bytes + need > tc->budget && !steal_capacity(tc, cls, need)) return;
-  set_cap(tc, cls, tc->cap[cls] + batch);
+  uint32_t batch = hci_classes[cls].batch;
+  size_t need = tc->cap[cls] < cap_limit(cls) ? (size_t)batch * hci_classes[cls].size : 0;
+  if (tc->cap_bytes + need > tc->budget && !steal_capacity(tc, cls, need)) {
+    need = 0;
+    while (tc->cap_bytes > tc->budget && tc->cap[cls]) {
+      uint32_t cap = tc->cap[cls] / 2;
+      if (tc->lists[cls].len > cap) release_tail(tc, cls, cap);
+      set_cap(tc, cls, cap);
+    }
+  }
+  if (need) set_cap(tc, cls, tc->cap[cls] + batch);
 }
 
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->lists[cls];
   hc_chain_t ch;
   if (!hci_central_remove(cls, hci_classes[cls].batch, &ch)) return NULL;
-  /* The list is empty here: the chain becomes the list, minus its head.  A
-   * chain from another thread may exceed our capacity; the excess is
-   * transient (the next free at that length hands the list back). */
+  /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
   l->head = *(void **)p;
   l->len = ch.n - 1;
   tc->tails[cls] = l->len ? ch.tail : NULL;
   grow_cap(tc, cls);
+  /* A chain from another thread may exceed our capacity: keep what fits,
+   * give the rest back (walking only the part kept), so a cache never
+   * holds more than its budget. */
+  uint32_t keep = tc->cap[cls] > hci_classes[cls].batch ? tc->cap[cls] : hci_classes[cls].batch;
+  if (l->len > keep) release_tail(tc, cls, keep);
   return p;
 }
 
