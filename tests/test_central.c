@@ -393,7 +393,8 @@ static void class_bound(unsigned c) {
   CHECK(insert_checked(c, &ch, "past the class bound") == CLASS_BOUND, "class %u: not refused", c);
   if (ci->objs == 1) { /* 4 spans emptied: one kept by the class if it keeps none yet, the others freed */
     size_t freed = empty_before ? 4 : 3;
-    CHECK(hci_central[c].nspans == spans0 - freed && hci_pageheap.inuse_bytes == inuse0 - freed * ci->pages * HC_PAGE_SIZE,
+    CHECK(hci_central[c].nspans == spans0 - freed &&
+              hci_pageheap.inuse_bytes == inuse0 - freed * ci->pages * HC_PAGE_SIZE,
           "class %u: %zu spans (%zu before), page heap in use -%zu bytes: want %zu spans freed", c,
           hci_central[c].nspans, spans0, inuse0 - hci_pageheap.inuse_bytes, freed);
   }
