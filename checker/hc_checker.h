@@ -225,6 +225,14 @@ typedef struct hci_prof_snap {
  * No malloc; returns 0 or -1 (out of memory). */
 int hci_profile_snapshot(hci_prof_snap_t *s, bool per_stack);
 void hci_profile_snapshot_free(hci_prof_snap_t *s);
+/* profile_snapshot.c, for profile.c: estimates and counters. */
+double hci_profile_estimate_d(double size, double weight); /* bytes a sample of `size` stands for */
+bool hci_profile_pure(uint64_t n, uint64_t wsum, uint64_t rate); /* all n samples taken at `rate` */
+uint64_t hci_profile_alloc_estimate(void);  /* estimated bytes allocated since start */
+int64_t hci_profile_inuse_estimate(void);   /* estimated bytes live */
+void hci_profile_counters_lock(void);       /* fork handlers */
+void hci_profile_counters_unlock(void);
+void hci_profile_counters_reset_lock(void);
 
 /* ======================= check_options.c ======================= */
 /* HEAPCHECK modes (gperftools' names; see docs/leak-checking.md). */
