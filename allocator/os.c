@@ -16,12 +16,21 @@ void *hci_os_map(size_t size) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+/* The kernel places mappings top-down, each right below the previous one.
+ * An aligned mapping keeps the *highest* aligned start of an over-sized
+ * mapping, so it ends where the previous heap mapping begins and the page
+ * heap can merge free runs across mappings (trimming the top would leave a
+ * hole between every two of them). */
 void *hci_os_map_aligned(size_t size, size_t align) {
   if (align <= 4096) return hci_os_map(size);
   if (size + align < size) return NULL;
-  uint8_t *p = hci_os_map(size + align);
+  uint8_t *p = hci_os_map(size);
   if (!p) return NULL;
-  uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+  if (((uintptr_t)p & (align - 1)) == 0) return p;
+  hci_os_unmap(p, size);
+  p = hci_os_map(size + align);
+  if (!p) return NULL;
+  uintptr_t start = ((uintptr_t)p + align) & ~(uintptr_t)(align - 1);
   size_t head = start - (uintptr_t)p;
   size_t tail = align - head;
   if (head) hci_os_unmap(p, head);

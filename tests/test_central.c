@@ -19,7 +19,20 @@
  * object allocated go to the page heap, except one per class that central
  * keeps (all free, on its span list) so a class cycling through a span does
  * not give it back and take a new one each time.  Dedicated tests hit each
- * bound exactly (a chain that fills it is kept, one more byte is not). */
+ * bound exactly (a chain that fills it is kept, one more byte is not).
+ *
+ * The kept span is hc_central_t.kept_empty.  check_kept() holds after every
+ * step: the empty spans on a class's list are exactly {kept_empty} (or none
+ * when it is NULL).  insert_checked() predicts which span becomes the kept
+ * one (the first the chain empties, if the class keeps none) and that a
+ * kept one stays kept.  A refill that takes objects of the kept span
+ * clears it.  Finally two threads cycle one class through new spans and
+ * back (kept_race): a span fetched new for one thread must not be taken
+ * for the one kept while the other thread returned objects (as when the
+ * kept span was a counter of empty spans, decremented by any empty span a
+ * refill took from), checked under the class lock after every step. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +58,38 @@ static size_t held_elsewhere(unsigned c) {
   return hci_central[c].nspans * hci_classes[c].objs - hci_central_free_objects(c);
 }
 
+/* requires: c's lock or no other thread.  The empty spans on c's list are
+ * exactly the kept one; returns false (and says why in *why) if not. */
+static bool kept_ok(unsigned c, const char **why) {
+  hc_central_t *ce = &hci_central[c];
+  hc_span_t *k = ce->kept_empty;
+  bool listed = false;
+  if (ce->spans.next)
+    for (hc_span_t *s = ce->spans.next; s != &ce->spans; s = s->next) {
+      listed |= s == k;
+      if (s->allocated == 0 && s != k) {
+        *why = "an empty span on the list is not the kept one";
+        return false;
+      }
+    }
+  if (k && (k->allocated != 0 || k->state != HC_SPAN_SMALL || k->cls != c)) {
+    *why = "the kept span is not an empty span of the class";
+    return false;
+  }
+  if (k && !listed) {
+    *why = "the kept span is not on the class's list";
+    return false;
+  }
+  return true;
+}
+
+static void check_kept(unsigned c, const char *when) {
+  const char *why = "";
+  CHECK(kept_ok(c, &why), "class %u %s: kept_empty %p: %s", c, when, (void *)hci_central[c].kept_empty, why);
+}
+
 static void check_invariant(unsigned c, size_t ours, const char *when) {
+  check_kept(c, when);
   size_t got = held_elsewhere(c);
   CHECK(got == outside[c] + ours, "class %u %s: spans hold %zu objects not free in central, want %zu (+%zu ours)", c,
         when, got, outside[c] + ours, ours);
@@ -164,7 +208,8 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
   size_t bytes = (size_t)ch->n * ci->size;
   uint32_t nchains0 = ce->nchains;
   size_t slot_objs0 = ce->slot_objs, total0 = hci_central_slot_bytes();
-  size_t free0 = ce->free_objs, nspans0 = ce->nspans, empty0 = empty_spans(c);
+  size_t free0 = ce->free_objs, nspans0 = ce->nspans;
+  hc_span_t *kept0 = ce->kept_empty;
   size_t inuse0 = hci_pageheap.inuse_bytes;
   enum outcome want = nchains0 >= HC_TRANSFER_SLOTS                                ? SLOTS_FULL
                       : slot_objs0 * ci->size + bytes > HC_SLOT_BYTES_CLASS_MAX ? CLASS_BOUND
@@ -173,6 +218,8 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
   /* spans the chain would empty: those whose every allocated object is in it */
   static void *spans[MAXOBJ];
   static uintptr_t emptied[MAXOBJ];
+  static void *es[MAXOBJ]; /* the emptied spans, sorted */
+  static uint32_t rem[MAXOBJ];
   size_t ns = 0, ne = 0;
   for (void *p = ch->head; p && ns < MAXOBJ; p = *(void **)p) spans[ns++] = hci_pagemap_span((uintptr_t)p);
   sort_ptrs(spans, ns);
@@ -180,8 +227,25 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
     size_t j = i;
     while (j < ns && spans[j] == spans[i]) j++;
     hc_span_t *s = spans[i];
-    if (s && s->allocated == j - i) emptied[ne++] = s->start;
+    if (s && s->allocated == j - i) {
+      es[ne] = s;
+      rem[ne] = (uint32_t)(j - i);
+      emptied[ne++] = s->start;
+    }
     i = j;
+  }
+  /* Objects go back in chain order: the first span to empty is kept, if
+   * the class keeps none yet; a kept span stays kept. */
+  hc_span_t *kept_want = kept0;
+  for (void *p = ch->head; p && !kept_want && ne; p = *(void **)p) {
+    void *sp = hci_pagemap_span((uintptr_t)p);
+    size_t lo = 0, hi = ne;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if ((uintptr_t)es[mid] < (uintptr_t)sp) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo < ne && es[lo] == sp && --rem[lo] == 0) kept_want = sp;
   }
   hc_chain_t copy = *ch;
   hci_central_insert(c, ch);
@@ -200,7 +264,7 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
     CHECK(ce->free_objs == free0 && ce->nspans == nspans0 && hci_pageheap.inuse_bytes == inuse0,
           "class %u %s: a kept chain changed the spans", c, when);
   } else {
-    size_t keep = empty0 == 0 && ne > 0 ? 1 : 0, to_ph = ne - keep;
+    size_t keep = kept0 == NULL && ne > 0 ? 1 : 0, to_ph = ne - keep;
     CHECK(ce->nchains == nchains0 && ce->slot_objs == slot_objs0 && hci_central_slot_bytes() == total0,
           "class %u %s: chain of %u (%zu bytes) %s, but kept: %u chains (%u before), %zu slot bytes (%zu before)", c,
           when, ch->n, bytes, outcome_name[want], ce->nchains, nchains0, hci_central_slot_bytes(), total0);
@@ -221,7 +285,12 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
     CHECK(freed == to_ph && kept == keep, "class %u %s: of %zu emptied spans %zu are in the page heap, %zu kept; "
           "want %zu and %zu", c, when, ne, freed, kept, to_ph, keep);
     CHECK(empty_spans(c) <= 1, "class %u %s: %zu empty spans kept", c, when, empty_spans(c));
+    CHECK(ce->kept_empty == kept_want, "class %u %s: kept span %p, want %p (%s)", c, when,
+          (void *)ce->kept_empty, (void *)kept_want,
+          kept0 ? "the one kept before" : ne ? "the first the chain emptied" : "none emptied");
   }
+  CHECK(want != KEPT || ce->kept_empty == kept0, "class %u %s: a kept chain changed the kept span", c, when);
+  check_kept(c, when);
   check_slots(when);
   return want;
 }
@@ -380,7 +449,7 @@ static void class_bound(unsigned c) {
   size_t n = take_n(c, v, fill + 4);
   if (n != fill + 4) return;
   check_distinct(c, v, n);
-  size_t empty_before = empty_spans(c);
+  bool kept_before = hci_central[c].kept_empty != NULL;
   hc_chain_t ch;
   make_chain(v, (uint32_t)fill, &ch);
   CHECK(insert_checked(c, &ch, "fill the class bound") == KEPT, "class %u: a chain of exactly %zu bytes not kept", c,
@@ -392,7 +461,7 @@ static void class_bound(unsigned c) {
   make_chain(v + fill, 4, &ch);
   CHECK(insert_checked(c, &ch, "past the class bound") == CLASS_BOUND, "class %u: not refused", c);
   if (ci->objs == 1) { /* 4 spans emptied: one kept by the class if it keeps none yet, the others freed */
-    size_t freed = empty_before ? 4 : 3;
+    size_t freed = kept_before ? 4 : 3;
     CHECK(hci_central[c].nspans == spans0 - freed &&
               hci_pageheap.inuse_bytes == inuse0 - freed * ci->pages * HC_PAGE_SIZE,
           "class %u: %zu spans (%zu before), page heap in use -%zu bytes: want %zu spans freed", c,
@@ -466,6 +535,84 @@ static void total_bound(void) {
           hci_central[cls[k]].nspans);
 }
 
+/* kept_race: RACE_THREADS threads cycle the 256 KiB class (one object per
+ * span): each takes RACE_CHAIN objects one by one (the kept span's, then
+ * new spans fetched from the page heap outside the class lock) and gives
+ * them back as one chain over the class byte bound, so they go back to
+ * their spans: one span kept, the others to the page heap.  A thread
+ * fetching a new span while another gives its chain back sees the class
+ * keep a span meanwhile; the new span (empty until the refill takes from
+ * it) is not the kept one.  kept_ok() is checked under the class lock
+ * after every step; at the end a drain leaves the class no span. */
+#define RACE_THREADS 2
+#define RACE_ROUNDS 20000
+#define RACE_CHAIN ((int)(HC_SLOT_BYTES_CLASS_MAX / (256 << 10)) + 1)
+static atomic_int race_bad, race_fetches, race_ready;
+static const char *race_why;
+
+static void *race_worker(void *arg) {
+  unsigned c = (unsigned)(uintptr_t)arg;
+  hc_central_t *ce = &hci_central[c];
+  void *v[RACE_CHAIN];
+  atomic_fetch_add(&race_ready, 1);
+  while (atomic_load(&race_ready) < RACE_THREADS) { /* start together */
+  }
+  for (int r = 0; r < RACE_ROUNDS; r++) {
+    for (int i = 0; i < RACE_CHAIN; i++) {
+      hc_chain_t ch;
+      uint64_t allocs0 = ce->span_allocs; /* racy read: statistics only */
+      if (!hci_central_remove(c, 1, &ch) || ch.n != 1) {
+        atomic_fetch_add(&race_bad, 1);
+        race_why = "remove failed or gave a chain";
+        return NULL;
+      }
+      if (ce->span_allocs != allocs0) atomic_fetch_add(&race_fetches, 1);
+      v[i] = ch.head;
+      const char *why = NULL;
+      hci_lock(&ce->lock);
+      bool ok = kept_ok(c, &why);
+      hci_unlock(&ce->lock);
+      if (!ok) {
+        atomic_fetch_add(&race_bad, 1);
+        race_why = why;
+      }
+    }
+    hc_chain_t ch;
+    make_chain(v, RACE_CHAIN, &ch);
+    hci_central_insert(c, &ch); /* over the class bound: back to the spans */
+    const char *why = NULL;
+    hci_lock(&ce->lock);
+    bool ok = kept_ok(c, &why);
+    hci_unlock(&ce->lock);
+    if (!ok) {
+      atomic_fetch_add(&race_bad, 1);
+      race_why = why;
+    }
+  }
+  return NULL;
+}
+
+static void kept_race(void) {
+  unsigned c = HC_NUM_CLASSES - 1;
+  CHECK(hci_classes[c].objs == 1 && (size_t)RACE_CHAIN * hci_classes[c].size > HC_SLOT_BYTES_CLASS_MAX,
+        "class %u does not fit this test", c);
+  hci_central_drain();
+  CHECK(hci_central[c].nchains == 0 && hci_central[c].kept_empty == NULL, "class %u: chains or a kept span left", c);
+  pthread_t t[RACE_THREADS];
+  for (int i = 0; i < RACE_THREADS; i++) pthread_create(&t[i], NULL, race_worker, (void *)(uintptr_t)c);
+  for (int i = 0; i < RACE_THREADS; i++) pthread_join(t[i], NULL);
+  printf("kept_race: %d threads x %d rounds, %d new spans fetched, %d bad states\n", RACE_THREADS, RACE_ROUNDS,
+         atomic_load(&race_fetches), atomic_load(&race_bad));
+  CHECK(atomic_load(&race_bad) == 0, "class %u: %d bad states, e.g. %s", c, atomic_load(&race_bad),
+        race_why ? race_why : "?");
+  CHECK(hci_central[c].nchains == 0, "class %u: %u chains kept (every chain was over the class bound)", c,
+        hci_central[c].nchains);
+  check_kept(c, "after the race");
+  hci_central_drain();
+  CHECK(hci_central[c].nspans == 0 && hci_central[c].kept_empty == NULL,
+        "class %u: %zu spans, kept span %p after drain", c, hci_central[c].nspans, (void *)hci_central[c].kept_empty);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   setvbuf(stderr, NULL, _IONBF, 0);
@@ -502,7 +649,10 @@ int main(void) {
     if (outside[c] == 0)
       CHECK(hci_central[c].nspans == 0, "class %u: %zu spans left although nothing is allocated", c,
             hci_central[c].nspans);
+    CHECK(hci_central[c].kept_empty == NULL, "class %u: a kept span after the drain", c);
   }
+  /* last: its threads' own allocations would disturb the counts above */
+  kept_race();
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);
     return 1;

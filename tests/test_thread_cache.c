@@ -6,17 +6,25 @@
  * class's limit (1 MiB of objects, at most 2048, at least a batch), while
  * cap_bytes = sum(cap[c] * size[c]) stays <= the cache's budget
  * (HC_TC_BUDGET_TOTAL / live caches, clamped to [HC_TC_BUDGET_MIN,
- * HC_TC_BUDGET_MAX]); growing past the budget halves the capacity of the
- * biggest other class (giving back its list if it no longer fits), again
- * until the growth fits.  An overflowing list goes to central but for its
- * newest min(cap / 4, 16) objects.  So a list is longer than its capacity
- * only after a refill received a long chain from central, until the next
- * free of that class: a cache holds its budget plus such chains (one, says
- * the policy; see "chain-bound" below).
+ * HC_TC_BUDGET_MAX]).  Each such step first refreshes the budget (it
+ * shrinks as threads start); when the cache is over it, or the growth does
+ * not fit, capacity is taken from the biggest other class (halved, its list
+ * given back when it no longer fits), again until it fits; when no other
+ * class has any, the growing class itself is halved (its list cut to the
+ * new capacity, keeping the newest objects) until the cache is within the
+ * budget, and does not grow.  An overflowing list goes to central but for
+ * its newest min(cap / 4, 16) objects.  A refill receives a chain from
+ * central (a whole chain another thread gave back, or up to a batch from
+ * the spans); the list keeps max(cap, batch) objects of it and the rest
+ * goes back to central at once.  So a list is longer than its capacity
+ * only when that capacity is below a batch, and a cache holds at most its
+ * budget plus one batch.
  *
  *  - policy: one thread's every malloc and free is checked against a model
  *    of the above (caps, list lengths, cap_bytes, budget), through slow
- *    start, stealing, a long chain received from another thread;
+ *    start, stealing, a long chain received from another thread (cut, the
+ *    rest back in central), and the budget shrinking under a class at its
+ *    limit (every other class emptied first, then the class halved);
  *  - budget: threads that allocate and free a lot of every class keep at
  *    most their budget, measured while they are all alive: each list at
  *    most its capacity, cap_bytes <= budget;
@@ -28,8 +36,8 @@
  *    set_fastpath(true) restores lim = cap - 1.
  *
  * With the argument "chain-bound" or "budget-shrink" it runs one of two
- * scenarios where the allocator breaks the bounds above (known bugs,
- * registered as expected failures; see those functions). */
+ * scenarios that broke these bounds before refills cut long chains and a
+ * shrinking budget halved the growing class (see scenario()). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -106,7 +114,7 @@ static void snap(const hc_tcache_t *tc, tc_state_t *s) {
 }
 
 static struct {
-  int refills, grows, overflows, releases, steals, steal_releases, at_limit, over_budget;
+  int refills, grows, overflows, releases, steals, steal_releases, at_limit, over_budget, self_shrinks, cuts;
 } ev;
 
 static void model_set_cap(tc_state_t *m, unsigned c, uint32_t cap) {
@@ -115,14 +123,16 @@ static void model_set_cap(tc_state_t *m, unsigned c, uint32_t cap) {
   m->lim[c] = cap ? cap - 1 : 0;
 }
 
-/* grow_cap(): + a batch, within the limit and the budget (stealing). */
+/* grow_cap(): the budget refreshed; + a batch below the limit; over the
+ * budget, the biggest other class halved (its list given back if longer
+ * than the half) until it fits; if no other class has capacity left, the
+ * class itself halved (its list cut to the half) until within the budget,
+ * and no growth. */
 static void model_grow(tc_state_t *m, unsigned c) {
-  if (m->cap[c] >= cap_limit_model(c)) {
-    ev.at_limit++;
-    return;
-  }
-  size_t need = (size_t)hci_classes[c].batch * hci_classes[c].size;
   m->budget = budget_model();
+  size_t need = 0;
+  if (m->cap[c] < cap_limit_model(c)) need = (size_t)hci_classes[c].batch * hci_classes[c].size;
+  else ev.at_limit++;
   while (m->cap_bytes + need > m->budget) {
     unsigned best = 0;
     size_t best_bytes = 0;
@@ -132,15 +142,24 @@ static void model_grow(tc_state_t *m, unsigned c) {
     }
     if (!best) {
       ev.over_budget++;
-      return;
+      need = 0;
+      while (m->cap_bytes > m->budget && m->cap[c]) {
+        ev.self_shrinks++;
+        uint32_t half = m->cap[c] / 2;
+        if (m->len[c] > half) m->len[c] = half;
+        model_set_cap(m, c, half);
+      }
+      break;
     }
     ev.steals++;
     uint32_t half = m->cap[best] / 2;
     if (m->len[best] > half) m->len[best] = 0, ev.steal_releases++;
     model_set_cap(m, best, half);
   }
-  ev.grows++;
-  model_set_cap(m, c, m->cap[c] + hci_classes[c].batch);
+  if (need) {
+    ev.grows++;
+    model_set_cap(m, c, m->cap[c] + hci_classes[c].batch);
+  }
 }
 
 static void compare(const tc_state_t *want, const hc_tcache_t *tc, const char *op, size_t size) {
@@ -157,11 +176,28 @@ static void compare(const tc_state_t *want, const hc_tcache_t *tc, const char *o
         want->cap_bytes, want->budget);
 }
 
-static uint32_t last_chain; /* objects of the chain the last refill received */
+static uint32_t last_chain;    /* objects of the chain the last refill received */
+static uint32_t last_returned; /* of them, given back to central at once */
 
+/* Objects of class c outside central: in caches or in use. */
+static size_t outside_central(unsigned c) {
+  return hci_central[c].nspans * hci_classes[c].objs - hci_central_free_objects(c);
+}
+
+/* malloc(size) checked against the model.  Nothing else may use size's
+ * class meanwhile: a refill's chain is predicted from central's state (the
+ * top transfer slot's chain, else up to a batch from the spans, else a
+ * batch from a new span). */
 static void *t_malloc(size_t size) {
   hc_tcache_t *tc = hci_tc;
   unsigned c = hci_size_class(size);
+  const hc_central_t *ce = &hci_central[c];
+  uint32_t batch = hci_classes[c].batch;
+  uint32_t chain = ce->nchains                ? ce->slots[ce->nchains - 1].n
+                   : ce->free_objs             ? (ce->free_objs < batch ? (uint32_t)ce->free_objs : batch)
+                   : hci_classes[c].objs < batch ? hci_classes[c].objs
+                                                 : batch;
+  size_t outside0 = outside_central(c);
   tc_state_t m;
   snap(tc, &m);
   void *p = malloc(size);
@@ -169,11 +205,22 @@ static void *t_malloc(size_t size) {
   if (tc->is_static) return p; /* the first one makes the cache: checked by the caller */
   if (m.len[c] > 0) {
     m.len[c]--;
-  } else { /* refill: a chain from central, one object of it returned */
+  } else { /* refill: the chain becomes the list but for the object returned */
     ev.refills++;
+    m.len[c] = chain - 1;
     model_grow(&m, c);
-    last_chain = tc->lists[c].len + 1;
-    m.len[c] = tc->lists[c].len;
+    uint32_t keep = m.cap[c] > batch ? m.cap[c] : batch;
+    last_chain = chain;
+    last_returned = 0;
+    if (m.len[c] > keep) {
+      ev.cuts++;
+      last_returned = m.len[c] - keep;
+      m.len[c] = keep;
+    }
+    /* what the list does not keep is back in central, nothing lost or doubled */
+    CHECK(outside_central(c) == outside0 + 1 + tc->lists[c].len,
+          "malloc(%zu): refill: %zu objects of class %u outside central, want %zu + 1 + the list's %u", size,
+          outside_central(c), c, outside0, tc->lists[c].len);
   }
   compare(&m, tc, "malloc", size);
   check_caps(tc, "malloc", &(size_t){0});
@@ -194,7 +241,7 @@ static void t_free(void *p) {
     if (len >= m.cap[c]) {
       ev.overflows++;
       model_grow(&m, c);
-      len = m.len[c]; /* unchanged by a steal: stealing never takes from c */
+      len = m.len[c]; /* a shrinking budget may have halved c itself */
       if (len >= m.cap[c]) {
         ev.releases++;
         uint32_t keep = overflow_keep(m.cap[c]);
@@ -209,6 +256,134 @@ static void t_free(void *p) {
 
 #define NFOREIGN 1500
 static void *foreign[NFOREIGN]; /* 64-byte objects from the main thread */
+
+/* The budget shrinks under a class at its limit: 4 KiB objects fill their
+ * 1 MiB limit (within the 4 MiB budget), then SHRINK_THREADS threads make
+ * caches, so the budget falls to HC_TC_BUDGET_MIN.  The next refill of the
+ * class refreshes the budget and, the class being at its limit, needs no
+ * growth but is over the budget: every other class is halved down to 0
+ * first (the model checks the order), then the class itself, to 512 KiB.
+ * Every operation is checked against the model. */
+#define SHRINK_THREADS 70
+static pthread_barrier_t idle_barrier;
+static atomic_int spawn_go;
+static void *idle_thread(void *arg) {
+  (void)arg;
+  free(malloc(32)); /* a cache of its own */
+  pthread_barrier_wait(&idle_barrier);
+  pthread_barrier_wait(&idle_barrier);
+  return NULL;
+}
+
+/* Starts the idle threads when told, so that what pthread_create allocates
+ * goes through this thread's cache, not the one under test. */
+static void *spawner_thread(void *arg) {
+  (void)arg;
+  pthread_t t[SHRINK_THREADS];
+  while (!atomic_load(&spawn_go)) {
+  }
+  for (int i = 0; i < SHRINK_THREADS; i++) pthread_create(&t[i], NULL, idle_thread, NULL);
+  for (int i = 0; i < SHRINK_THREADS; i++) pthread_join(t[i], NULL);
+  return NULL;
+}
+
+/* Puts a chain of k objects of class c (taken from central itself, not
+ * through a cache) on top of c's transfer slots, for a refill to take. */
+static void push_chain(unsigned c, uint32_t k) {
+  static void *objs[64];
+  uint32_t n = 0;
+  while (n < k) {
+    hc_chain_t ch;
+    if (!hci_central_remove(c, 1, &ch)) break;
+    for (void *p = ch.head; p && n < 64; p = *(void **)p) objs[n++] = p;
+  }
+  CHECK(n >= k, "class %u: only %u objects from central", c, n);
+  if (n == 0) return;
+  for (uint32_t i = 0; i < n; i++) *(void **)objs[i] = i + 1 < n ? objs[i + 1] : NULL;
+  hc_chain_t ch = {objs[0], objs[n - 1], n};
+  uint32_t nchains = hci_central[c].nchains;
+  hci_central_insert(c, &ch);
+  CHECK(hci_central[c].nchains == nchains + 1 && hci_central[c].slots[nchains].n == n,
+        "class %u: a chain of %u not kept in a transfer slot", c, n);
+}
+
+/* A capacity below a batch, under the least budget: 256 KiB objects
+ * (batch 2) get capacity 2, a small class takes one of it (halving to 1);
+ * then a refill of a chain of 4 cannot grow (the other class gives up all
+ * it has, 256 KiB + a batch is still over the budget) nor needs to halve,
+ * so the class stays at capacity 1 and keeps a batch (2) of the chain: the
+ * cache holds its budget plus less than one batch. */
+static void below_batch(void) {
+  hc_tcache_t *tc = hci_tc;
+  unsigned big = hci_size_class(262144), small = hci_size_class(64);
+  uint32_t batch = hci_classes[big].batch;
+  CHECK(batch == 2 && budget_model() == HC_TC_BUDGET_MIN && 3 * hci_classes[big].size > HC_TC_BUDGET_MIN,
+        "class %u: batch %u, budget %zu: not what this test needs", big, batch, budget_model());
+  hci_central_drain(); /* room in the transfer slots */
+  push_chain(big, 4);
+  void *b1 = t_malloc(262144); /* capacity 2 (everything else given up), keeps 2 of 4 */
+  CHECK(tc->cap[big] == batch && tc->cap_bytes == (size_t)batch * 262144 && tc->lists[big].len == 2,
+        "256 KiB: capacity %u, list %u, cap_bytes %zu after the first refill", tc->cap[big], tc->lists[big].len,
+        tc->cap_bytes);
+  void *s1 = t_malloc(64); /* takes half of 256 KiB's capacity; its list goes back */
+  CHECK(tc->cap[big] == 1 && tc->lists[big].len == 0 && tc->cap[small] > 0,
+        "256 KiB: capacity %u, list %u; 64 B capacity %u: want 1, 0 and > 0", tc->cap[big], tc->lists[big].len,
+        tc->cap[small]);
+  push_chain(big, 4);
+  int cuts0 = ev.cuts;
+  void *b2 = t_malloc(262144); /* cannot grow: capacity 1, keeps a batch of the chain */
+  size_t excess = 0;
+  check_caps(tc, "after a refill below a batch", &excess);
+  CHECK(ev.cuts == cuts0 + 1 && tc->cap[big] == 1 && tc->lists[big].len == batch && tc->cap[small] == 0 &&
+            excess == (size_t)(batch - 1) * 262144,
+        "256 KiB: capacity %u, list %u (excess %zu bytes), 64 B capacity %u: want 1, %u (one object beyond), 0",
+        tc->cap[big], tc->lists[big].len, excess, tc->cap[small], batch);
+  CHECK(cache_bytes(tc) <= tc->budget + (size_t)batch * 262144, "cache holds %zu bytes, budget %zu + a batch %zu",
+        cache_bytes(tc), tc->budget, (size_t)batch * 262144);
+  printf("below a batch: 256 KiB capacity %u, list %u, cache holds %zu KB, budget %zu KB\n", tc->cap[big],
+         tc->lists[big].len, cache_bytes(tc) >> 10, tc->budget >> 10);
+  t_free(b2);
+  t_free(s1);
+  t_free(b1);
+  check_caps(tc, "after freeing below a batch", NULL);
+}
+
+static void shrink_phase(void **v) {
+  hc_tcache_t *tc = hci_tc;
+  const size_t size = 4096;
+  unsigned c = hci_size_class(size);
+  pthread_t spawner;
+  pthread_barrier_init(&idle_barrier, NULL, SHRINK_THREADS + 1);
+  pthread_create(&spawner, NULL, spawner_thread, NULL);
+  size_t n = cap_limit_model(c) + hci_classes[c].batch;
+  for (size_t i = 0; i < n; i++) v[i] = t_malloc(size);
+  for (size_t i = 0; i < n; i++) t_free(v[i]);
+  CHECK(tc->cap[c] == cap_limit_model(c), "4 KiB: capacity %u, want its limit %u", tc->cap[c], cap_limit_model(c));
+  size_t classes = 0;
+  for (unsigned k = 1; k < HC_NUM_CLASSES; k++) classes += k != c && tc->cap[k];
+  atomic_store(&spawn_go, 1);
+  pthread_barrier_wait(&idle_barrier); /* their caches exist: the budget is down */
+  CHECK(budget_model() == HC_TC_BUDGET_MIN, "budget %zu with %zu caches, want the minimum", budget_model(),
+        hci_tc_count());
+  size_t cap0 = tc->cap_bytes;
+  int self0 = ev.self_shrinks;
+  uint32_t len = tc->lists[c].len;
+  for (uint32_t i = 0; i <= len; i++) v[i] = t_malloc(size); /* empty the list, then one refill */
+  printf("budget shrink: capacity %zu KB in %zu classes + 4 KiB at its limit, budget %zu KB: capacity %zu KB, "
+         "4 KiB halved %d times to %u\n",
+         cap0 >> 10, classes, tc->budget >> 10, tc->cap_bytes >> 10, ev.self_shrinks - self0, tc->cap[c]);
+  CHECK(ev.self_shrinks > self0 && tc->cap_bytes <= tc->budget && tc->budget == HC_TC_BUDGET_MIN,
+        "the growing class was not halved under the shrunk budget: capacity %zu, budget %zu", tc->cap_bytes,
+        tc->budget);
+  for (unsigned k = 1; k < HC_NUM_CLASSES; k++)
+    if (k != c) CHECK(tc->cap[k] == 0, "class %u kept capacity %u while 4 KiB was halved", k, tc->cap[k]);
+  for (uint32_t i = 0; i <= len; i++) t_free(v[i]);
+  check_caps(tc, "after the budget shrank", NULL);
+  below_batch();
+  pthread_barrier_wait(&idle_barrier);
+  pthread_join(spawner, NULL);
+  pthread_barrier_destroy(&idle_barrier);
+}
 
 static void *policy_thread(void *arg) {
   (void)arg;
@@ -256,12 +431,14 @@ static void *policy_thread(void *arg) {
   CHECK(ev.steals > 0 && ev.steal_releases > 0 && ev.at_limit > 0, "the budget never made a class give way");
   CHECK(tc->cap_bytes > tc->budget / 2, "capacity %zu far below the budget %zu after filling it", tc->cap_bytes,
         tc->budget);
+  shrink_phase(v);
   return NULL;
 }
 
-/* A list beyond its capacity: a refill takes a whole chain another thread
- * gave back.  The cache then holds at most its budget plus that chain, and
- * the next free of the class hands the excess back. */
+/* A long chain from another thread: a refill takes the whole chain another
+ * thread gave back (its list at exit), keeps max(cap, batch) objects of it
+ * and gives the rest back to central at once, where it takes the slot the
+ * chain came from: the cache stays within its budget. */
 static void *giver_thread(void *arg) {
   size_t size = (size_t)(uintptr_t)arg;
   static void *v[2048];
@@ -280,26 +457,45 @@ static void *receiver_thread(void *arg) {
   pthread_create(&g, NULL, giver_thread, (void *)(uintptr_t)size);
   pthread_join(g, NULL);
   hc_central_t *ce = &hci_central[c];
-  uint32_t top = ce->nchains ? ce->slots[ce->nchains - 1].n : 0;
-  CHECK(top > (uint32_t)hci_classes[c].batch + 1, "no long chain in central after another thread freed 600 (%u)",
-        top);
+  uint32_t nchains = ce->nchains, top = nchains ? ce->slots[nchains - 1].n : 0;
+  uint32_t batch = hci_classes[c].batch;
+  CHECK(top > batch + 1, "no long chain in central after another thread freed 600 (%u)", top);
   CHECK(tc->cap[c] == 0, "class %u used before", c);
-  void *p = t_malloc(size);
-  size_t excess = 0;
-  check_caps(tc, "after receiving a chain", &excess);
-  CHECK(last_chain == top, "refill took a chain of %u, the transfer cache's top one has %u", last_chain, top);
-  CHECK(tc->lists[c].len == top - 1 && tc->lists[c].len > tc->cap[c],
-        "list of %u objects with capacity %u after receiving %u", tc->lists[c].len, tc->cap[c], top);
-  CHECK(cache_bytes(tc) <= tc->budget + (size_t)top * size, "cache holds %zu bytes: budget %zu + one chain %zu",
-        cache_bytes(tc), tc->budget, (size_t)top * size);
-  CHECK(excess == (size_t)(tc->lists[c].len - tc->cap[c]) * size, "excess %zu outside class %u", excess, c);
-  printf("received a chain of %u objects of %zu bytes: cache holds %zu KB, budget %zu KB\n", top, size,
-         cache_bytes(tc) >> 10, tc->budget >> 10);
-  t_free(p); /* at that length: the list goes back but for the newest objects */
+  int cuts0 = ev.cuts;
+  void *p = t_malloc(size); /* checked against the model: the chain cut to max(cap, batch) */
+  check_caps(tc, "after receiving a chain", NULL);
+  CHECK(last_chain == top && ev.cuts == cuts0 + 1 && tc->cap[c] == batch && tc->lists[c].len == batch &&
+            last_returned == top - 1 - batch,
+        "refill took a chain of %u (the top one has %u): list of %u objects, capacity %u, %u given back; want %u, "
+        "%u and %u",
+        last_chain, top, tc->lists[c].len, tc->cap[c], last_returned, batch, batch, top - 1 - batch);
+  CHECK(nchains && ce->nchains == nchains && ce->slots[nchains - 1].n == top - 1 - batch,
+        "central: %u chains (%u before), the top one of %u objects; want the rest (%u) where the chain was",
+        ce->nchains, nchains, ce->nchains ? ce->slots[ce->nchains - 1].n : 0, top - 1 - batch);
+  CHECK(cache_bytes(tc) <= tc->cap_bytes && tc->cap_bytes <= tc->budget,
+        "cache holds %zu bytes, capacity %zu, budget %zu after receiving a chain of %u", cache_bytes(tc),
+        tc->cap_bytes, tc->budget, top);
+  printf("received a chain of %u objects of %zu bytes: kept %u, gave %u back; cache holds %zu KB, budget %zu KB\n",
+         top, size, tc->lists[c].len, last_returned, cache_bytes(tc) >> 10, tc->budget >> 10);
+  t_free(p);
   check_caps(tc, "after the next free", NULL);
-  CHECK(tc->lists[c].len <= tc->cap[c] && cache_bytes(tc) <= tc->budget,
-        "list of %u objects, capacity %u after a free; cache holds %zu bytes, budget %zu", tc->lists[c].len,
-        tc->cap[c], cache_bytes(tc), tc->budget);
+  /* Again with a capacity above a batch: the list keeps its capacity. */
+  static void *w[4096];
+  uint32_t len = tc->lists[c].len;
+  for (uint32_t i = 0; i < len; i++) w[i] = t_malloc(size);
+  pthread_create(&g, NULL, giver_thread, (void *)(uintptr_t)size);
+  pthread_join(g, NULL);
+  nchains = ce->nchains;
+  top = nchains ? ce->slots[nchains - 1].n : 0;
+  w[len] = t_malloc(size);
+  CHECK(last_chain == top && tc->cap[c] > batch && tc->lists[c].len == tc->cap[c] &&
+            last_returned == top - 1 - tc->cap[c],
+        "second chain of %u (top %u): list of %u objects, capacity %u, %u given back; want the capacity kept",
+        last_chain, top, tc->lists[c].len, tc->cap[c], last_returned);
+  printf("received a chain of %u with capacity %u: kept %u, gave %u back\n", top, tc->cap[c], tc->lists[c].len,
+         last_returned);
+  for (uint32_t i = 0; i <= len; i++) t_free(w[i]);
+  check_caps(tc, "after freeing the second chain", NULL);
   return NULL;
 }
 
@@ -513,14 +709,15 @@ static void test_fastpath(void) {
   pthread_join(t2, NULL);
 }
 
-// ---- known bugs (expected failures) ----
+// ---- scenarios (each its own test: "chain-bound", "budget-shrink") ----
 
 /* "chain-bound": a thread that allocates one object of each of 11 classes
- * after another thread freed many of them receives 11 long chains (one per
- * refill, each kept whole because its list was empty) and holds them all:
- * far more than its budget plus one chain, until it frees in each class.
- * The bound actually enforced is budget + everything in the transfer slots
- * (HC_SLOT_BYTES_TOTAL_MAX). */
+ * after another thread freed many of them receives 11 long chains, one per
+ * refill.  Each list keeps max(cap, batch) objects and central gets the
+ * rest back (t_malloc checks both against the model), so the cache holds
+ * at most its budget plus one batch.  (Refills used to keep each chain
+ * whole: 11 chains of up to 2 MiB, far beyond the budget, until the thread
+ * freed in each class.) */
 static const size_t chain_sizes[] = {1024, 2048, 4096, 8192, 3072, 1536, 6144, 12288, 16384, 24576, 32768};
 #define N_CHAIN_SIZES (sizeof chain_sizes / sizeof chain_sizes[0])
 
@@ -538,28 +735,42 @@ static void *chain_giver(void *arg) {
 static void *chain_taker(void *arg) {
   (void)arg;
   void *p[N_CHAIN_SIZES];
-  size_t max_chain = 0;
+  size_t max_chain = 0, max_batch = 0, returned = 0;
+  free(malloc(16)); /* make the cache (16 B is none of the classes below) */
+  hc_tcache_t *tc = hci_tc;
   for (size_t k = 0; k < N_CHAIN_SIZES; k++) {
     unsigned c = hci_size_class(chain_sizes[k]);
-    p[k] = malloc(chain_sizes[k]);
-    size_t chain = (size_t)(hci_tc->lists[c].len + 1) * chain_sizes[k];
+    CHECK(tc->lists[c].len == 0, "class %u (%zu B) not empty before its refill", c, chain_sizes[k]);
+    p[k] = t_malloc(chain_sizes[k]); /* a refill: the model checks the cut */
+    size_t chain = (size_t)last_chain * chain_sizes[k], bb = (size_t)hci_classes[c].batch * chain_sizes[k];
     if (chain > max_chain) max_chain = chain;
+    if (bb > max_batch) max_batch = bb;
+    returned += (size_t)last_returned * chain_sizes[k];
   }
-  hc_tcache_t *tc = hci_tc;
-  printf("chain-bound: after one malloc in each of %zu classes the cache holds %zu KB: budget %zu KB, "
-         "largest chain received %zu KB, capacity %zu KB\n",
-         N_CHAIN_SIZES, cache_bytes(tc) >> 10, tc->budget >> 10, max_chain >> 10, tc->cap_bytes >> 10);
-  CHECK(cache_bytes(tc) <= tc->budget + max_chain, "cache holds %zu bytes > budget %zu + one chain %zu",
-        cache_bytes(tc), tc->budget, max_chain);
+  size_t excess = 0;
+  check_caps(tc, "after the refills", &excess);
+  printf("chain-bound: after one malloc in each of %zu classes the cache holds %zu KB (%zu KB beyond the "
+         "capacities): budget %zu KB, largest chain received %zu KB, %zu KB given back, capacity %zu KB\n",
+         N_CHAIN_SIZES, cache_bytes(tc) >> 10, excess >> 10, tc->budget >> 10, max_chain >> 10, returned >> 10,
+         tc->cap_bytes >> 10);
+  CHECK(cache_bytes(tc) + returned > tc->budget,
+        "the chains received (%zu bytes kept, %zu given back) would not have passed the budget %zu", cache_bytes(tc),
+        returned, tc->budget);
+  CHECK(excess <= max_batch && cache_bytes(tc) <= tc->budget + max_batch,
+        "cache holds %zu bytes (%zu beyond the capacities) > budget %zu + one batch %zu", cache_bytes(tc), excess,
+        tc->budget, max_batch);
   for (size_t k = 0; k < N_CHAIN_SIZES; k++) free(p[k]);
   return NULL;
 }
 
-/* "budget-shrink": a thread grows one class's capacity to ~1 MiB while few
- * caches live (budget 4 MiB); then 70 more threads make caches (budget
- * 512 KiB).  Its next refill lowers tc->budget, but stealing never takes
- * from the growing class itself and no other class has capacity, so
- * cap_bytes stays above the budget (and the list may fill up to it). */
+/* "budget-shrink": a thread grows one class's capacity to ~1 MiB (below
+ * its limit: the refill wants to grow it; shrink_phase() covers a class at
+ * its limit) while few caches live (budget 4 MiB); then 70 more threads
+ * make caches (budget 512 KiB).  Its next refill refreshes the budget and,
+ * no other class having capacity to give, halves the class itself (its
+ * list cut) until cap_bytes is within the budget; t_malloc checks every
+ * step against the model.  (Stealing used to take only from other classes, so cap_bytes
+ * stayed above the budget and the list could fill up to it.) */
 static pthread_barrier_t shrink_barrier;
 static atomic_int shrink_grown;
 static void *shrink_idle(void *arg) {
@@ -578,21 +789,30 @@ static void *shrink_worker(void *arg) {
   for (int i = 0; i < 120; i++) free(v[i]);
   hc_tcache_t *tc = hci_tc;
   size_t cap0 = tc->cap_bytes, budget0 = tc->budget;
+  CHECK(tc->cap[c] < cap_limit_model(c) && cap0 > HC_TC_BUDGET_MIN,
+        "4 KiB: capacity %u (limit %u), cap_bytes %zu: want below the limit, above the least budget", tc->cap[c],
+        cap_limit_model(c), cap0);
   atomic_store(&shrink_grown, 1);        /* main starts the other threads now */
   pthread_barrier_wait(&shrink_barrier); /* the other caches exist now */
   int n = (int)tc->lists[c].len + 1;     /* empty the list, then one refill */
-  for (int i = 0; i < n; i++) v[i] = malloc(4096);
+  int self0 = ev.self_shrinks;
+  for (int i = 0; i < n; i++) v[i] = t_malloc(4096);
   printf("budget-shrink: capacity %zu KB with budget %zu KB; with %zu caches: capacity %zu KB, budget %zu KB "
-         "(policy: %zu KB)\n",
-         cap0 >> 10, budget0 >> 10, hci_tc_count(), tc->cap_bytes >> 10, tc->budget >> 10, budget_model() >> 10);
+         "(policy: %zu KB), 4 KiB halved %d times\n",
+         cap0 >> 10, budget0 >> 10, hci_tc_count(), tc->cap_bytes >> 10, tc->budget >> 10, budget_model() >> 10,
+         ev.self_shrinks - self0);
+  CHECK(tc->budget == budget_model() && budget_model() < cap0, "budget %zu, want %zu (below the capacity %zu)",
+        tc->budget, budget_model(), cap0);
   CHECK(tc->cap_bytes <= tc->budget, "cap_bytes %zu over the budget %zu after the budget shrank", tc->cap_bytes,
         tc->budget);
-  for (int i = 0; i < n; i++) free(v[i]);
+  CHECK(ev.self_shrinks > self0, "the class over the budget was not halved");
+  for (int i = 0; i < n; i++) t_free(v[i]);
+  check_caps(tc, "after freeing under the shrunk budget", NULL);
   pthread_barrier_wait(&shrink_barrier);
   return NULL;
 }
 
-static int known_bug(const char *which) {
+static int scenario(const char *which) {
   atomic_store(&hci_sample_interval, 0);
   if (strcmp(which, "chain-bound") == 0) {
     pthread_t t;
@@ -625,7 +845,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   setvbuf(stderr, NULL, _IONBF, 0);
   printf("thread caches\n");
-  if (argc > 1) return known_bug(argv[1]);
+  if (argc > 1) return scenario(argv[1]);
   test_policy();
   test_exit_flush();
   test_fastpath();
