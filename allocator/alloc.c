@@ -251,9 +251,6 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
     if (s->state == HC_SPAN_FREE) double_free("free", p, ra);
     bad_pointer("free", p, ra, "not the start of a heapcheck object");
   }
-  if (hci_record_all && s->meta.stack_id == HC_STACK_NONE && !s->is_sampled) {
-    /* a record that was made and cleared: freed twice while in use? */
-  }
   if (s->is_sampled) HC_USDT_SAMPLE_FREE(s->start, s->req_size, s->meta.stack_id);
   if (s->is_sampled && hci_profile_note_free) hci_profile_note_free(s->req_size, s->weight);
   s->meta.stack_id = HC_STACK_NONE;
