@@ -31,6 +31,8 @@
 /* ---- page heap ---- */
 #define HC_PH_EXACT_LISTS 128                   /* free lists for runs of 1..128 pages */
 #define HC_HEAP_GROW_MIN ((size_t)2 << 20)      /* map at least 2 MiB from the OS at a time */
+#define HC_RELEASE_MIN ((size_t)64 << 20)       /* committed free memory kept before release starts... */
+#define HC_RELEASE_MAX ((size_t)64 << 20)       /* ...whatever the memory in use (page_heap.c) */
 
 /* ---- thread caches ---- */
 #define HC_TC_BUDGET_TOTAL ((size_t)32 << 20)   /* bytes held by all thread caches together */

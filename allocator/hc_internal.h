@@ -191,7 +191,7 @@ void hci_ph_set_class(hc_span_t *s, unsigned cls);
 /* Gives up to max_bytes of free committed pages back to the OS (0 = all). */
 size_t hci_ph_release(size_t max_bytes);
 /* Committed free bytes above which hci_ph_free releases (down to half of it):
- * in-use bytes / 8 clamped to [16 MiB, 64 MiB].  Takes the page-heap lock. */
+ * in-use bytes / 8 clamped to [HC_RELEASE_MIN, HC_RELEASE_MAX].  Takes the page-heap lock. */
 size_t hci_ph_release_threshold(void);
 
 /* ======================= central.c ======================= */

@@ -9,7 +9,9 @@
  *
  * Release policy (page_heap.c): hci_ph_free releases committed free memory
  * when it exceeds release_threshold() = in-use bytes / 8 clamped to
- * [16 MiB, 64 MiB], down to half of the threshold.  Every free here goes
+ * [HC_RELEASE_MIN, HC_RELEASE_MAX] (hc_config.h; both 64 MiB now), down to
+ * half of the threshold.  The parts below take their sizes from these
+ * constants, so the boundaries they check move with them.  Every free here goes
  * through free_checked(), which predicts from the state before the free
  * whether a release must happen and checks the outcome (release_calls,
  * committed and released page counts, and without a release the exact free
@@ -49,10 +51,11 @@ static hc_pageheap_t *const ph = &hci_pageheap;
 
 #define MiB ((size_t)1 << 20)
 
-/* The threshold as the policy defines it, independently of page_heap.c. */
+/* The threshold as the policy defines it, independently of page_heap.c
+ * (only the clamps come from hc_config.h). */
 static size_t threshold_formula(size_t inuse) {
   size_t t = inuse / 8;
-  return t < 16 * MiB ? 16 * MiB : t > 64 * MiB ? 64 * MiB : t;
+  return t < HC_RELEASE_MIN ? HC_RELEASE_MIN : t > HC_RELEASE_MAX ? HC_RELEASE_MAX : t;
 }
 
 static void check_threshold(const char *where) {
@@ -260,7 +263,9 @@ static void check_span(hc_span_t *s, size_t npages, const char *what) {
 
 static size_t resident_pages(uintptr_t start, size_t len) {
   size_t sys = (size_t)sysconf(_SC_PAGESIZE);
-  static unsigned char vec[1 << 16]; /* not malloc'ed: allocating here would move the page heap */
+  /* not malloc'ed: allocating here would move the page heap.  Room for
+   * runs of HC_RELEASE_MIN bytes (test_release) well past 64 MiB. */
+  static unsigned char vec[1 << 20];
   size_t n = len / sys, res = 0;
   if (n > sizeof vec || mincore((void *)start, len, vec) != 0) {
     perror("mincore");
@@ -484,10 +489,10 @@ static void test_release(void) {
   hci_ph_release(0);
   CHECK(ph->free_pages == 0, "committed free pages left after release(0): %zu", ph->free_pages);
   check_threshold("small heap");
-  CHECK(hci_ph_release_threshold() == 16 * MiB, "threshold %zu with %zu bytes in use, want 16 MiB",
-        hci_ph_release_threshold(), ph->inuse_bytes);
+  CHECK(hci_ph_release_threshold() == HC_RELEASE_MIN, "threshold %zu with %zu bytes in use, want HC_RELEASE_MIN %zu",
+        hci_ph_release_threshold(), ph->inuse_bytes, HC_RELEASE_MIN);
 
-  /* 4 MiB freed (<= the 16 MiB threshold): it stays committed. */
+  /* 4 MiB freed (below the threshold, HC_RELEASE_MIN): it stays committed. */
   hc_span_t *s = alloc_isolated(npages, fill, &nfill, MAXFILL);
   check_span(s, npages, "release span");
   if (!s) return;
@@ -495,7 +500,7 @@ static void test_release(void) {
   memset((void *)start, 0xa5, len);
   CHECK(resident_pages(start, len) == len / sys, "touched span not resident: %zu of %zu", resident_pages(start, len),
         len / sys);
-  CHECK(!free_checked(s, "4 MiB, isolated"), "freeing 4 MiB released memory (threshold 16 MiB)");
+  CHECK(!free_checked(s, "4 MiB, isolated"), "freeing 4 MiB released memory (threshold %zu MiB)", HC_RELEASE_MIN >> 20);
   CHECK(resident_pages(start, len) == len / sys, "freed committed span not resident: %zu of %zu",
         resident_pages(start, len), len / sys);
   check_accounting("before release");
@@ -549,30 +554,37 @@ static void test_release(void) {
   }
   hci_ph_release(0);
 
-  /* Automatic release at a free.  16 MiB freed with nothing else committed
-   * is exactly the threshold: kept.  One more page passes it: the page heap
-   * releases down to 8 MiB, longest runs first, so the 16 MiB run goes
-   * (its pages are no longer resident), and reusing it gives zeroed pages
-   * marked is_zeroed. */
-  const size_t tp = (16 * MiB) / HC_PAGE_SIZE;
+  /* Automatic release at a free.  With this little in use the threshold is
+   * HC_RELEASE_MIN (an eighth of what is in use stays below it even with
+   * the run below allocated).  HC_RELEASE_MIN bytes freed with nothing else
+   * committed is exactly the threshold: kept.  One more page passes it: the
+   * page heap releases down to half the threshold, longest runs first, so
+   * the big run goes (its pages are no longer resident), and reusing it
+   * gives zeroed pages marked is_zeroed. */
+  const size_t tb = HC_RELEASE_MIN, tp = tb / HC_PAGE_SIZE;
   hc_span_t *a = alloc_isolated(tp, fill, &nfill, MAXFILL);
   hc_span_t *one = alloc_isolated(1, fill, &nfill, MAXFILL);
-  check_span(a, tp, "16 MiB");
+  check_span(a, tp, "threshold-sized run");
   check_span(one, 1, "one page");
   if (a && one) {
     uintptr_t as = a->start;
-    memset((void *)as, 0x77, 16 * MiB);
+    memset((void *)as, 0x77, tb);
     memset((void *)one->start, 0x77, HC_PAGE_SIZE);
-    CHECK(hci_ph_release_threshold() == 16 * MiB, "threshold %zu, want 16 MiB for this part",
-          hci_ph_release_threshold());
-    CHECK(!free_checked(a, "16 MiB = threshold"), "16 MiB of committed free memory (= threshold) was released");
+    CHECK(ph->free_pages == 0, "%zu committed free pages before this part, want none", ph->free_pages);
+    CHECK(threshold_formula(ph->inuse_bytes - tb) == tb && threshold_formula(ph->inuse_bytes - tb - HC_PAGE_SIZE) == tb,
+          "threshold after the frees would not be HC_RELEASE_MIN (%zu bytes in use)", ph->inuse_bytes);
+    CHECK(!free_checked(a, "HC_RELEASE_MIN = threshold"),
+          "%zu MiB of committed free memory (= threshold) was released", tb >> 20);
     CHECK(ph->free_pages == tp, "committed free pages %zu, want %zu", ph->free_pages, tp);
-    CHECK(resident_pages(as, 16 * MiB) == 16 * MiB / sys, "16 MiB freed, not resident before any release");
-    CHECK(free_checked(one, "threshold + 1 page"), "16 MiB + 1 page of committed free memory not released");
-    CHECK(resident_pages(as, 16 * MiB) == 0, "%zu pages of the released 16 MiB run still resident",
-          resident_pages(as, 16 * MiB));
+    CHECK(hci_ph_release_threshold() == tb, "threshold %zu, want HC_RELEASE_MIN %zu", hci_ph_release_threshold(), tb);
+    CHECK(resident_pages(as, tb) == tb / sys, "%zu MiB freed, not resident before any release", tb >> 20);
+    CHECK(free_checked(one, "threshold + 1 page"), "%zu MiB + 1 page of committed free memory not released",
+          tb >> 20);
+    CHECK(ph->free_pages == 1, "%zu committed free pages after the release, want the one page", ph->free_pages);
+    CHECK(resident_pages(as, tb) == 0, "%zu pages of the released %zu MiB run still resident", resident_pages(as, tb),
+          tb >> 20);
     hc_span_t *r = hci_pagemap_span(as);
-    CHECK(r && r->state == HC_SPAN_FREE && r->is_released, "16 MiB run not marked released");
+    CHECK(r && r->state == HC_SPAN_FREE && r->is_released, "%zu MiB run not marked released", tb >> 20);
     hc_span_t *z = alloc_checked(tp, 0, "reuse of released pages");
     check_span(z, tp, "reuse of released pages");
     if (z) {
@@ -604,14 +616,16 @@ static void test_release(void) {
   check_accounting("after the fillers");
 }
 
-/* The page heap releases by itself when much committed memory is free. */
+/* The page heap releases by itself when much committed memory is free:
+ * 2.5 x HC_RELEASE_MAX (the highest threshold) in 4 MiB spans, touched. */
 static void test_auto_release(void) {
-  enum { N = 40 };
+  enum { N = (int)(HC_RELEASE_MAX * 5 / 2 / ((size_t)4 << 20)) };
+  const size_t total = (size_t)N * 4 * MiB;
   hc_span_t *v[N];
   uintptr_t starts[N];
   int releases = 0;
   size_t sys = (size_t)sysconf(_SC_PAGESIZE);
-  for (int i = 0; i < N; i++) { /* 40 x 4 MiB = 160 MiB touched */
+  for (int i = 0; i < N; i++) { /* N x 4 MiB touched */
     v[i] = alloc_checked(512, 0, "auto release");
     starts[i] = v[i] ? v[i]->start : 0;
     if (v[i]) memset((void *)v[i]->start, 3, 512 * HC_PAGE_SIZE);
@@ -619,50 +633,67 @@ static void test_auto_release(void) {
   for (int i = 0; i < N; i++)
     if (v[i]) releases += free_checked(v[i], "auto release");
   size_t committed = ph->free_pages * HC_PAGE_SIZE;
-  CHECK(releases > 0, "freeing 160 MiB never released memory");
-  CHECK(committed <= hci_ph_release_threshold(), "%zu MiB of committed free pages kept after freeing 160 MiB",
-        committed >> 20);
+  CHECK(releases > 0, "freeing %zu MiB never released memory", total >> 20);
+  CHECK(committed <= hci_ph_release_threshold(), "%zu MiB of committed free pages kept after freeing %zu MiB",
+        committed >> 20, total >> 20);
   /* what the page heap says is released is no longer resident */
   size_t res = 0;
   for (int i = 0; i < N; i++)
     if (starts[i]) res += resident_pages(starts[i], 512 * HC_PAGE_SIZE);
-  CHECK(res * sys <= committed, "%zu KB of the freed 160 MiB resident, only %zu KB committed", res * sys >> 10,
-        committed >> 10);
+  CHECK(res * sys <= committed, "%zu KB of the freed %zu MiB resident, only %zu KB committed", res * sys >> 10,
+        total >> 20, committed >> 10);
   check_accounting("after auto release");
 }
 
-/* The threshold follows the memory in use between its clamps, and at the
- * 64 MiB clamp committed free memory is kept up to exactly 64 MiB.  The
- * spans are not touched: the page heap counts pages, not residency. */
+/* The threshold follows the memory in use between its clamps (when
+ * HC_RELEASE_MIN < HC_RELEASE_MAX; now they are equal, and the formula check
+ * says the threshold stays there), and at the HC_RELEASE_MAX clamp
+ * committed free memory is kept up to exactly HC_RELEASE_MAX.  The spans
+ * are not touched: the page heap counts pages, not residency. */
 static void test_threshold(void) {
+  const size_t mid = (HC_RELEASE_MIN + HC_RELEASE_MAX) / 2; /* between the clamps */
+  const size_t in1 = 8 * mid, in2 = 9 * HC_RELEASE_MAX - in1; /* in use: 8 x mid, then 9 x max */
   hci_ph_release(0);
   check_threshold("start");
-  hc_span_t *h1 = alloc_checked((200 * MiB) / HC_PAGE_SIZE, 0, "200 MiB");
-  CHECK(h1 != NULL, "200 MiB span");
-  check_threshold("200 MiB in use");
+  CHECK(hci_ph_release_threshold() == HC_RELEASE_MIN, "threshold %zu MiB with %zu KiB in use, want HC_RELEASE_MIN",
+        hci_ph_release_threshold() >> 20, ph->inuse_bytes >> 10);
+  hc_span_t *h1 = alloc_checked(in1 / HC_PAGE_SIZE, 0, "8 x mid");
+  CHECK(h1 != NULL, "%zu MiB span", in1 >> 20);
+  check_threshold("8 x mid in use");
   size_t t = hci_ph_release_threshold();
-  CHECK(t > 16 * MiB && t < 64 * MiB, "threshold %zu MiB with %zu MiB in use, want in use / 8", t >> 20,
-        ph->inuse_bytes >> 20);
-  hc_span_t *h2 = alloc_checked((400 * MiB) / HC_PAGE_SIZE, 0, "400 MiB");
-  CHECK(h2 != NULL, "400 MiB span");
-  check_threshold("600 MiB in use");
-  CHECK(hci_ph_release_threshold() == 64 * MiB, "threshold %zu MiB with %zu MiB in use, want 64 MiB",
+  if (HC_RELEASE_MIN < HC_RELEASE_MAX)
+    CHECK(t > HC_RELEASE_MIN && t < HC_RELEASE_MAX, "threshold %zu MiB with %zu MiB in use, want in use / 8",
+          t >> 20, ph->inuse_bytes >> 20);
+  else
+    CHECK(t == HC_RELEASE_MIN, "threshold %zu MiB with %zu MiB in use, want the clamp %zu MiB", t >> 20,
+          ph->inuse_bytes >> 20, HC_RELEASE_MIN >> 20);
+  hc_span_t *h2 = alloc_checked(in2 / HC_PAGE_SIZE, 0, "up to 9 x max");
+  CHECK(h2 != NULL, "%zu MiB span", in2 >> 20);
+  check_threshold("9 x max in use");
+  CHECK(hci_ph_release_threshold() == HC_RELEASE_MAX, "threshold %zu MiB with %zu MiB in use, want HC_RELEASE_MAX",
         hci_ph_release_threshold() >> 20, ph->inuse_bytes >> 20);
+  /* N - 1 spans of a quarter of the threshold fill it exactly; in use stays
+   * above 8 x HC_RELEASE_MAX, so the threshold does not move meanwhile. */
   enum { N = 5 };
+  const size_t q = HC_RELEASE_MAX / 4;
   hc_span_t *v[N];
-  for (int i = 0; i < N; i++) v[i] = alloc_isolated((16 * MiB) / HC_PAGE_SIZE, fill, &nfill, MAXFILL);
+  for (int i = 0; i < N; i++) v[i] = alloc_isolated(q / HC_PAGE_SIZE, fill, &nfill, MAXFILL);
+  CHECK(ph->free_pages == 0, "%zu committed free pages before the frees, want none", ph->free_pages);
   uint64_t calls0 = ph->release_calls;
   for (int i = 0; i < N - 1; i++)
-    if (v[i]) CHECK(!free_checked(v[i], "up to 64 MiB"), "released with %zu MiB committed free (threshold 64 MiB)",
-                    (ph->free_pages * HC_PAGE_SIZE) >> 20);
-  CHECK(ph->free_pages * HC_PAGE_SIZE == 64 * MiB && ph->release_calls == calls0,
-        "%zu MiB committed free, %llu releases: want 64 MiB kept", (ph->free_pages * HC_PAGE_SIZE) >> 20,
-        (unsigned long long)(ph->release_calls - calls0));
-  if (v[N - 1]) CHECK(free_checked(v[N - 1], "past 64 MiB"), "80 MiB of committed free memory not released");
-  CHECK(ph->free_pages * HC_PAGE_SIZE <= 32 * MiB, "%zu MiB committed free after the release, want <= 32",
-        (ph->free_pages * HC_PAGE_SIZE) >> 20);
-  if (h2) free_checked(h2, "400 MiB");
-  if (h1) free_checked(h1, "200 MiB");
+    if (v[i])
+      CHECK(!free_checked(v[i], "up to HC_RELEASE_MAX"), "released with %zu MiB committed free (threshold %zu MiB)",
+            (ph->free_pages * HC_PAGE_SIZE) >> 20, HC_RELEASE_MAX >> 20);
+  CHECK(ph->free_pages * HC_PAGE_SIZE == HC_RELEASE_MAX && ph->release_calls == calls0,
+        "%zu MiB committed free, %llu releases: want %zu MiB kept", (ph->free_pages * HC_PAGE_SIZE) >> 20,
+        (unsigned long long)(ph->release_calls - calls0), HC_RELEASE_MAX >> 20);
+  if (v[N - 1])
+    CHECK(free_checked(v[N - 1], "past HC_RELEASE_MAX"), "%zu MiB of committed free memory not released",
+          (N * q) >> 20);
+  CHECK(ph->free_pages * HC_PAGE_SIZE <= HC_RELEASE_MAX / 2, "%zu MiB committed free after the release, want <= %zu",
+        (ph->free_pages * HC_PAGE_SIZE) >> 20, HC_RELEASE_MAX / 2 >> 20);
+  if (h2) free_checked(h2, "up to 9 x max");
+  if (h1) free_checked(h1, "8 x mid");
   for (int i = 0; i < nfill; i++) free_checked(fill[i], "fillers");
   nfill = 0;
   check_threshold("end");
@@ -672,7 +703,8 @@ static void test_threshold(void) {
 /* Scenario "hysteresis" (run with that argument): a program that
  * allocates, touches and frees an 8 MiB block in a loop beside a big
  * released run (here 64 MiB freed earlier) never has more than 8 MiB of
- * committed free memory (threshold 16 MiB), so no free may release and
+ * committed free memory (threshold >= HC_RELEASE_MIN, 64 MiB), so no free
+ * may release and
  * every reuse finds its pages resident.  When a freed span merged with a
  * released neighbour into a run counted as committed as a whole (the rule
  * before same-state merging), every free passed the threshold, released
@@ -684,8 +716,8 @@ static int hysteresis(void) {
   CHECK(b != NULL, "64 MiB span");
   if (!b) return 1;
   uintptr_t lo = b->start, hi = b->start + big * HC_PAGE_SIZE;
-  hci_ph_free(b); /* 64 MiB > threshold: released */
-  hci_ph_release(0);
+  hci_ph_free(b);
+  hci_ph_release(0); /* the 64 MiB run is released whatever the threshold */
   int releases = 0, faulted = 0;
   for (int i = 0; i < 10; i++) {
     hc_span_t *s = hci_ph_alloc(n);

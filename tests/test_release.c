@@ -5,13 +5,13 @@
  *  (a) without malloc_trim, what stays resident is bounded by the policies:
  *      transfer slots <= HC_SLOT_BYTES_TOTAL_MAX (16 MiB), thread caches <=
  *      their budget (<= HC_TC_BUDGET_MAX, 4 MiB, each), committed free
- *      pages in the page heap <= its release threshold (<= 64 MiB), plus
- *      the spans the cached objects keep alive (each cached object can keep
- *      its whole span: span size / object size times the cached bytes, and
- *      one all-free span per class that central keeps).  Each part is
- *      checked from the allocator's own counters, and the RSS against the
- *      sum of the bounds (plus the metadata mapped meanwhile) and against
- *      the measured parts;
+ *      pages in the page heap <= its release threshold (<= HC_RELEASE_MAX,
+ *      hc_config.h), plus the spans the cached objects keep alive (each
+ *      cached object can keep its whole span: span size / object size times
+ *      the cached bytes, and one all-free span per class that central
+ *      keeps).  Each part is checked from the allocator's own counters,
+ *      and the RSS against the sum of the bounds (plus the metadata mapped
+ *      meanwhile) and against the measured parts;
  *  (b) after malloc_trim(0) (thread cache flushed, central drained, every
  *      free page released) RSS must fall below 40 MB.
  * Then the same memory is allocated again (it must be reusable, and zero
@@ -140,7 +140,7 @@ static size_t check_after_free(size_t rss_start, size_t meta_start, size_t rss_n
   size_t ncaches = st.thread_caches ? st.thread_caches : 1;
   size_t cached_max = HC_SLOT_BYTES_TOTAL_MAX + ncaches * HC_TC_BUDGET_MAX;
   size_t spans_max = cached_max * ratio_x100 / 100 + all_free_spans;
-  size_t committed_max = (size_t)64 << 20;
+  size_t committed_max = HC_RELEASE_MAX; /* the highest release threshold */
   /* the parts, from the allocator's counters */
   size_t slots = hci_central_slot_bytes(), spans = 0;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) spans += hci_central[c].nspans * hci_classes[c].pages * HC_PAGE_SIZE;
