@@ -37,7 +37,7 @@
 /* ---- thread caches ---- */
 #define HC_TC_BUDGET_TOTAL ((size_t)32 << 20)   /* bytes held by all thread caches together */
 #define HC_TC_BUDGET_MIN ((size_t)512 << 10)    /* the least one thread cache may hold */
-#define HC_TC_BUDGET_MAX ((size_t)4 << 20)      /* the most one thread cache may hold */
+#define HC_TC_BUDGET_MAX ((size_t)2 << 20)      /* the most one thread cache may hold */
 
 /* ---- central transfer caches (chains kept whole between threads) ---- */
 #define HC_SLOT_BYTES_CLASS_MAX ((size_t)4 << 20)  /* per size class */

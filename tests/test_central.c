@@ -628,8 +628,16 @@ int main(void) {
       fresh++;
     }
   CHECK(fresh > 80, "only %d classes untouched at start", fresh);
-  slots_overflow(hci_size_class(36864));
-  slots_overflow(hci_size_class(49152));
+  /* Two classes with one object per span whose HC_TRANSFER_SLOTS + 6
+   * one-object chains stay under the class byte bound (largest first). */
+  int picked = 0;
+  for (unsigned c = HC_NUM_CLASSES - 1; c >= 1 && picked < 2; c--)
+    if (hci_classes[c].objs == 1 &&
+        (size_t)(HC_TRANSFER_SLOTS + 6) * hci_classes[c].size <= HC_SLOT_BYTES_CLASS_MAX) {
+      slots_overflow(c);
+      picked++;
+    }
+  CHECK(picked == 2, "only %d classes fit the slot-overflow test", picked);
   class_bound(HC_NUM_CLASSES - 1);       /* 256 KiB, one object per span */
   class_bound(hci_size_class(2048));     /* 2 KiB, 8 objects per span */
   total_bound();
