@@ -21,19 +21,10 @@ hc_central_t hci_central[HC_NUM_CLASSES];
 static _Atomic size_t slot_bytes_total;
 
 
+/* The sentinels are zero until first use (no init run is needed before the
+ * first malloc). */
 static void span_list_init(hc_span_t *h) {
-  if (!h->next) h->next = h->prev = h;
-}
-static void span_list_remove(hc_span_t *s) {
-  s->prev->next = s->next;
-  s->next->prev = s->prev;
-  s->next = s->prev = NULL;
-}
-static void span_list_push(hc_span_t *h, hc_span_t *s) {
-  s->next = h->next;
-  s->prev = h;
-  h->next->prev = s;
-  h->next = s;
+  if (!h->next) hci_span_list_init(h);
 }
 
 /* requires: lock.  Takes up to n objects out of spans into *out. */
@@ -61,7 +52,7 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_
       s->allocated++;
       got++;
     }
-    if (!s->freelist && s->carved == ci->objs) span_list_remove(s); /* full */
+    if (!s->freelist && s->carved == ci->objs) hci_span_list_remove(s); /* full */
   }
   c->free_objs -= got;
   out->head = head;
@@ -115,7 +106,7 @@ bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out) {
   hc_span_t *s = new_span(cls);
   if (!s) return false;
   hci_lock(&c->lock);
-  span_list_push(&c->spans, s);
+  hci_span_list_push(&c->spans, s);
   c->nspans++;
   c->span_allocs++;
   c->free_objs += hci_classes[cls].objs;
@@ -140,16 +131,16 @@ static void return_to_span(hc_central_t *c, unsigned cls, void *p, hc_span_t **e
      * would otherwise give a span back and take a new one over and over. */
     if (!c->kept_empty) {
       c->kept_empty = s;
-      if (was_full) span_list_push(&c->spans, s);
+      if (was_full) hci_span_list_push(&c->spans, s);
       return;
     }
-    if (!was_full) span_list_remove(s);
+    if (!was_full) hci_span_list_remove(s);
     c->free_objs -= ci->objs;
     c->nspans--;
     s->next = *empty; /* reuse the link: the span is off every list now */
     *empty = s;
   } else if (was_full) {
-    span_list_push(&c->spans, s);
+    hci_span_list_push(&c->spans, s);
   }
 }
 
@@ -221,7 +212,7 @@ void hci_central_drain(void) {
     for (hc_span_t *sp = c->spans.next; sp != &c->spans;) {
       hc_span_t *next = sp->next;
       if (sp->allocated == 0) {
-        span_list_remove(sp);
+        hci_span_list_remove(sp);
         c->free_objs -= hci_classes[cls].objs;
         c->nspans--;
         sp->next = empty;

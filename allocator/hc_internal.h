@@ -175,6 +175,23 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
 /* Make sure leaves exist for the range (called when the heap grows). */
 bool hci_pagemap_ensure(uintptr_t first_page, size_t n);
 
+/* ======================= span lists (page_heap.c, central.c) ======================= */
+/* Circular doubly linked lists of spans through next/prev, with a sentinel.
+ * The caller holds the lock that guards the list. */
+static inline void hci_span_list_init(hc_span_t *h) { h->next = h->prev = h; }
+static inline bool hci_span_list_empty(const hc_span_t *h) { return h->next == h; }
+static inline void hci_span_list_remove(hc_span_t *s) {
+  s->prev->next = s->next;
+  s->next->prev = s->prev;
+  s->next = s->prev = NULL;
+}
+static inline void hci_span_list_push(hc_span_t *h, hc_span_t *s) {
+  s->next = h->next;
+  s->prev = h;
+  h->next->prev = s;
+  h->next = s;
+}
+
 /* ======================= page_heap.c ======================= */
 extern hc_pageheap_t hci_pageheap;
 /* A span of npages pages in state LARGE with no class (caller sets fields and

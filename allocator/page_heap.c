@@ -27,24 +27,11 @@ hc_pageheap_t hci_pageheap;
 
 static hc_pageheap_t *const ph = &hci_pageheap;
 
-static void list_init(hc_span_t *h) { h->next = h->prev = h; }
-static bool list_empty(const hc_span_t *h) { return h->next == h; }
-static void list_remove(hc_span_t *s) {
-  s->prev->next = s->next;
-  s->next->prev = s->prev;
-  s->next = s->prev = NULL;
-}
-static void list_push(hc_span_t *h, hc_span_t *s) {
-  s->next = h->next;
-  s->prev = h;
-  h->next->prev = s;
-  h->next = s;
-}
 
 static void ensure_lists(void) {
   if (ph->large.next) return;
-  for (size_t i = 0; i <= HC_PH_EXACT_LISTS; i++) list_init(&ph->exact[i]);
-  list_init(&ph->large);
+  for (size_t i = 0; i <= HC_PH_EXACT_LISTS; i++) hci_span_list_init(&ph->exact[i]);
+  hci_span_list_init(&ph->large);
 }
 
 static hc_span_t *list_for(size_t npages) {
@@ -57,11 +44,11 @@ static void put_free(hc_span_t *s) {
   s->cls = 0;
   if (s->is_released) ph->released_pages += s->npages;
   else ph->free_pages += s->npages;
-  list_push(list_for(s->npages), s);
+  hci_span_list_push(list_for(s->npages), s);
 }
 
 static void take_free(hc_span_t *s) {
-  list_remove(s);
+  hci_span_list_remove(s);
   if (s->is_released) ph->released_pages -= s->npages;
   else ph->free_pages -= s->npages;
 }
@@ -69,7 +56,7 @@ static void take_free(hc_span_t *s) {
 /* requires: lock.  Smallest free span of at least n pages, or NULL. */
 static hc_span_t *find_fit(size_t n) {
   for (size_t i = n; i <= HC_PH_EXACT_LISTS; i++)
-    if (!list_empty(&ph->exact[i])) {
+    if (!hci_span_list_empty(&ph->exact[i])) {
       /* Prefer committed spans: reusing them costs no page faults. */
       hc_span_t *h = &ph->exact[i], *best = h->next;
       for (hc_span_t *s = h->next; s != h; s = s->next)
@@ -178,7 +165,7 @@ hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align) {
   /* s is off the lists; account it as free again so carve() can take it. */
   if (s->is_released) ph->released_pages += s->npages;
   else ph->free_pages += s->npages;
-  list_push(list_for(s->npages), s);
+  hci_span_list_push(list_for(s->npages), s);
   s = carve(s, npages);
   hci_unlock(&ph->lock);
   return s;
