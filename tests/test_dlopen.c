@@ -26,16 +26,7 @@
 int hc_test_ctor_count; /* incremented by the module's constructor and destructor */
 int hc_test_dtor_count;
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      failures++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fputc('\n', stderr);                                                \
-    }                                                                     \
-  } while (0)
+#include "hc_check.h"
 
 static atomic_int stop;
 static atomic_long allocs;

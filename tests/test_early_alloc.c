@@ -26,16 +26,7 @@ extern int early_lib_ctor_step;
 int hc_test_ctor_count; /* incremented by early_ctor_lib's constructor */
 int hc_test_dtor_count;
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      failures++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fputc('\n', stderr);                                                \
-    }                                                                     \
-  } while (0)
+#include "hc_check.h"
 
 static unsigned char *exe_block;
 static int exe_ctor_ran;

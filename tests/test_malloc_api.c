@@ -33,16 +33,7 @@ extern void *__libc_valloc(size_t size);
 extern void *__libc_pvalloc(size_t size);
 extern int __posix_memalign(void **out, size_t align, size_t size);
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      failures++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fputc('\n', stderr);                                                \
-    }                                                                     \
-  } while (0)
+#include "hc_check.h"
 
 /* Hide values from the compiler: glibc declares memalign and aligned_alloc
  * with alloc_align, which would let it fold our alignment checks to true,

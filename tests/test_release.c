@@ -36,16 +36,7 @@
 #define N_BIG 250              /* 250 x 1 MiB */
 #define N_MED 4000             /* 4000 x 64 KiB = 250 MiB */
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      failures++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fputc('\n', stderr);                                                \
-    }                                                                     \
-  } while (0)
+#include "hc_check.h"
 
 static size_t rss(void) {
   FILE *f = fopen("/proc/self/statm", "r");

@@ -19,16 +19,7 @@
 #include "hc_internal.h"
 #include "heapcheck.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      failures++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fputc('\n', stderr);                                                \
-    }                                                                     \
-  } while (0)
+#include "hc_check.h"
 
 /* Bytes of small spans that hold no object (pages * 8192 - objs * size). */
 static size_t span_tails(void) {

@@ -19,16 +19,7 @@
 #define TOTAL_THREADS 2000
 #define HANDOFF 64
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      failures++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fputc('\n', stderr);                                                \
-    }                                                                     \
-  } while (0)
+#include "hc_check.h"
 
 /* Blocks handed from one wave to the next (freed by another thread). */
 static _Atomic(char *) handoff[HANDOFF];
