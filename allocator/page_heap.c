@@ -96,29 +96,48 @@ static bool grow(size_t n, size_t align) {
   return true;
 }
 
-/* requires: lock; s free and off the lists.  Cuts s to n pages, the rest
- * (same released state) goes back on a free list. */
-static void trim_tail(hc_span_t *s, size_t n) {
-  if (s->npages == n) return;
-  hc_span_t *t = hci_span_new();
-  if (!t) return; /* keep the whole span: wasteful but correct */
-  t->start = s->start + (n << HC_PAGE_SHIFT);
-  t->npages = s->npages - n;
-  t->is_released = s->is_released;
-  s->npages = n;
-  hci_pagemap_set(t->start >> HC_PAGE_SHIFT, t->npages, t, 0);
-  put_free(t);
-}
-
-static hc_span_t *carve(hc_span_t *s, size_t n) {
+/* requires: lock; s free and on a list.  Returns an in-use span for the n
+ * pages at page offset k of s; the k pages before it and whatever follows
+ * stay free.  The part after keeps s's struct, whose pages already map to
+ * it, so the cost is O(k + n) pagemap writes, not O(s->npages): relabelling
+ * the rest of a 64 MiB run on every one-page allocation made each sampled
+ * object cost microseconds and serialised threads on the page-heap lock. */
+static hc_span_t *carve_at(hc_span_t *s, size_t k, size_t n) {
   take_free(s);
-  trim_tail(s, n);
-  s->is_zeroed = s->is_released; /* released pages fault back in as zeros */
-  s->is_released = 0;
-  s->state = HC_SPAN_LARGE;
-  hci_pagemap_set(s->start >> HC_PAGE_SHIFT, s->npages, s, 0);
-  ph->inuse_bytes += s->npages << HC_PAGE_SHIFT;
-  return s;
+  if (k) {
+    hc_span_t *h = hci_span_new();
+    if (!h) {
+      put_free(s);
+      return NULL;
+    }
+    h->start = s->start;
+    h->npages = k;
+    h->is_released = s->is_released;
+    s->start += k << HC_PAGE_SHIFT;
+    s->npages -= k;
+    hci_pagemap_set(h->start >> HC_PAGE_SHIFT, k, h, 0);
+    put_free(h);
+  }
+  hc_span_t *a = s;
+  if (s->npages > n) {
+    a = hci_span_new();
+    if (a) {
+      a->start = s->start;
+      a->npages = n;
+      a->is_released = s->is_released;
+      s->start += n << HC_PAGE_SHIFT;
+      s->npages -= n;
+      put_free(s);
+    } else {
+      a = s; /* keep the whole span: wasteful but correct */
+    }
+  }
+  a->is_zeroed = a->is_released; /* released pages fault back in as zeros */
+  a->is_released = 0;
+  a->state = HC_SPAN_LARGE;
+  hci_pagemap_set(a->start >> HC_PAGE_SHIFT, a->npages, a, 0);
+  ph->inuse_bytes += a->npages << HC_PAGE_SHIFT;
+  return a;
 }
 
 hc_span_t *hci_ph_alloc(size_t npages) {
@@ -126,7 +145,7 @@ hc_span_t *hci_ph_alloc(size_t npages) {
   ensure_lists();
   hc_span_t *s = find_fit(npages);
   if (!s && grow(npages, 0)) s = find_fit(npages);
-  if (s) s = carve(s, npages);
+  if (s) s = carve_at(s, 0, npages);
   hci_unlock(&ph->lock);
   return s;
 }
@@ -139,36 +158,26 @@ hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align) {
   ensure_lists();
   hc_span_t *s = find_fit(npages + extra);
   if (!s && grow(npages + extra, align)) s = find_fit(npages + extra);
-  if (!s) {
-    hci_unlock(&ph->lock);
-    return NULL;
+  if (s) {
+    uintptr_t aligned = (s->start + align - 1) & ~(uintptr_t)(align - 1);
+    s = carve_at(s, (aligned - s->start) >> HC_PAGE_SHIFT, npages);
   }
-  take_free(s);
-  uintptr_t aligned = (s->start + align - 1) & ~(uintptr_t)(align - 1);
-  if (aligned != s->start) {
-    /* Split off the unaligned head and give it back. */
-    hc_span_t *head = s;
-    s = hci_span_new();
-    if (!s) {
-      put_free(head);
-      hci_unlock(&ph->lock);
-      return NULL;
-    }
-    size_t head_pages = (aligned - head->start) >> HC_PAGE_SHIFT;
-    s->start = aligned;
-    s->npages = head->npages - head_pages;
-    s->is_released = head->is_released;
-    head->npages = head_pages;
-    hci_pagemap_set(s->start >> HC_PAGE_SHIFT, s->npages, s, 0);
-    put_free(head);
-  }
-  /* s is off the lists; account it as free again so carve() can take it. */
-  if (s->is_released) ph->released_pages += s->npages;
-  else ph->free_pages += s->npages;
-  hci_span_list_push(list_for(s->npages), s);
-  s = carve(s, npages);
   hci_unlock(&ph->lock);
   return s;
+}
+
+/* requires: lock; lo and hi adjacent (lo ends where hi starts), neither on a
+ * list.  Joins them into the struct of the longer one and relabels the
+ * shorter one's pages, so a page is relabelled O(log) times over its life
+ * (union by size) instead of once per merge with a huge neighbour. */
+static hc_span_t *join(hc_span_t *lo, hc_span_t *hi) {
+  hc_span_t *keep = lo->npages >= hi->npages ? lo : hi;
+  hc_span_t *gone = keep == lo ? hi : lo;
+  hci_pagemap_set(gone->start >> HC_PAGE_SHIFT, gone->npages, keep, 0);
+  keep->start = lo->start;
+  keep->npages = lo->npages + hi->npages;
+  hci_span_delete(gone);
+  return keep;
 }
 
 /* requires: lock; s in use (not on a list). Merges with free neighbours. */
@@ -182,19 +191,14 @@ void hci_ph_free_locked(hc_span_t *s) {
   if (prev && prev->state == HC_SPAN_FREE && prev->start + (prev->npages << HC_PAGE_SHIFT) == s->start &&
       prev->is_released == s->is_released) {
     take_free(prev);
-    prev->npages += s->npages;
-    hci_pagemap_set(first, s->npages, prev, 0);
-    hci_span_delete(s);
-    s = prev;
+    s = join(prev, s);
   }
   uintptr_t end = s->start + (s->npages << HC_PAGE_SHIFT);
   hc_span_t *next = hci_pagemap_span(end);
   if (next && next != s && next->state == HC_SPAN_FREE && next->start == end &&
       next->is_released == s->is_released) {
     take_free(next);
-    hci_pagemap_set(next->start >> HC_PAGE_SHIFT, next->npages, s, 0);
-    s->npages += next->npages;
-    hci_span_delete(next);
+    s = join(s, next);
   }
   s->objmeta = NULL;
   s->marks = NULL;
