@@ -12,7 +12,8 @@
  *
  * `ra` is the return address of the exported entry point: the first frame of
  * a recorded stack, so allocator frames never show up in reports.
- * Locks: none of its own except hci_sampled_lock (sampled-span list). */
+ * Locks: none of its own except hci_sampled_lock (sampled-span list and the
+ * stash of free sample spans). */
 #include <errno.h>
 #include <string.h>
 
@@ -149,12 +150,71 @@ static void sampled_link(hc_span_t *s) {
   hci_unlock(&hci_sampled_lock);
 }
 
-static void sampled_unlink(hc_span_t *s) {
+/* One-page spans of freed sampled objects, kept for the next sample
+ * (state HC_SPAN_STASHED, linked through next).  A sampled small object
+ * gets a span of its own; taking it from the page heap and giving it back
+ * sent every sample through the page-heap lock twice, from two threads at
+ * once when one thread allocates and another frees.  Bounded by
+ * HC_SAMPLE_STASH spans; malloc_trim gives them back.
+ * Guarded by hci_sampled_lock. */
+static hc_span_t *stash;
+static size_t stash_len;
+
+static hc_span_t *stash_pop(void) {
+  hci_lock(&hci_sampled_lock);
+  hc_span_t *s = stash;
+  if (s) {
+    stash = s->next;
+    stash_len--;
+    s->next = NULL;
+    s->state = HC_SPAN_LARGE;
+    s->is_zeroed = 0;
+  }
+  hci_unlock(&hci_sampled_lock);
+  return s;
+}
+
+/* Unlinks a freed sampled span; true if it went to the stash (the caller
+ * must then leave it alone), false if it goes back to the page heap. */
+static bool sampled_unlink(hc_span_t *s) {
   hci_lock(&hci_sampled_lock);
   s->sprev->snext = s->snext;
   s->snext->sprev = s->sprev;
   s->snext = s->sprev = NULL;
+  bool keep = s->npages == 1 && stash_len < HC_SAMPLE_STASH;
+  if (keep) {
+    s->is_sampled = 0;
+    s->req_size = 0;
+    s->state = HC_SPAN_STASHED;
+    s->next = stash;
+    stash = s;
+    stash_len++;
+  }
   hci_unlock(&hci_sampled_lock);
+  return keep;
+}
+
+size_t hci_sample_stash_drain(void) {
+  size_t n = 0;
+  hci_lock(&hci_sampled_lock); /* before the page heap: lock order */
+  while (stash) {
+    hc_span_t *s = stash;
+    stash = s->next;
+    s->next = NULL;
+    s->state = HC_SPAN_LARGE;
+    hci_ph_free(s);
+    n++;
+  }
+  stash_len = 0;
+  hci_unlock(&hci_sampled_lock);
+  return n << HC_PAGE_SHIFT;
+}
+
+size_t hci_sample_stash_bytes(void) {
+  hci_lock(&hci_sampled_lock);
+  size_t n = stash_len;
+  hci_unlock(&hci_sampled_lock);
+  return n << HC_PAGE_SHIFT;
 }
 
 /* A LARGE span holding one object of `size` bytes.  sampled: weight > 0. */
@@ -162,7 +222,8 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
                                bool zero) {
   size_t npages = (size + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
   if (npages == 0) npages = 1;
-  hc_span_t *s = align > HC_PAGE_SIZE ? hci_ph_alloc_aligned(npages, align) : hci_ph_alloc(npages);
+  hc_span_t *s = weight && npages == 1 && align <= HC_PAGE_SIZE ? stash_pop() : NULL;
+  if (!s) s = align > HC_PAGE_SIZE ? hci_ph_alloc_aligned(npages, align) : hci_ph_alloc(npages);
   if (!s) {
     errno = ENOMEM;
     return NULL;
@@ -248,13 +309,13 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
 
 static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
   if (s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p) {
-    if (s->state == HC_SPAN_FREE) double_free("free", p, ra);
+    if (s->state == HC_SPAN_FREE || s->state == HC_SPAN_STASHED) double_free("free", p, ra);
     bad_pointer("free", p, ra, "not the start of a heapcheck object");
   }
   if (s->is_sampled) HC_USDT_SAMPLE_FREE(s->start, s->req_size, s->meta.stack_id);
   if (s->is_sampled && hci_profile_note_free) hci_profile_note_free(s->req_size, s->weight);
   s->meta.stack_id = HC_STACK_NONE;
-  if (s->is_sampled) sampled_unlink(s);
+  if (s->is_sampled && sampled_unlink(s)) return;
   hci_ph_free(s);
 }
 
@@ -363,7 +424,7 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     usable = hci_classes[cls].size;
   } else {
     if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
-      bad_pointer("realloc", p, ra, s && s->state == HC_SPAN_FREE ? "already freed" : "not allocated by heapcheck");
+      bad_pointer("realloc", p, ra, s && (s->state == HC_SPAN_FREE || s->state == HC_SPAN_STASHED) ? "already freed" : "not allocated by heapcheck");
     usable = s->npages << HC_PAGE_SHIFT;
   }
   /* Keep the block when the new size fits and wastes at most half of it;

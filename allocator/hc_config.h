@@ -42,6 +42,7 @@
 /* ---- central transfer caches (chains kept whole between threads) ---- */
 #define HC_SLOT_BYTES_CLASS_MAX ((size_t)4 << 20)  /* per size class */
 #define HC_SLOT_BYTES_TOTAL_MAX ((size_t)16 << 20) /* all classes together */
+#define HC_SAMPLE_STASH 16                      /* free one-page spans kept for samples (128 KiB) */
 
 /* ---- stacks ---- */
 #define HC_MAX_STACK_DEPTH 64

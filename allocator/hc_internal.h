@@ -316,6 +316,10 @@ extern _Atomic uint16_t hci_epoch;            /* current checker epoch */
 /* Sampled-object list, for profiles. Guarded by hci_sampled_lock. */
 extern hci_lock_t hci_sampled_lock;
 extern hc_span_t hci_sampled_spans;           /* sentinel (snext/sprev links) */
+/* Free one-page spans kept for sampled objects: give them all back to the
+ * page heap (malloc_trim; returns the bytes), and their size (stats). */
+size_t hci_sample_stash_drain(void);
+size_t hci_sample_stash_bytes(void);
 /* Stack id of the current call stack, starting at the frame whose return
  * address is ra (allocator frames dropped). */
 uint32_t hci_capture_stack_from(uintptr_t ra);

@@ -157,6 +157,7 @@ hc_public int malloc_trim(size_t pad) {
   hc_tcache_t *tc = hci_tc;
   if (!tc->is_static) hci_tc_flush(tc);
   hci_central_drain();
+  hci_sample_stash_drain();
   return hci_ph_release(0) > 0;
 }
 

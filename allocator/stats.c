@@ -24,6 +24,7 @@ void hci_stats_get(hc_stats_t *st) {
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) central += hci_central_free_objects(c) * hci_classes[c].size;
   size_t tcache = hci_tc_total_bytes();
   size_t small_spans = 0, small_objs = 0, large = 0;
+  size_t stashed = hci_sample_stash_bytes(); /* in use for the page heap, free for the program */
   hci_lock(&ph->lock);
   size_t mapped = ph->mapped_bytes;
   size_t released = ph->released_pages << HC_PAGE_SHIFT;
@@ -37,14 +38,14 @@ void hci_stats_get(hc_stats_t *st) {
     small_spans += n * hci_classes[c].pages << HC_PAGE_SHIFT;
     small_objs += n * hci_classes[c].objs * hci_classes[c].size;
   }
-  large = spans_inuse > small_spans ? spans_inuse - small_spans : 0;
+  large = spans_inuse > small_spans + stashed ? spans_inuse - small_spans - stashed : 0;
   size_t small_free = central + tcache;
   st->heap_mapped = mapped;
   st->heap_released = released;
   st->small_in_use = small_objs > small_free ? small_objs - small_free : 0;
   st->large_in_use = large;
   st->in_use = st->small_in_use + st->large_in_use;
-  st->page_heap_free = free_committed;
+  st->page_heap_free = free_committed + stashed;
   st->central_free = central;
   st->thread_cache_free = tcache;
   st->metadata = hci_meta_bytes();

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "hc_internal.h"
+#include "heapcheck.h"
 
 static int failures;
 static int global_object[16];
@@ -74,6 +75,38 @@ static void double_free_large_neighbour_free(void) {
   free(a);
   free(p);
   free(hide(p));
+}
+/* A sampled small object: it has a one-page LARGE span of its own, which
+ * goes to the stash of sample spans when freed (not to the page heap). */
+static char *sampled_small(void) {
+  hc_set_sample_interval(1);
+  for (int i = 0; i < 1000000; i++) {
+    char *p = malloc(48);
+    hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+    if (s && s->state == HC_SPAN_LARGE && s->is_sampled) return p;
+    free(p);
+  }
+  _exit(98);
+}
+static void double_free_sampled(void) {
+  char *p = sampled_small();
+  free(p);
+  free(hide(p));
+}
+static void double_free_sampled_reused(void) {
+  /* the stashed span serves the next sample; the old pointer is now that
+   * object's start, so only a free after that one is a detectable error */
+  char *p = sampled_small();
+  free(p);
+  char *q = sampled_small();
+  free(q);
+  free(hide(q));
+}
+static void realloc_freed_sampled(void) {
+  char *p = sampled_small();
+  free(p);
+  void *q = realloc(hide(p), 64);
+  (void)q;
 }
 static void realloc_interior(void) {
   char *p = malloc(100);
@@ -195,6 +228,9 @@ int main(void) {
   run("double free, small, slow path", double_free_small_no_cache, dbl);
   run("double free, large", double_free_large, dbl);
   run("double free, large, merged span", double_free_large_neighbour_free, dbl);
+  run("double free, sampled", double_free_sampled, dbl);
+  run("double free, sampled, span reused", double_free_sampled_reused, dbl);
+  run("realloc of a freed sampled block", realloc_freed_sampled, "heapcheck: realloc(): invalid pointer 0x");
   run("realloc of malloc(100)+8", realloc_interior, "heapcheck: realloc(): invalid pointer 0x");
   run("realloc inside a large block", realloc_interior_large, "heapcheck: realloc(): invalid pointer 0x");
   run("realloc of a freed large block", realloc_freed_large, "heapcheck: realloc(): invalid pointer 0x");

@@ -7,6 +7,7 @@
  *  - in_use + central + thread cache + page heap free + released + the
  *    tails of small spans (bytes no object covers) == heap_mapped;
  *  - thread_caches counts live threads; sampled_objects follows sampling;
+ *    freed sample spans wait in the stash as free bytes until malloc_trim;
  *  - hc_print_stats and malloc_stats print the same numbers;
  *  - mallinfo2 mirrors hc_get_stats. */
 #include <malloc.h>
@@ -197,6 +198,18 @@ int main(void) {
   hc_get_stats(&s2);
   CHECK(s2.sampled_objects == s0.sampled_objects, "sampled_objects %zu after freeing them, %zu before",
         s2.sampled_objects, s0.sampled_objects);
+  /* Their one-page spans wait in the stash for the next samples: free
+   * memory (page heap freelist), not in use, and malloc_trim returns them. */
+  CHECK(hci_sample_stash_bytes() == (sampled < HC_SAMPLE_STASH ? sampled : HC_SAMPLE_STASH) * HC_PAGE_SIZE,
+        "stash holds %zu bytes after freeing %zu sampled objects", hci_sample_stash_bytes(), sampled);
+  CHECK(s2.in_use == s0.in_use, "in_use %zu after freeing the samples, %zu before", s2.in_use, s0.in_use);
+  CHECK(s2.page_heap_free >= hci_sample_stash_bytes(), "page heap free %zu < stash %zu", s2.page_heap_free,
+        hci_sample_stash_bytes());
+  check_identity("sample spans stashed");
+  malloc_trim(0);
+  CHECK(hci_sample_stash_bytes() == 0, "stash holds %zu bytes after malloc_trim", hci_sample_stash_bytes());
+  hc_get_stats(&s2);
+  CHECK(s2.page_heap_free == 0, "page heap free %zu after malloc_trim", s2.page_heap_free);
   check_identity("end");
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);
