@@ -46,20 +46,44 @@ static int find_pc(const uintptr_t *pcs, int n, uintptr_t pc) {
   return i;
 }
 
+/* Per caller of malloc (its return address ra), which walk gives its
+ * stack in auto mode: (ra << 1) | 1 when the function ra returns into has
+ * no frame pointer (per its CFI), so the DWARF walk is needed; a
+ * frame-pointer walk through it would not stop there but silently skip it
+ * and its callers without frame pointers, as long as they leave rbp alone.
+ * Direct-mapped; user addresses < 2^47 leave room for the flag.  Races and
+ * collisions only cost a recomputation. */
+#define WALK_HINTS 256
+static _Atomic uintptr_t walk_hint[WALK_HINTS];
+
+static bool caller_needs_dwarf(uintptr_t ra) {
+  _Atomic uintptr_t *e = &walk_hint[(ra * 0x9e3779b97f4a7c15ull) >> 56];
+  uintptr_t v = atomic_load_explicit(e, memory_order_relaxed);
+  if (hc_likely(v >> 1 == ra)) return v & 1;
+  bool dwarf = !hci_unwind_keeps_fp(ra);
+  atomic_store_explicit(e, ra << 1 | dwarf, memory_order_relaxed);
+  return dwarf;
+}
+
 uint32_t hci_capture_stack_from(uintptr_t ra) {
   uintptr_t pcs[HC_MAX_STACK_DEPTH];
-  int n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
-  int i = find_pc(pcs, n, ra);
-  if (n - i <= 1 && hci_unwind_fallback && hci_unwinder == HC_UNWIND_FP && hci_unwind_dwarf_available()) {
-    /* The frame-pointer chain ends at the caller of malloc: it was built
-     * without frame pointers.  The DWARF walk sees through it. */
+  int n, i;
+  bool can_dwarf = ra && hci_unwind_dwarf_available() &&
+                   (hci_unwinder == HC_UNWIND_DWARF || hci_unwind_fallback);
+  bool dwarf = can_dwarf && (hci_unwinder == HC_UNWIND_DWARF || caller_needs_dwarf(ra));
+  if (dwarf) n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra);
+  else n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
+  i = find_pc(pcs, n, ra);
+  if (can_dwarf && !dwarf && n - i <= 1) {
+    /* The frame-pointer chain ends at the caller of malloc (its caller
+     * clobbered rbp): the DWARF walk sees further. */
     uintptr_t dw[HC_MAX_STACK_DEPTH];
-    int m = hci_unwind_dwarf(dw, HC_MAX_STACK_DEPTH, 0);
+    int m = hci_unwind_dwarf_at(dw, HC_MAX_STACK_DEPTH, ra);
     int j = find_pc(dw, m, ra);
     if (m - j > n - i) {
-      __builtin_memcpy(pcs, dw, sizeof dw);
-      n = m;
-      i = j;
+      __builtin_memcpy(pcs, dw + j, (size_t)(m - j) * sizeof dw[0]);
+      n = m - j;
+      i = 0;
     }
   }
   if (i == n) { /* the unwinder did not reach the entry point: keep what we know */
@@ -236,10 +260,10 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
   if (weight) {
     s->is_sampled = 1;
     s->weight = weight;
-    s->alloc_time = hci_os_now_ns();
+    s->alloc_time = hci_os_now_coarse_ns();
     sampled_link(s);
     HC_USDT_SAMPLE_ALLOC(s->start, size, s->meta.stack_id);
-    if (hci_profile_note_alloc) hci_profile_note_alloc(s->meta.stack_id, size, weight);
+    if (hci_profile_note_alloc) s->sample_est = hci_profile_note_alloc(s->meta.stack_id, size, weight);
     if (hci_profiler_on_sample) hci_profiler_on_sample();
   }
   return (void *)s->start;
@@ -313,7 +337,7 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
     bad_pointer("free", p, ra, "not the start of a heapcheck object");
   }
   if (s->is_sampled) HC_USDT_SAMPLE_FREE(s->start, s->req_size, s->meta.stack_id);
-  if (s->is_sampled && hci_profile_note_free) hci_profile_note_free(s->req_size, s->weight);
+  if (s->is_sampled && hci_profile_note_free) hci_profile_note_free(s->sample_est);
   s->meta.stack_id = HC_STACK_NONE;
   if (s->is_sampled && sampled_unlink(s)) return;
   hci_ph_free(s);

@@ -117,6 +117,7 @@ void hci_os_unmap(void *p, size_t size);
 void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages back, keep the range */
 int hci_os_tid(void);
 uint64_t hci_os_now_ns(void);                  /* CLOCK_MONOTONIC in ns */
+uint64_t hci_os_now_coarse_ns(void);           /* CLOCK_MONOTONIC_COARSE: same clock, tick resolution, cheaper */
 
 /* ======================= meta.c ======================= */
 /* Metadata arena: zeroed, 16-byte aligned memory that never comes from the
@@ -270,6 +271,16 @@ extern bool hci_unwind_fallback;
 int hci_backtrace(uintptr_t *pcs, int max, int skip);
 int hci_unwind_fp(uintptr_t *pcs, int max, uintptr_t fp, uintptr_t sp);
 int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip);
+/* The stack from the frame that returns to ra: pcs[0] = ra, then its
+ * callers by DWARF.  The frame is found through the allocator's own frame
+ * pointers (a few steps, no CFI lookups); when it is not among them, a
+ * whole DWARF walk from here, in which the caller looks for ra. */
+int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra);
+/* Whether the function ra returns into keeps a frame pointer there (its CFA
+ * is rbp-based per .eh_frame): a frame-pointer walk through it is sound.
+ * False for -fomit-frame-pointer code, whose frames such a walk silently
+ * skips when it leaves rbp alone.  True when DWARF is unavailable. */
+bool hci_unwind_keeps_fp(uintptr_t ra);
 void hci_unwind_init(void);
 
 /* ======================= stackdepot.c ======================= */
@@ -286,6 +297,9 @@ size_t hci_depot_count(void);
 /* ---- unwind / depot: extra services ---- */
 /* hci_unwind_fp that first drops `skip` frames. */
 int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_t sp);
+/* Address of the frame record {saved fp, return address} whose return
+ * address is ra, within `max` frames of the chain from fp; 0 if none. */
+uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp);
 /* End (exclusive) of the stack region that contains sp (the current thread's):
  * every byte of [sp, end) is readable.  0 when unknown.  Cached per thread; the
  * slow path probes pages with a syscall (no malloc, no lock, no /proc). */
@@ -368,11 +382,12 @@ void hci_stats_print(int fd);
 
 /* ======================= checker/profile.c: hooks called by alloc.c ======================= */
 /* A sampled allocation, after its span is linked on hci_sampled_spans
- * (weight = the mean interval it was sampled with), and a sampled free,
- * before its record is cleared.  Never call malloc; take only the
- * profiler's bucket lock (after hci_sampled_lock, before the meta arena). */
-void hci_profile_note_alloc(uint32_t stack_id, size_t size, uint64_t weight) __attribute__((weak));
-void hci_profile_note_free(size_t size, uint64_t weight) __attribute__((weak));
+ * (weight = the mean interval it was sampled with); returns the bytes the
+ * sample stands for, which the span keeps (sample_est) and hands to the
+ * sampled free, before its record is cleared.  Never call malloc; take only
+ * the profiler's bucket lock (after hci_sampled_lock, before the meta arena). */
+uint64_t hci_profile_note_alloc(uint32_t stack_id, size_t size, uint64_t weight) __attribute__((weak));
+void hci_profile_note_free(uint64_t est) __attribute__((weak));
 /* After note_alloc, with no allocator lock held: checks the HEAPPROFILE
  * dump thresholds and the HEAPPROFILESIGNAL flag and may write a profile
  * file (open/write, no malloc; takes the profiler lock, then allocator locks). */

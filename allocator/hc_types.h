@@ -63,8 +63,7 @@ enum {
 };
 
 /* A run of pages.  Lives in the metadata arena, never in the user heap.
- * The pagemap maps every page of an in-use span to it, and the first and
- * last page of a free span (enough for coalescing). */
+ * The pagemap maps every page of every span, free or in use, to it. */
 typedef struct hc_span {
   uintptr_t start;          /* first byte; page aligned */
   size_t npages;            /* length in pages, >= 1 */
@@ -84,7 +83,8 @@ typedef struct hc_span {
   hc_objmeta_t meta;        /* stack id, epoch, flags of the single object */
   size_t req_size;          /* LARGE: bytes requested (exact, for reports and profiles) */
   uint64_t alloc_time;      /* LARGE sampled: allocation time, ns since process start */
-  uint64_t weight;          /* LARGE sampled: bytes this sample stands for */
+  uint64_t weight;          /* LARGE sampled: mean sampling interval it was drawn with */
+  uint64_t sample_est;      /* LARGE sampled: bytes it stands for (profile.c's estimate) */
   struct hc_span *snext;    /* LARGE sampled: link in the sampled-span list */
   struct hc_span *sprev;
 } hc_span_t;

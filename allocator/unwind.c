@@ -158,6 +158,20 @@ int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_
   return n;
 }
 
+uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp) {
+  uintptr_t hi = hci_unwind_stack_hi(sp);
+  if (hi < 2 * sizeof(uintptr_t)) return 0;
+  for (int k = 0; k < max; k++) {
+    if ((fp & 7) || fp < sp || fp > hi - 2 * sizeof(uintptr_t)) return 0;
+    const uintptr_t *frame = (const uintptr_t *)fp;
+    if (strip_pc(frame[1]) == ra) return fp;
+    uintptr_t next = frame[0];
+    if (next <= fp || next - fp > HC_FP_MAX_FRAME) return 0;
+    fp = next;
+  }
+  return 0;
+}
+
 int hci_unwind_fp(uintptr_t *pcs, int max, uintptr_t fp, uintptr_t sp) {
   return hci_unwind_fp_skip(pcs, max, 0, fp, sp);
 }

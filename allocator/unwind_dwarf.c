@@ -617,16 +617,27 @@ static inline bool load_word(uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t 
 /* One step: the caller's registers from r.  False ends the walk.  [*lo, *hi)
  * is the stack being walked; a signal frame may move it to the interrupted
  * stack (sigaltstack handlers). */
-static bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p) {
-  uintptr_t lo = *lo_p, hi = *hi_p;
+static rule_t rule_for(cache_ent_t *cache, uintptr_t rip, bool exact) {
   rule_t rule;
-  uint64_t q = r->rip | (r->exact ? EXACT_BIT : 0);
+  uint64_t q = rip | (exact ? EXACT_BIT : 0);
   if (cache == NULL || !cache_lookup(cache, q, &rule)) {
     bool cacheable;
     uint64_t w;
-    rule = compute_rule(r->rip, r->exact, &cacheable);
+    rule = compute_rule(rip, exact, &cacheable);
     if (cache && cacheable && pack_rule(&rule, &w)) cache_insert(cache, q, w);
   }
+  return rule;
+}
+
+bool hci_unwind_keeps_fp(uintptr_t ra) {
+  if (_dl_find_object == NULL) return true;
+  rule_t rule = rule_for(cache_get(), ra, false);
+  return rule.kind == K_NORMAL && rule.cfa_rbp;
+}
+
+static bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p) {
+  uintptr_t lo = *lo_p, hi = *hi_p;
+  rule_t rule = rule_for(cache, r->rip, r->exact);
   if (rule.kind == K_SIGNAL) {
     /* The handler returned to __restore_rt with rsp at the ucontext. */
     uintptr_t uc = r->rsp, rip, rsp, rbp;
@@ -701,6 +712,29 @@ hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
   return n;
 }
 
+/* The allocator is built with frame pointers up to the function that malloc
+ * tail-calls, so the frame record holding ra is a few cheap steps away; the
+ * caller's registers there are exactly what a DWARF step would compute, and
+ * the 4-5 CFI lookups for allocator frames are saved. */
+#define ALLOCATOR_FRAMES 8
+
+hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra) {
+  if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
+  if (max <= 0) return 0;
+  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+  uintptr_t rec = _dl_find_object ? hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp) : 0;
+  int n;
+  if (rec == 0) {
+    n = hci_unwind_dwarf(pcs, max, 0);
+  } else {
+    regs_t r = {.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
+    pcs[0] = ra;
+    n = 1 + dwarf_walk(pcs + 1, max - 1, 0, r);
+  }
+  __asm__ volatile("" ::: "memory");
+  return n;
+}
+
 #else /* !HC_DWARF_X86_64: the frame-pointer walk stands in */
 
 bool hci_unwind_dwarf_available(void) { return false; }
@@ -711,6 +745,18 @@ hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
   if (skip < 0) skip = 0;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
   int n = hci_unwind_fp_skip(pcs, max, skip + 1, fp, fp);
+  __asm__ volatile("" ::: "memory");
+  return n;
+}
+
+bool hci_unwind_keeps_fp(uintptr_t ra) {
+  (void)ra;
+  return true;
+}
+
+hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra) {
+  (void)ra;
+  int n = hci_unwind_dwarf(pcs, max, 0);
   __asm__ volatile("" ::: "memory");
   return n;
 }

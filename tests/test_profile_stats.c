@@ -205,6 +205,21 @@ static int parse(const char *text, est_t *e, double *rate_out) {
   return lines;
 }
 
+/* The libm-free un-sampling estimate (profile_snapshot.c) against libm, from
+ * 1 byte (where 1 - e^-x cancels) to far beyond the interval. */
+double hci_profile_estimate(size_t size, uint64_t weight);
+static void check_estimate(void) {
+  double worst = 0, at = 0;
+  for (double s = 1; s < 1e10; s = s * 1.01 + 1) {
+    size_t size = (size_t)s;
+    double w = 524288, want = (double)size / -expm1(-(double)size / w);
+    double err = fabs(hci_profile_estimate(size, (uint64_t)w) - want) / want;
+    if (err > worst) worst = err, at = (double)size;
+  }
+  CHECK(worst < 1e-12, "estimate off by %.3g (relative) at %.0f bytes", worst, at);
+  CHECK(hci_profile_estimate(1000, 1) == 1000, "interval 1: every object stands for itself");
+}
+
 static double rel(double est, double truth) { return truth > 0 ? (est - truth) / truth : (est > 0 ? 1 : 0); }
 
 int main(int argc, char **argv) {
@@ -219,6 +234,7 @@ int main(int argc, char **argv) {
     perror("execv");
     return 1;
   }
+  check_estimate();
   workload();
   char *text = hc_heap_profile_get();
   if (!text) {

@@ -6,8 +6,9 @@
  * skip, max), code built without frame pointers (tests/unwind_nofp.c), libc's
  * qsort calling back into us, signal handlers (own stack and sigaltstack),
  * crafted junk frame chains for hci_unwind_fp, frames whose saved return
- * address and frame pointer are junk, many threads, a million captures, and
- * HEAPCHECK_UNWINDER parsing. */
+ * address and frame pointer are junk, many threads, a million captures, the
+ * stack recorded for a sampled malloc called from code without frame
+ * pointers (auto mode's DWARF fallback), and HEAPCHECK_UNWINDER parsing. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -180,6 +181,62 @@ static void test_nofp(int unwinder) {
     /* The chain is broken there: only the first frame is certain. */
     CHECK(r.n >= 1 && r.pcs[0] == r.ras[0], "fp first frame into nofp code (n=%d)", r.n);
   }
+}
+
+/* ---- a sampled malloc called from code without frame pointers ---- */
+
+void *nofp_alloc(size_t size, uintptr_t *ras);
+
+/* The recorded stack of a sampled object allocated through nofp_alloc:
+ * frame 0 is malloc's return address inside nofp_alloc2, then ras[1..3]. */
+NOINL static int sampled_nofp_stack(uintptr_t *ras, const uintptr_t **pcs) {
+  ras[3] = RA();
+  for (int tries = 0; tries < 100000; tries++) {
+    void *p = nofp_alloc(100, ras);
+    hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+    if (s && s->state == HC_SPAN_LARGE && s->is_sampled) {
+      int n = hci_depot_get(s->meta.stack_id, pcs);
+      free(p);
+      BARRIER();
+      return n;
+    }
+    free(p);
+  }
+  return -1;
+}
+
+/* HEAPCHECK_UNWINDER=auto: nofp_alloc2 has no frame pointer (its CFI says
+ * so), so the DWARF walk is used, not a frame-pointer walk, which would skip
+ * nofp_alloc2 and nofp_alloc silently (they leave rbp alone, so the chain
+ * goes on at sampled_nofp_stack).  The second capture from the same call
+ * site uses the cached decision and must give the same stack.  With
+ * HEAPCHECK_UNWINDER=fp those frames are missing. */
+static void test_sampled_nofp(void) {
+  uint64_t saved = atomic_exchange(&hci_sample_interval, 1);
+  hci_tc_get()->sample_left = -1; /* end the current draw */
+  hci_unwinder = HC_UNWIND_FP;
+  hci_unwind_fallback = true;
+  uintptr_t ras[4] = {0};
+  const uintptr_t *pcs[2];
+  int n[2];
+  for (int k = 0; k < 2; k++) {
+    n[k] = sampled_nofp_stack(ras, &pcs[k]);
+    bool ok = n[k] >= 4;
+    for (int i = 1; ok && i < 4; i++) ok = pcs[k][i] == ras[i];
+    CHECK(ok, "auto, capture %d: stack of a sampled malloc from -fomit-frame-pointer code", k + 1);
+    if (!ok) {
+      dump("expected (from frame 1)", ras + 1, 3);
+      dump("got", pcs[k], n[k] < 0 ? 0 : n[k]);
+    }
+  }
+  CHECK(n[0] == n[1] && n[0] > 0 && memcmp(pcs[0], pcs[1], (size_t)n[0] * sizeof(uintptr_t)) == 0,
+        "the second capture (straight to DWARF) differs from the first (%d vs %d frames)", n[0], n[1]);
+  hci_unwind_fallback = false; /* HEAPCHECK_UNWINDER=fp */
+  int m = sampled_nofp_stack(ras, &pcs[0]);
+  CHECK(m >= 1 && !(m >= 4 && pcs[0][1] == ras[1] && pcs[0][2] == ras[2] && pcs[0][3] == ras[3]),
+        "fp only: %d frames, expected the walk to stop inside the code without frame pointers", m);
+  hci_unwind_fallback = true;
+  atomic_store(&hci_sample_interval, saved);
 }
 
 /* A return address just past the end of a function (noreturn call). */
@@ -508,6 +565,7 @@ int main(void) {
     test_threads(u);
   }
   test_fp_junk();
+  test_sampled_nofp();
   test_stress();
   test_env();
   if (failures) {

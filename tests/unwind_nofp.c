@@ -67,3 +67,22 @@ __attribute__((noinline)) void nofp_a(nofp_cb cb, void *arg, uintptr_t *ras) {
   uintptr_t v = nofp_b(cb, arg, ras);
   __asm__ volatile("" : : "r"(v) : "memory");
 }
+
+/* nofp_alloc -> nofp_alloc2 -> malloc(size): malloc called straight from
+ * code without frame pointers, as from Debian's libc (strdup) or
+ * libstdc++.  ras[1]: nofp_alloc2 -> nofp_alloc, ras[2]: nofp_alloc -> caller. */
+extern void *malloc(__SIZE_TYPE__ size);
+
+__attribute__((noinline)) static void *nofp_alloc2(__SIZE_TYPE__ size, uintptr_t *ras) {
+  ras[1] = (uintptr_t)__builtin_return_address(0);
+  void *p = malloc(size);
+  __asm__ volatile("" : : "r"(p) : "memory"); /* not a tail call */
+  return p;
+}
+
+__attribute__((noinline)) void *nofp_alloc(__SIZE_TYPE__ size, uintptr_t *ras) {
+  ras[2] = (uintptr_t)__builtin_return_address(0);
+  void *p = nofp_alloc2(size, ras);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
