@@ -97,16 +97,16 @@ typedef struct bucket {
   double est;     /* estimated bytes they stand for */
 } bucket_t;
 
+/* One cache line for what every sample touches besides its bucket. */
 static struct {
   hci_lock_t lock;
   bucket_t *v;      /* open addressing, linear probing; cap a power of two */
   size_t cap, used;
   uint64_t dropped; /* samples not counted (no memory for the table) */
-} tab;
+  _Atomic uint64_t alloc_est_total; /* estimated bytes allocated since start (no lock) */
+  _Atomic int64_t inuse_est_total;  /* estimated bytes live (no lock) */
+} tab __attribute__((aligned(64)));
 HC_PRIVATE_STATE(tab);
-
-static _Atomic uint64_t alloc_est_total; /* estimated bytes allocated since start */
-static _Atomic int64_t inuse_est_total;  /* estimated bytes live */
 
 static size_t slot_of(uint64_t key, size_t cap) { return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1); }
 
@@ -131,8 +131,8 @@ static bool tab_grow(void) {
 uint64_t hci_profile_note_alloc(uint32_t stack_id, size_t size, uint64_t weight) {
   double est = hci_profile_estimate_d((double)size, (double)weight);
   uint64_t e = (uint64_t)(est + 0.5);
-  atomic_fetch_add_explicit(&alloc_est_total, e, memory_order_relaxed);
-  atomic_fetch_add_explicit(&inuse_est_total, (int64_t)e, memory_order_relaxed);
+  atomic_fetch_add_explicit(&tab.alloc_est_total, e, memory_order_relaxed);
+  atomic_fetch_add_explicit(&tab.inuse_est_total, (int64_t)e, memory_order_relaxed);
   uint64_t key = KEY(stack_id, size_bin(size)) | USED;
   hci_lock(&tab.lock);
   if ((tab.used + 1) * 2 > tab.cap && !tab_grow() && tab.used + 1 >= tab.cap) {
@@ -153,7 +153,7 @@ uint64_t hci_profile_note_alloc(uint32_t stack_id, size_t size, uint64_t weight)
 }
 
 void hci_profile_note_free(uint64_t est) {
-  atomic_fetch_sub_explicit(&inuse_est_total, (int64_t)est, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&tab.inuse_est_total, (int64_t)est, memory_order_relaxed);
 }
 
 // ---- sorting (no qsort: it may allocate) ----
@@ -434,9 +434,9 @@ void hci_profile_snapshot_free(hci_prof_snap_t *snap) {
 
 // ---- accessors for profile.c ----
 
-uint64_t hci_profile_alloc_estimate(void) { return atomic_load_explicit(&alloc_est_total, memory_order_relaxed); }
+uint64_t hci_profile_alloc_estimate(void) { return atomic_load_explicit(&tab.alloc_est_total, memory_order_relaxed); }
 
-int64_t hci_profile_inuse_estimate(void) { return atomic_load_explicit(&inuse_est_total, memory_order_relaxed); }
+int64_t hci_profile_inuse_estimate(void) { return atomic_load_explicit(&tab.inuse_est_total, memory_order_relaxed); }
 
 void hci_profile_counters_lock(void) { hci_lock(&tab.lock); }
 void hci_profile_counters_unlock(void) { hci_unlock(&tab.lock); }

@@ -22,7 +22,10 @@ BENCH_ALL_ALLOCATORS="glibc jemalloc tcmalloc mimalloc heapcheck"
 # wherever an allocator name is:
 #   heapcheck-nosample  HEAPCHECK_SAMPLE_PARAMETER=0 (no sampling at all)
 #   heapcheck-normal    HEAPCHECK=normal (every allocation's stack recorded)
-BENCH_VARIANTS="heapcheck-nosample heapcheck-normal"
+#   heapcheck-sample8x  HEAPCHECK_SAMPLE_PARAMETER=65536: 8 times the default
+#                       sampling rate, so sampling's cost stands out of the
+#                       noise (cost at the default rate ~ (ratio - 1) / 8)
+BENCH_VARIANTS="heapcheck-nosample heapcheck-normal heapcheck-sample8x"
 
 log() { echo "[bench] $*" >&2; }
 
@@ -44,7 +47,7 @@ allocator_lib() {
     jemalloc) pkg_lib libjemalloc2 libjemalloc.so.2 ;;
     tcmalloc) pkg_lib libtcmalloc-minimal4 libtcmalloc_minimal.so.4 ;;
     mimalloc) pkg_lib libmimalloc2.0 libmimalloc.so.2 ;;
-    heapcheck|heapcheck-nosample|heapcheck-normal) [ -e "$HEAPCHECK_LIB" ] && echo "$HEAPCHECK_LIB" ;;
+    heapcheck|heapcheck-nosample|heapcheck-normal|heapcheck-sample8x) [ -e "$HEAPCHECK_LIB" ] && echo "$HEAPCHECK_LIB" ;;
     *) return 1 ;;
   esac
 }
@@ -55,6 +58,7 @@ allocator_env() {
   case $1 in
     heapcheck-nosample) echo "HEAPCHECK_SAMPLE_PARAMETER=0" ;;
     heapcheck-normal) echo "HEAPCHECK=normal" ;;
+    heapcheck-sample8x) echo "HEAPCHECK_SAMPLE_PARAMETER=65536" ;;
   esac
 }
 

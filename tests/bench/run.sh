@@ -10,8 +10,9 @@
 #                           [--quick] [--no-install] [--no-build]
 #   workloads : pairs larson prodcons random_live realloc large falseshare xmalloc
 #   allocators: glibc jemalloc tcmalloc mimalloc heapcheck   (default: all), or
-#               the variants heapcheck-nosample (HEAPCHECK_SAMPLE_PARAMETER=0)
-#               and heapcheck-normal (HEAPCHECK=normal)
+#               the variants heapcheck-nosample (HEAPCHECK_SAMPLE_PARAMETER=0),
+#               heapcheck-normal (HEAPCHECK=normal) and heapcheck-sample8x
+#               (HEAPCHECK_SAMPLE_PARAMETER=65536, 8x the default rate)
 #   --quick   : about a tenth of the default work per workload (smoke test)
 #
 # Method: every run is one process started by runstat (wall time from the
