@@ -12,8 +12,8 @@
  *
  * `ra` is the return address of the exported entry point: the first frame of
  * a recorded stack, so allocator frames never show up in reports.
- * Locks: none of its own except hci_sampled_lock (sampled-span list and the
- * stash of free sample spans). */
+ * Locks: none of its own except hci_samples.lock (the sampled-span list and
+ * the stash of free sample spans). */
 #include <errno.h>
 #include <string.h>
 
@@ -22,8 +22,7 @@
 
 int hci_record_all;
 _Atomic uint16_t hci_epoch = 1;
-hci_lock_t hci_sampled_lock;
-hc_span_t hci_sampled_spans = {.snext = &hci_sampled_spans, .sprev = &hci_sampled_spans};
+hci_samples_t hci_samples;
 
 /* Requests above this fail with ENOMEM at once (no huge mapping attempts). */
 #define HC_MAX_REQUEST ((size_t)1 << 46)
@@ -166,12 +165,12 @@ static void push_small(hc_tcache_t *tc, unsigned cls, void *p) {
 // ---- large and sampled objects ----
 
 static void sampled_link(hc_span_t *s) {
-  hci_lock(&hci_sampled_lock);
-  s->snext = hci_sampled_spans.snext;
-  s->sprev = &hci_sampled_spans;
-  hci_sampled_spans.snext->sprev = s;
-  hci_sampled_spans.snext = s;
-  hci_unlock(&hci_sampled_lock);
+  hci_lock(&hci_samples.lock);
+  s->sprev = NULL;
+  s->snext = hci_samples.head;
+  if (s->snext) s->snext->sprev = s;
+  hci_samples.head = s;
+  hci_unlock(&hci_samples.lock);
 }
 
 /* One-page spans of freed sampled objects, kept for the next sample
@@ -179,65 +178,63 @@ static void sampled_link(hc_span_t *s) {
  * gets a span of its own; taking it from the page heap and giving it back
  * sent every sample through the page-heap lock twice, from two threads at
  * once when one thread allocates and another frees.  Bounded by
- * HC_SAMPLE_STASH spans; malloc_trim gives them back.
- * Guarded by hci_sampled_lock. */
-static hc_span_t *stash;
-static size_t stash_len;
+ * HC_SAMPLE_STASH spans; malloc_trim gives them back.  In hci_samples. */
 
 static hc_span_t *stash_pop(void) {
-  hci_lock(&hci_sampled_lock);
-  hc_span_t *s = stash;
+  hci_lock(&hci_samples.lock);
+  hc_span_t *s = hci_samples.stash;
   if (s) {
-    stash = s->next;
-    stash_len--;
+    hci_samples.stash = s->next;
+    hci_samples.stash_len--;
     s->next = NULL;
     s->state = HC_SPAN_LARGE;
     s->is_zeroed = 0;
   }
-  hci_unlock(&hci_sampled_lock);
+  hci_unlock(&hci_samples.lock);
   return s;
 }
 
 /* Unlinks a freed sampled span; true if it went to the stash (the caller
  * must then leave it alone), false if it goes back to the page heap. */
 static bool sampled_unlink(hc_span_t *s) {
-  hci_lock(&hci_sampled_lock);
-  s->sprev->snext = s->snext;
-  s->snext->sprev = s->sprev;
+  hci_lock(&hci_samples.lock);
+  if (s->sprev) s->sprev->snext = s->snext;
+  else hci_samples.head = s->snext;
+  if (s->snext) s->snext->sprev = s->sprev;
   s->snext = s->sprev = NULL;
-  bool keep = s->npages == 1 && stash_len < HC_SAMPLE_STASH;
+  bool keep = s->npages == 1 && hci_samples.stash_len < HC_SAMPLE_STASH;
   if (keep) {
     s->is_sampled = 0;
     s->req_size = 0;
     s->state = HC_SPAN_STASHED;
-    s->next = stash;
-    stash = s;
-    stash_len++;
+    s->next = hci_samples.stash;
+    hci_samples.stash = s;
+    hci_samples.stash_len++;
   }
-  hci_unlock(&hci_sampled_lock);
+  hci_unlock(&hci_samples.lock);
   return keep;
 }
 
 size_t hci_sample_stash_drain(void) {
   size_t n = 0;
-  hci_lock(&hci_sampled_lock); /* before the page heap: lock order */
-  while (stash) {
-    hc_span_t *s = stash;
-    stash = s->next;
+  hci_lock(&hci_samples.lock); /* before the page heap: lock order */
+  while (hci_samples.stash) {
+    hc_span_t *s = hci_samples.stash;
+    hci_samples.stash = s->next;
     s->next = NULL;
     s->state = HC_SPAN_LARGE;
     hci_ph_free(s);
     n++;
   }
-  stash_len = 0;
-  hci_unlock(&hci_sampled_lock);
+  hci_samples.stash_len = 0;
+  hci_unlock(&hci_samples.lock);
   return n << HC_PAGE_SHIFT;
 }
 
 size_t hci_sample_stash_bytes(void) {
-  hci_lock(&hci_sampled_lock);
-  size_t n = stash_len;
-  hci_unlock(&hci_sampled_lock);
+  hci_lock(&hci_samples.lock);
+  size_t n = hci_samples.stash_len;
+  hci_unlock(&hci_samples.lock);
   return n << HC_PAGE_SHIFT;
 }
 

@@ -327,9 +327,16 @@ size_t hci_requested_size(const void *p);
 /* Recording state. 0 = off; otherwise every allocation records its stack. */
 extern int hci_record_all;
 extern _Atomic uint16_t hci_epoch;            /* current checker epoch */
-/* Sampled-object list, for profiles. Guarded by hci_sampled_lock. */
-extern hci_lock_t hci_sampled_lock;
-extern hc_span_t hci_sampled_spans;           /* sentinel (snext/sprev links) */
+/* The live sampled spans (for profiles) and the stash of free one-page
+ * sample spans, on one cache line with their lock: every sample and every
+ * sampled free touches all three.  Guarded by lock. */
+typedef struct hci_samples {
+  hci_lock_t lock;
+  hc_span_t *head;   /* live sampled spans, doubly linked through snext/sprev, NULL-terminated */
+  hc_span_t *stash;  /* free sample spans (HC_SPAN_STASHED), linked through next */
+  size_t stash_len;
+} __attribute__((aligned(64))) hci_samples_t;
+extern hci_samples_t hci_samples;
 /* Free one-page spans kept for sampled objects: give them all back to the
  * page heap (malloc_trim; returns the bytes), and their size (stats). */
 size_t hci_sample_stash_drain(void);
@@ -381,11 +388,11 @@ void hci_stats_get(struct hc_stats *out);
 void hci_stats_print(int fd);
 
 /* ======================= checker/profile.c: hooks called by alloc.c ======================= */
-/* A sampled allocation, after its span is linked on hci_sampled_spans
+/* A sampled allocation, after its span is linked on hci_samples.head
  * (weight = the mean interval it was sampled with); returns the bytes the
  * sample stands for, which the span keeps (sample_est) and hands to the
  * sampled free, before its record is cleared.  Never call malloc; take only
- * the profiler's bucket lock (after hci_sampled_lock, before the meta arena). */
+ * the profiler's bucket lock (after hci_samples.lock, before the meta arena). */
 uint64_t hci_profile_note_alloc(uint32_t stack_id, size_t size, uint64_t weight) __attribute__((weak));
 void hci_profile_note_free(uint64_t est) __attribute__((weak));
 /* After note_alloc, with no allocator lock held: checks the HEAPPROFILE

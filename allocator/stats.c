@@ -8,12 +8,12 @@
 
 static size_t sampled_totals(size_t *bytes) {
   size_t n = 0, b = 0;
-  hci_lock(&hci_sampled_lock);
-  for (hc_span_t *s = hci_sampled_spans.snext; s != &hci_sampled_spans; s = s->snext) {
+  hci_lock(&hci_samples.lock);
+  for (hc_span_t *s = hci_samples.head; s; s = s->snext) {
     n++;
     b += s->weight > s->req_size ? s->weight : s->req_size;
   }
-  hci_unlock(&hci_sampled_lock);
+  hci_unlock(&hci_samples.lock);
   *bytes = b;
   return n;
 }

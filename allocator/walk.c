@@ -13,7 +13,7 @@ void hci_depot_unlock(void) __attribute__((weak));
 void hci_lock_all(void) {
   if (hci_depot_lock) hci_depot_lock();
   hci_lock(&hci_tc_registry_lock);
-  hci_lock(&hci_sampled_lock);
+  hci_lock(&hci_samples.lock);
   hci_lock(&hci_pageheap.lock);
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) hci_lock(&hci_central[c].lock);
   hci_meta_fork_prepare();
@@ -23,7 +23,7 @@ void hci_unlock_all(void) {
   hci_meta_fork_parent();
   for (unsigned c = HC_NUM_CLASSES; c-- > 1;) hci_unlock(&hci_central[c].lock);
   hci_unlock(&hci_pageheap.lock);
-  hci_unlock(&hci_sampled_lock);
+  hci_unlock(&hci_samples.lock);
   hci_unlock(&hci_tc_registry_lock);
   if (hci_depot_unlock) hci_depot_unlock();
 }

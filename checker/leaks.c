@@ -119,7 +119,7 @@ static void setup_once(void) {
   hci_roots_exclude((uintptr_t)&hci_pageheap, (uintptr_t)(&hci_pageheap + 1));
   hci_roots_exclude((uintptr_t)hci_pagemap_root, (uintptr_t)(hci_pagemap_root + HC_PM_ROOT_LEN));
   hci_roots_exclude((uintptr_t)&hci_tc_empty, (uintptr_t)(&hci_tc_empty + 1));
-  hci_roots_exclude((uintptr_t)&hci_sampled_spans, (uintptr_t)(&hci_sampled_spans + 1));
+  hci_roots_exclude((uintptr_t)&hci_samples, (uintptr_t)(&hci_samples + 1));
   hci_roots_exclude((uintptr_t)&L, (uintptr_t)(&L + 1));
   hci_roots_exclude((uintptr_t)&hci_chk, (uintptr_t)(&hci_chk + 1));
   /* Every module's registered private state (HC_PRIVATE_STATE): needed when

@@ -2,7 +2,7 @@
  * HEAPPROFILE dumps, hc_heap_profile_* and gperftools' HeapProfiler* calls.
  *
  * Data:
- *  - live samples: the spans on hci_sampled_spans (alloc.c), each with its
+ *  - live samples: the spans on hci_samples.head (alloc.c), each with its
  *    stack id, requested size, weight (the mean sampling interval it was
  *    taken with) and allocation time;
  *  - cumulative sample counters per (stack id, size bin), kept by
@@ -22,7 +22,7 @@
  * written per stack with the `heapprofile` header, which pprof leaves alone.
  *
  * Locks, in order: prof.lock (dump state, file names) -> hci_lock_all() or
- * hci_sampled_lock -> tab.lock (counters) -> metadata arena.  tab.lock is
+ * hci_samples.lock -> tab.lock (counters) -> metadata arena.  tab.lock is
  * taken in malloc's sampled slow path with no allocator lock held; the two
  * are never nested the other way.  Fork: prepare takes prof.lock and
  * tab.lock (before the allocator's own handler takes its locks).

@@ -11,7 +11,7 @@
  * to well under 1%.
  *
  * Locks: tab.lock guards the counters; it is taken in malloc's sampled slow
- * path with no allocator lock held, and after hci_sampled_lock or
+ * path with no allocator lock held, and after hci_samples.lock or
  * hci_lock_all() when snapshotting (never the other way).  Memory comes
  * from the metadata arena only.
  */
@@ -213,20 +213,20 @@ static int cmp_site(const void *a, const void *b) {
 }
 
 /* Copies the live samples; the list is counted first so the copy needs no
- * allocation under hci_sampled_lock. */
+ * allocation under hci_samples.lock. */
 static live_t *copy_live(size_t *n, size_t *bytes) {
   for (int attempt = 0;; attempt++) {
     size_t count = 0;
-    hci_lock(&hci_sampled_lock);
-    for (hc_span_t *s = hci_sampled_spans.snext; s != &hci_sampled_spans; s = s->snext) count++;
-    hci_unlock(&hci_sampled_lock);
+    hci_lock(&hci_samples.lock);
+    for (hc_span_t *s = hci_samples.head; s; s = s->snext) count++;
+    hci_unlock(&hci_samples.lock);
     size_t cap = count + count / 4 + 16;
     live_t *v = hci_meta_alloc(cap * sizeof *v);
     if (!v) return NULL;
     size_t i = 0;
     bool more = false;
-    hci_lock(&hci_sampled_lock);
-    for (hc_span_t *s = hci_sampled_spans.snext; s != &hci_sampled_spans; s = s->snext) {
+    hci_lock(&hci_samples.lock);
+    for (hc_span_t *s = hci_samples.head; s; s = s->snext) {
       if (i == cap) {
         more = true;
         break;
@@ -237,7 +237,7 @@ static live_t *copy_live(size_t *n, size_t *bytes) {
       v[i].time = s->alloc_time;
       i++;
     }
-    hci_unlock(&hci_sampled_lock);
+    hci_unlock(&hci_samples.lock);
     if (!more || attempt == 3) { /* a list still growing that fast is cut short */
       *n = i;
       *bytes = cap * sizeof *v;
