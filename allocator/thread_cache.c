@@ -127,24 +127,34 @@ static void set_cap(hc_tcache_t *tc, unsigned cls, uint32_t cap) {
   tc->cap_bytes -= (size_t)tc->cap[cls] * hci_classes[cls].size;
   tc->cap[cls] = cap;
   tc->cap_bytes += (size_t)cap * hci_classes[cls].size;
+  tc->cap_kib[cls] = (uint32_t)(((size_t)cap * hci_classes[cls].size) >> 10);
   tc->lists[cls].lim = lim_of(cap);
 }
 
 /* Makes room for `need` more bytes of capacity by halving the capacity of
  * the class with the most (other than keep), giving back its list when it
- * no longer fits.  Returns false when nothing can be taken. */
+ * no longer fits, until an eighth of the budget is free beyond `need`:
+ * taking just enough made every later growth steal again.  Returns whether
+ * `need` fits when no other class has capacity left. */
 static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
-  while (tc->cap_bytes + need > tc->budget) {
+  size_t target = tc->budget - tc->budget / 8;
+  if (tc->cap_bytes + need <= tc->budget) return true;
+  while (tc->cap_bytes + need > target) {
+    /* The scan runs at every growth once the budget is reached: one array
+     * of small integers (cap_kib, kept by set_cap) keeps it at a few
+     * instructions per class.  Ties and sub-KiB classes go to the lowest. */
+    uint32_t saved = tc->cap_kib[keep], best_kib = 0;
+    tc->cap_kib[keep] = 0;
+    for (unsigned c = 1; c < HC_NUM_CLASSES; c++) best_kib = tc->cap_kib[c] > best_kib ? tc->cap_kib[c] : best_kib;
     unsigned best = 0;
-    size_t best_bytes = 0;
-    for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-      size_t b = (size_t)tc->cap[c] * hci_classes[c].size;
-      if (c != keep && b > best_bytes) {
-        best = c;
-        best_bytes = b;
+    if (best_kib)
+      while (tc->cap_kib[++best] != best_kib) {
       }
-    }
-    if (!best) return false;
+    tc->cap_kib[keep] = saved;
+    if (!best)
+      for (unsigned c = 1; c < HC_NUM_CLASSES && !best; c++)
+        if (c != keep && tc->cap[c]) best = c;
+    if (!best) return tc->cap_bytes + need <= tc->budget;
     uint32_t cap = tc->cap[best] / 2;
     if (tc->lists[best].len > cap) release_list(tc, best);
     set_cap(tc, best, cap);

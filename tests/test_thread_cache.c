@@ -9,7 +9,8 @@
  * HC_TC_BUDGET_MAX]).  Each such step first refreshes the budget (it
  * shrinks as threads start); when the cache is over it, or the growth does
  * not fit, capacity is taken from the biggest other class (halved, its list
- * given back when it no longer fits), again until it fits; when no other
+ * given back when it no longer fits), again until an eighth of the budget
+ * is free beyond the growth; when no other
  * class has any, the growing class itself is halved (its list cut to the
  * new capacity, keeping the newest objects) until the cache is within the
  * budget, and does not grow.  An overflowing list goes to central but for
@@ -124,37 +125,45 @@ static void model_set_cap(tc_state_t *m, unsigned c, uint32_t cap) {
 }
 
 /* grow_cap(): the budget refreshed; + a batch below the limit; over the
- * budget, the biggest other class halved (its list given back if longer
- * than the half) until it fits; if no other class has capacity left, the
- * class itself halved (its list cut to the half) until within the budget,
- * and no growth. */
+ * budget, the biggest other class (by whole KiB of capacity, the lowest
+ * class on ties; any class with capacity when none has a KiB) halved (its
+ * list given back if longer than the half) until an eighth of the budget
+ * is free beyond the growth; if no other class has capacity left and the
+ * growth does not fit, the class itself halved (its list cut to the half)
+ * until within the budget, and no growth. */
 static void model_grow(tc_state_t *m, unsigned c) {
   m->budget = budget_model();
   size_t need = 0;
   if (m->cap[c] < cap_limit_model(c)) need = (size_t)hci_classes[c].batch * hci_classes[c].size;
   else ev.at_limit++;
-  while (m->cap_bytes + need > m->budget) {
-    unsigned best = 0;
-    size_t best_bytes = 0;
-    for (unsigned k = 1; k < HC_NUM_CLASSES; k++) {
-      size_t b = (size_t)m->cap[k] * hci_classes[k].size;
-      if (k != c && b > best_bytes) best = k, best_bytes = b;
-    }
-    if (!best) {
-      ev.over_budget++;
-      need = 0;
-      while (m->cap_bytes > m->budget && m->cap[c]) {
-        ev.self_shrinks++;
-        uint32_t half = m->cap[c] / 2;
-        if (m->len[c] > half) m->len[c] = half;
-        model_set_cap(m, c, half);
+  if (m->cap_bytes + need > m->budget) {
+    size_t target = m->budget - m->budget / 8;
+    while (m->cap_bytes + need > target) {
+      unsigned best = 0;
+      size_t best_kib = 0;
+      for (unsigned k = 1; k < HC_NUM_CLASSES; k++) {
+        size_t kib = (size_t)m->cap[k] * hci_classes[k].size >> 10;
+        if (k != c && kib > best_kib) best = k, best_kib = kib;
       }
-      break;
+      for (unsigned k = 1; k < HC_NUM_CLASSES && !best; k++)
+        if (k != c && m->cap[k]) best = k;
+      if (!best) {
+        if (m->cap_bytes + need <= m->budget) break; /* it fits after all */
+        ev.over_budget++;
+        need = 0;
+        while (m->cap_bytes > m->budget && m->cap[c]) {
+          ev.self_shrinks++;
+          uint32_t half = m->cap[c] / 2;
+          if (m->len[c] > half) m->len[c] = half;
+          model_set_cap(m, c, half);
+        }
+        break;
+      }
+      ev.steals++;
+      uint32_t half = m->cap[best] / 2;
+      if (m->len[best] > half) m->len[best] = 0, ev.steal_releases++;
+      model_set_cap(m, best, half);
     }
-    ev.steals++;
-    uint32_t half = m->cap[best] / 2;
-    if (m->len[best] > half) m->len[best] = 0, ev.steal_releases++;
-    model_set_cap(m, best, half);
   }
   if (need) {
     ev.grows++;
