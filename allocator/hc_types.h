@@ -104,7 +104,9 @@ typedef struct hc_tcache {
   hc_tc_list_t lists[HC_NUM_CLASSES];
   void *tails[HC_NUM_CLASSES];  /* last object of each non-empty list: whole lists move in O(1) */
   uint32_t cap[HC_NUM_CLASSES]; /* capacity per class (lists[].lim is 0 in checker mode) */
-  uint32_t cap_kib[HC_NUM_CLASSES]; /* cap[c] * class size / 1024, for steal_capacity's scan */
+  /* cap[c] * class size / 1024, for steal_capacity's scan: padded to whole
+   * 16-byte vectors (entries past the classes stay 0) */
+  uint32_t cap_kib[(HC_NUM_CLASSES + 3) & ~3] __attribute__((aligned(16)));
   size_t cap_bytes;         /* sum of cap[c] * class size: what the lists may hold; <= budget */
   size_t budget;            /* bound on cap_bytes */
   uint64_t rng;             /* sampler PRNG state */

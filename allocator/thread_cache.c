@@ -131,6 +131,22 @@ static void set_cap(hc_tcache_t *tc, unsigned cls, uint32_t cap) {
   tc->lists[cls].lim = lim_of(cap);
 }
 
+/* The largest entry of cap_kib, four at a time (generic vectors: SSE2 on
+ * x86-64, plain code where there is none). */
+typedef uint32_t v4u32 __attribute__((vector_size(16)));
+
+static uint32_t max_kib(const uint32_t *kib) {
+  enum { N = sizeof(((hc_tcache_t *)0)->cap_kib) / (sizeof(v4u32)) };
+  const v4u32 *v = (const v4u32 *)kib;
+  v4u32 m = v[0];
+  for (unsigned i = 1; i < N; i++) {
+    v4u32 gt = v[i] > m; /* all-ones lanes where v[i] is larger */
+    m = (v[i] & gt) | (m & ~gt);
+  }
+  uint32_t a = m[0] > m[1] ? m[0] : m[1], b = m[2] > m[3] ? m[2] : m[3];
+  return a > b ? a : b;
+}
+
 /* Makes room for `need` more bytes of capacity by halving the capacity of
  * the class with the most (other than keep), giving back its list when it
  * no longer fits, until an eighth of the budget is free beyond `need`:
@@ -142,14 +158,17 @@ static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
   while (tc->cap_bytes + need > target) {
     /* The scan runs at every growth once the budget is reached: one array
      * of small integers (cap_kib, kept by set_cap) keeps it at a few
-     * instructions per class.  Ties and sub-KiB classes go to the lowest. */
-    uint32_t saved = tc->cap_kib[keep], best_kib = 0;
+     * instructions per class.  Ties go to the highest class; when no class
+     * has a whole KiB, the lowest class with capacity. */
+    uint32_t saved = tc->cap_kib[keep];
     tc->cap_kib[keep] = 0;
-    for (unsigned c = 1; c < HC_NUM_CLASSES; c++) best_kib = tc->cap_kib[c] > best_kib ? tc->cap_kib[c] : best_kib;
+    uint32_t best_kib = max_kib(tc->cap_kib);
     unsigned best = 0;
-    if (best_kib)
-      while (tc->cap_kib[++best] != best_kib) {
+    if (best_kib) { /* from the top: big classes hold the most */
+      best = HC_NUM_CLASSES;
+      while (tc->cap_kib[--best] != best_kib) {
       }
+    }
     tc->cap_kib[keep] = saved;
     if (!best)
       for (unsigned c = 1; c < HC_NUM_CLASSES && !best; c++)
