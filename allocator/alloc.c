@@ -450,8 +450,16 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   }
   /* Keep the block when the new size fits and wastes at most half of it;
    * sampled blocks move so the profile keeps exact sizes. */
-  if (size <= usable && size >= usable / 2 && !(s && !cls && s->is_sampled)) {
-    if (hci_record_all) set_requested_size(p, size);
+  bool sampled = !cls && s->is_sampled;
+  if (size <= usable && size >= usable / 2 && !sampled) {
+    if (hci_record_all || !cls) set_requested_size(p, size);
+    return p;
+  }
+  /* A large block grows into the free pages after it when there are
+   * enough: a buffer grown step by step is then never copied. */
+  if (!cls && !sampled && size > usable && size <= HC_MAX_REQUEST &&
+      hci_ph_grow(s, (size + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT)) {
+    set_requested_size(p, size);
     return p;
   }
   void *q = hc_malloc_fast(size, ra);

@@ -202,6 +202,10 @@ hc_span_t *hci_ph_alloc(size_t npages);
 hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align);
 /* Returns a span to the page heap, coalescing with free neighbours. */
 void hci_ph_free(hc_span_t *s);
+/* Grows the in-use LARGE span s to npages in place, taking the pages from
+ * the free span right after it.  False (s unchanged) when that span is not
+ * free or too short.  realloc's growth path: no copy, no second span. */
+bool hci_ph_grow(hc_span_t *s, size_t npages);
 /* Same with the lock held; s is not counted in use (growth, release). */
 void hci_ph_free_locked(hc_span_t *s);
 /* Set the pagemap class of every page of an allocated span (SMALL spans). */

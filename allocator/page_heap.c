@@ -166,6 +166,32 @@ hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align) {
   return s;
 }
 
+bool hci_ph_grow(hc_span_t *s, size_t npages) {
+  if (npages <= s->npages) return true;
+  size_t extra = npages - s->npages;
+  hci_lock(&ph->lock);
+  uintptr_t end = s->start + (s->npages << HC_PAGE_SHIFT);
+  hc_span_t *next = hci_pagemap_span(end);
+  bool ok = next && next != s && next->state == HC_SPAN_FREE && next->start == end && next->npages >= extra;
+  if (ok) {
+    take_free(next);
+    if (next->npages == extra) {
+      hci_pagemap_set(end >> HC_PAGE_SHIFT, extra, s, 0);
+      hci_span_delete(next);
+    } else {
+      /* The rest keeps next's struct; only the pages taken are relabelled. */
+      next->start += extra << HC_PAGE_SHIFT;
+      next->npages -= extra;
+      put_free(next);
+      hci_pagemap_set(end >> HC_PAGE_SHIFT, extra, s, 0);
+    }
+    s->npages = npages;
+    ph->inuse_bytes += extra << HC_PAGE_SHIFT;
+  }
+  hci_unlock(&ph->lock);
+  return ok;
+}
+
 /* requires: lock; lo and hi adjacent (lo ends where hi starts), neither on a
  * list.  Joins them into the struct of the longer one and relabels the
  * shorter one's pages, so a page is relabelled O(log) times over its life

@@ -240,8 +240,10 @@ static void test_realloc(void) {
     CHECK(r == NULL, "realloc(p, 0) returned %p", r);
     if (cls)
       CHECK(hci_tc->lists[cls].head == p, "realloc(p, 0) did not free the block (not back in the thread cache)");
-    else
-      CHECK(hci_pagemap_span((uintptr_t)p)->state == HC_SPAN_FREE, "realloc(sampled p, 0) did not free the block");
+    else /* its one-page span went back to the page heap or to the stash of sample spans */
+      CHECK(hci_pagemap_span((uintptr_t)p)->state == HC_SPAN_FREE ||
+                hci_pagemap_span((uintptr_t)p)->state == HC_SPAN_STASHED,
+            "realloc(sampled p, 0) did not free the block");
   }
   p = malloc(1 << 20);
   void *r;
@@ -267,6 +269,35 @@ static void test_realloc(void) {
     cur = n;
   }
   free(p);
+  /* A large block grows in place into free pages after it: find two
+   * adjacent large blocks, free the second, grow the first across it. */
+  {
+    enum { B = 512 << 10, TRIES = 64 }; /* above HC_MAX_SMALL: LARGE spans */
+    char *v[TRIES + 1];
+    int n = 0, found = -1;
+    v[n++] = malloc(B);
+    while (n <= TRIES && found < 0) {
+      v[n] = malloc(B);
+      if (v[n] == v[n - 1] + B && !hci_pagemap_span((uintptr_t)v[n - 1])->is_sampled) found = n - 1;
+      n++;
+    }
+    CHECK(found >= 0, "no two adjacent %d-byte blocks in %d allocations", B, TRIES);
+    if (found >= 0) {
+      char *a = v[found];
+      fill(a, B, 5);
+      free(v[found + 1]);
+      v[found + 1] = NULL;
+      char *g = realloc(a, B + B / 2);
+      CHECK(g == a, "realloc(%d -> %d) with free pages after the block moved it (%p -> %p)", B, B + B / 2,
+            (void *)a, (void *)g);
+      CHECK(g && check_fill(g, B, 5) && malloc_usable_size(g) >= (size_t)B + B / 2, "grown in place: contents");
+      if (g) memset(g + B, 0x22, B / 2); /* the new part is ours */
+      hc_span_t *gs = g ? hci_pagemap_span((uintptr_t)g + B + B / 2 - 1) : NULL;
+      CHECK(gs && gs->start == (uintptr_t)g && gs->state == HC_SPAN_LARGE, "grown span's last page maps to it");
+      v[found] = g;
+    }
+    for (int i = 0; i < n; i++) free(v[i]);
+  }
   /* in-place shrink of the usable size stays valid */
   p = malloc(1000);
   fill(p, 1000, 4);

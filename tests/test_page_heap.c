@@ -295,6 +295,51 @@ static void test_alloc_free(void) {
   CHECK(ph->inuse_bytes == inuse0, "in-use bytes %zu after freeing everything, want %zu", ph->inuse_bytes, inuse0);
 }
 
+/* hci_ph_grow (realloc's in-place growth): a span followed by a free run
+ * of 9 pages grows by 4 (the run keeps 5, accounted free), then by the
+ * exact rest (the run disappears); a span followed by an in-use one or by
+ * too few free pages does not grow and changes nothing. */
+static void test_grow(void) {
+  hc_span_t *keep[64];
+  int nkeep = 0;
+  hc_span_t *a = NULL, *b = NULL, *c = NULL;
+  for (int attempt = 0; attempt < 64; attempt++) {
+    a = alloc_checked(3, 0, "grow");
+    b = alloc_checked(9, 0, "grow");
+    c = alloc_checked(2, 0, "grow");
+    if (a && b && c && b->start == a->start + 3 * HC_PAGE_SIZE && c->start == b->start + 9 * HC_PAGE_SIZE) break;
+    if (nkeep + 3 <= 64) keep[nkeep++] = a, keep[nkeep++] = b, keep[nkeep++] = c;
+    a = b = c = NULL;
+  }
+  CHECK(a && b && c, "never got three adjacent spans");
+  if (a && b && c) {
+    uintptr_t bs = b->start;
+    CHECK(!hci_ph_grow(a, 4), "grew into an in-use span");
+    check_span(a, 3, "not grown");
+    free_checked(b, "grow");
+    size_t inuse0 = ph->inuse_bytes;
+    CHECK(hci_ph_grow(a, 7), "did not grow into 9 free pages");
+    check_span(a, 7, "grown by 4");
+    hc_span_t *rest = hci_pagemap_span(bs + 4 * HC_PAGE_SIZE);
+    CHECK(rest && rest->state == HC_SPAN_FREE && rest->start == bs + 4 * HC_PAGE_SIZE && rest->npages == 5 &&
+              hci_pagemap_span(bs + 9 * HC_PAGE_SIZE - 1) == rest,
+          "the free rest after growing by 4");
+    CHECK(ph->inuse_bytes == inuse0 + 4 * HC_PAGE_SIZE, "in-use bytes grew by %zu, want 4 pages",
+          ph->inuse_bytes - inuse0);
+    check_accounting("grown by 4");
+    CHECK(!hci_ph_grow(a, 13), "grew past the free run (5 pages, 6 asked)");
+    check_span(a, 7, "not grown past the run");
+    CHECK(hci_ph_grow(a, 12), "did not grow by the exact rest");
+    check_span(a, 12, "grown by the exact rest");
+    CHECK(hci_pagemap_span(c->start) == c, "the next span is untouched");
+    check_accounting("grown by the rest");
+    free_checked(a, "grow");
+    free_checked(c, "grow");
+  }
+  for (int i = 0; i < nkeep; i++)
+    if (keep[i]) free_checked(keep[i], "grow");
+}
+
 /* Three adjacent spans; free the middle, then the sides: one free span of
  * 15 pages.  Everything free is released first, so a free run beside them
  * is released and stays apart (free_checked checks it keeps its extent). */
@@ -747,6 +792,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "hysteresis") == 0) return hysteresis();
   check_accounting("start");
   test_alloc_free();
+  test_grow();
   test_coalesce();
   test_mixed_states();
   test_aligned();
