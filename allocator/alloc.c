@@ -358,6 +358,34 @@ static void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
   push_small(tc, cls, p);
 }
 
+/* Where the free fast path's misses go first.  A push onto the empty list
+ * of a real cache (lim is 0 in the static empty cache and in checker mode)
+ * is done here, recording the list's tail, in ~30 instructions instead of
+ * the slow path's ~120: in a ring of live objects 8 % of frees find their
+ * list empty.  Kept out of the inline fast path, which it would make two
+ * instructions longer.  Everything else goes on to hci_free_slow. */
+void hci_free_miss(void *p, uintptr_t ra) {
+  if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
+  const hc_pm_entry_t *e = hci_record_all ? NULL : hci_pagemap_find((uintptr_t)p); /* checker: every free is slow */
+  if (hc_likely(e != NULL)) {
+    uintptr_t info = __atomic_load_n(&e->info, __ATOMIC_RELAXED);
+    unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+    if (cls) {
+      hc_tcache_t *tc = hci_tc;
+      hc_tc_list_t *l = &tc->lists[cls];
+      if (l->len == 0 && l->lim != 0 &&
+          hc_is_object_start((uintptr_t)p - (info & ~HC_PM_CLASS_MASK), &hci_classes[cls])) {
+        *(void **)p = NULL;
+        l->head = p;
+        l->len = 1;
+        tc->tails[cls] = p;
+        return;
+      }
+    }
+  }
+  hci_free_slow(p, ra);
+}
+
 void hci_free_slow(void *p, uintptr_t ra) {
   if (!p) return;
   if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */

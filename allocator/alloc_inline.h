@@ -16,6 +16,7 @@
 
 void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) hc_noinline;
 void hci_free_slow(void *p, uintptr_t ra) hc_noinline;
+void hci_free_miss(void *p, uintptr_t ra) hc_noinline;
 
 #define HC_RA() ((uintptr_t)__builtin_return_address(0))
 
@@ -63,7 +64,7 @@ static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintpt
       }
     }
   }
-  hci_free_slow(ptr, ra);
+  hci_free_miss(ptr, ra);
 }
 
 #endif

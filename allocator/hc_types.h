@@ -95,8 +95,9 @@ typedef struct hc_tc_list {
   uint32_t len;             /* objects on the list */
   uint32_t lim;             /* free fast path runs while 1 <= len <= lim (unsigned len - 1 < lim);
                                lim = capacity - 1, or 0 to force the slow path (empty cache,
-                               checker mode).  Pushes onto an empty list are slow so the tail
-                               pointer (tails[]) can be kept without fast-path cost. */
+                               checker mode).  A push onto an empty list misses the fast path
+                               and is done by hci_free_miss, which also sets the tail
+                               (tails[]): the common free pays nothing for tracking it. */
 } hc_tc_list_t;
 
 typedef struct hc_tcache {

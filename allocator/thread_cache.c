@@ -10,8 +10,8 @@
  * Capacity per class starts at 0 and grows by a batch at each overflow or
  * refill up to a limit (slow start, as in tcmalloc).  A list that
  * overflows at its capacity goes to central whole, in O(1) (the tail is
- * tracked: pushes onto an empty list take the slow path, see
- * hc_tc_list_t.lim).  The bytes a cache can hold are bounded structurally:
+ * tracked: a push onto an empty list misses the free fast path and is done
+ * by hci_free_miss, which sets it, see hc_tc_list_t.lim).  The bytes a cache can hold are bounded structurally:
  * the sum of capacity x size over the classes (cap_bytes) never exceeds
  * the cache's budget (HC_TC_BUDGET_TOTAL shared among the live caches);
  * growing one class halves the biggest other ones when needed.  So the
@@ -94,7 +94,7 @@ static void release_list(hc_tcache_t *tc, unsigned cls);
 /* Keeps the newest `keep` objects of list cls (walking only those, which
  * were just freed and are in cache) and hands the rest to central in O(1).
  * Keeping some avoids a list that oscillates between 0 and 1 objects, which
- * would send every free onto an empty list through the slow path. */
+ * would send every other malloc to central for a refill. */
 static void release_tail(hc_tcache_t *tc, unsigned cls, uint32_t keep) {
   hc_tc_list_t *l = &tc->lists[cls];
   if (keep == 0 || l->len <= keep) {
