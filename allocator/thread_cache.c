@@ -131,20 +131,28 @@ static void set_cap(hc_tcache_t *tc, unsigned cls, uint32_t cap) {
   tc->lists[cls].lim = lim_of(cap);
 }
 
-/* The largest entry of cap_kib, four at a time (generic vectors: SSE2 on
- * x86-64, plain code where there is none). */
-typedef uint32_t v4u32 __attribute__((vector_size(16)));
+/* The class with the most KiB of capacity (0 when none has a KiB; the
+ * lowest class on ties), four classes at a time: a vector of the largest
+ * value seen per lane and one of the class it was seen at (generic
+ * vectors: SSE2 on x86-64, plain code elsewhere). */
+typedef int32_t v4i32 __attribute__((vector_size(16))); /* signed: SSE2 compares signed lanes */
 
-static uint32_t max_kib(const uint32_t *kib) {
-  enum { N = sizeof(((hc_tcache_t *)0)->cap_kib) / (sizeof(v4u32)) };
-  const v4u32 *v = (const v4u32 *)kib;
-  v4u32 m = v[0];
+static unsigned max_kib_class(const uint32_t *kib) {
+  enum { N = sizeof(((hc_tcache_t *)0)->cap_kib) / (sizeof(v4i32)) };
+  const v4i32 *v = (const v4i32 *)kib; /* KiB counts are far below 2^31 */
+  v4i32 m = v[0], at = {0, 1, 2, 3}, idx = at;
+  const v4i32 four = {4, 4, 4, 4};
   for (unsigned i = 1; i < N; i++) {
-    v4u32 gt = v[i] > m; /* all-ones lanes where v[i] is larger */
+    idx += four;
+    v4i32 gt = v[i] > m; /* all-ones lanes where v[i] is larger */
     m = (v[i] & gt) | (m & ~gt);
+    at = (idx & gt) | (at & ~gt);
   }
-  uint32_t a = m[0] > m[1] ? m[0] : m[1], b = m[2] > m[3] ? m[2] : m[3];
-  return a > b ? a : b;
+  unsigned best = 0;
+  int32_t best_kib = 0;
+  for (int l = 0; l < 4; l++)
+    if (m[l] > best_kib || (m[l] == best_kib && m[l] && (unsigned)at[l] < best)) best_kib = m[l], best = (unsigned)at[l];
+  return best_kib ? best : 0;
 }
 
 /* Makes room for `need` more bytes of capacity by halving the capacity of
@@ -158,17 +166,11 @@ static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
   while (tc->cap_bytes + need > target) {
     /* The scan runs at every growth once the budget is reached: one array
      * of small integers (cap_kib, kept by set_cap) keeps it at a few
-     * instructions per class.  Ties go to the highest class; when no class
+     * instructions per class.  Ties go to the lowest class; when no class
      * has a whole KiB, the lowest class with capacity. */
     uint32_t saved = tc->cap_kib[keep];
     tc->cap_kib[keep] = 0;
-    uint32_t best_kib = max_kib(tc->cap_kib);
-    unsigned best = 0;
-    if (best_kib) { /* from the top: big classes hold the most */
-      best = HC_NUM_CLASSES;
-      while (tc->cap_kib[--best] != best_kib) {
-      }
-    }
+    unsigned best = max_kib_class(tc->cap_kib);
     tc->cap_kib[keep] = saved;
     if (!best)
       for (unsigned c = 1; c < HC_NUM_CLASSES && !best; c++)

@@ -125,7 +125,7 @@ static void model_set_cap(tc_state_t *m, unsigned c, uint32_t cap) {
 }
 
 /* grow_cap(): the budget refreshed; + a batch below the limit; over the
- * budget, the biggest other class (by whole KiB of capacity, the highest
+ * budget, the biggest other class (by whole KiB of capacity, the lowest
  * class on ties; the lowest class with capacity when none has a KiB) halved (its
  * list given back if longer than the half) until an eighth of the budget
  * is free beyond the growth; if no other class has capacity left and the
@@ -143,7 +143,7 @@ static void model_grow(tc_state_t *m, unsigned c) {
       size_t best_kib = 0;
       for (unsigned k = 1; k < HC_NUM_CLASSES; k++) {
         size_t kib = (size_t)m->cap[k] * hci_classes[k].size >> 10;
-        if (k != c && kib >= best_kib && kib > 0) best = k, best_kib = kib;
+        if (k != c && kib > best_kib) best = k, best_kib = kib;
       }
       for (unsigned k = 1; k < HC_NUM_CLASSES && !best; k++)
         if (k != c && m->cap[k]) best = k;
