@@ -241,6 +241,15 @@ static int child_inuse(void) {
   return 0;
 }
 
+/* HEAPCHECK_REPORT=top at exit, after the program closed stderr (as
+ * coreutils' close_stdout does): the report still reaches it. */
+void *volatile top_closed_keep[8]; /* live at exit: global, so a root */
+static int child_top_closed(void) {
+  for (int i = 0; i < 8; i++) top_closed_keep[i] = child_alloc(CHUNK);
+  close(2);
+  return 0;
+}
+
 /* Runs this program in mode `mode` with the extra environment, stderr to log. */
 static int run_child(char **argv, const char *mode, const char *log, const char *const *env) {
   pid_t pid = fork();
@@ -320,6 +329,20 @@ static void test_children(char **argv, const char *dir) {
   const char *r2[] = {"1 MB currently in use", "2 MB currently in use", "Exiting, 2 MB in use"};
   check_dumps(log, prefix, 3, r2);
 
+  /* The exit report and the last dump survive a closed stderr. */
+  snprintf(prefix, sizeof prefix, "%s/cl", dir);
+  snprintf(log, sizeof log, "%s/cl.log", dir);
+  const char *env4[] = {"HEAPCHECK_REPORT", "top:3", "HEAPPROFILE", prefix, "HEAP_PROFILE_INUSE_INTERVAL", "0",
+                        "HEAP_PROFILE_ALLOCATION_INTERVAL", "0", NULL};
+  rc = run_child(argv, "child-top-closed", log, env4);
+  CHECK(rc == 0, "child-top-closed exited with %d", rc);
+  text = read_file(log);
+  CHECK(text && strstr(text, "call sites by live bytes") && strstr(text, "child_alloc"),
+        "no top report after stderr was closed:\n%s", text ? text : "(none)");
+  CHECK(text && strstr(text, "Dumping heap profile to ") && strstr(text, "(Exiting, "),
+        "no exit dump line after stderr was closed:\n%s", text ? text : "(none)");
+  free(text);
+
   /* A bad value is reported with the variable's name and the default. */
   snprintf(log, sizeof log, "%s/bad.log", dir);
   const char *env3[] = {"HEAP_PROFILE_INUSE_INTERVAL", "lots", NULL};
@@ -333,6 +356,7 @@ static void test_children(char **argv, const char *dir) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child-intervals") == 0) return child_intervals();
   if (argc > 1 && strcmp(argv[1], "child-inuse") == 0) return child_inuse();
+  if (argc > 1 && strcmp(argv[1], "child-top-closed") == 0) return child_top_closed();
   const char *param = getenv("HEAPCHECK_SAMPLE_PARAMETER");
   if (!param || strcmp(param, "1") != 0) { /* options are read at start-up: run again with them */
     setenv("HEAPCHECK_SAMPLE_PARAMETER", "1", 1);
