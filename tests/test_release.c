@@ -194,7 +194,10 @@ int main(int argc, char **argv) {
     CHECK(after_trim < 40 * MB, "round %d: RSS %zu MB after malloc_trim(0)", round, after_trim / MB);
     hc_stats_t st;
     hc_get_stats(&st);
-    CHECK(st.page_heap_free == 0, "%zu bytes of committed free pages after malloc_trim(0)", st.page_heap_free);
+    /* A sampled object freed since the trim (stdio) waits in the stash of
+     * sample spans, which the stats count as page-heap free bytes. */
+    CHECK(st.page_heap_free <= hci_sample_stash_bytes(), "%zu bytes of committed free pages after malloc_trim(0)",
+          st.page_heap_free);
     CHECK(st.heap_mapped < 700 * MB, "round %d: %zu MB mapped for a 500 MB peak (memory not reused?)", round,
           st.heap_mapped / MB);
   }
