@@ -29,6 +29,33 @@ BENCH_VARIANTS="heapcheck-nosample heapcheck-normal heapcheck-sample8x"
 
 log() { echo "[bench] $*" >&2; }
 
+# The allocator workloads (tests/bench/bench_<name>.c), and the arguments that
+# give about a tenth of each one's default work (run.sh --quick).
+BENCH_ALL_WORKLOADS="pairs larson prodcons random_live realloc large falseshare xmalloc"
+bench_quick_args() {
+  case $1 in
+    pairs) echo "-n 2000000" ;;
+    larson) echo "-r 12" ;;
+    prodcons) echo "-n 1000000" ;;
+    random_live) echo "-s 4000 -n 100000" ;;
+    realloc) echo "-n 400000" ;;
+    large) echo "-n 400" ;;
+    falseshare) echo "-n 10" ;;
+    xmalloc) echo "-n 100" ;;
+  esac
+}
+
+# bench_workloads "w1,w2" SCRIPT: the workloads to run (all when empty);
+# exits with a message naming SCRIPT on an unknown one.
+bench_workloads() {
+  local list=${1//,/ } w
+  list=${list:-$BENCH_ALL_WORKLOADS}
+  for w in $list; do
+    case " $BENCH_ALL_WORKLOADS " in *" $w "*) ;; *) echo "$2: unknown workload $w" >&2; exit 2 ;; esac
+  done
+  echo "$list"
+}
+
 # pkg_lib PACKAGE FILENAME: the path of FILENAME, looked up in the package's
 # file list when it is not at the usual place (multiarch dirs move).
 pkg_lib() {

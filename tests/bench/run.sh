@@ -50,14 +50,9 @@ done
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ALL_WORKLOADS="pairs larson prodcons random_live realloc large falseshare xmalloc"
-WORKLOADS=${ONLY:+${ONLY//,/ }}
-WORKLOADS=${WORKLOADS:-$ALL_WORKLOADS}
+WORKLOADS=$(bench_workloads "$ONLY" run.sh) || exit 2
 ALLOCATORS=${ALLOCS:+${ALLOCS//,/ }}
 ALLOCATORS=${ALLOCATORS:-$BENCH_ALL_ALLOCATORS}
-for w in $WORKLOADS; do
-  case " $ALL_WORKLOADS " in *" $w "*) ;; *) echo "run.sh: unknown workload $w" >&2; exit 2 ;; esac
-done
 for a in $ALLOCATORS; do
   case " $BENCH_ALL_ALLOCATORS $BENCH_VARIANTS " in *" $a "*) ;; *) echo "run.sh: unknown allocator $a" >&2; exit 2 ;; esac
 done
@@ -65,16 +60,7 @@ done
 # Arguments per workload; empty = the program's defaults (~0.5-2 s with glibc here).
 workload_args() {
   [ "$QUICK" = 1 ] || return 0
-  case $1 in
-    pairs) echo "-n 2000000" ;;
-    larson) echo "-r 12" ;;
-    prodcons) echo "-n 1000000" ;;
-    random_live) echo "-s 4000 -n 100000" ;;
-    realloc) echo "-n 400000" ;;
-    large) echo "-n 400" ;;
-    falseshare) echo "-n 10" ;;
-    xmalloc) echo "-n 100" ;;
-  esac
+  bench_quick_args "$1"
 }
 
 # Never let a checker or profiler setting of the caller leak into the runs.

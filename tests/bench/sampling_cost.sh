@@ -38,23 +38,13 @@ done
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ALL_WORKLOADS="pairs larson prodcons random_live realloc large falseshare xmalloc"
-WORKLOADS=${ONLY:+${ONLY//,/ }}
-WORKLOADS=${WORKLOADS:-$ALL_WORKLOADS}
+WORKLOADS=$(bench_workloads "$ONLY" sampling_cost.sh) || exit 2
 unset HEAPCHECK HEAPPROFILE LD_PRELOAD HEAPCHECK_SAMPLE_PARAMETER TCMALLOC_SAMPLE_PARAMETER HEAPCHECK_SAMPLE_SEED
 
-# The arguments of run.sh --quick.
+# The arguments of run.sh --quick, but large keeps its default: -n 400 is too
+# short to amortise the first samples' costs (DWARF rules, depot, tables).
 quick_args() {
-  case $1 in
-    pairs) echo "-n 2000000" ;;
-    larson) echo "-r 12" ;;
-    prodcons) echo "-n 1000000" ;;
-    random_live) echo "-s 4000 -n 100000" ;;
-    realloc) echo "-n 400000" ;;
-    large) echo "-n 4000" ;; # the default: -n 400 is too short to amortise first-sample costs
-    falseshare) echo "-n 10" ;;
-    xmalloc) echo "-n 100" ;;
-  esac
+  if [ "$1" = large ]; then echo "-n 4000"; else bench_quick_args "$1"; fi
 }
 
 ensure_peers valgrind
