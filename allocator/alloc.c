@@ -70,14 +70,18 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
   bool can_dwarf = ra && hci_unwind_dwarf_available() &&
                    (hci_unwinder == HC_UNWIND_DWARF || hci_unwind_fallback);
   bool dwarf = can_dwarf && (hci_unwinder == HC_UNWIND_DWARF || caller_needs_dwarf(ra));
-  if (dwarf) n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra);
+  /* The thread's memo of its last walk, when record_stack guards us from
+   * re-entry (a signal handler's allocation would otherwise share it). */
+  hc_tcache_t *tc = hci_tc;
+  hc_unwind_memo_t *memo = !tc->is_static && tc->in_alloc ? &tc->memo : NULL;
+  if (dwarf) n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra, memo);
   else n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
   i = find_pc(pcs, n, ra);
   if (can_dwarf && !dwarf && n - i <= 1) {
     /* The frame-pointer chain ends at the caller of malloc (its caller
      * clobbered rbp): the DWARF walk sees further. */
     uintptr_t dw[HC_MAX_STACK_DEPTH];
-    int m = hci_unwind_dwarf_at(dw, HC_MAX_STACK_DEPTH, ra);
+    int m = hci_unwind_dwarf_at(dw, HC_MAX_STACK_DEPTH, ra, memo);
     int j = find_pc(dw, m, ra);
     if (m - j > n - i) {
       __builtin_memcpy(pcs, dw + j, (size_t)(m - j) * sizeof dw[0]);

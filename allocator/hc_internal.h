@@ -278,8 +278,9 @@ int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip);
 /* The stack from the frame that returns to ra: pcs[0] = ra, then its
  * callers by DWARF.  The frame is found through the allocator's own frame
  * pointers (a few steps, no CFI lookups); when it is not among them, a
- * whole DWARF walk from here, in which the caller looks for ra. */
-int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra);
+ * whole DWARF walk from here, in which the caller looks for ra.  memo (may
+ * be NULL): the calling thread's last walk, checked and replaced. */
+int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo);
 /* Whether the function ra returns into keeps a frame pointer there (its CFA
  * is rbp-based per .eh_frame): a frame-pointer walk through it is sound.
  * False for -fomit-frame-pointer code, whose frames such a walk silently

@@ -100,6 +100,21 @@ typedef struct hc_tc_list {
                                (tails[]): the common free pays nothing for tracking it. */
 } hc_tc_list_t;
 
+/* The last DWARF walk of a thread (unwind_dwarf.c): its starting registers,
+ * every stack word it read and the frames it found.  A walk from the same
+ * registers over the same words finds the same frames (rules are a function
+ * of the PC), so the next capture from that point checks the words instead
+ * of walking again: consecutive allocations from one call site cost a few
+ * loads per frame instead of a rule lookup each. */
+#define HC_UNWIND_MEMO_LOADS 96
+typedef struct hc_unwind_memo {
+  uintptr_t ra, rsp, rbp;  /* the walk's start: malloc's caller */
+  uint32_t gen;            /* rule-cache generation it was made in; 0 = empty */
+  int n, nloads;           /* frames in pcs, words in addr/val */
+  uintptr_t addr[HC_UNWIND_MEMO_LOADS], val[HC_UNWIND_MEMO_LOADS];
+  uintptr_t pcs[HC_MAX_STACK_DEPTH];
+} hc_unwind_memo_t;
+
 typedef struct hc_tcache {
   int64_t sample_left;      /* bytes until the next sample; the fast path subtracts and tests < 0 */
   hc_tc_list_t lists[HC_NUM_CLASSES];
@@ -119,6 +134,7 @@ typedef struct hc_tcache {
   int in_alloc;             /* recursion guard for the slow path (unwinder, depot) */
   int disable_depth;        /* Disabler nesting: > 0 marks new objects ignored */
   bool is_static;           /* the shared empty cache (never written by any fast path) */
+  hc_unwind_memo_t memo;    /* last DWARF walk of an allocation stack (only under in_alloc) */
 } hc_tcache_t;
 
 /* ---- central free list ---- */

@@ -517,6 +517,9 @@ typedef struct cache_ent {
 } cache_ent_t;
 
 static _Atomic(cache_ent_t *) rule_cache;
+/* Bumped when the cache is cleared (dlclose): walks memoised before are
+ * stale (hc_unwind_memo_t.gen).  Never 0, which marks an empty memo. */
+static _Atomic uint32_t rule_gen = 1;
 
 static inline uint64_t mix64(uint64_t x) {
   x ^= x >> 33;
@@ -590,6 +593,8 @@ static void cache_insert(cache_ent_t *cache, uint64_t q, uint64_t w) {
 }
 
 void hci_unwind_dwarf_cache_clear(void) {
+  if (atomic_fetch_add_explicit(&rule_gen, 1, memory_order_relaxed) + 1 == 0)
+    atomic_store_explicit(&rule_gen, 1, memory_order_relaxed);
   cache_ent_t *c = atomic_load_explicit(&rule_cache, memory_order_acquire);
   if (c == NULL) return;
   for (size_t i = 0; i < CACHE_LEN; i++) {
@@ -607,10 +612,29 @@ typedef struct regs {
   bool exact;        /* rip is a PC, not a return address */
 } regs_t;
 
+/* The stack words a walk read, for the memo (NULL when not kept). */
+typedef struct walk_log {
+  hc_unwind_memo_t *m;
+  bool spoiled; /* too many words, or a signal frame (its stack may move) */
+} walk_log_t;
+
 /* [lo, hi): the readable stack; a read of 8 bytes at a must fit. */
 static inline bool load_word(uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t *out) {
   if (a < lo || a > hi - sizeof(uintptr_t)) return false;
   memcpy(out, (const void *)a, sizeof *out);
+  return true;
+}
+
+static inline bool load_logged(walk_log_t *log, uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t *out) {
+  if (!load_word(lo, hi, a, out)) return false;
+  if (log) {
+    if (log->m->nloads < HC_UNWIND_MEMO_LOADS) {
+      log->m->addr[log->m->nloads] = a;
+      log->m->val[log->m->nloads++] = *out;
+    } else {
+      log->spoiled = true;
+    }
+  }
   return true;
 }
 
@@ -635,10 +659,14 @@ bool hci_unwind_keeps_fp(uintptr_t ra) {
   return rule.kind == K_NORMAL && rule.cfa_rbp;
 }
 
-static bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p) {
+static bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p, walk_log_t *log) {
   uintptr_t lo = *lo_p, hi = *hi_p;
   rule_t rule = rule_for(cache, r->rip, r->exact);
+  /* A walk that ends at an address no module covers (yet) is not kept: a
+   * module loaded there later would let it go on. */
+  if (log && rule.kind == K_STOP) log->spoiled = true;
   if (rule.kind == K_SIGNAL) {
+    if (log) log->spoiled = true;
     /* The handler returned to __restore_rt with rsp at the ucontext. */
     uintptr_t uc = r->rsp, rip, rsp, rbp;
     if (!load_word(lo, hi, uc + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), &rip) ||
@@ -663,8 +691,8 @@ static bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p
   uintptr_t cfa = (rule.cfa_rbp ? r->rbp : r->rsp) + (uintptr_t)rule.cfa_off;
   if (cfa <= r->rsp || cfa > hi) return false;
   uintptr_t ra, rbp = r->rbp;
-  if (!load_word(lo, hi, cfa + (uintptr_t)rule.ra_off, &ra)) return false;
-  if (rule.rbp_how == R_OFFSET && !load_word(lo, hi, cfa + (uintptr_t)rule.rbp_off, &rbp)) return false;
+  if (!load_logged(log, lo, hi, cfa + (uintptr_t)rule.ra_off, &ra)) return false;
+  if (rule.rbp_how == R_OFFSET && !load_logged(log, lo, hi, cfa + (uintptr_t)rule.rbp_off, &rbp)) return false;
   if (rule.rbp_how == R_UNDEF) rbp = 0;
   r->rip = ra;
   r->rsp = cfa;
@@ -673,14 +701,14 @@ static bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p
   return true;
 }
 
-static int dwarf_walk(uintptr_t *pcs, int max, int skip, regs_t r) {
+static int dwarf_walk(uintptr_t *pcs, int max, int skip, regs_t r, walk_log_t *log) {
   uintptr_t lo = r.rsp;
   uintptr_t hi = hci_unwind_stack_hi(lo);
   if (hi < lo + sizeof(uintptr_t)) return 0;
   cache_ent_t *cache = cache_get();
   int n = 0;
   for (int steps = 0; n < max && steps < MAX_STEPS; steps++) {
-    if (!step(cache, &r, &lo, &hi)) break;
+    if (!step(cache, &r, &lo, &hi, log)) break;
     if (r.rip < 4096) break; /* outermost frame */
     if (skip > 0) skip--;
     else pcs[n++] = r.rip;
@@ -707,7 +735,7 @@ hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
                    : "=&r"(r.rip), "=&r"(r.rsp), "=&r"(r.rbp));
   r.exact = true;
   /* The first step yields the return address into our caller: drop it too. */
-  int n = dwarf_walk(pcs, max, skip + 1, r);
+  int n = dwarf_walk(pcs, max, skip + 1, r, NULL);
   __asm__ volatile("" ::: "memory");
   return n;
 }
@@ -718,7 +746,24 @@ hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
  * the 4-5 CFI lookups for allocator frames are saved. */
 #define ALLOCATOR_FRAMES 8
 
-hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra) {
+/* Whether memo holds the walk from r over the words as they are now. */
+static bool memo_holds(const hc_unwind_memo_t *m, const regs_t *r, int max) {
+  if (m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed) || m->ra != r->rip || m->rsp != r->rsp ||
+      m->rbp != r->rbp || m->n > max)
+    return false;
+  /* The words lie in this thread's stack above rsp, which is readable:
+   * they were read from it, and the stack above rsp has not moved. */
+  uintptr_t hi = hci_unwind_stack_hi(r->rsp);
+  for (int i = 0; i < m->nloads; i++) {
+    uintptr_t a = m->addr[i], v;
+    if (a < r->rsp || a > hi - sizeof(uintptr_t)) return false;
+    memcpy(&v, (const void *)a, sizeof v);
+    if (v != m->val[i]) return false;
+  }
+  return true;
+}
+
+hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo) {
   if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
   if (max <= 0) return 0;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
@@ -728,8 +773,26 @@ hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra) {
     n = hci_unwind_dwarf(pcs, max, 0);
   } else {
     regs_t r = {.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
-    pcs[0] = ra;
-    n = 1 + dwarf_walk(pcs + 1, max - 1, 0, r);
+    if (memo && memo_holds(memo, &r, max)) {
+      memcpy(pcs, memo->pcs, (size_t)memo->n * sizeof *pcs);
+      n = memo->n;
+    } else {
+      walk_log_t log = {.m = memo, .spoiled = false};
+      if (memo) {
+        memo->gen = 0; /* empty while it is rewritten */
+        memo->nloads = 0;
+      }
+      pcs[0] = ra;
+      n = 1 + dwarf_walk(pcs + 1, max - 1, 0, r, memo ? &log : NULL);
+      if (memo && !log.spoiled) {
+        memo->ra = r.rip;
+        memo->rsp = r.rsp;
+        memo->rbp = r.rbp;
+        memo->n = n;
+        memcpy(memo->pcs, pcs, (size_t)n * sizeof *pcs);
+        memo->gen = atomic_load_explicit(&rule_gen, memory_order_relaxed);
+      }
+    }
   }
   __asm__ volatile("" ::: "memory");
   return n;
@@ -754,8 +817,9 @@ bool hci_unwind_keeps_fp(uintptr_t ra) {
   return true;
 }
 
-hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra) {
+hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo) {
   (void)ra;
+  (void)memo;
   int n = hci_unwind_dwarf(pcs, max, 0);
   __asm__ volatile("" ::: "memory");
   return n;

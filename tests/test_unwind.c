@@ -186,6 +186,8 @@ static void test_nofp(int unwinder) {
 /* ---- a sampled malloc called from code without frame pointers ---- */
 
 void *nofp_alloc(size_t size, uintptr_t *ras);
+void *nofp_via1(size_t size, uintptr_t *ras);
+void *nofp_via2(size_t size, uintptr_t *ras);
 
 /* The recorded stack of a sampled object allocated through nofp_alloc:
  * frame 0 is malloc's return address inside nofp_alloc2, then ras[1..3]. */
@@ -231,6 +233,22 @@ static void test_sampled_nofp(void) {
   }
   CHECK(n[0] == n[1] && n[0] > 0 && memcmp(pcs[0], pcs[1], (size_t)n[0] * sizeof(uintptr_t)) == 0,
         "the second capture (straight to DWARF) differs from the first (%d vs %d frames)", n[0], n[1]);
+  /* One site, two callers, alternating (the memo of the last walk must not
+   * hand one caller's stack to the other), then the same caller twice. */
+  for (int k = 0; k < 6; k++) {
+    uintptr_t ra0 = 0;
+    int via = k < 4 ? 1 + k % 2 : 2;
+    const uintptr_t *got = NULL;
+    int m = -1;
+    for (int tries = 0; tries < 100000 && m < 0; tries++) {
+      void *p = via == 1 ? nofp_via1(100, &ra0) : nofp_via2(100, &ra0);
+      hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+      if (s && s->state == HC_SPAN_LARGE && s->is_sampled) m = hci_depot_get(s->meta.stack_id, &got);
+      free(p);
+    }
+    CHECK(m >= 2 && got[1] == ra0, "capture %d through nofp_via%d: frame 1 is %p, want %p (n=%d)", k + 1, via,
+          m >= 2 ? (void *)got[1] : NULL, (void *)ra0, m);
+  }
   hci_unwind_fallback = false; /* HEAPCHECK_UNWINDER=fp */
   int m = sampled_nofp_stack(ras, &pcs[0]);
   CHECK(m >= 1 && !(m >= 4 && pcs[0][1] == ras[1] && pcs[0][2] == ras[2] && pcs[0][3] == ras[3]),

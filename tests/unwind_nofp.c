@@ -86,3 +86,27 @@ __attribute__((noinline)) void *nofp_alloc(__SIZE_TYPE__ size, uintptr_t *ras) {
   __asm__ volatile("" : : "r"(p) : "memory");
   return p;
 }
+
+/* nofp_via1 / nofp_via2 -> nofp_leaf -> malloc: one allocation site (the
+ * same return address in nofp_leaf) reached from two callers whose frames
+ * have the same size, so the walks start from identical registers and
+ * differ only in the words above: the unwinder's memo of its last walk must
+ * notice.  ras[0]: nofp_leaf -> its caller. */
+__attribute__((noinline)) static void *nofp_leaf(__SIZE_TYPE__ size, uintptr_t *ras) {
+  ras[0] = (uintptr_t)__builtin_return_address(0);
+  void *p = malloc(size);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+__attribute__((noinline)) void *nofp_via1(__SIZE_TYPE__ size, uintptr_t *ras) {
+  void *p = nofp_leaf(size, ras);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+__attribute__((noinline)) void *nofp_via2(__SIZE_TYPE__ size, uintptr_t *ras) {
+  void *p = nofp_leaf(size, ras);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
