@@ -1,6 +1,6 @@
-/* hc_check.h - the assertion every C test uses: CHECK(cond, fmt, ...)
- * prints "FAIL file:line: cond: message" and counts a failure; the test
- * returns non-zero when `failures` is. Include after <stdio.h>. */
+/* hc_check.h - the assertion the C tests use: CHECK(cond, fmt, ...)
+ * prints "FAIL file:line: cond: message" and counts a failure (atomically:
+ * threads may check too); the test returns non-zero when `failures` is. */
 #ifndef HC_CHECK_H
 #define HC_CHECK_H
 
@@ -10,7 +10,7 @@ static int failures;
 #define CHECK(cond, ...)                                                  \
   do {                                                                    \
     if (!(cond)) {                                                        \
-      failures++;                                                         \
+      __atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);                 \
       fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
       fprintf(stderr, __VA_ARGS__);                                       \
       fputc('\n', stderr);                                                \

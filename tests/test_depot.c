@@ -11,17 +11,8 @@
 
 #include "hc_internal.h"
 
-static int failures;
+#include "hc_check.h"
 #define SLACK 64 /* stacks the allocator itself may record meanwhile */
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fprintf(stderr, "\n");                                               \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
 
 /* Stack number i of family f: depth 1..12, frames derived from (f, i). */
 static int make_stack(uint64_t f, uint64_t i, uintptr_t *pcs) {

@@ -30,16 +30,7 @@
 #include "gperftools/heap-profiler.h"
 #include "heapcheck.h"
 
-static int failures;
-#define CHECK(cond, ...)                                             \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      failures++;                                                    \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                  \
-      fputc('\n', stderr);                                           \
-    }                                                                \
-  } while (0)
+#include "hc_check.h"
 
 #define SITE(sec) __attribute__((noinline, used, section(sec)))
 extern char __start_hcprof_one[], __stop_hcprof_one[];

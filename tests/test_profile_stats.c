@@ -22,20 +22,10 @@
 #include <unistd.h>
 
 #include "heapcheck.h"
+#include "hc_check.h"
 
 #define INTERVAL "16384"
 #define SEED "20240917"
-
-static int failures;
-#define CHECK(cond, ...)                                             \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      failures++;                                                    \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                  \
-      fputc('\n', stderr);                                           \
-    }                                                                \
-  } while (0)
 
 enum { NSITES = 6, CHURN = 5 };
 static const char *const site_name[NSITES + 1] = {"small",  "medium", "large", "huge",

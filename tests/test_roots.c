@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "hc_checker.h"
+#include "hc_check.h"
 
 #define HIDE 0x5a5a5a5a5a5a5a5aull
 
@@ -324,16 +325,6 @@ static int check_cb(void *arg) {
 }
 
 /* ---------------------------------------------------------------- main */
-
-static int failures;
-#define CHECK(cond, ...)                    \
-  do {                                      \
-    if (!(cond)) {                          \
-      fprintf(stderr, "FAIL: " __VA_ARGS__); \
-      fputc('\n', stderr);                  \
-      failures++;                           \
-    }                                       \
-  } while (0)
 
 static void *load_module(void) {
   char path[PATH_MAX];

@@ -48,16 +48,7 @@
 #include "hc_internal.h"
 #include "heapcheck.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      __atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);                 \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fputc('\n', stderr);                                                \
-    }                                                                     \
-  } while (0)
+#include "hc_check.h"
 
 #define NTHREADS 4
 

@@ -19,21 +19,11 @@
 #include <unistd.h>
 
 #include "hc_internal.h"
+#include "hc_check.h"
 
 #define NOINL __attribute__((noinline))
 #define BARRIER() __asm__ volatile("" ::: "memory")
 #define RA() ((uintptr_t)__builtin_return_address(0))
-
-static int failures;
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fprintf(stderr, "\n");                                               \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
 
 static const char *uname_of(int u) { return u == HC_UNWIND_DWARF ? "dwarf" : "fp"; }
 
