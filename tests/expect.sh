@@ -1,6 +1,7 @@
 # expect.sh - assertions shared by the checker's shell tests
 # (leak_fixtures/common.sh for test_leak_modes/test_report/test_suppress,
-# test_cxx_api.sh); sourced, not run.  POSIX sh (dash and bash).
+# test_cxx_api.sh, test_launcher.sh); sourced, not run.  POSIX sh (dash and
+# bash).
 #
 # The caller's own `run` function runs a program and sets:
 #   $out  its stdout+stderr     $rc  its exit status     $cur  a description

@@ -16,9 +16,7 @@
 # supports HEAPCHECK_NO_FOLLOW), statically linked programs refused, usage
 # errors, the library search from an install layout.  Exit 0 when all pass.
 
-set -u
-# shellcheck disable=SC3045 # dash and bash both have ulimit -c
-ulimit -c 0 2>/dev/null
+. "$(dirname "$0")/expect.sh"
 
 launcher=${1:?usage: test_launcher.sh LAUNCHER [EXAMPLE...]}
 shift
@@ -38,41 +36,12 @@ unset LD_PRELOAD
 HEAP_CHECK_DUMP_DIRECTORY=$tmp
 export HEAP_CHECK_DUMP_DIRECTORY
 
-failures=0
-checks=0
-cur=
-
-# run CMD...: runs it, output (stdout+stderr) in $out, status in $rc.
+# run CMD...: runs it, output (stdout+stderr) in $out, status in $rc
+# (the assertions are tests/expect.sh's).
 run() {
   cur="$*"
   out=$("$@" 2>&1)
   rc=$?
-}
-fail() {
-  failures=$((failures + 1))
-  echo "FAIL [$cur]: $*"
-  printf '%s\n' "$out" | sed 's/^/    | /' | head -60
-}
-expect_rc() {
-  checks=$((checks + 1))
-  [ "$rc" = "$1" ] || fail "exit status $rc, expected $1"
-}
-has() {
-  checks=$((checks + 1))
-  printf '%s\n' "$out" | grep -qF -- "$1" || fail "no line containing: $1"
-}
-has_re() {
-  checks=$((checks + 1))
-  printf '%s\n' "$out" | grep -qE -- "$1" || fail "no line matching: $1"
-}
-lacks() {
-  checks=$((checks + 1))
-  if printf '%s\n' "$out" | grep -qF -- "$1"; then fail "unexpected line containing: $1"; fi
-}
-count_is() {   # count_is N STRING: exactly N lines contain STRING
-  checks=$((checks + 1))
-  _n=$(printf '%s\n' "$out" | grep -cF -- "$2")
-  [ "$_n" = "$1" ] || fail "$_n lines contain '$2', expected $1"
 }
 
 # ---- fixtures: ordinary programs that know nothing about heapcheck ----
@@ -303,7 +272,7 @@ if [ -n "${ex_thread_roots:-}" ]; then
   run "$launcher" "$ex_thread_roots"
   expect_rc 1
   has "Leak check _main_ detected leaks of 77 bytes in 1 objects"
-  count_is 1 "Leak of "
+  count_re "^Leak of " 1
 fi
 if [ -n "${ex_cxx_leaks:-}" ]; then
   run "$launcher" --mode=local "$ex_cxx_leaks"
@@ -317,5 +286,4 @@ if [ -n "${ex_cxx_leaks:-}" ]; then
   has "Leak check _main_ detected leaks of 80 bytes in 2 objects"
 fi
 
-echo "test_launcher: $checks checks, $failures failures"
-[ "$failures" = 0 ]
+finish test_launcher
