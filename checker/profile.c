@@ -399,6 +399,12 @@ static void read_options(void) {
   prof.inuse_interval = hci_env_int("HEAP_PROFILE_INUSE_INTERVAL", 100ll << 20, 0, 1ll << 50);
   prof.time_interval = hci_env_int("HEAP_PROFILE_TIME_INTERVAL", 0, 0, 1ll << 31);
   read_report_option();
+  /* gperftools deletes <prefix>.*.heap at start; our files carry the pid,
+   * so runs never overwrite each other, and that would delete the profiles
+   * of a parent or sibling writing with the same prefix. */
+  if (hci_env_get("HEAP_PROFILE_CLEANUP"))
+    hci_warn("HEAP_PROFILE_CLEANUP is not supported (profiles are named <prefix>.<pid>.<seq>.heap); no file is "
+             "deleted");
   const char *p = hci_env_get("HEAPPROFILE");
   if (p && *p) {
     if (start(p) == 0) install_signal();

@@ -342,6 +342,22 @@ static void test_children(char **argv, const char *dir) {
   CHECK(rc == 0 && text && strstr(text, "HEAP_PROFILE_INUSE_INTERVAL") && strstr(text, "104857600"),
         "bad value warning: %s", text ? text : "(none)");
   free(text);
+
+  /* gperftools' HEAP_PROFILE_CLEANUP: a warning, and nothing deleted. */
+  snprintf(prefix, sizeof prefix, "%s/cu", dir);
+  snprintf(log, sizeof log, "%s/cu.log", dir);
+  char old[4300];
+  snprintf(old, sizeof old, "%s.1.0001.heap", prefix);
+  int ofd = open(old, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  CHECK(ofd >= 0, "create %s", old);
+  if (ofd >= 0) close(ofd);
+  const char *env5[] = {"HEAPPROFILE", prefix, "HEAP_PROFILE_CLEANUP", "true", NULL};
+  rc = run_child(argv, "child-inuse", log, env5);
+  text = read_file(log);
+  CHECK(rc == 0 && text && strstr(text, "HEAP_PROFILE_CLEANUP is not supported"), "cleanup warning: %s",
+        text ? text : "(none)");
+  CHECK(file_exists(old), "%s was deleted", old);
+  free(text);
 }
 
 int main(int argc, char **argv) {
