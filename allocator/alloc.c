@@ -33,6 +33,9 @@ static hc_cold hc_noinline void bad_pointer(const char *fn, const void *p, uintp
   hci_fatal("%s(): invalid pointer %p (%s); called from %p", fn, p, why, (void *)ra);
 }
 
+/* A span whose object was freed: back in the page heap or kept for a sample. */
+static inline bool span_freed(const hc_span_t *s) { return s->state == HC_SPAN_FREE || s->state == HC_SPAN_STASHED; }
+
 static hc_cold hc_noinline void double_free(const char *fn, const void *p, uintptr_t ra) {
   hci_fatal("%s(): double free of %p; called from %p", fn, p, (void *)ra);
 }
@@ -334,7 +337,7 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
 
 static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
   if (s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p) {
-    if (s->state == HC_SPAN_FREE || s->state == HC_SPAN_STASHED) double_free("free", p, ra);
+    if (span_freed(s)) double_free("free", p, ra);
     bad_pointer("free", p, ra, "not the start of a heapcheck object");
   }
   if (s->is_sampled) HC_USDT_SAMPLE_FREE(s->start, s->req_size, s->meta.stack_id);
@@ -379,6 +382,8 @@ void hci_free_miss(void *p, uintptr_t ra) {
       hc_tc_list_t *l = &tc->lists[cls];
       if (l->len == 0 && l->lim != 0 &&
           hc_is_object_start((uintptr_t)p - (info & ~HC_PM_CLASS_MASK), &hci_classes[cls])) {
+        /* hci_tc_push's empty-list case, inline: calling it cost 3 of
+         * the ~30 instructions (callgrind ring 87.3 -> 90.1 per pair). */
         *(void **)p = NULL;
         l->head = p;
         l->len = 1;
@@ -477,7 +482,7 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     usable = hci_classes[cls].size;
   } else {
     if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
-      bad_pointer("realloc", p, ra, s && (s->state == HC_SPAN_FREE || s->state == HC_SPAN_STASHED) ? "already freed" : "not allocated by heapcheck");
+      bad_pointer("realloc", p, ra, s && span_freed(s) ? "already freed" : "not allocated by heapcheck");
     usable = s->npages << HC_PAGE_SHIFT;
   }
   /* Keep the block when the new size fits and wastes at most half of it;

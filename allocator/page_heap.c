@@ -166,24 +166,28 @@ hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align) {
   return s;
 }
 
+/* requires: lock.  The free span that starts exactly at addr, or NULL. */
+static hc_span_t *free_span_at(uintptr_t addr) {
+  hc_span_t *s = hci_pagemap_span(addr);
+  return s && s->state == HC_SPAN_FREE && s->start == addr ? s : NULL;
+}
+
 bool hci_ph_grow(hc_span_t *s, size_t npages) {
   if (npages <= s->npages) return true;
   size_t extra = npages - s->npages;
   hci_lock(&ph->lock);
   uintptr_t end = s->start + (s->npages << HC_PAGE_SHIFT);
-  hc_span_t *next = hci_pagemap_span(end);
-  bool ok = next && next != s && next->state == HC_SPAN_FREE && next->start == end && next->npages >= extra;
+  hc_span_t *next = free_span_at(end);
+  bool ok = next && next->npages >= extra;
   if (ok) {
     take_free(next);
+    hci_pagemap_set(end >> HC_PAGE_SHIFT, extra, s, 0);
     if (next->npages == extra) {
-      hci_pagemap_set(end >> HC_PAGE_SHIFT, extra, s, 0);
       hci_span_delete(next);
-    } else {
-      /* The rest keeps next's struct; only the pages taken are relabelled. */
+    } else { /* the rest keeps next's struct: only the pages taken were relabelled */
       next->start += extra << HC_PAGE_SHIFT;
       next->npages -= extra;
       put_free(next);
-      hci_pagemap_set(end >> HC_PAGE_SHIFT, extra, s, 0);
     }
     s->npages = npages;
     ph->inuse_bytes += extra << HC_PAGE_SHIFT;
@@ -219,10 +223,8 @@ void hci_ph_free_locked(hc_span_t *s) {
     take_free(prev);
     s = join(prev, s);
   }
-  uintptr_t end = s->start + (s->npages << HC_PAGE_SHIFT);
-  hc_span_t *next = hci_pagemap_span(end);
-  if (next && next != s && next->state == HC_SPAN_FREE && next->start == end &&
-      next->is_released == s->is_released) {
+  hc_span_t *next = free_span_at(s->start + (s->npages << HC_PAGE_SHIFT));
+  if (next && next->is_released == s->is_released) {
     take_free(next);
     s = join(s, next);
   }

@@ -11,10 +11,11 @@
  * refill up to a limit (slow start, as in tcmalloc).  A list that
  * overflows at its capacity goes to central whole, in O(1) (the tail is
  * tracked: a push onto an empty list misses the free fast path and is done
- * by hci_free_miss, which sets it, see hc_tc_list_t.lim).  The bytes a cache can hold are bounded structurally:
- * the sum of capacity x size over the classes (cap_bytes) never exceeds
- * the cache's budget (HC_TC_BUDGET_TOTAL shared among the live caches);
- * growing one class halves the biggest other ones when needed.  So the
+ * by hci_free_miss, which sets it, see hc_tc_list_t.lim).  The bytes a
+ * cache can hold are bounded structurally: the sum of capacity x size over
+ * the classes (cap_bytes) never exceeds the cache's budget
+ * (HC_TC_BUDGET_TOTAL shared among the live caches); growing one class
+ * halves the biggest other ones when needed.  So the
  * fast paths count nothing, and a cache holds at most its budget plus one
  * chain received from central.  At thread exit a pthread key destructor returns
  * everything to the central lists; allocations made after that (by later

@@ -137,22 +137,29 @@ uintptr_t hci_unwind_stack_hi(uintptr_t sp) {
 
 /* ---- frame-pointer walk ---- */
 
+/* A frame record {saved fp, return address} at fp (x86-64 and aarch64) lies
+ * inside [sp, hi) and is aligned. */
+static inline bool frame_ok(uintptr_t fp, uintptr_t sp, uintptr_t hi) {
+  return !(fp & 7) && fp >= sp && fp <= hi - 2 * sizeof(uintptr_t);
+}
+
+/* The saved fp leads up the stack, by at most HC_FP_MAX_FRAME: every walk ends. */
+static inline bool next_ok(uintptr_t next, uintptr_t fp) { return next > fp && next - fp <= HC_FP_MAX_FRAME; }
+
 int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_t sp) {
   if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
   if (max <= 0) return 0;
   uintptr_t hi = hci_unwind_stack_hi(sp);
   if (hi < 2 * sizeof(uintptr_t)) return 0;
   int n = 0;
-  /* A frame record is {saved fp, return address} at fp (x86-64 and aarch64). */
-  while (n < max) {
-    if ((fp & 7) || fp < sp || fp > hi - 2 * sizeof(uintptr_t)) break;
+  while (n < max && frame_ok(fp, sp, hi)) {
     const uintptr_t *frame = (const uintptr_t *)fp;
     uintptr_t next = frame[0];
     uintptr_t ra = strip_pc(frame[1]);
     if (ra < 4096) break; /* zero (outermost frame) or junk */
     if (skip > 0) skip--;
     else pcs[n++] = ra;
-    if (next <= fp || next - fp > HC_FP_MAX_FRAME) break;
+    if (!next_ok(next, fp)) break;
     fp = next;
   }
   return n;
@@ -161,13 +168,11 @@ int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_
 uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp) {
   uintptr_t hi = hci_unwind_stack_hi(sp);
   if (hi < 2 * sizeof(uintptr_t)) return 0;
-  for (int k = 0; k < max; k++) {
-    if ((fp & 7) || fp < sp || fp > hi - 2 * sizeof(uintptr_t)) return 0;
+  for (int k = 0; k < max && frame_ok(fp, sp, hi); k++) {
     const uintptr_t *frame = (const uintptr_t *)fp;
     if (strip_pc(frame[1]) == ra) return fp;
-    uintptr_t next = frame[0];
-    if (next <= fp || next - fp > HC_FP_MAX_FRAME) return 0;
-    fp = next;
+    if (!next_ok(frame[0], fp)) return 0;
+    fp = frame[0];
   }
   return 0;
 }
