@@ -295,22 +295,46 @@ static void test_alloc_free(void) {
   CHECK(ph->inuse_bytes == inuse0, "in-use bytes %zu after freeing everything, want %zu", ph->inuse_bytes, inuse0);
 }
 
+/* Spans allocated while looking for adjacent ones; freed at a test's end. */
+typedef struct fillers {
+  hc_span_t *s[64];
+  int n;
+} fillers_t;
+
+/* Three adjacent in-use spans of n0, n1, n2 pages; NULLs after 64 tries.
+ * Sets that come out apart are kept in f (whole sets, while they fit):
+ * they fill the holes, so a later try lands in fresh space. */
+static void three_adjacent(size_t n0, size_t n1, size_t n2, hc_span_t **a, hc_span_t **b, hc_span_t **c,
+                           fillers_t *f, const char *what) {
+  for (int attempt = 0; attempt < 64; attempt++) {
+    *a = alloc_checked(n0, 0, what);
+    *b = alloc_checked(n1, 0, what);
+    *c = alloc_checked(n2, 0, what);
+    if (*a && *b && *c && (*b)->start == (*a)->start + n0 * HC_PAGE_SIZE &&
+        (*c)->start == (*b)->start + n1 * HC_PAGE_SIZE)
+      return;
+    if (f->n + 3 <= 64) {
+      f->s[f->n++] = *a;
+      f->s[f->n++] = *b;
+      f->s[f->n++] = *c;
+    }
+    *a = *b = *c = NULL;
+  }
+}
+
+static void free_fillers(fillers_t *f, const char *what) {
+  for (int i = 0; i < f->n; i++)
+    if (f->s[i]) free_checked(f->s[i], what);
+}
+
 /* hci_ph_grow (realloc's in-place growth): a span followed by a free run
  * of 9 pages grows by 4 (the run keeps 5, accounted free), then by the
  * exact rest (the run disappears); a span followed by an in-use one or by
  * too few free pages does not grow and changes nothing. */
 static void test_grow(void) {
-  hc_span_t *keep[64];
-  int nkeep = 0;
-  hc_span_t *a = NULL, *b = NULL, *c = NULL;
-  for (int attempt = 0; attempt < 64; attempt++) {
-    a = alloc_checked(3, 0, "grow");
-    b = alloc_checked(9, 0, "grow");
-    c = alloc_checked(2, 0, "grow");
-    if (a && b && c && b->start == a->start + 3 * HC_PAGE_SIZE && c->start == b->start + 9 * HC_PAGE_SIZE) break;
-    if (nkeep + 3 <= 64) keep[nkeep++] = a, keep[nkeep++] = b, keep[nkeep++] = c;
-    a = b = c = NULL;
-  }
+  fillers_t fill = {.n = 0};
+  hc_span_t *a, *b, *c;
+  three_adjacent(3, 9, 2, &a, &b, &c, &fill, "grow");
   CHECK(a && b && c, "never got three adjacent spans");
   if (a && b && c) {
     uintptr_t bs = b->start;
@@ -336,32 +360,18 @@ static void test_grow(void) {
     free_checked(a, "grow");
     free_checked(c, "grow");
   }
-  for (int i = 0; i < nkeep; i++)
-    if (keep[i]) free_checked(keep[i], "grow");
+  free_fillers(&fill, "grow");
 }
 
 /* Three adjacent spans; free the middle, then the sides: one free span of
  * 15 pages.  Everything free is released first, so a free run beside them
  * is released and stays apart (free_checked checks it keeps its extent). */
 static void test_coalesce(void) {
-  hc_span_t *keep[64];
-  int nkeep = 0;
-  hc_span_t *a = NULL, *b = NULL, *c = NULL;
+  fillers_t fill = {.n = 0};
+  hc_span_t *a, *b, *c;
   hci_ph_release(0);
   check_runs("coalesce, after release(0)");
-  for (int attempt = 0; attempt < 64; attempt++) {
-    a = alloc_checked(4, 0, "coalesce");
-    b = alloc_checked(5, 0, "coalesce");
-    c = alloc_checked(6, 0, "coalesce");
-    if (a && b && c && b->start == a->start + 4 * HC_PAGE_SIZE && c->start == b->start + 5 * HC_PAGE_SIZE) break;
-    /* not adjacent: keep them (fills the holes) and retry */
-    if (nkeep + 3 <= 64) {
-      keep[nkeep++] = a;
-      keep[nkeep++] = b;
-      keep[nkeep++] = c;
-    }
-    a = b = c = NULL;
-  }
+  three_adjacent(4, 5, 6, &a, &b, &c, &fill, "coalesce");
   CHECK(a && b && c, "never got three adjacent spans");
   if (a && b && c) {
     uintptr_t as = a->start, bs = b->start, cs = c->start, cend = c->start + 6 * HC_PAGE_SIZE;
@@ -401,8 +411,7 @@ static void test_coalesce(void) {
           before_free || after_free ? " (merged with a released neighbour?)" : "");
     check_accounting("after freeing the right");
   }
-  for (int i = 0; i < nkeep; i++)
-    if (keep[i]) free_checked(keep[i], "coalesce fillers");
+  free_fillers(&fill, "coalesce fillers");
   check_accounting("after freeing the fillers");
 }
 
@@ -413,22 +422,10 @@ static void test_coalesce(void) {
  * dirty); freed again and released, it merges with both into one released
  * run. */
 static void test_mixed_states(void) {
-  hc_span_t *keep[64];
-  int nkeep = 0;
-  hc_span_t *a = NULL, *b = NULL, *c = NULL;
+  fillers_t fill = {.n = 0};
+  hc_span_t *a, *b, *c;
   hci_ph_release(0);
-  for (int attempt = 0; attempt < 64; attempt++) {
-    a = alloc_checked(4, 0, "mixed");
-    b = alloc_checked(5, 0, "mixed");
-    c = alloc_checked(6, 0, "mixed");
-    if (a && b && c && b->start == a->start + 4 * HC_PAGE_SIZE && c->start == b->start + 5 * HC_PAGE_SIZE) break;
-    if (nkeep + 3 <= 64) {
-      keep[nkeep++] = a;
-      keep[nkeep++] = b;
-      keep[nkeep++] = c;
-    }
-    a = b = c = NULL;
-  }
+  three_adjacent(4, 5, 6, &a, &b, &c, &fill, "mixed");
   CHECK(a && b && c, "never got three adjacent spans");
   if (a && b && c) {
     uintptr_t as = a->start, bs = b->start, cs = c->start, cend = cs + 6 * HC_PAGE_SIZE;
@@ -466,8 +463,7 @@ static void test_mixed_states(void) {
           "released B did not merge with the released runs beside it: run %#zx+%zu pages, want %#zx to %#zx",
           all ? (size_t)all->start : 0, all ? all->npages : 0, (size_t)a_lo, (size_t)c_hi);
   }
-  for (int i = 0; i < nkeep; i++)
-    if (keep[i]) free_checked(keep[i], "mixed fillers");
+  free_fillers(&fill, "mixed fillers");
   check_accounting("after the mixed states test");
 }
 
