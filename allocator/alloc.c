@@ -407,14 +407,21 @@ void hci_free_slow(void *p, uintptr_t ra) {
 
 // ---- sizes ----
 
+/* In checker mode the usable size is the requested size, as with
+ * LeakSanitizer and valgrind: a program that uses malloc_usable_size to
+ * grow into the rest of its block (redis' sds strings, systemd's
+ * GREEDY_REALLOC) then uses exactly the bytes that realloc copies and the
+ * flood scans, and reports keep the sizes the program asked for.  Outside
+ * checker mode it is the whole block (class size or span pages), which
+ * realloc copies whole. */
 size_t hci_usable_size(const void *p) {
   if (!p) return 0;
   hc_span_t *s = hci_pagemap_span((uintptr_t)p);
   unsigned cls = hci_pagemap_class((uintptr_t)p);
-  if (cls) return hci_classes[cls].size;
+  if (cls) return hci_record_all ? hci_requested_size(p) : hci_classes[cls].size;
   if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
     bad_pointer("malloc_usable_size", p, HC_RA(), "not allocated by heapcheck");
-  return s->npages << HC_PAGE_SHIFT;
+  return hci_record_all ? s->req_size : s->npages << HC_PAGE_SHIFT;
 }
 
 size_t hci_requested_size(const void *p) {
@@ -488,7 +495,10 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   /* Keep the block when the new size fits and wastes at most half of it;
    * sampled blocks move so the profile keeps exact sizes. */
   bool sampled = !cls && s->is_sampled;
-  if (size <= usable && size >= usable / 2 && !sampled) {
+  /* In checker mode a small object's record keeps class size - requested
+   * size in HC_OBJ_SLACK_MASK: a slack that does not fit moves the block. */
+  bool slack_fits = !cls || !hci_record_all || usable - size <= HC_OBJ_SLACK_MASK;
+  if (size <= usable && size >= usable / 2 && !sampled && slack_fits) {
     if (hci_record_all || !cls) set_requested_size(p, size);
     return p;
   }
