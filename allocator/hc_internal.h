@@ -114,6 +114,10 @@ bool hci_is_secure(void);
 void *hci_os_map(size_t size);                 /* anonymous RW mapping or NULL; errno preserved */
 void *hci_os_map_aligned(size_t size, size_t align); /* aligned anonymous RW mapping or NULL */
 void hci_os_unmap(void *p, size_t size);
+/* The lowest mapping made by hci_os_map (not the heap's) that ends above
+ * addr: [*lo, *hi), lo may be above addr.  Lock-free. */
+bool hci_os_owned_next(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+bool hci_os_owned_complete(void);              /* every such mapping is remembered */
 void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages back, keep the range */
 int hci_os_tid(void);
 uint64_t hci_os_now_ns(void);                  /* CLOCK_MONOTONIC in ns */

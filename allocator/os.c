@@ -9,11 +9,87 @@
 
 #include "hc_internal.h"
 
-void *hci_os_map(size_t size) {
+/* Every mapping hci_os_map made and not yet unmapped (metadata chunks,
+ * checker and symbolizer buffers; heap mappings are in the pagemap): the
+ * checker scans the program's own anonymous mappings as roots and must skip
+ * these, which hold span starts and copies of heap addresses.  Lock-free (the
+ * checker maps buffers while threads that may be inside hci_os_map are
+ * stopped): a slot is claimed by CAS on lo, hi is published after it; an
+ * entry with hi == 0 is empty. */
+#define OS_SLOTS 8192
+static struct {
+  struct {
+    _Atomic uintptr_t lo, hi;
+  } slot[OS_SLOTS];
+  _Atomic int top;     /* slots [0, top) were used at some time */
+  _Atomic int lost;    /* a mapping could not be remembered */
+} os_reg;
+HC_PRIVATE_STATE(os_reg);
+
+static void remember(uintptr_t lo, uintptr_t hi) {
+  int top = atomic_load_explicit(&os_reg.top, memory_order_acquire);
+  for (int i = 0; i < OS_SLOTS; i++) {
+    uintptr_t zero = 0;
+    if (atomic_load_explicit(&os_reg.slot[i].lo, memory_order_relaxed) != 0) continue;
+    if (!atomic_compare_exchange_strong(&os_reg.slot[i].lo, &zero, lo)) continue;
+    atomic_store_explicit(&os_reg.slot[i].hi, hi, memory_order_release);
+    while (top <= i && !atomic_compare_exchange_weak(&os_reg.top, &top, i + 1)) {
+    }
+    return;
+  }
+  atomic_store(&os_reg.lost, 1);
+}
+
+static void forget(uintptr_t lo, uintptr_t hi) {
+  int top = atomic_load_explicit(&os_reg.top, memory_order_acquire);
+  for (int i = 0; i < top; i++) {
+    if (atomic_load_explicit(&os_reg.slot[i].lo, memory_order_relaxed) != lo) continue;
+    if (atomic_load_explicit(&os_reg.slot[i].hi, memory_order_relaxed) != hi) {
+      /* A partial unmap (not done by our callers): keep the tail remembered. */
+      atomic_store_explicit(&os_reg.slot[i].lo, hi, memory_order_release);
+      return;
+    }
+    atomic_store_explicit(&os_reg.slot[i].hi, 0, memory_order_release);
+    atomic_store_explicit(&os_reg.slot[i].lo, 0, memory_order_release);
+    return;
+  }
+}
+
+bool hci_os_owned_next(uintptr_t addr, uintptr_t *lo, uintptr_t *hi) {
+  int top = atomic_load_explicit(&os_reg.top, memory_order_acquire);
+  bool found = false;
+  for (int i = 0; i < top; i++) {
+    uintptr_t h = atomic_load_explicit(&os_reg.slot[i].hi, memory_order_acquire);
+    uintptr_t l = atomic_load_explicit(&os_reg.slot[i].lo, memory_order_relaxed);
+    if (!h || !l || h <= addr) continue;
+    if (!found || l < *lo) {
+      *lo = l;
+      *hi = h;
+      found = true;
+    }
+  }
+  return found;
+}
+
+bool hci_os_owned_complete(void) { return !atomic_load(&os_reg.lost); }
+
+static void *raw_map(size_t size) {
   int saved = errno;
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   errno = saved;
   return p == MAP_FAILED ? NULL : p;
+}
+
+static void raw_unmap(void *p, size_t size) {
+  int saved = errno;
+  munmap(p, size);
+  errno = saved;
+}
+
+void *hci_os_map(size_t size) {
+  void *p = raw_map(size);
+  if (p) remember((uintptr_t)p, (uintptr_t)p + ((size + 4095) & ~(size_t)4095));
+  return p;
 }
 
 /* The kernel places mappings top-down, each right below the previous one.
@@ -21,27 +97,27 @@ void *hci_os_map(size_t size) {
  * mapping, so it ends where the previous heap mapping begins and the page
  * heap can merge free runs across mappings (trimming the top would leave a
  * hole between every two of them). */
+/* For the heap only (its pages are in the pagemap, not in the registry). */
 void *hci_os_map_aligned(size_t size, size_t align) {
-  if (align <= 4096) return hci_os_map(size);
+  if (align <= 4096) return raw_map(size);
   if (size + align < size) return NULL;
-  uint8_t *p = hci_os_map(size);
+  uint8_t *p = raw_map(size);
   if (!p) return NULL;
   if (((uintptr_t)p & (align - 1)) == 0) return p;
-  hci_os_unmap(p, size);
-  p = hci_os_map(size + align);
+  raw_unmap(p, size);
+  p = raw_map(size + align);
   if (!p) return NULL;
   uintptr_t start = ((uintptr_t)p + align) & ~(uintptr_t)(align - 1);
   size_t head = start - (uintptr_t)p;
   size_t tail = align - head;
-  if (head) hci_os_unmap(p, head);
-  if (tail) hci_os_unmap((void *)(start + size), tail);
+  if (head) raw_unmap(p, head);
+  if (tail) raw_unmap((void *)(start + size), tail);
   return (void *)start;
 }
 
 void hci_os_unmap(void *p, size_t size) {
-  int saved = errno;
-  munmap(p, size);
-  errno = saved;
+  forget((uintptr_t)p, (uintptr_t)p + ((size + 4095) & ~(size_t)4095));
+  raw_unmap(p, size);
 }
 
 void hci_os_release(void *p, size_t size) {

@@ -27,6 +27,7 @@
  * Locks: requires the checker lock; takes all allocator locks itself.
  */
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "hc_checker.h"
@@ -38,6 +39,8 @@
 #define M_OLD 0x08      /* unreachable, allocated before the check's start */
 #define M_INDIRECT 0x10 /* a leak another leak points to */
 #define M_COVERED 0x20  /* reached from a direct leak (classification) */
+
+#define SCRATCH ((size_t)64 << 10)
 
 typedef struct work {
   uintptr_t lo;
@@ -62,6 +65,7 @@ typedef struct flood {
   work_t *stack;                  /* the frontier */
   size_t sp, cap;
   ldso_ent_t *ldso;               /* stack id -> allocated by ld.so / suppressed */
+  uintptr_t *scratch;             /* SCRATCH bytes: safe copies of unstable root ranges */
   uint8_t covered_mode;           /* drain(): main flood (0) or classification (1) */
 } flood_t;
 
@@ -163,6 +167,7 @@ static void drop_marks(flood_t *f) {
   if (f->spans) hci_os_unmap(f->spans, f->spans_map);
   if (f->stack) hci_os_unmap(f->stack, f->cap * sizeof(work_t));
   if (f->ldso) hci_os_unmap(f->ldso, LDSO_CACHE * sizeof(ldso_ent_t));
+  if (f->scratch) hci_os_unmap(f->scratch, SCRATCH);
 }
 
 static inline size_t small_size(const hc_span_t *s, uint32_t idx, const hc_class_info_t *ci) {
@@ -313,10 +318,47 @@ static void drain(flood_t *f) {
 
 // ---- roots ----
 
+/* A range that may vanish or was never touched (the program's own mappings,
+ * running threads' stacks): copied SCRATCH bytes at a time with
+ * hci_copy_safe, skipping pages that were never touched (mincore: a
+ * reservation of terabytes costs nothing). */
+static void scan_copied(flood_t *f, uintptr_t lo, uintptr_t hi) {
+  if (!f->scratch) f->scratch = hci_os_map(SCRATCH);
+  if (!f->scratch) {
+    f->r->oom = true;
+    return;
+  }
+  unsigned char vec[SCRATCH / 4096];
+  for (uintptr_t a = lo & ~(uintptr_t)7; a < hi;) {
+    uintptr_t end = (a & ~(uintptr_t)(SCRATCH - 1)) + SCRATCH;
+    if (end > hi) end = hi;
+    uintptr_t page = a & ~(uintptr_t)4095;
+    if (mincore((void *)page, end - page, vec) == 0) {
+      /* Scan only the resident pages of [a, end). */
+      for (uintptr_t p = page; p < end; p += 4096) {
+        if (!(vec[(p - page) / 4096] & 1)) continue;
+        uintptr_t l = p > a ? p : a, h = p + 4096 < end ? p + 4096 : end;
+        size_t n = h - l;
+        hci_copy_safe(f->scratch, l, n);
+        scan_main(f, (uintptr_t)f->scratch, (uintptr_t)f->scratch + n);
+      }
+    } else {
+      size_t n = end - a;
+      hci_copy_safe(f->scratch, a, n);
+      scan_main(f, (uintptr_t)f->scratch, (uintptr_t)f->scratch + n);
+    }
+    drain(f);
+    a = end;
+  }
+}
+
 static void root_cb(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind) {
-  (void)kind;
   flood_t *f = ctx;
   if (lo >= hi) return;
+  if (hci_root_kind_unstable(kind)) {
+    scan_copied(f, lo, hi);
+    return;
+  }
   if (f->p->align == (int)sizeof(uintptr_t)) { /* 8-aligned chunk boundaries: see drain() */
     uintptr_t a = (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
     if (a < hi) push(f, a, hi - a);
@@ -515,6 +557,8 @@ static void flood_all(hci_world_t *w, flood_t *f) {
   for (int i = 0; i < nreg; i++) scan_region(f, &w->maps, regions[i].lo, regions[i].hi);
   if (p->scan_globals) hci_roots_globals(root_cb, f);
   if (p->scan_threads) hci_roots_threads(w, p->self_sp, root_cb, f);
+  if (p->scan_threads) hci_roots_dead_threads(w, root_cb, f);
+  if (p->scan_globals) hci_roots_mappings(w, root_cb, f);
   uint64_t t2 = hci_os_now_ns();
   push_extra_roots(f);
   uint64_t t3 = hci_os_now_ns();

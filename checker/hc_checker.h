@@ -195,6 +195,17 @@ void hci_roots_init(void);
 /* Optional: the metadata arena can say whether it owns an address, so the
  * anonymous-mapping fallback skips it (weak: used when defined). */
 bool hci_meta_owns(uintptr_t addr) __attribute__((weak));
+/* Memory the program mapped itself (valgrind scans it; gperftools treated it
+ * as live): every private writable anonymous mapping ([heap] included) that
+ * is not a thread's stack (live threads' stacks are scanned from sp; dead
+ * ones' and glibc's cached stacks hold only stale words) minus the pages of
+ * the library (heap pages, and every mapping hci_os_map made: metadata,
+ * checker buffers).  Kind "mapping": read through hci_copy_safe. */
+void hci_roots_mappings(const hci_world_t *w, hci_root_fn fn, void *ctx);
+/* Descriptors (struct pthread) of threads that exited and are not joined
+ * yet: glibc keeps their return value there until pthread_join.  Kind
+ * "thread-descriptor" (read through hci_copy_safe). */
+void hci_roots_dead_threads(const hci_world_t *w, hci_root_fn fn, void *ctx);
 
 /* ======================= profile.c (snapshot shared with heap_top.c) ======================= */
 /* One call site (stack id), or one (stack id, size bin) pair of it, of a

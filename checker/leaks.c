@@ -256,12 +256,14 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
     };
     hci_report_print(&in);
   }
-  if (r.nleaks && hci_chk.test_pointer_alignment) test_alignment(&w, &p);
   log_timing(req, &r, passes, hci_os_now_ns() - t0);
   *bytes = (ssize_t)r.leaked_bytes;
   *objects = (ssize_t)r.nleaks;
   int ok = r.nleaks == 0;
+  /* Freed first: the next flood scans the program's anonymous mappings,
+   * and this array (one) holds the leaks' addresses. */
   hci_flood_result_free(&r);
+  if (!ok && hci_chk.test_pointer_alignment) test_alignment(&w, &p);
   hci_unlock(&hci_chk_lock);
   hci_world_destroy(&w);
   return ok;

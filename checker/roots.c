@@ -23,6 +23,7 @@
  * once before any stop.
  * Locks: roots.lock serialises writers of the exclusion table only.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <string.h>
@@ -44,6 +45,12 @@ static struct {
   _Atomic int ready;
   int nldso;
   uintptr_t ldso_lo[MAX_LDSO_RANGES], ldso_hi[MAX_LDSO_RANGES];
+  /* glibc's list of thread descriptors with a glibc-allocated stack in use
+   * (running, or exited and not yet joined): _rtld_global._dl_stack_used,
+   * and the offsets of struct pthread's list and tid (libthread_db's
+   * exported descriptors); 0 when unknown. */
+  uintptr_t stack_used;
+  uint32_t pd_list_off, pd_tid_off;
 } roots;
 HC_PRIVATE_STATE(roots);
 
@@ -192,10 +199,144 @@ void hci_roots_threads(const hci_world_t *w, uintptr_t self_sp, hci_root_fn fn, 
   if (fallback) anon_fallback(maps, fn, ctx);
 }
 
+/* ---------------------------------------------------------------- mappings */
+
+typedef struct skips {
+  int n;
+  bool overflow;
+  uintptr_t lo[64], hi[64];
+} skips_t;
+
+static void skip_add(skips_t *k, const hci_map_t *m, uintptr_t lo, uintptr_t hi) {
+  if (lo < m->lo) lo = m->lo;
+  if (hi > m->hi) hi = m->hi;
+  if (lo >= hi) return;
+  if (k->n == 64) {
+    k->overflow = true;
+    return;
+  }
+  k->lo[k->n] = lo & ~(uintptr_t)4095;
+  k->hi[k->n] = (hi + 4095) & ~(uintptr_t)4095;
+  k->n++;
+}
+
+/* A stack glibc allocated for a thread (live, exited, or in its cache of
+ * stacks) with the mapping's top as its top: struct pthread sits at
+ * (hi - sizeof pthread) rounded down to the static TLS alignment and starts
+ * with tcbhead_t, whose tcb and self words both point to itself (x86-64).
+ * The guard page below keeps the block's mapping to itself. */
+static bool glibc_thread_stack(const hci_map_t *m) {
+#if defined(__x86_64__)
+  const hci_tls_geometry_t *g = hci_tls_geometry();
+  if (m->hi - m->lo < g->pthread_size + 4096) return false;
+  for (uintptr_t align = 16; align <= 4096; align <<= 1) {
+    uintptr_t pd = (m->hi - g->pthread_size) & ~(align - 1);
+    uintptr_t head[3];
+    if (pd < m->lo) break;
+    hci_copy_safe(head, pd, sizeof head);
+    if (head[0] == pd && head[2] == pd) return true;
+  }
+  return false;
+#else
+  (void)m;
+  return false; /* glibc's in-use list still names the live and unjoined ones */
+#endif
+}
+
+/* What of m belongs to threads: live threads' stacks, alternate stacks and
+ * TLS blocks (scanned from sp by the thread scan: below it is dead), and the
+ * stacks of glibc's in-use descriptors (from the mapping's start to the
+ * descriptor's end). */
+static void thread_skips(const hci_world_t *w, const hci_map_t *m, skips_t *k) {
+  for (int i = 0; i < w->nthreads; i++) {
+    const hci_thread_t *t = &w->threads[i];
+    if (t->nstack_hi) skip_add(k, m, t->nstack_lo, t->nstack_hi);
+    if (t->stack_hi) skip_add(k, m, t->stack_lo, t->stack_hi);
+    if (t->alt_hi) skip_add(k, m, t->alt_lo, t->alt_hi);
+    if (t->tp) {
+      uintptr_t lo, hi;
+      hci_tls_range(t->tp, &lo, &hi);
+      skip_add(k, m, lo, hi);
+    }
+  }
+  if (!roots.stack_used) return;
+  const hci_tls_geometry_t *g = hci_tls_geometry();
+  uintptr_t head = roots.stack_used, node;
+  hci_copy_safe(&node, head, sizeof node);
+  for (int guard = 0; node && node != head && guard < 65536; guard++) {
+    uintptr_t pd = node - roots.pd_list_off;
+    if (pd >= m->lo && pd < m->hi) skip_add(k, m, m->lo, pd + g->pthread_size);
+    uintptr_t next = 0;
+    hci_copy_safe(&next, node, sizeof next);
+    node = next;
+  }
+}
+
+void hci_roots_mappings(const hci_world_t *w, hci_root_fn fn, void *ctx) {
+  const hci_maps_t *maps = &w->maps;
+  struct sink s = {fn, ctx, "mapping"};
+  /* A forgotten mapping of ours would be scanned: metadata holds span starts. */
+  if (!hci_os_owned_complete()) return;
+  uint32_t need = HCI_MAP_R | HCI_MAP_W | HCI_MAP_PRIVATE | HCI_MAP_ANON;
+  for (int i = 0; i < maps->n; i++) {
+    const hci_map_t *m = &maps->v[i];
+    if ((m->flags & need) != need || !scannable(m) || (m->flags & HCI_MAP_STACK)) continue;
+    if (glibc_thread_stack(m)) continue;
+    skips_t k;
+    k.n = 0;
+    k.overflow = false;
+    thread_skips(w, m, &k);
+    if (k.overflow) continue; /* too many threads in one mapping to tell apart: not scanned */
+    /* Page runs that are neither the allocator's (every page of a heap
+     * mapping has a pagemap entry; hci_os_map remembers the others) nor in k. */
+    uintptr_t run = 0, olo = 0, ohi = 0;
+    bool have = hci_os_owned_next(m->lo, &olo, &ohi);
+    for (uintptr_t a = m->lo; a < m->hi;) {
+      if (have && ohi <= a) have = hci_os_owned_next(a, &olo, &ohi);
+      uintptr_t skip_to = 0;
+      if (have && olo <= a) skip_to = (ohi + 4095) & ~(uintptr_t)4095;
+      else if (hci_pagemap_span(a)) skip_to = a + 4096;
+      else
+        for (int j = 0; j < k.n; j++)
+          if (a >= k.lo[j] && a < k.hi[j] && k.hi[j] > skip_to) skip_to = k.hi[j];
+      if (skip_to) {
+        if (run) cut(&s, run, a, 0);
+        run = 0;
+        a = skip_to > a ? skip_to : a + 4096;
+        continue;
+      }
+      if (!run) run = a;
+      a += 4096;
+    }
+    if (run) cut(&s, run, m->hi, 0);
+  }
+}
+
+void hci_roots_dead_threads(const hci_world_t *w, hci_root_fn fn, void *ctx) {
+  if (!roots.stack_used || !roots.pd_list_off) return;
+  const hci_tls_geometry_t *g = hci_tls_geometry();
+  uintptr_t head = roots.stack_used, node;
+  hci_copy_safe(&node, head, sizeof node);
+  for (int guard = 0; node && node != head && guard < 65536; guard++) {
+    uintptr_t pd = node - roots.pd_list_off;
+    bool live = false;
+    for (int i = 0; i < w->nthreads && !live; i++) live = w->threads[i].tp == pd;
+    int32_t tid = -1;
+    hci_copy_safe(&tid, pd + roots.pd_tid_off, sizeof tid);
+    /* Exited, not joined: its descriptor keeps the thread's return value
+     * (and start argument) for pthread_join. */
+    if (!live && tid == 0) fn(ctx, pd, pd + g->pthread_size, "thread-descriptor");
+    uintptr_t next = 0;
+    hci_copy_safe(&next, node, sizeof next);
+    node = next;
+  }
+}
+
 /* ---------------------------------------------------------------- unstable ranges */
 
 bool hci_root_kind_unstable(const char *kind) {
-  return !strcmp(kind, "stack-whole-running") || !strcmp(kind, "tls-running") || !strcmp(kind, "anon-fallback");
+  return !strcmp(kind, "stack-whole-running") || !strcmp(kind, "tls-running") || !strcmp(kind, "anon-fallback") ||
+         !strcmp(kind, "mapping") || !strcmp(kind, "thread-descriptor");
 }
 
 size_t hci_copy_safe(void *dst, uintptr_t src, size_t n) {
@@ -244,6 +385,17 @@ void hci_roots_init(void) {
   if (!atomic_load_explicit(&roots.ready, memory_order_relaxed)) {
     uintptr_t base = getauxval(AT_BASE); /* 0 when statically linked: no loader */
     if (base) dl_iterate_phdr(ldso_cb, &base);
+    /* libthread_db's descriptors are {bits, count, offset}. */
+    const uint32_t *used = dlsym(RTLD_DEFAULT, "_thread_db_rtld_global__dl_stack_used");
+    const uint32_t *list = dlsym(RTLD_DEFAULT, "_thread_db_pthread_list");
+    const uint32_t *tid = dlsym(RTLD_DEFAULT, "_thread_db_pthread_tid");
+    const uint32_t *next = dlsym(RTLD_DEFAULT, "_thread_db_list_t_next");
+    char *rtld = dlsym(RTLD_DEFAULT, "_rtld_global");
+    if (used && list && tid && next && rtld && next[2] == 0 && tid[0] == 32 && list[2] < 65536 && tid[2] < 65536) {
+      roots.stack_used = (uintptr_t)rtld + used[2];
+      roots.pd_list_off = list[2];
+      roots.pd_tid_off = tid[2];
+    }
     atomic_store_explicit(&roots.ready, 1, memory_order_release);
   }
   hci_unlock(&roots.lock);

@@ -10,7 +10,8 @@
  *   2. HC_DISABLE_SCOPE: a library's one-time initialisation that leaks on
  *      purpose; everything allocated by this thread in the scope is ignored;
  *   3. hc_register_root_region(): pointers kept in memory the checker does
- *      not scan by default, here an mmap'ed arena.
+ *      not scan by default, here a shared mapping (private anonymous
+ *      mappings, like an allocator's arenas, are scanned already).
  * Ignored objects are roots: what they point to is live too.
  *
  * Build:  cc -g -fno-omit-frame-pointer ignore_and_disable.c -o ignore_and_disable -lheapcheck
@@ -28,7 +29,7 @@
 #define MASK ((uintptr_t)0x5A5A5A5A5A5A5A5Aull)
 
 static uintptr_t encoded_cache;  /* the cache pointer XOR MASK: no root sees it */
-static void **arena;             /* an mmap'ed page the checker does not scan */
+static void **arena;             /* a shared mapping: the checker does not scan it */
 static int annotate = 1;
 
 static void *volatile sink;
@@ -50,9 +51,9 @@ __attribute__((noinline)) static void legacy_library_init(void) {
   sink = NULL;
 }
 
-/* 3. Heap objects referenced only from an mmap'ed arena. */
+/* 3. Heap objects referenced only from a shared mapping. */
 __attribute__((noinline)) static void fill_arena(void) {
-  arena = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  arena = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (arena == MAP_FAILED) {
     arena = NULL;
     return;

@@ -136,7 +136,7 @@ static void disabler(void) {
 }
 
 static void regions(void) {
-  void **r = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void **r = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   EXPECT(r != MAP_FAILED, "mmap");
   hc_check_t *c = hc_check_begin("root_region");
   r[1000] = calloc(1, 600);

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# vs_valgrind.sh - the verdict scenarios (tests/scenarios) run under heapcheck
+# and under valgrind in the same test, and their numbers compared:
+#   heapcheck  LD_PRELOAD=libheapcheck.so HEAPCHECK=normal HEAP_CHECK_MAX_LEAKS=0:
+#              direct = the "Leak of B bytes in O objects" records,
+#              indirect = the "Indirect leak of ..." records,
+#              possibly = the "possibly lost" line (reached only through interior pointers);
+#   valgrind   valgrind --leak-check=full: "definitely lost", "indirectly lost", "possibly lost".
+# A scenario passes when direct = definitely lost, indirect = indirectly lost
+# (bytes and blocks), and, for scenarios with a "// COMPARE-POSSIBLE" line,
+# possibly = possibly lost; with "// COMPARE-RECORDS" also the number of direct
+# records equals valgrind's definitely-lost loss records.  Each result line
+# prints both tools' numbers (docs/validation.md records them).
+# Usage: vs_valgrind.sh NAME...     Environment: HC_LIB, SC_BIN_DIR, SC_SRC_DIR.
+# Exits 77 (skipped) without valgrind.
+set -u
+lib=${HC_LIB:?}; bin=${SC_BIN_DIR:?}; src=${SC_SRC_DIR:?}
+command -v valgrind >/dev/null || { echo "SKIP: valgrind not installed"; exit 77; }
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/hc_vsvg.XXXXXX") || exit 2
+trap 'rm -rf "$scratch"' EXIT
+ulimit -c 0 2>/dev/null
+fail=0
+# sum_records FILE REGEX -> "bytes/objects/records"
+sum_records() {
+  awk -v re="$2" '$0 ~ re { b += $(NF-6); o += $(NF-3); n++ } END { printf "%d/%d/%d", b, o, n }' "$1"
+}
+for name in "$@"; do
+  exe=$bin/$name
+  f=$src/$name.c; [ -f "$f" ] || f=$src/$name.cc
+  [ -x "$exe" ] || { echo "FAIL $name: not built"; fail=1; continue; }
+  hc=$scratch/$name.hc vg=$scratch/$name.vg
+  (cd "$scratch" && env -u HEAPCHECK LD_PRELOAD="$lib" HEAPCHECK=normal HEAP_CHECK_MAX_LEAKS=0 \
+     HEAP_CHECK_DUMP_DIRECTORY="$scratch" "$exe" >/dev/null 2>"$hc" </dev/null)
+  hc_rc=$?
+  (cd "$scratch" && valgrind --leak-check=full --log-file="$vg" "$exe" >/dev/null 2>&1 </dev/null)
+  grep -q 'heap leak checker is active' "$hc" || { echo "FAIL $name: checker not active"; fail=1; continue; }
+  # "Leak of 400 bytes in 4 objects allocated from:" (awk fields from the end)
+  d=$(sum_records "$hc" '^Leak of [0-9]+ bytes in [0-9]+ objects allocated from:$')
+  i=$(sum_records "$hc" '^Indirect leak of [0-9]+ bytes in [0-9]+ objects allocated from:$')
+  p=$(sed -n 's/^heapcheck: possibly lost: \([0-9]*\) bytes in \([0-9]*\) objects.*/\1\/\2/p' "$hc" | tail -1)
+  vgnum() { sed -n "s/.*$1: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\1\/\2/p" "$vg" | tr -d , | tail -1; }
+  vd=$(vgnum 'definitely lost'); vi=$(vgnum 'indirectly lost'); vp=$(vgnum 'possibly lost')
+  vd=${vd:-0/0}; vi=${vi:-0/0}; vp=${vp:-0/0}; p=${p:-0/0}
+  vrec=$(grep -c 'are definitely lost in loss record' "$vg")
+  why=""
+  [ "${d%/*}" = "$vd" ] || why="$why direct ${d%/*} != valgrind definitely $vd;"
+  [ "${i%/*}" = "$vi" ] || why="$why indirect ${i%/*} != valgrind indirectly $vi;"
+  if grep -q '^// COMPARE-POSSIBLE' "$f"; then
+    [ "$p" = "$vp" ] || why="$why possibly $p != valgrind $vp;"
+  fi
+  if grep -q '^// COMPARE-RECORDS' "$f"; then
+    [ "${d##*/}" = "$vrec" ] || why="$why direct records ${d##*/} != valgrind's $vrec;"
+  fi
+  leaked=$(( ${d%%/*} + ${i%%/*} ))
+  want_rc=0; [ "$leaked" -gt 0 ] && want_rc=1
+  [ "$hc_rc" = "$want_rc" ] || why="$why exit $hc_rc != $want_rc;"
+  line="$name: heapcheck direct ${d%/*} (${d##*/} records) indirect ${i%/*} possibly $p | valgrind definitely $vd ($vrec records) indirectly $vi possibly $vp"
+  if [ -z "$why" ]; then echo "PASS $line"; else echo "FAIL $line:$why"; sed -n '/^Leak check/,/^SUMMARY/p' "$hc" | grep -v '^	@' | head -40; grep -E 'lost|reachable' "$vg"; fail=1; fi
+done
+exit $fail
