@@ -94,8 +94,22 @@ void hci_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hci_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, cold));
 /* "heapcheck: warning: <message>\n". */
 void hci_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
-/* File descriptor diagnostics go to; -1 until the checker dups stderr. */
+/* File descriptor diagnostics go to (the report stream); -1 until
+ * hci_log_stream_open has run: then stderr. */
 extern int hci_diag_fd;
+
+/* ======================= log_stream.c ======================= */
+/* Chooses the report stream's destination (HEAPCHECK_LOG_PATH file, a
+ * launcher tree's report file, or a duplicate of stderr) and sets
+ * hci_diag_fd; idempotent.  The fork child hook opens the child's own file. */
+void hci_log_stream_open(void);
+void hci_log_stream_fork_child(void);
+bool hci_log_stream_to_file(void);
+const char *hci_log_stream_path(void);   /* the log file, NULL when stderr */
+int hci_log_stream_stderr(void);         /* the original stderr (a kept duplicate) */
+bool hci_log_stream_in_tree(void);       /* HEAPCHECK_TREE: a launcher follows the tree */
+const char *hci_log_stream_tree_dir(void); /* its directory, NULL outside a tree */
+bool hci_log_stream_tree_top(void);      /* the program the launcher started */
 
 /* ======================= options.c ======================= */
 /* Reads the environment by scanning environ (no getenv, no malloc).

@@ -37,6 +37,7 @@ static void fork_parent(void) {
 static void fork_child(void) {
   hci_unlock_all(); /* the locks were taken by this very thread: releasing is a reset */
   hci_tc_fork_child();
+  hci_log_stream_fork_child();
   if (hci_depot_fork_child) hci_depot_fork_child();
   if (hci_checker_fork_child) hci_checker_fork_child();
 }

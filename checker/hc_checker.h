@@ -276,6 +276,8 @@ typedef struct hci_chk_opts {
   const char *dump_dir;      /* HEAP_CHECK_DUMP_DIRECTORY (default /tmp) */
   bool run_under_gdb;        /* HEAP_CHECK_RUN_UNDER_GDB (default true here, see the docs) */
   int exit_code;             /* HEAP_CHECK_EXIT_CODE (default 1) */
+  bool keep_status;          /* HEAPCHECK_KEEP_STATUS: leaks do not change the exit status */
+  bool dump_profile;         /* write the leak profile file (HEAP_CHECK_DUMP_DIRECTORY set, or asked) */
   int verbose;               /* PERFTOOLS_VERBOSE, raised to 1 by HEAPCHECK_VERBOSE=1 */
   const char *suppressions;  /* HEAPCHECK_SUPPRESSIONS / HEAP_CHECK_SUPPRESSIONS file, or NULL */
 } hci_chk_opts_t;
@@ -290,6 +292,12 @@ void hci_chk_log(int level, const char *fmt, ...) __attribute__((format(printf, 
  * library from LD_PRELOAD and HEAPCHECK from the environment, so programs
  * this one executes run unchecked.  Called from the library constructor. */
 void hci_chk_no_follow(void);
+
+/* ======================= tree.c ======================= */
+/* After the whole-program check at exit, in a launcher tree
+ * (HEAPCHECK_TREE): appends this process's record to <dir>/processes and,
+ * for a descendant whose report went to a file, prints one line on stderr. */
+void hci_tree_note(ssize_t bytes, ssize_t objects);
 
 /* ======================= flood.c ======================= */
 enum { HCI_LEAK_DIRECT = 0, HCI_LEAK_INDIRECT = 1 };

@@ -275,7 +275,7 @@ static int global_check(uintptr_t sp, bool at_exit, ssize_t *bytes, ssize_t *obj
   hci_check_req_t req = {
       .name = "_main_",
       .whole_program = true,
-      .at_exit = at_exit && !hci_chk.identify_leaks,
+      .at_exit = at_exit && !hci_chk.identify_leaks && !hci_chk.keep_status,
       .report = true,
       .symbolize = true,
       .self_sp = sp,
@@ -328,11 +328,16 @@ static hc_noinline void final_check(uintptr_t sp) {
   fflush(NULL);
   if (hci_chk.free_libc) free_libc();
   ssize_t bytes, objects;
-  if (global_check(sp, true, &bytes, &objects)) return;
+  int ok = global_check(sp, true, &bytes, &objects);
+  hci_tree_note(bytes, objects);
+  if (ok) return;
   if (hci_chk.identify_leaks) {
     hci_chk_log(HCI_LOG_FATAL, "Whole-program memory leaks found.");
     abort(); /* gperftools: a core dump to look at the objects listed above */
   }
+  /* Under the launcher, descendants keep their own status (a leaking
+   * compiler must not fail the build); the launcher decides at the end. */
+  if (hci_chk.keep_status) return;
   fflush(NULL);
   _exit(hci_chk.exit_code);
 }
@@ -381,12 +386,13 @@ void hci_checker_init(void) {
     return;
   }
   /* The report must reach the original stderr even if the program closes
-   * fd 2 at exit (coreutils' close_stdout does). */
-  int fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
-  if (fd >= 0) hci_diag_fd = fd;
+   * fd 2 at exit (coreutils' close_stdout does), or HEAPCHECK_LOG_PATH. */
+  hci_log_stream_open();
   hci_record_all = 1;
   hci_tc_set_fastpath(false);
-  hci_chk_log(0, "WARNING: Perftools heap leak checker is active -- Performance may suffer");
+  /* Not from every descendant of a launcher tree (a build runs thousands). */
+  if (!hci_log_stream_in_tree() || hci_log_stream_tree_top())
+    hci_chk_log(0, "WARNING: Perftools heap leak checker is active -- Performance may suffer");
 }
 
 __attribute__((constructor(102))) static void checker_ctor(void) {

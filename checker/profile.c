@@ -413,10 +413,7 @@ static void read_options(void) {
   /* What is printed at exit must reach the original stderr even if the
    * program closes fd 2 first (coreutils' close_stdout does), as the leak
    * checker's report does. */
-  if ((report_top_n > 0 || prof.running) && hci_diag_fd < 0) {
-    int fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
-    if (fd >= 0) hci_diag_fd = fd;
-  }
+  if (report_top_n > 0 || prof.running) hci_log_stream_open();
 }
 
 void hci_profiler_init(void) {

@@ -12,7 +12,7 @@
 #
 # Checks: exit statuses (1 for leaks, the program's own otherwise, its
 # nonzero status passed through, --exit-code), --mode, --suppressions, a child
-# process is checked too (and not with --no-follow-children when the library
+# process is checked too, keeping its own exit status (and not with --no-follow-children when the library
 # supports HEAPCHECK_NO_FOLLOW), statically linked programs refused, usage
 # errors, the library search from an install layout.  Exit 0 when all pass.
 
@@ -26,6 +26,7 @@ for exe in "$@"; do
   eval "ex_$n=\$exe"
 done
 CC_CMD=${HC_CC:-cc}
+fixtures=$(dirname "$0")/launcher_fixtures
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hc_launch.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -45,20 +46,6 @@ run() {
 }
 
 # ---- fixtures: ordinary programs that know nothing about heapcheck ----
-cat >"$tmp/leaky.c" <<'EOF'
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-static void *volatile sink;
-__attribute__((noinline)) void leaky_site(void) { sink = malloc(123); sink = NULL; }
-__attribute__((noinline)) static void scrub(void) { volatile char b[8192]; for (size_t i = 0; i < sizeof b; i++) b[i] = 0; }
-int main(int argc, char **argv) {
-  leaky_site();
-  scrub();
-  fprintf(stderr, "leaky: done\n");
-  return argc > 1 ? atoi(argv[1]) : 0;
-}
-EOF
 cat >"$tmp/clean.c" <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +60,7 @@ int main(int argc, char **argv) {
 }
 EOF
 # shellcheck disable=SC2086 # HC_CC may be a command with arguments
-if ! $CC_CMD -g -O1 -fno-omit-frame-pointer -o "$tmp/leaky" "$tmp/leaky.c" 2>"$tmp/cc.log" ||
+if ! $CC_CMD -g -O1 -fno-omit-frame-pointer -o "$tmp/leaky" "$fixtures/leaky.c" 2>"$tmp/cc.log" ||
    ! $CC_CMD -g -O1 -fno-omit-frame-pointer -o "$tmp/clean" "$tmp/clean.c" 2>>"$tmp/cc.log"; then
   cat "$tmp/cc.log"
   echo "FAIL: cannot compile the fixtures with '$CC_CMD'"
@@ -107,6 +94,7 @@ expect_rc 127
 has "command not found"
 run "$launcher" no-such-command-hc-test
 expect_rc 127
+cp "$fixtures/leaky.c" "$tmp/leaky.c"
 run "$launcher" "$tmp/leaky.c"
 expect_rc 126
 has "not an executable file"
@@ -170,13 +158,15 @@ if [ -n "$libm" ]; then
   has_re "^preload=/[^:]*libheapcheck\.so[^:]*:$libm$"
 fi
 
-# ---- children are checked too ----
+# ---- children are checked too, their status kept (tests/test_tree.sh has more) ----
 run "$launcher" sh -c "\"$leaky\"; echo child_status=\$?"
-has "child_status=1"
-has "Leak check _main_ detected leaks of 123 bytes in 1 objects"
+has "child_status=0"
+has_re "^heapcheck: leaky \(pid [0-9]+\) leaked 123 bytes in 1 allocations; report: /"
+has_re "^heapcheck: [0-9]+ process(es)? checked, 1 leaked: 123 bytes in 1 allocations$"
+expect_rc 1
 run "$launcher" bash -c "\"$clean\" 3; echo child_status=\$?; \"$leaky\""
 has "child_status=3"
-has "Leak check _main_ detected leaks of 123 bytes in 1 objects"
+has "Leak check _main_ detected leaks of 123 bytes in 1 objects"   # bash execs the last command
 expect_rc 1
 
 # ---- --no-follow-children ----
@@ -220,7 +210,7 @@ if [ -n "$lib" ]; then
   expect_rc 0
   has "heapcheck: library: "
   # An install layout: <prefix>/bin/heapcheck finds <prefix>/<libdir>/libheapcheck.so.
-  libdir=$(sed -n "s/^HC_LIBDIR='\(.*\)'$/\1/p" "$launcher")
+  libdir=$("$launcher" --print-libdir)
   case $libdir in /*) libdir=lib ;; esac
   mkdir -p "$tmp/prefix/bin" "$tmp/prefix/$libdir"
   cp "$launcher" "$tmp/prefix/bin/heapcheck"

@@ -1,0 +1,196 @@
+/* log_stream.c - where the report stream goes: the one place that decides.
+ *
+ * The report stream is everything the checker and the profiler print
+ * (reports, their warnings, the exit summary).  Its descriptor is
+ * hci_diag_fd, kept above the program's descriptors (a program that closes
+ * or reuses fd 2 does not lose or corrupt it).  Destinations, first match:
+ *   1. HEAPCHECK_LOG_PATH=prefix        -> the file prefix.<pid>
+ *      (prefix may hold %p, replaced by the pid, and %%: then no ".<pid>"
+ *      is appended, as valgrind's --log-file=name.%p);
+ *   2. a descendant in a launcher tree  -> <HEAPCHECK_TREE>/report.<pid>
+ *      (HEAPCHECK_TREE=dir and HEAPCHECK_TREE_PID=<launcher pid> set by the
+ *      launcher; the launched program itself, whose parent is the launcher,
+ *      keeps stderr; HEAPCHECK_CHILD_REPORTS=stderr keeps stderr for all);
+ *   3. otherwise                        -> a duplicate of stderr.
+ * Files are created with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600,
+ * so an existing file or symlink is never followed or overwritten; the
+ * file of a process that exec'ed (same pid) gets ".1", ".2"... appended.
+ * A file that cannot be created gets one warning naming the variable and
+ * the path, then the stream is stderr.  A forked child opens its own file
+ * (its pid) on the same descriptor number.
+ *
+ * Runs inside the first malloc and in the fork child: no malloc, no stdio,
+ * no getenv, only async-signal-safe calls after fork.
+ * Locks: none (opened once before threads exist; fork child is single-threaded).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hc_internal.h"
+
+#define HCI_PATH_MAX 4096
+
+static struct {
+  bool opened;
+  bool to_file;
+  bool in_tree;        /* HEAPCHECK_TREE set: the launcher follows this tree */
+  bool tree_top;       /* the process the launcher started (parent = launcher) */
+  int stderr_fd;       /* the original stderr, kept high; -1 = use 2 */
+  char path[HCI_PATH_MAX];
+  /* The variables, copied at start: the program may change its environment
+   * and draconian's __libc_freeres clears it before the exit check. */
+  char tree_dir[HCI_PATH_MAX];  /* HEAPCHECK_TREE */
+  char log_path[HCI_PATH_MAX];  /* HEAPCHECK_LOG_PATH */
+  bool child_stderr;            /* HEAPCHECK_CHILD_REPORTS=stderr */
+} LS = {.stderr_fd = -1};
+
+/* A descriptor number above the program's usual range (close-on-exec). */
+static int keep_high(int fd) {
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+  return high;
+}
+
+static const char *err_text(int e) {
+  switch (e) {
+    case EACCES: return "permission denied";
+    case ENOENT: return "no such directory";
+    case ENOTDIR: return "a path component is not a directory";
+    case EEXIST: return "the file exists";
+    case ELOOP: return "the path is a symbolic link";
+    case EROFS: return "read-only file system";
+    case ENOSPC: return "no space left on device";
+    case ENAMETOOLONG: return "name too long";
+    case EMFILE: case ENFILE: return "too many open files";
+    default: return "cannot create the file";
+  }
+}
+
+/* prefix with %p / %% expanded, or prefix.<pid>; false when too long. */
+static bool expand(char *out, size_t size, const char *prefix, int pid) {
+  size_t n = 0;
+  bool had_pid = false;
+  char num[24];
+  int numlen = hci_snprintf(num, sizeof num, "%d", pid);
+  for (const char *s = prefix; *s; s++) {
+    if (s[0] == '%' && s[1] == 'p') {
+      if (n + (size_t)numlen >= size) return false;
+      memcpy(out + n, num, (size_t)numlen);
+      n += (size_t)numlen;
+      had_pid = true;
+      s++;
+      continue;
+    }
+    if (s[0] == '%' && s[1] == '%') s++;
+    if (n + 1 >= size) return false;
+    out[n++] = *s;
+  }
+  if (!had_pid) {
+    if (n + 1 + (size_t)numlen >= size) return false;
+    out[n++] = '.';
+    memcpy(out + n, num, (size_t)numlen);
+    n += (size_t)numlen;
+  }
+  out[n] = 0;
+  return true;
+}
+
+/* Creates the file for this pid; its fd or -1 (with errno). */
+static int create(const char *base, char *path, size_t size) {
+  size_t len = strlen(base);
+  if (len + 8 >= size) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(path, base, len + 1);
+  for (int k = 1; k < 100; k++) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST) return fd;
+    hci_snprintf(path + len, size - len, ".%d", k); /* an exec'ed process: same pid */
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+/* The destination prefix for this process, and the variable that named it. */
+static const char *dest_prefix(const char **var, char *buf, size_t size) {
+  if (LS.log_path[0]) {
+    *var = "HEAPCHECK_LOG_PATH";
+    return LS.log_path;
+  }
+  if (!LS.in_tree || LS.tree_top || LS.child_stderr) return NULL;
+  if (hci_snprintf(buf, size, "%s/report.%%p", LS.tree_dir) >= (int)size) return NULL;
+  *var = "HEAPCHECK_TREE";
+  return buf;
+}
+
+/* Points hci_diag_fd at this process's destination. */
+static void route(void) {
+  char pbuf[HCI_PATH_MAX], name[HCI_PATH_MAX];
+  const char *var = NULL;
+  const char *prefix = dest_prefix(&var, pbuf, sizeof pbuf);
+  LS.to_file = false;
+  if (prefix) {
+    int fd = -1;
+    if (!expand(name, sizeof name, prefix, (int)getpid())) errno = ENAMETOOLONG;
+    else fd = create(name, LS.path, sizeof LS.path);
+    if (fd >= 0) {
+      if (hci_diag_fd >= 0 && hci_diag_fd != LS.stderr_fd) {
+        /* Same number as before (fork child): dup3 replaces it. */
+        if (dup3(fd, hci_diag_fd, O_CLOEXEC) >= 0) {
+          close(fd);
+          fd = hci_diag_fd;
+        }
+      } else {
+        int high = keep_high(fd);
+        if (high >= 0) {
+          close(fd);
+          fd = high;
+        }
+      }
+      hci_diag_fd = fd;
+      LS.to_file = true;
+      return;
+    }
+    hci_fdprintf(LS.stderr_fd >= 0 ? LS.stderr_fd : 2,
+                 "heapcheck: warning: %s: cannot create the log file %s (%s); reports go to stderr\n", var,
+                 name, err_text(errno));
+  }
+  if (hci_diag_fd >= 0 && hci_diag_fd != LS.stderr_fd) close(hci_diag_fd);
+  hci_diag_fd = LS.stderr_fd;
+}
+
+void hci_log_stream_open(void) {
+  if (LS.opened) return;
+  LS.opened = true;
+  LS.stderr_fd = keep_high(2);
+  const char *p = hci_env_get("HEAPCHECK_LOG_PATH");
+  if (p && *p && strcmp(p, "stderr") != 0) {
+    if (strlen(p) < sizeof LS.log_path) memcpy(LS.log_path, p, strlen(p) + 1);
+    else hci_fdprintf(hci_log_stream_stderr(), "heapcheck: warning: HEAPCHECK_LOG_PATH is too long; reports go to stderr\n");
+  }
+  const char *c = hci_env_get("HEAPCHECK_CHILD_REPORTS");
+  LS.child_stderr = c && strcmp(c, "stderr") == 0;
+  const char *tree = hci_env_get("HEAPCHECK_TREE");
+  if (tree && *tree && strlen(tree) < sizeof LS.tree_dir) {
+    LS.in_tree = true;
+    memcpy(LS.tree_dir, tree, strlen(tree) + 1);
+    long long launcher = hci_env_int("HEAPCHECK_TREE_PID", -1, -1, 1ll << 31);
+    LS.tree_top = launcher > 0 && getppid() == (pid_t)launcher;
+  }
+  route();
+}
+
+void hci_log_stream_fork_child(void) {
+  if (!LS.opened) return;
+  LS.tree_top = false; /* a forked child is never the launched program */
+  if (LS.to_file || LS.in_tree) route();
+}
+
+bool hci_log_stream_to_file(void) { return LS.to_file; }
+const char *hci_log_stream_path(void) { return LS.to_file ? LS.path : NULL; }
+int hci_log_stream_stderr(void) { return LS.stderr_fd >= 0 ? LS.stderr_fd : 2; }
+bool hci_log_stream_in_tree(void) { return LS.in_tree; }
+const char *hci_log_stream_tree_dir(void) { return LS.in_tree ? LS.tree_dir : NULL; }
+bool hci_log_stream_tree_top(void) { return LS.tree_top; }

@@ -1,0 +1,73 @@
+/* tree.c - what a process checked under the launcher leaves for it.
+ *
+ * The launcher (tools/heapcheck.c) runs the program as its child with
+ * HEAPCHECK_TREE=<private dir>, HEAPCHECK_TREE_PID=<its pid> and
+ * HEAPCHECK_KEEP_STATUS=1 in the environment every descendant inherits.
+ * After its whole-program check at exit, each process appends one record to
+ * <dir>/processes (the launcher created it; never created here):
+ *     pid \t leaked bytes \t leaked allocations \t report \t command line \n
+ * where report is the log file's path or "stderr", and the command line is
+ * /proc/self/cmdline with spaces between arguments (tabs, newlines and other
+ * control characters shown as '?', cut at 1 KiB).  The record is one
+ * O_APPEND write shorter than PIPE_BUF, so records of processes exiting at
+ * the same time do not interleave.  A leaking descendant whose report went
+ * to a file also prints one line on the original stderr naming it.
+ *
+ * Runs at exit with the world running; no malloc, no stdio.
+ * Locks: none.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hc_checker.h"
+
+/* /proc/self/cmdline as one printable line; its length. */
+static size_t read_cmdline(char *buf, size_t size) {
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n;
+  do n = read(fd, buf, size - 1);
+  while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0) return 0;
+  size_t len = (size_t)n;
+  while (len > 0 && buf[len - 1] == 0) len--;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)buf[i];
+    if (c == 0) buf[i] = ' ';
+    else if (c < 0x20 || c == 0x7f) buf[i] = '?';
+  }
+  buf[len] = 0;
+  return len;
+}
+
+static void append_record(const char *dir, ssize_t bytes, ssize_t objects, const char *report) {
+  char path[4096];
+  if (hci_snprintf(path, sizeof path, "%s/processes", dir) >= (int)sizeof path) return;
+  int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  char cmd[1024];
+  if (read_cmdline(cmd, sizeof cmd) == 0) hci_snprintf(cmd, sizeof cmd, "?");
+  char line[3072];
+  int n = hci_snprintf(line, sizeof line, "%d\t%zd\t%zd\t%.1500s\t%s\n", (int)getpid(), bytes < 0 ? 0 : bytes,
+                       objects < 0 ? 0 : objects, report, cmd);
+  size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+  if (len && line[len - 1] != '\n') line[len - 1] = '\n';
+  hci_write_all(fd, line, len);
+  close(fd);
+}
+
+void hci_tree_note(ssize_t bytes, ssize_t objects) {
+  const char *dir = hci_log_stream_tree_dir();
+  if (!dir) return;
+  const char *file = hci_log_stream_path();
+  append_record(dir, bytes, objects, file ? file : "stderr");
+  if (bytes <= 0 && objects <= 0) return;
+  if (!file || hci_log_stream_tree_top()) return;
+  extern char *program_invocation_short_name;
+  hci_fdprintf(hci_log_stream_stderr(), "heapcheck: %s (pid %d) leaked %zd bytes in %zd allocations; report: %s\n",
+               program_invocation_short_name ? program_invocation_short_name : "?", (int)getpid(), bytes,
+               objects, file);
+}

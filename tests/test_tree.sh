@@ -1,0 +1,300 @@
+#!/bin/sh
+# test_tree.sh - whole process trees under the launcher, and report files.
+#
+# Usage: test_tree.sh LAUNCHER
+# Environment: HC_CC = the C compiler command (fixtures are compiled here,
+# without -lheapcheck); HC_LIB = the built libheapcheck.so.
+#
+# Checks, each on real programs whose exit status and output are read:
+#  - HEAPCHECK_LOG_PATH (library, no launcher): prefix.<pid>, %p, mode 0600,
+#    an existing symlink is not followed, a clear warning then stderr when the
+#    file cannot be created;
+#  - the launcher's --log-file;
+#  - process trees: a leaking child keeps its own exit status, adds one line
+#    to stderr naming its report file, the summary lists every leaking
+#    process with its command line; the launcher's status is the program's,
+#    or the leak status (--exit-code) when the program succeeded;
+#    --child-reports=stderr; the private directory is removed when nothing
+#    leaked;
+#  - signals: SIGTERM/SIGINT/SIGHUP sent to the launcher reach the program,
+#    whose exit status or death by signal (SIGSEGV too) the launcher repeats;
+#  - git gc (git prune's leak found, its report in a file, gc succeeds);
+#  - cmake + make and meson + ninja building a small project with a leaking
+#    wrapper compiler: the build succeeds, the summary lists the compilers.
+# Exit 0 when all pass.
+
+. "$(dirname "$0")/expect.sh"
+
+launcher=${1:?usage: test_tree.sh LAUNCHER}
+case $launcher in /*) ;; *) launcher=$PWD/$launcher ;; esac
+lib=${HC_LIB:?HC_LIB must name libheapcheck.so}
+CC_CMD=${HC_CC:-cc}
+expect_private_env hc_tree
+tmp=$dump
+TMPDIR=$tmp/t
+mkdir -p "$TMPDIR"
+export TMPDIR
+
+run() {
+  cur="$*"
+  out=$("$@" 2>&1)
+  rc=$?
+}
+# run_err CMD...: like run, stderr only in $out (stdout discarded)
+run_err() {
+  cur="$*"
+  out=$("$@" 2>&1 >/dev/null)
+  rc=$?
+}
+private_dirs() { ls -d "$TMPDIR"/heapcheck.* 2>/dev/null | wc -l | tr -d ' '; }
+# a report file named in $out by a child's one line
+report_of() { printf '%s\n' "$out" | sed -n "s/^heapcheck: $1 (pid [0-9]*) leaked .*; report: //p" | head -n 1; }
+
+# ---- fixtures ----
+# waiter READYFILE MODE: MODE 'handle' exits 40+signal from a handler,
+# 'die' dies of the signal, 'segv' raises SIGSEGV at once.
+cat >"$tmp/waiter.c" <<'EOF'
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void on_sig(int s) { _exit(40 + s); }
+int main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  if (strcmp(argv[2], "segv") == 0) raise(SIGSEGV);
+  if (strcmp(argv[2], "handle") == 0) {
+    signal(SIGTERM, on_sig);
+    signal(SIGINT, on_sig);
+    signal(SIGHUP, on_sig);
+  }
+  int fd = open(argv[1], O_WRONLY | O_CREAT, 0600);
+  if (fd >= 0) close(fd);
+  for (;;) pause();
+}
+EOF
+# leakcc: a compiler wrapper that leaks 4000 bytes and runs the real one.
+cat >"$tmp/leakcc.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *volatile sink;
+__attribute__((noinline)) void wrapper_leak(void) { sink = malloc(4000); sink = NULL; }
+int main(int argc, char **argv) {
+  (void)argc;
+  wrapper_leak();
+  const char *real = getenv("LEAKCC_REAL");
+  if (!real) real = "cc";
+  pid_t p = fork();
+  if (p == 0) {
+    argv[0] = (char *)real;
+    execvp(real, argv);
+    _exit(127);
+  }
+  int st = 0;
+  if (p < 0 || waitpid(p, &st, 0) < 0) return 1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+EOF
+cp "$(dirname "$0")/launcher_fixtures/leaky.c" "$tmp/leaky.c"
+for f in leaky waiter leakcc; do
+  # shellcheck disable=SC2086 # HC_CC may be a command with arguments
+  if ! $CC_CMD -g -O1 -fno-omit-frame-pointer -o "$tmp/$f" "$tmp/$f.c" 2>"$tmp/cc.log"; then
+    cat "$tmp/cc.log"
+    echo "FAIL: cannot compile $f.c with '$CC_CMD'"
+    exit 1
+  fi
+done
+leaky=$tmp/leaky
+
+# ---- HEAPCHECK_LOG_PATH, without the launcher ----
+mkdir "$tmp/logs"
+run_err env LD_PRELOAD="$lib" HEAPCHECK=normal HEAPCHECK_LOG_PATH="$tmp/logs/lk" "$leaky"
+expect_rc 1
+has "leaky: done"
+lacks "Leak of 123 bytes"
+f=$(ls "$tmp"/logs/lk.* 2>/dev/null | head -n 1)
+cur="HEAPCHECK_LOG_PATH file $f"
+checks=$((checks + 1))
+case $f in "$tmp"/logs/lk.[0-9]*) ;; *) fail "no file $tmp/logs/lk.<pid>" ;; esac
+out=$(cat "$f" 2>/dev/null)
+has "Leak check _main_ detected leaks of 123 bytes in 1 objects"
+has "leaky_site"
+out=$(stat -c %a "$f" 2>&1)
+has_re "^600$"
+rm -f "$tmp"/logs/*
+# %p, and a file that exists already as a symlink: not followed, a new name.
+: >"$tmp/victim"
+run_err env LD_PRELOAD="$lib" HEAPCHECK=normal HEAPCHECK_LOG_PATH="$tmp/logs/pp-%p.log" \
+  sh -c "ln -s \"$tmp/victim\" \"$tmp/logs/pp-\$\$.log\"; exec \"$leaky\""
+expect_rc 1
+out=$(ls "$tmp/logs")
+has_re "^pp-[0-9]+\.log\.1$"
+out=$(cat "$tmp"/logs/pp-*.log.1 2>/dev/null)
+has "Leak of 123 bytes in 1 objects"
+cur="symlink target untouched"
+checks=$((checks + 1))
+[ -s "$tmp/victim" ] && fail "the symlink was followed"
+# A directory that does not exist: a warning naming the variable, then stderr.
+run_err env LD_PRELOAD="$lib" HEAPCHECK=normal HEAPCHECK_LOG_PATH="$tmp/nodir/x" "$leaky"
+expect_rc 1
+has_re "^heapcheck: warning: HEAPCHECK_LOG_PATH: cannot create the log file $tmp/nodir/x\.[0-9]+ \(no such directory\); reports go to stderr$"
+has "Leak of 123 bytes in 1 objects"
+
+# ---- the launcher's --log-file ----
+rm -f "$tmp"/logs/*
+run_err "$launcher" --log-file="$tmp/logs/run.%p" sh -c "\"$leaky\"; \"$leaky\" 2>/dev/null; exit 0"
+expect_rc 1
+lacks "Leak of 123 bytes"
+has_re "^heapcheck: [0-9]+ process(es)? checked, 2 leaked: 246 bytes in 2 allocations$"
+has_re "^heapcheck:   pid [0-9]+: 123 bytes in 1 allocations \(report: $tmp/logs/run\.[0-9]+\): $leaky$"
+out=$(cat "$tmp"/logs/run.* 2>/dev/null)
+count_re "^Leak of 123 bytes in 1 objects" 2
+# A relative prefix is made absolute (children may change directory).
+mkdir -p "$tmp/rel/sub"
+run_err sh -c "cd \"$tmp/rel\" && \"$launcher\" --log-file=r sh -c 'cd sub && \"$leaky\" 2>/dev/null; exit 0'"
+expect_rc 1
+out=$(ls "$tmp/rel")
+has_re "^r\.[0-9]+$"
+
+# ---- process trees ----
+run_err "$launcher" sh -c "\"$leaky\" 3; echo child_status=\$? >&2; \"$leaky\" 0; echo child_status=\$? >&2; exit 0"
+expect_rc 1
+has "child_status=3"
+has "child_status=0"
+lacks "Leak of 123 bytes"
+count_re "^heapcheck: leaky \(pid [0-9]+\) leaked 123 bytes in 1 allocations; report: $TMPDIR/heapcheck\.[A-Za-z0-9]+/report\.[0-9]+$" 2
+has_re "^heapcheck: [0-9]+ process(es)? checked, 2 leaked: 246 bytes in 2 allocations$"
+has_re "^heapcheck:   pid [0-9]+: 123 bytes in 1 allocations \(report: $TMPDIR/heapcheck\.[^)]*\): $leaky 3$"
+has_re "^heapcheck:   pid [0-9]+: 123 bytes in 1 allocations \(report: $TMPDIR/heapcheck\.[^)]*\): $leaky 0$"
+# Each leaking child: its own program output and one heapcheck line, nothing else.
+count_re "^heapcheck: leaky " 2
+count_re "^leaky: done$" 2
+rep=$(report_of leaky)
+out=$(cat "$rep" 2>/dev/null)
+cur="child report $rep"
+has "Leak check _main_ detected leaks of 123 bytes in 1 objects"
+has "leaky_site"
+# The program's own failure wins over the leak status.
+run "$launcher" sh -c "\"$leaky\"; exit 7"
+expect_rc 7
+run "$launcher" --exit-code=9 sh -c "\"$leaky\"; exit 0"
+expect_rc 9
+run "$launcher" --exit-code=0 sh -c "\"$leaky\"; exit 0"
+expect_rc 0
+has "1 leaked: 123 bytes in 1 allocations"
+# Full reports on stderr when asked.
+run_err "$launcher" --child-reports=stderr sh -c "\"$leaky\"; exit 0"
+expect_rc 1
+has "Leak of 123 bytes in 1 objects"
+has_re "\(report: stderr\): $leaky$"
+run "$launcher" --child-reports=nowhere "$leaky"
+expect_rc 2
+# Nothing leaked: one line, and no directory left behind.
+rm -rf "$TMPDIR"/heapcheck.*
+run_err "$launcher" sh -c "\"$leaky\" 2>/dev/null | true; ls / >/dev/null"
+run_err "$launcher" sh -c 'ls / >/dev/null; cat </dev/null; exit 4'
+expect_rc 4
+has_re "^heapcheck: [0-9]+ process(es)? checked, no leaks found$"
+cur="private directories left"
+checks=$((checks + 1))
+[ "$(private_dirs)" = 1 ] || fail "expected 1 kept directory (the leaky pipe), found $(private_dirs)"
+
+# ---- signals ----
+# signal_test SIG MODE STATUS: the launcher gets SIG once the program is ready.
+signal_test() {
+  ready=$tmp/ready.$1.$2
+  rm -f "$ready"
+  "$launcher" "$tmp/waiter" "$ready" "$2" >"$tmp/sig.out" 2>&1 &
+  lpid=$!
+  n=0
+  while [ ! -e "$ready" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
+  kill -s "$1" "$lpid"
+  wait "$lpid"
+  rc=$?
+  out=$(cat "$tmp/sig.out")
+  cur="launcher got SIG$1, program $2"
+  expect_rc "$3"
+}
+signal_test TERM handle 55   # 40 + 15
+signal_test INT handle 42    # 40 + 2
+signal_test HUP handle 41    # 40 + 1
+signal_test TERM die 143     # died of SIGTERM, as the shell reports it
+signal_test INT die 130
+run sh -c "\"$launcher\" \"$tmp/waiter\" \"$tmp/r\" segv; echo status=\$?"
+has "status=139"             # the launcher died of SIGSEGV too
+run "$launcher" sh -c 'kill -s SEGV $$'
+expect_rc 139
+
+# ---- git gc: git prune runs with stderr to /dev/null ----
+if command -v git >/dev/null 2>&1; then
+  repo=$tmp/repo
+  git init -q "$repo"
+  for i in 1 2 3 4; do
+    echo "$i" >"$repo/f$i"
+    git -C "$repo" add "f$i"
+    git -C "$repo" -c user.name=t -c user.email=t@t commit -qm "c$i"
+  done
+  run_err "$launcher" git -C "$repo" gc
+  expect_rc 1    # git gc succeeded; something in the tree leaked
+  has_re "^heapcheck: [0-9]+ processes checked, [0-9]+ leaked: "
+  has_re "^heapcheck:   pid [0-9]+: [0-9]+ bytes in [0-9]+ allocations \(report: [^)]*\): .*git prune"
+  rep=$(printf '%s\n' "$out" | sed -n 's/^heapcheck:   pid [0-9]*: .* (report: \([^)]*\)): .*git prune.*/\1/p' | head -n 1)
+  out=$(cat "$rep" 2>/dev/null)
+  cur="git prune's report $rep"
+  has "Leak check _main_ detected leaks of"
+  out=$(git -C "$repo" count-objects -v)
+  cur="git gc packed the objects"
+  has "count: 0"
+  has_re "^in-pack: [1-9]"
+else
+  echo "SKIP: git gc (no git)"
+fi
+
+# ---- build trees: a leaking wrapper compiler ----
+real_cc=${CC_CMD%% *}
+mkdir -p "$tmp/proj"
+cat >"$tmp/proj/hello.c" <<'EOF'
+#include <stdio.h>
+int main(void) { puts("hello from the build"); return 0; }
+EOF
+cat >"$tmp/proj/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.10)
+project(hctree C)
+add_executable(hello hello.c)
+EOF
+cat >"$tmp/proj/meson.build" <<'EOF'
+project('hctree', 'c')
+executable('hello', 'hello.c')
+EOF
+if command -v cmake >/dev/null 2>&1 && command -v make >/dev/null 2>&1; then
+  run_err env LEAKCC_REAL="$real_cc" "$launcher" sh -c \
+    "cmake -S \"$tmp/proj\" -B \"$tmp/cm\" -DCMAKE_C_COMPILER=\"$tmp/leakcc\" >/dev/null && make -C \"$tmp/cm\" >/dev/null; echo build_status=\$? >&2"
+  expect_rc 1
+  has "build_status=0"
+  lacks "compiler is broken"
+  has_re "^heapcheck:   pid [0-9]+: 4000 bytes in 1 allocations \(report: $TMPDIR/heapcheck\.[^)]*\): $tmp/leakcc "
+  has_re "^heapcheck: leakcc \(pid [0-9]+\) leaked 4000 bytes in 1 allocations; report: "
+  rep=$(report_of leakcc)
+  out=$(cat "$rep" 2>/dev/null)
+  cur="leakcc report $rep"
+  has "wrapper_leak"
+  run "$tmp/cm/hello"
+  has "hello from the build"
+else
+  echo "SKIP: cmake + make (not installed; tools/install-deps.sh installs them)"
+fi
+if command -v meson >/dev/null 2>&1 && command -v ninja >/dev/null 2>&1; then
+  run_err env CC="$tmp/leakcc" LEAKCC_REAL="$real_cc" "$launcher" sh -c \
+    "meson setup \"$tmp/ms\" \"$tmp/proj\" >/dev/null && ninja -C \"$tmp/ms\" >/dev/null; echo build_status=\$? >&2"
+  expect_rc 1
+  has "build_status=0"
+  has_re "^heapcheck:   pid [0-9]+: 4000 bytes in 1 allocations \(report: $TMPDIR/heapcheck\.[^)]*\): $tmp/leakcc "
+  run "$tmp/ms/hello"
+  has "hello from the build"
+else
+  echo "SKIP: meson + ninja"
+fi
+
+finish test_tree

@@ -1,0 +1,479 @@
+/* heapcheck.c - the launcher: runs an unmodified, dynamically linked program
+ * and every process it starts under the heap leak checker, valgrind-style.
+ *
+ * Usage: heapcheck [options] [--] program [args...]      (see --help)
+ *
+ * The launcher is the parent of the tree, not an exec: it preloads
+ * libheapcheck.so into the program (LD_PRELOAD, inherited by every
+ * descendant), runs it as its child, passes signals on to it, and at the
+ * end prints one summary of the whole tree and exits with the program's own
+ * status (or dies of the program's signal), or with the leak status when
+ * the program succeeded and something in the tree leaked.
+ *
+ * What it tells the library (environment, inherited by all descendants):
+ *   HEAPCHECK=<mode>, HEAPCHECK_SUPPRESSIONS, HEAPCHECK_VERBOSE,
+ *   HEAPCHECK_NO_FOLLOW, HEAPCHECK_LOG_PATH (--log-file);
+ *   HEAPCHECK_KEEP_STATUS=1  a leak never changes a process's exit status
+ *                            (a leaking compiler must not fail the build);
+ *   HEAPCHECK_TREE=<dir>     a private directory (mkdtemp, 0700): each
+ *                            checked process appends its record to
+ *                            <dir>/processes (tree.c in the library), and a
+ *                            descendant's report goes to <dir>/report.<pid>
+ *                            with one line on stderr naming it;
+ *   HEAPCHECK_TREE_PID=<pid> the launcher's pid: the process whose parent
+ *                            it is (the program) keeps its report on stderr;
+ *   HEAPCHECK_CHILD_REPORTS=stderr (--child-reports=stderr) full reports
+ *                            of descendants on stderr instead.
+ * Files of processes that did not leak are removed at the end, and the
+ * directory too when nothing leaked.
+ *
+ * The launcher itself is not linked with libheapcheck and puts the library
+ * only into the program's environment.  Written in C (not a shell script)
+ * so waiting, signal forwarding and reading the records are exact.
+ * Self-contained: libc only.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "launcher_tree.h"
+
+#ifndef HC_VERSION
+#define HC_VERSION "unknown"
+#endif
+#ifndef HC_PREFIX
+#define HC_PREFIX "/usr/local"
+#endif
+#ifndef HC_LIBDIR
+#define HC_LIBDIR "lib"
+#endif
+#define HC_LIBNAME "libheapcheck.so"
+
+extern char **environ;
+
+static struct {
+  const char *mode;
+  const char *suppressions;
+  int exit_code;             /* -1 = not given (1) */
+  bool no_follow;
+  bool verbose;
+  const char *log_file;
+  bool child_stderr;
+} opt = {.mode = "normal", .exit_code = -1};
+
+static void vmsg(const char *fmt, va_list ap) {
+  fputs("heapcheck: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+static void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void die(int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmsg(fmt, ap);
+  va_end(ap);
+  exit(status);
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+  if (!opt.verbose) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vmsg(fmt, ap);
+  va_end(ap);
+}
+
+static void usage(void) {
+  fputs("Usage: heapcheck [OPTION]... [--] PROGRAM [ARG]...\n"
+        "Run PROGRAM with libheapcheck preloaded and the heap leak checker on.\n"
+        "PROGRAM must be dynamically linked (statically linked programs have to be\n"
+        "linked with -lheapcheck instead).  Child processes are checked too; their\n"
+        "leaks are reported but never change their exit status, and one summary of\n"
+        "the whole process tree is printed at the end.\n"
+        "\n"
+        "Options:\n"
+        "  --mode=MODE           normal (default), strict, draconian, minimal, as-is\n"
+        "                        or local (sets HEAPCHECK=MODE)\n"
+        "  --suppressions=FILE   leak suppressions, one 'leak:PATTERN' a line\n"
+        "                        (sets HEAPCHECK_SUPPRESSIONS)\n"
+        "  --exit-code=N         exit status when the program succeeded but leaks were\n"
+        "                        found in the tree, 0..255, default 1\n"
+        "  --log-file=PREFIX     every process's report into PREFIX.<pid> (or PREFIX\n"
+        "                        with %p replaced by the pid), not stderr\n"
+        "                        (sets HEAPCHECK_LOG_PATH)\n"
+        "  --child-reports=WHERE 'file' (default): a leaking child's report goes to a\n"
+        "                        file and one line to stderr; 'stderr': full reports\n"
+        "  --no-follow-children  check PROGRAM only, not the programs it executes\n"
+        "                        (sets HEAPCHECK_NO_FOLLOW=1)\n"
+        "  --verbose             say which library and settings are used, and make\n"
+        "                        the checker say more (sets HEAPCHECK_VERBOSE=1)\n"
+        "  --help                show this help and exit\n"
+        "  --version             show the version and exit\n"
+        "\n"
+        "Exit status: PROGRAM's own (or death by its signal); N (default 1) when\n"
+        "PROGRAM exited 0 but leaks were found in it or any child; 126/127 when\n"
+        "PROGRAM cannot be run, 2 on a usage error.\n"
+        "\n"
+        "Environment: HEAPCHECK_LIB=/path/to/libheapcheck.so overrides the library\n"
+        "search.  Every HEAP_CHECK_* variable already set is passed on unchanged.\n",
+        stdout);
+}
+
+// ---- ELF inspection ----
+
+typedef struct elf_info {
+  bool ok;          /* an ELF file we could read */
+  int cls;          /* ELFCLASS32 / ELFCLASS64 */
+  int machine;
+  bool dynamic;     /* has PT_INTERP: the dynamic loader honours LD_PRELOAD */
+} elf_info_t;
+
+static uint64_t get_num(const unsigned char *p, int size, bool le) {
+  uint64_t v = 0;
+  for (int i = 0; i < size; i++) v = le ? v | (uint64_t)p[i] << (8 * i) : v << 8 | p[i];
+  return v;
+}
+
+static elf_info_t elf_probe(const char *path) {
+  elf_info_t e = {0};
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return e;
+  unsigned char h[64];
+  ssize_t n = pread(fd, h, sizeof h, 0);
+  if (n < 52 || memcmp(h, ELFMAG, SELFMAG) != 0 || (h[EI_DATA] != ELFDATA2LSB && h[EI_DATA] != ELFDATA2MSB)) {
+    close(fd);
+    return e;
+  }
+  bool le = h[EI_DATA] == ELFDATA2LSB;
+  e.cls = h[EI_CLASS];
+  uint64_t phoff;
+  unsigned phes, phn;
+  if (e.cls == ELFCLASS64 && n >= 64) {
+    phoff = get_num(h + 32, 8, le), phes = (unsigned)get_num(h + 54, 2, le), phn = (unsigned)get_num(h + 56, 2, le);
+  } else if (e.cls == ELFCLASS32) {
+    phoff = get_num(h + 28, 4, le), phes = (unsigned)get_num(h + 42, 2, le), phn = (unsigned)get_num(h + 44, 2, le);
+  } else {
+    close(fd);
+    return e;
+  }
+  e.machine = (int)get_num(h + 18, 2, le);
+  e.ok = true;
+  for (unsigned i = 0; i < phn && i < 4096 && phes >= 4; i++) {
+    unsigned char t[4];
+    if (pread(fd, t, 4, (off_t)(phoff + (uint64_t)i * phes)) != 4) break;
+    if (get_num(t, 4, le) == PT_INTERP) {
+      e.dynamic = true;
+      break;
+    }
+  }
+  close(fd);
+  return e;
+}
+
+// ---- finding libheapcheck.so ----
+
+static bool is_file(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The launcher's own directory, symlinks resolved (/proc/self/exe). */
+static bool self_dir(char *buf, size_t size) {
+  ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  char *slash = strrchr(buf, '/');
+  if (!slash) return false;
+  *slash = 0;
+  return true;
+}
+
+/* Order: $HEAPCHECK_LIB; the install layout next to the launcher
+ * (<prefix>/bin/heapcheck -> <prefix>/<libdir>/libheapcheck.so, with the
+ * multiarch and lib64 spellings); the configured install libdir; the build
+ * tree (<builddir>/tools/heapcheck -> <builddir>/libheapcheck.so). */
+static char *find_library(void) {
+  const char *env = getenv("HEAPCHECK_LIB");
+  if (env && *env) {
+    if (!is_file(env)) die(127, "HEAPCHECK_LIB=%s: no such file", env);
+    char *r = realpath(env, NULL);
+    if (!r) die(127, "HEAPCHECK_LIB=%s: %s", env, strerror(errno));
+    return r;
+  }
+  char here[PATH_MAX];
+  if (!self_dir(here, sizeof here)) strcpy(here, ".");
+  struct utsname u;
+  const char *arch = uname(&u) == 0 ? u.machine : "";
+  char c[8][PATH_MAX + 64];
+  int k = 0;
+  snprintf(c[k++], sizeof c[0], "%s/../%s/%s", here, HC_LIBDIR, HC_LIBNAME);
+  snprintf(c[k++], sizeof c[0], "%s/../lib/%s-linux-gnu/%s", here, arch, HC_LIBNAME);
+  snprintf(c[k++], sizeof c[0], "%s/../lib64/%s", here, HC_LIBNAME);
+  snprintf(c[k++], sizeof c[0], "%s/../lib/%s", here, HC_LIBNAME);
+  snprintf(c[k++], sizeof c[0], "%s/%s/%s", HC_PREFIX, HC_LIBDIR, HC_LIBNAME);
+  snprintf(c[k++], sizeof c[0], "%s/%s", HC_LIBDIR, HC_LIBNAME);
+  snprintf(c[k++], sizeof c[0], "%s/../%s", here, HC_LIBNAME);
+  snprintf(c[k++], sizeof c[0], "%s/%s", here, HC_LIBNAME);
+  for (int i = 0; i < k; i++)
+    if (is_file(c[i])) return realpath(c[i], NULL);
+  return NULL;
+}
+
+// ---- the program ----
+
+/* The first executable file NAME in $PATH, as execvp would find it. */
+static char *path_lookup(const char *name) {
+  const char *path = getenv("PATH");
+  if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+  for (const char *p = path;; p++) {
+    const char *end = strchr(p, ':');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    char *cand;
+    if (asprintf(&cand, "%.*s/%s", (int)len, len ? p : ".", name) < 0) return NULL;
+    struct stat st;
+    if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) return cand;
+    free(cand);
+    if (!end) return NULL;
+    p = end;
+  }
+}
+
+static char *absolute(const char *p) {
+  if (p[0] == '/') return strdup(p);
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) die(2, "cannot get the current directory: %s", strerror(errno));
+  char *r;
+  if (asprintf(&r, "%s/%s", cwd, p) < 0) die(2, "out of memory");
+  return r;
+}
+
+// ---- options ----
+
+static bool take(const char *name, char **argv, int *i, int argc, const char **val) {
+  size_t n = strlen(name);
+  if (strncmp(argv[*i], name, n) != 0) return false;
+  if (argv[*i][n] == '=') {
+    *val = argv[*i] + n + 1;
+    return true;
+  }
+  if (argv[*i][n] != 0) return false;
+  if (*i + 1 >= argc) die(2, "option %s needs a value (try --help)", name);
+  *val = argv[++*i];
+  return true;
+}
+
+static int parse_options(int argc, char **argv) {
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i], *v;
+    if (strcmp(a, "--") == 0) return i + 1;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage(), exit(0);
+    if (strcmp(a, "--version") == 0) printf("heapcheck %s\n", HC_VERSION), exit(0);
+    if (strcmp(a, "--print-libdir") == 0) printf("%s\n", HC_LIBDIR), exit(0); /* for tests and packagers */
+    if (take("--mode", argv, &i, argc, &v)) opt.mode = v;
+    else if (take("--suppressions", argv, &i, argc, &v)) opt.suppressions = v;
+    else if (take("--log-file", argv, &i, argc, &v)) opt.log_file = v;
+    else if (take("--child-reports", argv, &i, argc, &v)) {
+      if (strcmp(v, "stderr") == 0) opt.child_stderr = true;
+      else if (strcmp(v, "file") == 0) opt.child_stderr = false;
+      else die(2, "--child-reports must be 'file' or 'stderr', not '%s'", v);
+    } else if (take("--exit-code", argv, &i, argc, &v)) {
+      char *end;
+      errno = 0;
+      long n = strtol(v, &end, 10);
+      if (!*v || *end || errno || n < 0 || n > 255 || v[0] == '-' || v[0] == '+')
+        die(2, "--exit-code needs a number from 0 to 255, not '%s'", v);
+      opt.exit_code = (int)n;
+    } else if (strcmp(a, "--no-follow-children") == 0) opt.no_follow = true;
+    else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) opt.verbose = true;
+    else if (a[0] == '-') die(2, "unknown option '%s' (try --help)", a);
+    else return i;
+  }
+  return i;
+}
+
+static void check_mode(void) {
+  static const char *const modes[] = {"normal", "strict", "draconian", "minimal", "as-is", "local"};
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    if (strcmp(opt.mode, modes[i]) == 0) return;
+  die(2, "unknown mode '%s' (normal, strict, draconian, minimal, as-is, local)", opt.mode);
+}
+
+// ---- environment ----
+
+static void set(const char *name, const char *value) {
+  if (setenv(name, value, 1) != 0) die(2, "cannot set %s: %s", name, strerror(errno));
+  say("%s=%s", name, value);
+}
+
+/* Ours first (its malloc must win), then the user's own preloads, without
+ * listing ours twice. */
+static void set_preload(const char *lib) {
+  const char *old = getenv("LD_PRELOAD");
+  size_t cap = strlen(lib) + (old ? strlen(old) : 0) + 2;
+  char *out = malloc(cap);
+  if (!out) die(2, "out of memory");
+  strcpy(out, lib);
+  for (const char *p = old ? old : ""; *p;) {
+    while (*p == ':' || *p == ' ') p++;
+    size_t n = strcspn(p, ": ");
+    if (n && !(n == strlen(lib) && strncmp(p, lib, n) == 0)) {
+      strcat(out, ":");
+      strncat(out, p, n);
+    }
+    p += n;
+  }
+  set("LD_PRELOAD", out);
+  free(out);
+}
+
+// ---- running the program ----
+
+static volatile sig_atomic_t child_pid;
+static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGCONT};
+
+/* A signal for the launcher is the program's.  Those the terminal sent to
+ * the whole foreground process group (si_code SI_KERNEL) reached the
+ * program already: passing them on would deliver them twice. */
+static void forward(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  int saved = errno;
+  if (child_pid > 0 && !(si && si->si_code == SI_KERNEL)) kill((pid_t)child_pid, sig);
+  errno = saved;
+}
+
+static void install_forwarding(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) sigaction(forwarded[i], &sa, NULL);
+}
+
+static pid_t start(char **argv, const char *path) {
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &old);
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* The program starts with the dispositions and mask the launcher had. */
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) signal(forwarded[i], SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    /* argv[0] as typed, found in PATH again (same file), as without the
+     * launcher (the pprof hint in leak reports quotes argv[0]). */
+    execvp(argv[0], argv);
+    int e = errno;
+    fprintf(stderr, "heapcheck: %s: %s\n", path, strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  if (pid > 0) child_pid = pid;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  return pid;
+}
+
+/* Dies of sig as the program did (no core of the launcher itself: the
+ * program dumped its own). */
+static void die_of_signal(int sig) {
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  signal(sig, SIG_DFL);
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, sig);
+  sigprocmask(SIG_UNBLOCK, &s, NULL);
+  raise(sig);
+  exit(128 + sig);
+}
+
+int main(int argc, char **argv) {
+  int first = parse_options(argc, argv);
+  if (first >= argc) die(2, "no program given (try --help)");
+  check_mode();
+  char *supp = NULL;
+  if (opt.suppressions) {
+    if (!is_file(opt.suppressions) || access(opt.suppressions, R_OK) != 0)
+      die(2, "cannot read suppressions file '%s'", opt.suppressions);
+    supp = realpath(opt.suppressions, NULL);
+  }
+  char **prog = argv + first;
+  char *path = strchr(prog[0], '/') ? strdup(prog[0]) : path_lookup(prog[0]);
+  struct stat st;
+  if (!path || stat(path, &st) != 0) die(127, "%s: command not found", prog[0]);
+  if (!S_ISREG(st.st_mode) || access(path, X_OK) != 0) die(126, "%s: not an executable file", prog[0]);
+  char *lib = find_library();
+  if (!lib) die(127, "cannot find %s; set HEAPCHECK_LIB=/path/to/%s", HC_LIBNAME, HC_LIBNAME);
+  elf_info_t le = elf_probe(lib), pe = elf_probe(path);
+  if (pe.ok) {
+    if (!pe.dynamic)
+      die(126, "%s is statically linked: LD_PRELOAD cannot put heapcheck's malloc into it; relink it with "
+               "-lheapcheck (and run it with HEAPCHECK=%s) instead", prog[0], opt.mode);
+    if (pe.cls != le.cls || pe.machine != le.machine)
+      die(126, "%s is built for another architecture (ELF class %d, machine %d) than %s (class %d, machine %d)",
+          prog[0], pe.cls, pe.machine, lib, le.cls, le.machine);
+  } else {
+    say("%s is not an ELF file; its interpreter will be checked", prog[0]);
+  }
+
+  say("library: %s", lib);
+  set("HEAPCHECK", opt.mode);
+  if (supp) set("HEAPCHECK_SUPPRESSIONS", supp);
+  if (opt.verbose) set("HEAPCHECK_VERBOSE", "1");
+  if (opt.no_follow) set("HEAPCHECK_NO_FOLLOW", "1");
+  else unsetenv("HEAPCHECK_NO_FOLLOW");
+  if (opt.log_file) {
+    char *abs = absolute(opt.log_file); /* children may change directory */
+    set("HEAPCHECK_LOG_PATH", abs);
+    free(abs);
+  }
+  if (opt.child_stderr) set("HEAPCHECK_CHILD_REPORTS", "stderr");
+  else unsetenv("HEAPCHECK_CHILD_REPORTS");
+  hc_tree_t tree;
+  if (hc_tree_create(&tree) != 0) die(2, "cannot create a private directory in %s: %s", hc_tree_tmpdir(), strerror(errno));
+  set("HEAPCHECK_TREE", tree.dir);
+  char num[24];
+  snprintf(num, sizeof num, "%d", (int)getpid());
+  set("HEAPCHECK_TREE_PID", num);
+  set("HEAPCHECK_KEEP_STATUS", "1");
+  set_preload(lib);
+  say("running %s", path);
+
+  install_forwarding();
+  signal(SIGPIPE, SIG_IGN); /* the summary on a closed stderr must not kill us */
+  fflush(NULL);
+  pid_t pid = start(prog, path);
+  if (pid < 0) {
+    hc_tree_remove(&tree);
+    die(126, "cannot start %s: %s", prog[0], strerror(errno));
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) die(2, "waitpid: %s", strerror(errno));
+  child_pid = 0;
+
+  hc_tree_summary_t sum;
+  hc_tree_read(&tree, &sum);
+  hc_tree_print(&tree, &sum, stderr);
+  hc_tree_cleanup(&tree, &sum);
+  fflush(stderr);
+  if (WIFSIGNALED(status)) die_of_signal(WTERMSIG(status));
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (code == 0 && sum.leaking > 0) code = opt.exit_code >= 0 ? opt.exit_code : 1;
+  return code;
+}

@@ -1,0 +1,157 @@
+/* launcher_tree.c - the launcher's private directory: created before the
+ * program starts, read after it ended, and the one summary of the tree.
+ *
+ * Record lines (checker/tree.c): pid \t bytes \t objects \t report \t cmdline.
+ * A process appears once per checked image: a process that exec'ed another
+ * checked program records twice with the same pid (both are listed).
+ */
+#define _GNU_SOURCE
+#include "launcher_tree.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *hc_tree_tmpdir(void) {
+  const char *t = getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+
+int hc_tree_create(hc_tree_t *t) {
+  if (snprintf(t->dir, sizeof t->dir, "%s/heapcheck.XXXXXX", hc_tree_tmpdir()) >= (int)sizeof t->dir) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  if (!mkdtemp(t->dir)) return -1;
+  snprintf(t->records, sizeof t->records, "%s/processes", t->dir);
+  int fd = open(t->records, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int e = errno;
+    rmdir(t->dir);
+    errno = e;
+    return -1;
+  }
+  close(fd);
+  return 0;
+}
+
+static char *field(char **p) {
+  char *s = *p;
+  if (!s) return NULL;
+  char *tab = strchr(s, '\t');
+  if (tab) {
+    *tab = 0;
+    *p = tab + 1;
+  } else {
+    *p = NULL;
+  }
+  return s;
+}
+
+void hc_tree_read(const hc_tree_t *t, hc_tree_summary_t *s) {
+  memset(s, 0, sizeof *s);
+  FILE *f = fopen(t->records, "re");
+  if (!f) return;
+  char *line = NULL;
+  size_t cap = 0, alloc = 0;
+  ssize_t n;
+  while ((n = getline(&line, &cap, f)) > 0) {
+    if (line[n - 1] == '\n') line[n - 1] = 0;
+    char *p = line;
+    char *pid = field(&p), *bytes = field(&p), *objects = field(&p), *report = field(&p), *cmd = p;
+    if (!pid || !bytes || !objects || !report || !cmd) continue;
+    if (s->nprocs == alloc) {
+      alloc = alloc ? alloc * 2 : 64;
+      hc_proc_t *np = realloc(s->procs, alloc * sizeof *np);
+      if (!np) break;
+      s->procs = np;
+    }
+    hc_proc_t *pr = &s->procs[s->nprocs++];
+    pr->pid = strtol(pid, NULL, 10);
+    pr->bytes = strtoull(bytes, NULL, 10);
+    pr->objects = strtoull(objects, NULL, 10);
+    pr->report = strdup(report);
+    pr->cmdline = strdup(cmd);
+    if (pr->bytes || pr->objects) {
+      s->leaking++;
+      s->bytes += pr->bytes;
+      s->objects += pr->objects;
+    }
+  }
+  free(line);
+  fclose(f);
+}
+
+void hc_tree_print(const hc_tree_t *t, const hc_tree_summary_t *s, FILE *out) {
+  (void)t;
+  const char *ps = s->nprocs == 1 ? "" : "es";
+  if (s->leaking == 0) {
+    fprintf(out, "heapcheck: %zu process%s checked, no leaks found\n", s->nprocs, ps);
+    return;
+  }
+  fprintf(out, "heapcheck: %zu process%s checked, %zu leaked: %llu bytes in %llu allocations\n", s->nprocs, ps,
+          s->leaking, s->bytes, s->objects);
+  for (size_t i = 0; i < s->nprocs; i++) {
+    const hc_proc_t *p = &s->procs[i];
+    if (!p->bytes && !p->objects) continue;
+    fprintf(out, "heapcheck:   pid %ld: %llu bytes in %llu allocations (report: %s): %s\n", p->pid, p->bytes,
+            p->objects, p->report, p->cmdline);
+  }
+}
+
+static bool in_dir(const hc_tree_t *t, const char *path) {
+  size_t n = strlen(t->dir);
+  return strncmp(path, t->dir, n) == 0 && path[n] == '/';
+}
+
+/* Removes the empty report files (processes that printed nothing, e.g. an
+ * exec'ed image that was replaced before its check); the number left. */
+static size_t remove_empty(const hc_tree_t *t) {
+  DIR *d = opendir(t->dir);
+  size_t left = 0;
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
+        unlinkat(dirfd(d), e->d_name, 0) == 0)
+      continue;
+    left++;
+  }
+  closedir(d);
+  return left;
+}
+
+void hc_tree_cleanup(hc_tree_t *t, hc_tree_summary_t *s) {
+  size_t kept = 0;
+  for (size_t i = 0; i < s->nprocs; i++) {
+    hc_proc_t *p = &s->procs[i];
+    if (!in_dir(t, p->report)) continue;
+    if (p->bytes || p->objects) kept++;
+    else unlink(p->report);
+  }
+  /* The records stay beside the reports they list. */
+  if (kept == 0) unlink(t->records);
+  size_t left = remove_empty(t);
+  if (rmdir(t->dir) != 0 && left > kept + (kept > 0))
+    /* Reports of processes that never finished their check (killed,
+     * _exit, exec of an unchecked program...) are kept for a look. */
+    fprintf(stderr, "heapcheck: %zu unfinished report%s (killed or exec'ed processes) kept in %s\n",
+            left - kept - (kept > 0), left - kept - (kept > 0) == 1 ? "" : "s", t->dir);
+  for (size_t i = 0; i < s->nprocs; i++) {
+    free(s->procs[i].report);
+    free(s->procs[i].cmdline);
+  }
+  free(s->procs);
+  s->procs = NULL;
+}
+
+void hc_tree_remove(hc_tree_t *t) {
+  unlink(t->records);
+  rmdir(t->dir);
+}
