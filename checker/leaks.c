@@ -46,6 +46,8 @@ static struct {
   int base_epoch;               /* minimal: first epoch reported; -1 = all */
   bool setup_done;              /* exclusions and suppressions (under hci_chk_lock) */
   bool traced_noted;
+  bool have_status;             /* exit_status is the status given to exit() */
+  int exit_status;
   ssize_t g_bytes, g_objects;   /* last whole-program check; -1 = none yet */
   int (*real_main)(int, char **, char **);
 } L = {.base_epoch = -1, .g_bytes = -1, .g_objects = -1};
@@ -271,11 +273,14 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
 
 // ---- the whole-program check ----
 
+/* The program's own status at exit is not 0: it is kept, leaks or not. */
+static bool program_failed(void) { return L.have_status && (L.exit_status & 0xff) != 0; }
+
 static int global_check(uintptr_t sp, bool at_exit, ssize_t *bytes, ssize_t *objects) {
   hci_check_req_t req = {
       .name = "_main_",
       .whole_program = true,
-      .at_exit = at_exit && !hci_chk.identify_leaks && !hci_chk.keep_status,
+      .at_exit = at_exit && !hci_chk.identify_leaks && !hci_chk.keep_status && !program_failed(),
       .report = true,
       .symbolize = true,
       .self_sp = sp,
@@ -338,14 +343,38 @@ static hc_noinline void final_check(uintptr_t sp) {
   /* Under the launcher, descendants keep their own status (a leaking
    * compiler must not fail the build); the launcher decides at the end. */
   if (hci_chk.keep_status) return;
+  if (program_failed()) {
+    /* HEAP_CHECK_EXIT_CODE replaces only a successful status: a failing
+     * program (a compiler that found an error) keeps its own. */
+    hci_chk_log(HCI_LOG_ERROR,
+                "heapcheck: the program exits with status %d: kept (HEAP_CHECK_EXIT_CODE applies only to status 0)",
+                L.exit_status & 0xff);
+    return;
+  }
   fflush(NULL);
   _exit(hci_chk.exit_code);
 }
 
-static hc_noinline void exit_check(void) {
+/* on_exit handlers get the status given to exit() (atexit handlers do
+ * not); both kinds run in one list, in reverse order of registration. */
+static hc_noinline void exit_check(int status, void *arg) {
+  (void)arg;
   HCI_ENTRY_SP(sp);
+  L.exit_status = status;
+  L.have_status = true;
   final_check(sp);
 }
+
+/* strict, draconian, as-is after destructors: the check runs in the
+ * library destructor, which knows no status; this handler, run by exit()
+ * before any destructor of a shared object, notes it. */
+static void note_status(int status, void *arg) {
+  (void)arg;
+  L.exit_status = status;
+  L.have_status = true;
+}
+
+static void register_exit_check(void) { on_exit(hci_chk.after_destructors ? note_status : exit_check, NULL); }
 
 __attribute__((destructor)) static hc_noinline void checker_dtor(void) {
   HCI_ENTRY_SP(sp);
@@ -358,7 +387,7 @@ static int start_main(int argc, char **argv, char **envp) {
   if (hci_chk.baseline_at_main)
     L.base_epoch = (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
   /* Registered after every global constructor: runs before their destructors. */
-  if (!hci_chk.after_destructors) atexit(exit_check);
+  register_exit_check();
   return L.real_main(argc, argv, envp);
 }
 
@@ -408,7 +437,7 @@ __attribute__((constructor(102))) static void checker_ctor(void) {
    * after the destructors of constructors that ran before this one. */
   if (hci_chk.baseline_at_main)
     L.base_epoch = (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
-  if (!hci_chk.after_destructors) atexit(exit_check);
+  register_exit_check();
 }
 
 // ---- fork ----
