@@ -9,12 +9,11 @@
 # is stopped with SIGTERM at the end (killed if it does not stop).
 # Exit 77 (skipped) when redis-server or redis-benchmark is missing.
 # Environment: HC_LIB = the built libheapcheck.so.
-. "$(dirname "$0")/../expect.sh"
-lib=${HC_LIB:?HC_LIB must name libheapcheck.so}
 for p in redis-server redis-benchmark timeout; do
   command -v $p >/dev/null 2>&1 || { echo "$p not installed: skipped"; exit 77; }
 done
-expect_private_env hc_redis
+prefix=hc_redis
+. "$(dirname "$0")/common.sh"
 pid=
 cleanup() {
   [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null

@@ -12,16 +12,9 @@
 #    and strict with usable == requested and no leak reported;
 #  - systemctl list-unit-files --root=/ and systemd-delta (when systemd is
 #    installed) print exactly what they print without the checker, and no leak.
-. "$(dirname "$0")/../expect.sh"
+prefix=hc_sizes
+. "$(dirname "$0")/common.sh"
 fx=${1:?usage: test_sizes.sh USABLE_SIZE_FIXTURE}
-lib=${HC_LIB:?HC_LIB must name libheapcheck.so}
-expect_private_env hc_sizes
-
-run() {
-  cur="$*"
-  out=$("$@" 2>&1)
-  rc=$?
-}
 
 run "$fx"
 expect_rc 0

@@ -10,17 +10,10 @@
 # the modes that check before and after destructors; the report is printed
 # either way.  `heapcheck --exit-code=0 cc -c bad.c` keeps the compiler's
 # failing status.
-. "$(dirname "$0")/../expect.sh"
+prefix=hc_status
+. "$(dirname "$0")/common.sh"
 fx=${1:?usage: test_status.sh EXIT_STATUS_FIXTURE LAUNCHER}
 launcher=${2:?usage: test_status.sh EXIT_STATUS_FIXTURE LAUNCHER}
-lib=${HC_LIB:?HC_LIB must name libheapcheck.so}
-expect_private_env hc_status
-
-run() {
-  cur="$*"
-  out=$("$@" 2>&1)
-  rc=$?
-}
 
 for mode in normal strict; do
   run env LD_PRELOAD="$lib" HEAPCHECK=$mode "$fx" 0
