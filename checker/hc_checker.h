@@ -427,4 +427,70 @@ extern _Atomic int hci_api_any_ignored;
 /* Runs and forgets the registered cleanups (before the final check). */
 void hci_api_run_cleanups(void);
 
+/* ======================= report_out.c ======================= */
+/* HEAPCHECK_REPORT, parsed once (docs/report-formats.md): a comma-separated
+ * list of top[:N], json:FILE, sarif:FILE, svg:FILE, folded:FILE,
+ * suppressions[:FILE], old:AGE[:PERIOD], peak.  No malloc. */
+typedef struct hci_report_opts {
+  int top_n;                 /* top[:N]: at exit; 0 = off */
+  const char *json, *sarif, *svg, *folded; /* file templates (%p pid, %n check name) or NULL */
+  const char *supp_file;     /* suppressions:FILE: append every record's suppression */
+  bool supp_print;           /* suppressions: print one under each record of the text report */
+  uint64_t old_age_ns, old_period_ns; /* old:AGE:PERIOD; 0 = off */
+  bool peak;                 /* peak: a live-sample snapshot at each new high-water mark */
+} hci_report_opts_t;
+const hci_report_opts_t *hci_report_opts(void);
+/* Raw output on an hci_out_t, JSON strings (NULL -> null), XML text. */
+void hci_out_put(hci_out_t *o, const char *s, size_t n);
+void hci_out_puts(hci_out_t *o, const char *s);
+void hci_out_json_str(hci_out_t *o, const char *s);
+void hci_out_xml(hci_out_t *o, const char *s);
+hci_out_t *hci_out_new(int fd);            /* hci_os_map'ed writer on fd, or NULL */
+bool hci_out_close(hci_out_t *o, const char *path); /* flush, close fd, free; false on error (logged) */
+/* Expands %p (pid), %n (name, '/' -> '_') and %% of a file template. */
+void hci_fmt_path(char *buf, size_t size, const char *tmpl, const char *name);
+/* Creates path afresh: unlink, O_CREAT|O_EXCL|O_NOFOLLOW, 0600.  -1 (logged)
+ * on failure or in a setuid program. */
+int hci_fmt_create(const char *path, const char *what);
+/* One leak record: the leaks of one (kind, stack), as the text report groups them. */
+typedef struct hci_fmt_rec {
+  uint32_t stack_id;
+  uint8_t kind;              /* HCI_LEAK_* */
+  size_t bytes, count;
+} hci_fmt_rec_t;
+typedef struct hci_fmt_check {
+  const struct hci_report_in *in;
+  const hci_fmt_rec_t *recs; /* direct first, each kind by bytes */
+  size_t nrecs;
+  size_t direct_bytes, direct_objects, indirect_bytes, indirect_objects;
+  int64_t unix_time;
+} hci_fmt_check_t;
+/* After each check (world running, checker lock held): writes the files
+ * HEAPCHECK_REPORT names (json, sarif, svg, folded, suppressions). */
+void hci_fmt_check(const struct hci_report_in *in);
+/* A ready-to-paste suppression for a stack ("leak:^function$", or
+ * "leak:<module>" when no frame is named); false when there is none. */
+bool hci_fmt_suppression(uint32_t stack_id, char *buf, size_t size);
+/* "Suppression: leak:^f$" line under a text-report record. */
+void hci_fmt_print_suppression(hci_out_t *o, uint32_t stack_id);
+
+/* ======================= report_json.c, report_sarif.c ======================= */
+void hci_json_check(hci_out_t *o, const hci_fmt_check_t *c);   /* one document, no newline */
+void hci_json_frames(hci_out_t *o, uint32_t stack_id);         /* [ {address, module, ...} ] */
+extern const char hci_sarif_head[], hci_sarif_tail[];
+void hci_sarif_run(hci_out_t *o, const hci_fmt_check_t *c);    /* one element of runs[] */
+
+/* ======================= flamegraph.c ======================= */
+typedef struct hci_fg_item {
+  uint32_t stack_id;
+  uint64_t value;            /* bytes */
+  uint64_t count;            /* objects */
+} hci_fg_item_t;
+enum { HCI_FG_LEAKS = 0, HCI_FG_PROFILE = 1 }; /* palettes */
+/* Self-contained SVG flame graph / folded stacks of the items; 0 or -1. */
+int hci_fg_write_svg(int fd, const hci_fg_item_t *v, size_t n, const char *title, const char *unit, int palette);
+int hci_fg_write_folded(int fd, const hci_fg_item_t *v, size_t n);
+/* The same of the live heap (a per-stack snapshot); never inside malloc. */
+int hci_fg_write_profile(int fd, bool svg, const char *title);
+
 #endif

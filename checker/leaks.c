@@ -250,14 +250,13 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
   if (hci_supp_any()) apply_suppressions(&r, true);
   if (r.oom) hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: out of memory during leak check \"%s\": results are partial", req->name);
   uint64_t t0 = hci_os_now_ns();
-  if (req->report) {
-    hci_report_in_t in = {
-        .name = req->name, .leaks = r.leaks, .nleaks = r.nleaks, .bytes = r.leaked_bytes,
-        .reach_objects = r.reach_objects, .reach_bytes = r.reach_bytes,
-        .whole_program = req->whole_program, .at_exit = req->at_exit, .symbolize = req->symbolize,
-    };
-    hci_report_print(&in);
-  }
+  hci_report_in_t in = {
+      .name = req->name, .leaks = r.leaks, .nleaks = r.nleaks, .bytes = r.leaked_bytes,
+      .reach_objects = r.reach_objects, .reach_bytes = r.reach_bytes,
+      .whole_program = req->whole_program, .at_exit = req->at_exit, .symbolize = req->symbolize,
+  };
+  if (req->report) hci_report_print(&in);
+  hci_fmt_check(&in); /* HEAPCHECK_REPORT's files (json, sarif, svg, folded, suppressions) */
   log_timing(req, &r, passes, hci_os_now_ns() - t0);
   *bytes = (ssize_t)r.leaked_bytes;
   *objects = (ssize_t)r.nleaks;

@@ -242,8 +242,29 @@ static int64_t inuse_now(void) {
   return v > 0 ? v : 0;
 }
 
-/* requires: prof.lock, prof.running. */
-static int dump_locked(const char *reason) {
+static int profile_formats;       /* HEAP_PROFILE_FORMAT: bit 0 svg, bit 1 folded */
+
+/* The flame graph / folded stacks next to a dump (symbolized: only for dumps
+ * made outside malloc). */
+static void dump_graphs(const char *name) {
+  size_t len = strlen(name);
+  for (int k = 0; k < 2; k++) {
+    if (!(profile_formats & (1 << k)) || len < 5) continue;
+    char path[PATH_MAX + 8];
+    hci_snprintf(path, sizeof path, "%.*s.%s", (int)(len - 5), name, k == 0 ? "svg" : "folded");
+    int fd = hci_fmt_create(path, k == 0 ? "flame graph" : "folded stacks");
+    if (fd < 0) continue;
+    char title[PATH_MAX + 64];
+    hci_snprintf(title, sizeof title, "Heap profile %s", name);
+    int rc = hci_fg_write_profile(fd, k == 0, title);
+    if (close(fd) != 0) rc = -1;
+    if (rc < 0) hci_printf("Failed writing %s\n", path);
+  }
+}
+
+/* requires: prof.lock, prof.running.  outside_malloc: the caller is the
+ * program (an explicit dump, the exit dump), not malloc's sampled path. */
+static int dump_locked(const char *reason, bool outside_malloc) {
   if (hci_is_secure()) { /* a setuid program writes no files on the environment's say */
     if (!prof.warned_secure) hci_warn("heap profile not written: the program runs setuid/setgid");
     prof.warned_secure = true;
@@ -263,6 +284,7 @@ static int dump_locked(const char *reason) {
     errno = err;
   }
   if (rc < 0) hci_printf("Failed dumping heap profile to %s. Numeric errno is %d\n", name, errno);
+  else if (outside_malloc && profile_formats) dump_graphs(name);
   prof.last_alloc = hci_profile_alloc_estimate();
   int64_t inuse = inuse_now();
   if (inuse > prof.high_water) prof.high_water = inuse;
@@ -299,8 +321,8 @@ void hci_profiler_on_sample(void) {
   if (!hci_trylock(&prof.lock)) return; /* another thread is dumping */
   if (atomic_load_explicit(&prof.running, memory_order_relaxed)) {
     char reason[160];
-    if (atomic_exchange_explicit(&sig_pending, 0, memory_order_acq_rel)) dump_locked("signal");
-    else if (dump_due(reason, sizeof reason)) dump_locked(reason);
+    if (atomic_exchange_explicit(&sig_pending, 0, memory_order_acq_rel)) dump_locked("signal", false);
+    else if (dump_due(reason, sizeof reason)) dump_locked(reason, false);
   }
   hci_unlock(&prof.lock);
 }
@@ -376,19 +398,18 @@ static void fork_child(void) {
 }
 
 static void read_report_option(void) {
-  const char *v = hci_env_get("HEAPCHECK_REPORT");
-  if (!v || !*v) return;
-  if (strncmp(v, "top", 3) != 0 || (v[3] != '\0' && v[3] != ':')) {
-    hci_warn("HEAPCHECK_REPORT=\"%s\" is not top or top:N; no report", v);
-    return;
-  }
-  report_top_n = 10;
-  if (v[3] == ':') {
-    long n = 0;
-    const char *p = v + 4;
-    for (; *p >= '0' && *p <= '9' && n < 1000000; p++) n = n * 10 + (*p - '0');
-    if (*p || n <= 0 || n > 100000) hci_warn("HEAPCHECK_REPORT=\"%s\": bad N; using the default 10", v);
-    else report_top_n = (int)n;
+  report_top_n = hci_report_opts()->top_n;
+  const char *f = hci_env_get("HEAP_PROFILE_FORMAT");
+  if (!f || !*f) return;
+  for (const char *p = f; *p;) {
+    const char *e = p;
+    while (*e && *e != ',') e++;
+    size_t n = (size_t)(e - p);
+    if (n == 3 && memcmp(p, "svg", 3) == 0) profile_formats |= 1;
+    else if (n == 6 && memcmp(p, "folded", 6) == 0) profile_formats |= 2;
+    else if (!(n == 4 && memcmp(p, "heap", 4) == 0))
+      hci_warn("HEAP_PROFILE_FORMAT=\"%s\": \"%.*s\" is not heap, svg or folded; ignored", f, (int)n, p);
+    p = *e ? e + 1 : e;
   }
 }
 
@@ -413,7 +434,8 @@ static void read_options(void) {
   /* What is printed at exit must reach the original stderr even if the
    * program closes fd 2 first (coreutils' close_stdout does), as the leak
    * checker's report does. */
-  if (report_top_n > 0 || prof.running) hci_log_stream_open();
+  const hci_report_opts_t *ro = hci_report_opts();
+  if (report_top_n > 0 || prof.running || ro->svg || ro->folded) hci_log_stream_open();
 }
 
 void hci_profiler_init(void) {
@@ -440,8 +462,29 @@ static int64_t exit_inuse(void) {
   return sum;
 }
 
+/* HEAPCHECK_REPORT=svg:FILE / folded:FILE without the checker: the live heap at exit. */
+static void report_graphs_at_exit(void) {
+  const hci_report_opts_t *ro = hci_report_opts();
+  for (int k = 0; k < 2; k++) {
+    const char *tmpl = k == 0 ? ro->svg : ro->folded;
+    if (!tmpl) continue;
+    char path[PATH_MAX];
+    hci_fmt_path(path, sizeof path, tmpl, "heap");
+    int fd = hci_fmt_create(path, k == 0 ? "flame graph" : "folded stacks");
+    if (fd < 0) continue;
+    extern char *program_invocation_short_name;
+    char title[256];
+    hci_snprintf(title, sizeof title, "Live heap of %s (pid %d) at exit",
+                 program_invocation_short_name ? program_invocation_short_name : "?", (int)getpid());
+    int rc = hci_fg_write_profile(fd, k == 0, title);
+    if (close(fd) != 0) rc = -1;
+    if (rc < 0) hci_warn("writing %s failed", path);
+  }
+}
+
 __attribute__((destructor)) static void profile_at_exit(void) {
   if (report_top_n > 0) hc_report_top(diag_fd(), report_top_n);
+  if (!hci_record_all) report_graphs_at_exit(); /* with the checker on, each check writes its own */
   if (!atomic_load_explicit(&prof.running, memory_order_acquire)) return;
   char reason[64];
   int64_t inuse = exit_inuse();
@@ -494,7 +537,7 @@ hc_public int hc_heap_profile_dump(const char *reason) {
   if (!atomic_load_explicit(&prof.running, memory_order_acquire)) return -1;
   hci_lock(&prof.lock);
   int rc = -1;
-  if (atomic_load_explicit(&prof.running, memory_order_relaxed)) rc = dump_locked(reason ? reason : "");
+  if (atomic_load_explicit(&prof.running, memory_order_relaxed)) rc = dump_locked(reason ? reason : "", true);
   hci_unlock(&prof.lock);
   return rc;
 }

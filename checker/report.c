@@ -242,6 +242,7 @@ static void print_records(hci_out_t *o, const hci_report_in_t *in, const hci_lea
     hci_out_printf(o, "%s of %zu bytes in %zu objects allocated from:\n",
                    b[k].kind == HCI_LEAK_INDIRECT ? "Indirect leak" : "Leak", b[k].bytes, b[k].count);
     print_frames(o, b[k].stack_id, in->symbolize);
+    if (hci_report_opts()->supp_print) hci_fmt_print_suppression(o, b[k].stack_id);
     hci_out_flush(o); /* one record per write where it fits */
   }
   if (limit < nb) hci_out_printf(o, "Skipping leaks numbered %zu..%zu\n", limit, nb - 1);

@@ -12,7 +12,8 @@
  *
  * What it tells the library (environment, inherited by all descendants):
  *   HEAPCHECK=<mode>, HEAPCHECK_SUPPRESSIONS, HEAPCHECK_VERBOSE,
- *   HEAPCHECK_NO_FOLLOW, HEAPCHECK_LOG_PATH (--log-file);
+ *   HEAPCHECK_NO_FOLLOW, HEAPCHECK_LOG_PATH (--log-file), HEAPCHECK_REPORT
+ *   (--gen-suppressions adds suppressions:FILE);
  *   HEAPCHECK_KEEP_STATUS=1  a leak never changes a process's exit status
  *                            (a leaking compiler must not fail the build);
  *   HEAPCHECK_TREE=<dir>     a private directory (mkdtemp, 0700): each
@@ -73,6 +74,7 @@ static struct {
   bool verbose;
   const char *log_file;
   bool child_stderr;
+  const char *gen_suppressions;
 } opt = {.mode = "normal", .exit_code = -1};
 
 static void vmsg(const char *fmt, va_list ap) {
@@ -112,6 +114,11 @@ static void usage(void) {
         "                        or local (sets HEAPCHECK=MODE)\n"
         "  --suppressions=FILE   leak suppressions, one 'leak:PATTERN' a line\n"
         "                        (sets HEAPCHECK_SUPPRESSIONS)\n"
+        "  --gen-suppressions=FILE\n"
+        "                        write a suppression ('leak:^function$') for every\n"
+        "                        leak found to FILE (emptied first), so that a rerun\n"
+        "                        with --suppressions=FILE fails only on new leaks\n"
+        "                        (adds suppressions:FILE to HEAPCHECK_REPORT)\n"
         "  --exit-code=N         exit status when the program succeeded but leaks were\n"
         "                        found in the tree, 0..255, default 1\n"
         "  --log-file=PREFIX     every process's report into PREFIX.<pid> (or PREFIX\n"
@@ -289,6 +296,7 @@ static int parse_options(int argc, char **argv) {
     if (take("--mode", argv, &i, argc, &v)) opt.mode = v;
     else if (take("--suppressions", argv, &i, argc, &v)) opt.suppressions = v;
     else if (take("--log-file", argv, &i, argc, &v)) opt.log_file = v;
+    else if (take("--gen-suppressions", argv, &i, argc, &v)) opt.gen_suppressions = v;
     else if (take("--child-reports", argv, &i, argc, &v)) {
       if (strcmp(v, "stderr") == 0) opt.child_stderr = true;
       else if (strcmp(v, "file") == 0) opt.child_stderr = false;
@@ -402,6 +410,32 @@ static void die_of_signal(int sig) {
   exit(128 + sig);
 }
 
+/* --gen-suppressions=FILE: empties FILE (0600, never through a symlink) and
+ * adds suppressions:FILE to HEAPCHECK_REPORT; every checked process of the
+ * tree appends its records' suppressions (checker/report_out.c). */
+static void gen_suppressions(const char *supp) {
+  const char *f = opt.gen_suppressions;
+  if (!*f) die(2, "--gen-suppressions needs a file name");
+  if (strchr(f, ',')) die(2, "--gen-suppressions: the file name may not contain a comma: '%s'", f);
+  char *abs = absolute(f);
+  struct stat st;
+  if (lstat(abs, &st) == 0 && S_ISLNK(st.st_mode)) die(2, "--gen-suppressions: '%s' is a symbolic link", f);
+  char *real = realpath(abs, NULL); /* exists already: compare with the input list */
+  if (supp && real && strcmp(real, supp) == 0)
+    die(2, "--gen-suppressions and --suppressions name the same file: write the new list elsewhere");
+  free(real);
+  int fd = open(abs, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) die(2, "--gen-suppressions: cannot create '%s': %s", f, strerror(errno));
+  close(fd);
+  const char *old = getenv("HEAPCHECK_REPORT");
+  char *v;
+  if (asprintf(&v, "%s%ssuppressions:%s", old && *old ? old : "", old && *old ? "," : "", abs) < 0)
+    die(2, "out of memory");
+  set("HEAPCHECK_REPORT", v);
+  free(v);
+  free(abs);
+}
+
 int main(int argc, char **argv) {
   int first = parse_options(argc, argv);
   if (first >= argc) die(2, "no program given (try --help)");
@@ -442,6 +476,7 @@ int main(int argc, char **argv) {
     set("HEAPCHECK_LOG_PATH", abs);
     free(abs);
   }
+  if (opt.gen_suppressions) gen_suppressions(supp);
   if (opt.child_stderr) set("HEAPCHECK_CHILD_REPORTS", "stderr");
   else unsetenv("HEAPCHECK_CHILD_REPORTS");
   hc_tree_t tree;

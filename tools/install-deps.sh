@@ -4,7 +4,8 @@
 # left alone; apt-get runs only when something is missing.
 set -u
 pkgs="meson ninja-build pkg-config gcc g++ clang binutils python3 perl git sqlite3 bash coreutils
-      google-perftools valgrind redis-server redis-tools cmake make"
+      google-perftools valgrind redis-server redis-tools cmake make chromium golang-go
+      golang-github-google-pprof-dev"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
