@@ -10,6 +10,7 @@
 # it must list the probes too.  Skips (77) only when readelf is missing.
 set -u
 lib=${1:-${HC_LIB:-}}
+case $lib in /*|"") ;; *) lib=$(pwd)/$lib ;; esac # bpftrace wants an absolute path
 if [ -z "$lib" ] || [ ! -f "$lib" ]; then
   echo "FAIL: no library (argument or HC_LIB)"
   exit 1
