@@ -84,8 +84,14 @@ static inline void hci_lock_reset(hci_lock_t *l) { atomic_store_explicit(&l->xst
  * flags '-' '0', a width, precision (.N and .* for %s), length l ll z j t. */
 int hci_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
 int hci_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* write(2) the whole buffer, retrying on EINTR and short writes; errno is preserved. */
-void hci_write_all(int fd, const char *buf, size_t len);
+/* write(2) the whole buffer, retrying on EINTR and short writes; errno is
+ * preserved; true when everything was written.  Never raises SIGPIPE (a
+ * broken pipe is an error, the program's signal state is left as it was)
+ * and is not a cancellation point. */
+bool hci_write_all(int fd, const char *buf, size_t len);
+/* Writes to the report stream (hci_log_stream_fd); false when it has none
+ * or the write failed. */
+bool hci_diag_write(const char *buf, size_t len);
 /* Formats into a stack buffer and writes once to fd (messages do not interleave). */
 void hci_fdprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes to the diagnostic fd (stderr, or its duplicate kept by the checker). */
@@ -94,8 +100,8 @@ void hci_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hci_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, cold));
 /* "heapcheck: warning: <message>\n". */
 void hci_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
-/* File descriptor diagnostics go to (the report stream); -1 until
- * hci_log_stream_open has run: then stderr. */
+/* The report stream's own descriptor (-1 until hci_log_stream_open).  Write
+ * through hci_log_stream_fd(), which checks it still is the stream. */
 extern int hci_diag_fd;
 
 /* ======================= log_stream.c ======================= */
@@ -106,7 +112,14 @@ void hci_log_stream_open(void);
 void hci_log_stream_fork_child(void);
 bool hci_log_stream_to_file(void);
 const char *hci_log_stream_path(void);   /* the log file, NULL when stderr */
-int hci_log_stream_stderr(void);         /* the original stderr (a kept duplicate) */
+int hci_log_stream_stderr(void);         /* the original stderr (a kept duplicate); -1 when gone */
+/* The descriptor to write the report stream to now, -1 when it has none.
+ * Before hci_log_stream_open (neither checker nor profiler on): 2.  After:
+ * the kept descriptor, checked to still be the file it was opened on (a
+ * program's close_range or dup2 over it is noticed; a copy of the original
+ * stderr or the log file is made again when it can be), never whatever file
+ * the program got on fd 2 later.  See log_stream.c for the rules. */
+int hci_log_stream_fd(void);
 bool hci_log_stream_in_tree(void);       /* HEAPCHECK_TREE: a launcher follows the tree */
 const char *hci_log_stream_tree_dir(void); /* its directory, NULL outside a tree */
 bool hci_log_stream_tree_top(void);      /* the program the launcher started */

@@ -19,6 +19,25 @@
  * the path, then the stream is stderr.  A forked child opens its own file
  * (its pid) on the same descriptor number.
  *
+ * The program's descriptors are its own (issue 9 point 6):
+ *  - kept copies are close-on-exec and numbered high, just under
+ *    RLIMIT_NOFILE's soft limit (at most 1024), out of the range the
+ *    program's own open() calls use;
+ *  - every kept descriptor remembers the file it was opened on (device and
+ *    inode), and hci_log_stream_fd checks before each use that it still is
+ *    that file: after a close_range(3, ~0U) or a dup2 over it, a new copy is
+ *    made from fd 2 when fd 2 still is the original stderr (or the log file
+ *    is opened again by its path), else the stream has no destination;
+ *  - when fd 2 was closed at start, there is no stderr stream at all: the
+ *    report never lands in whatever file the program opens on fd 2 later;
+ *  - a copy of a stderr that is a pipe or a socket keeps its reader waiting
+ *    for end-of-file (`$(daemonprog)`): a forked child (daemon() forks)
+ *    closes that copy at once and writes to its fd 2 only while fd 2 still
+ *    is that pipe, and any process drops the copy as soon as it sees that
+ *    its fd 2 now refers to another file (the program redirected it, e.g.
+ *    to /dev/null), instead of writing to the new file.
+ * Writes themselves never raise SIGPIPE (output.c, hci_write_all).
+ *
  * Runs inside the first malloc and in the fork child: no malloc, no stdio,
  * no getenv, only async-signal-safe calls after fork.
  * Locks: none (opened once before threads exist; fork child is single-threaded).
@@ -26,14 +45,40 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hc_internal.h"
 
 #define HCI_PATH_MAX 4096
 
+/* Which file a descriptor refers to. */
+typedef struct file_id {
+  dev_t dev;
+  ino_t ino;
+  mode_t mode;
+  bool ok;                       /* the descriptor was open */
+} file_id_t;
+
+static file_id_t id_of(int fd) {
+  file_id_t id = {0, 0, 0, false};
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0) id = (file_id_t){st.st_dev, st.st_ino, st.st_mode, true};
+  return id;
+}
+
+static bool same_file(file_id_t a, file_id_t b) { return a.ok && b.ok && a.dev == b.dev && a.ino == b.ino; }
+
+/* A reader waits for end-of-file on these: a kept copy holds it up. */
+static bool is_channel(file_id_t id) { return id.ok && (S_ISFIFO(id.mode) || S_ISSOCK(id.mode)); }
+
 static struct {
   bool opened;
+  file_id_t err_id;    /* fd 2 at open (ok = false: it was closed) */
+  file_id_t diag_id;   /* what hci_diag_fd refers to */
+  bool err_direct;     /* no kept copy of stderr: write to fd 2 while it is err_id (forked child of a pipe) */
+  bool err_dropped;    /* stderr is no destination any more (fd 2 was replaced) */
   bool to_file;
   bool in_tree;        /* HEAPCHECK_TREE set: the launcher follows this tree */
   bool tree_top;       /* the process the launcher started (parent = launcher) */
@@ -46,10 +91,21 @@ static struct {
   bool child_stderr;            /* HEAPCHECK_CHILD_REPORTS=stderr */
 } LS = {.stderr_fd = -1};
 
-/* A descriptor number above the program's usual range (close-on-exec). */
+/* A close-on-exec copy of fd numbered above the program's usual range:
+ * from 32 under the soft RLIMIT_NOFILE (capped at 1024, so the kernel's
+ * descriptor table stays small), else lower; -1 when fd is not open. */
 static int keep_high(int fd) {
-  int high = fcntl(fd, F_DUPFD_CLOEXEC, 100);
-  return high;
+  int top = 1024;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)top)
+    top = (int)rl.rlim_cur;
+  const int from[] = {top - 32, top / 2, 10, 3};
+  for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
+    if (from[i] < 3) continue;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, from[i]);
+    if (high >= 0 || errno == EBADF) return high;
+  }
+  return -1;
 }
 
 static const char *err_text(int e) {
@@ -150,21 +206,24 @@ static void route(void) {
         }
       }
       hci_diag_fd = fd;
+      LS.diag_id = id_of(fd);
       LS.to_file = true;
       return;
     }
-    hci_fdprintf(LS.stderr_fd >= 0 ? LS.stderr_fd : 2,
+    hci_fdprintf(hci_log_stream_stderr(),
                  "heapcheck: warning: %s: cannot create the log file %s (%s); reports go to stderr\n", var,
                  name, err_text(errno));
   }
   if (hci_diag_fd >= 0 && hci_diag_fd != LS.stderr_fd) close(hci_diag_fd);
   hci_diag_fd = LS.stderr_fd;
+  LS.diag_id = LS.err_id;
 }
 
 void hci_log_stream_open(void) {
   if (LS.opened) return;
   LS.opened = true;
-  LS.stderr_fd = keep_high(2);
+  LS.err_id = id_of(2);
+  LS.stderr_fd = LS.err_id.ok ? keep_high(2) : -1;
   const char *p = hci_env_get("HEAPCHECK_LOG_PATH");
   if (p && *p && strcmp(p, "stderr") != 0) {
     if (strlen(p) < sizeof LS.log_path) memcpy(LS.log_path, p, strlen(p) + 1);
@@ -185,12 +244,68 @@ void hci_log_stream_open(void) {
 void hci_log_stream_fork_child(void) {
   if (!LS.opened) return;
   LS.tree_top = false; /* a forked child is never the launched program */
+  /* A copy of a piped stderr would keep the pipe open for as long as this
+   * child lives (daemon() forks, then puts /dev/null on fd 2): the child
+   * writes to its fd 2 instead, while that still is the pipe. */
+  if (is_channel(LS.err_id) && LS.stderr_fd >= 0) {
+    if (hci_diag_fd == LS.stderr_fd) hci_diag_fd = -1;
+    close(LS.stderr_fd);
+    LS.stderr_fd = -1;
+    LS.err_direct = true;
+  }
   if (LS.to_file || LS.in_tree) route();
+}
+
+/* Drops every kept copy of stderr (the program replaced its fd 2). */
+static void drop_stderr(void) {
+  if (LS.stderr_fd >= 0 && same_file(id_of(LS.stderr_fd), LS.err_id)) close(LS.stderr_fd);
+  if (hci_diag_fd == LS.stderr_fd) hci_diag_fd = -1;
+  LS.stderr_fd = -1;
+  LS.err_dropped = true;
+}
+
+/* The original stderr now: the kept copy, fd 2 itself for a forked child
+ * of a pipe, or a new copy after the program closed ours; -1 when fd 2 was
+ * closed at start or now refers to another file. */
+static int stderr_now(void) {
+  if (LS.err_dropped || !LS.err_id.ok) return -1;
+  file_id_t two = id_of(2);
+  if (two.ok && !same_file(two, LS.err_id)) {
+    /* fd 2 was pointed elsewhere (daemon(), a redirection): the caller's
+     * pipe is released, and nothing goes to the new file. */
+    if (is_channel(LS.err_id)) drop_stderr();
+    else if (LS.err_direct) return -1;
+  }
+  if (LS.err_dropped) return -1;
+  if (LS.err_direct) return two.ok ? 2 : -1;
+  if (LS.stderr_fd >= 0 && same_file(id_of(LS.stderr_fd), LS.err_id)) return LS.stderr_fd;
+  /* Our copy was closed (close_range(3, ~0U)) or replaced: make another
+   * from fd 2 when it still is the original stderr (never close the old
+   * number: it may be the program's now). */
+  LS.stderr_fd = same_file(two, LS.err_id) ? keep_high(2) : -1;
+  return LS.stderr_fd;
+}
+
+int hci_log_stream_fd(void) {
+  if (!LS.opened) return 2;
+  if (!LS.to_file) {
+    int fd = stderr_now();
+    hci_diag_fd = fd;
+    return fd;
+  }
+  if (hci_diag_fd >= 0 && same_file(id_of(hci_diag_fd), LS.diag_id)) return hci_diag_fd;
+  /* The log file's descriptor was closed by the program: open the file
+   * again (it must still be the same file), never create another. */
+  int fd = open(LS.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return hci_diag_fd = -1;
+  int high = same_file(id_of(fd), LS.diag_id) ? keep_high(fd) : -1;
+  close(fd);
+  return hci_diag_fd = high;
 }
 
 bool hci_log_stream_to_file(void) { return LS.to_file; }
 const char *hci_log_stream_path(void) { return LS.to_file ? LS.path : NULL; }
-int hci_log_stream_stderr(void) { return LS.stderr_fd >= 0 ? LS.stderr_fd : 2; }
+int hci_log_stream_stderr(void) { return LS.opened ? stderr_now() : 2; }
 bool hci_log_stream_in_tree(void) { return LS.in_tree; }
 const char *hci_log_stream_tree_dir(void) { return LS.in_tree ? LS.tree_dir : NULL; }
 bool hci_log_stream_tree_top(void) { return LS.tree_top; }

@@ -4,8 +4,12 @@
  * may not use stdio (it locks and allocates).  Everything they print is
  * formatted here into a caller's buffer and written with one write(2). */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hc_internal.h"
@@ -158,16 +162,39 @@ int hci_snprintf(char *buf, size_t size, const char *fmt, ...) {
   return n;
 }
 
-void hci_write_all(int fd, const char *buf, size_t len) {
+/* SIGPIPE is blocked around every write: a stream whose reader went away
+ * (stderr piped into `head`) gives EPIPE, never kills the program.  The
+ * SIGPIPE that write raised is then taken back, unless one was already
+ * pending (the program's), so the program's disposition, mask and pending
+ * signals are as they were.  Raw system calls: write() and sigtimedwait()
+ * are cancellation points, and a message (malloc_stats, a report) must not
+ * become one. */
+bool hci_write_all(int fd, const char *buf, size_t len) {
   int saved = errno;
-  while (len) {
-    ssize_t n = write(fd, buf, len);
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  bool blocked = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0;
+  bool was_pending = !blocked || (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE));
+  bool broken = false;
+  while (len && fd >= 0) {
+    ssize_t n = syscall(SYS_write, fd, buf, len);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) {
+      broken = n < 0 && errno == EPIPE;
+      break;
+    }
     buf += n;
     len -= (size_t)n;
   }
+  if (broken && !was_pending) {
+    struct timespec zero = {0, 0};
+    while (syscall(SYS_rt_sigtimedwait, &pipe_set, NULL, &zero, (size_t)(_NSIG / 8)) < 0 && errno == EINTR) {
+    }
+  }
+  if (blocked) pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;
+  return len == 0;
 }
 
 static void vfdprintf(int fd, const char *prefix, const char *fmt, va_list ap) {
@@ -179,7 +206,13 @@ static void vfdprintf(int fd, const char *prefix, const char *fmt, va_list ap) {
   hci_write_all(fd, buf, len);
 }
 
-static int diag_fd(void) { return hci_diag_fd >= 0 ? hci_diag_fd : 2; }
+/* The report stream (log_stream.c), -1 when it has none (then nothing is written). */
+static int diag_fd(void) { return hci_log_stream_fd(); }
+
+bool hci_diag_write(const char *buf, size_t len) {
+  int fd = diag_fd();
+  return fd >= 0 && hci_write_all(fd, buf, len);
+}
 
 void hci_fdprintf(int fd, const char *fmt, ...) {
   va_list ap;

@@ -45,7 +45,7 @@ void hci_chk_log(int level, const char *fmt, ...) {
   va_end(ap);
   size_t len = n < 0 ? 0 : (size_t)n < sizeof buf - 1 ? (size_t)n : sizeof buf - 2;
   if (len == 0 || buf[len - 1] != '\n') buf[len++] = '\n';
-  hci_write_all(hci_diag_fd >= 0 ? hci_diag_fd : 2, buf, len);
+  hci_diag_write(buf, len);
 }
 
 // ---- modes ----

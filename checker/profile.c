@@ -235,7 +235,7 @@ static _Atomic int sig_pending;   /* HEAPPROFILESIGNAL arrived; the next sample 
 static bool options_read;
 static int report_top_n;          /* HEAPCHECK_REPORT=top[:N] */
 
-static int diag_fd(void) { return hci_diag_fd >= 0 ? hci_diag_fd : 2; }
+static int diag_fd(void) { return hci_log_stream_fd(); }
 
 static int64_t inuse_now(void) {
   int64_t v = hci_profile_inuse_estimate();

@@ -31,18 +31,7 @@
 
 void hci_out_flush(hci_out_t *o) {
   if (o->len == 0) return;
-  int saved = errno;
-  size_t done = 0;
-  while (done < o->len) {
-    ssize_t n = write(o->fd, o->buf + done, o->len - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      o->failed = true;
-      break;
-    }
-    done += (size_t)n;
-  }
-  errno = saved;
+  if (!hci_write_all(o->fd, o->buf, o->len)) o->failed = true;
   o->len = 0;
 }
 
@@ -274,7 +263,7 @@ void hci_report_print(const hci_report_in_t *in) {
     hci_chk_log(HCI_LOG_ERROR, "Leak check %s detected leaks of %zu bytes in %zu objects (out of memory for details)",
                 in->name, in->bytes, in->nleaks);
   } else {
-    o->fd = hci_diag_fd >= 0 ? hci_diag_fd : 2;
+    o->fd = hci_log_stream_fd();
     if (hci_chk_log_on(HCI_LOG_ERROR)) print_records(o, in, leaks, b, nb);
     char path[4096];
     profile_path(path, sizeof path, in->name);

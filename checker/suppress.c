@@ -268,7 +268,7 @@ void hci_supp_print_used(void) {
   bool any = false;
   for (int k = 0; k < S.nrules; k++) any |= S.rules[k].objects > 0;
   if (!any || !hci_chk_log_on(HCI_LOG_ERROR)) goto reset;
-  hci_out_t o = {.fd = hci_diag_fd >= 0 ? hci_diag_fd : 2};
+  hci_out_t o = {.fd = hci_log_stream_fd()};
   hci_out_printf(&o, "-----------------------------------------------------\n");
   hci_out_printf(&o, "Suppressions used:\n");
   hci_out_printf(&o, "  count      bytes template\n");
