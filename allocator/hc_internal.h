@@ -149,6 +149,13 @@ void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages 
 int hci_os_tid(void);
 uint64_t hci_os_now_ns(void);                  /* CLOCK_MONOTONIC in ns */
 uint64_t hci_os_now_coarse_ns(void);           /* CLOCK_MONOTONIC_COARSE: same clock, tick resolution, cheaper */
+/* Fault-proof reads of memory we do not own (no signal handler, no lock, no
+ * malloc).  hci_os_read copies [src, src + n) to dst up to the first byte
+ * that cannot be read and returns how many bytes it copied: process_vm_readv
+ * on ourselves, or, where that is refused, a page probe before each page's
+ * memcpy.  hci_os_probe: the 8 bytes at addr are readable (one syscall). */
+size_t hci_os_read(void *dst, uintptr_t src, size_t n);
+bool hci_os_probe(uintptr_t addr);
 
 /* ======================= meta.c ======================= */
 /* Metadata arena: zeroed, 16-byte aligned memory that never comes from the
@@ -318,6 +325,31 @@ int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t 
  * skips when it leaves rbp alone.  True when DWARF is unavailable. */
 bool hci_unwind_keeps_fp(uintptr_t ra);
 void hci_unwind_init(void);
+
+/* ======================= unwind_obj.c ======================= */
+/* The module covering a PC, as the DWARF unwinder needs it: every table read
+ * is checked against seg_lo/seg_hi (the readable PT_LOAD segments), and the
+ * .eh_frame_hdr search table against hdr_hi (its segment's size). */
+#define HCI_EH_SEGS 8
+typedef struct hci_eh_obj {
+  uintptr_t map_lo, map_hi; /* the module's extent */
+  uintptr_t hdr, hdr_hi;    /* .eh_frame_hdr; hdr == 0: none */
+  uintptr_t nseg;           /* 0: headers unusable, nothing may be read */
+  uintptr_t seg_lo[HCI_EH_SEGS], seg_hi[HCI_EH_SEGS];
+} hci_eh_obj_t;
+/* 1 and *o filled when a module covers pc, 0 otherwise.  Lock-free, no
+ * malloc; static executables are described from AT_PHDR (libc.a's
+ * _dl_find_object is not usable before its init, which mallocs). */
+int hci_eh_find(uintptr_t pc, hci_eh_obj_t *o);
+bool hci_eh_available(void);   /* hci_eh_find can find modules */
+bool hci_eh_static_exe(void);  /* the process is a statically linked executable */
+void hci_eh_cache_clear(void); /* after dlclose */
+/* [a, a + n) lies inside one readable segment of o. */
+static inline bool hci_eh_readable(const hci_eh_obj_t *o, uintptr_t a, size_t n) {
+  for (uintptr_t i = 0; i < o->nseg; i++)
+    if (a >= o->seg_lo[i] && a < o->seg_hi[i] && n <= o->seg_hi[i] - a) return true;
+  return false;
+}
 
 /* ======================= stackdepot.c ======================= */
 #define HC_STACK_NONE 0u

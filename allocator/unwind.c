@@ -65,20 +65,6 @@ static inline uintptr_t thread_pointer(void) {
 
 /* ---- stack bounds: pages probed with a syscall ---- */
 
-/* True when the page at addr can be read.  rt_sigprocmask copies the new set
- * from user memory before it looks at `how`: with an invalid how it fails
- * with EFAULT when the memory is unreadable (unmapped, PROT_NONE guard) and
- * EINVAL otherwise, and changes nothing.  Any other answer (a seccomp filter)
- * counts as unreadable. */
-static bool page_readable(uintptr_t addr) {
-  if (addr < 4096) return false;
-  int saved = errno;
-  long r = syscall(SYS_rt_sigprocmask, ~0L, (void *)addr, (void *)0, (size_t)8);
-  bool ok = r == -1 && errno == EINVAL;
-  errno = saved;
-  return ok;
-}
-
 /* Upper limit of the frames of the stack sp is on: the alternate signal
  * stack's end when running on it, argv/envp of the main thread
  * (__libc_stack_end), struct pthread above a thread's stack (glibc), or
@@ -105,18 +91,18 @@ static hc_noinline uintptr_t stack_hi_slow(uintptr_t sp) {
   if (stk_hi != 0 && sp < stk_lo && cap == stk_cap && stk_lo - page <= HC_STACK_VERIFY_MAX) {
     /* Deeper on the cached stack: only the pages in between are new. */
     uintptr_t p = page;
-    while (p < stk_lo && page_readable(p)) p += HC_PROBE_PAGE;
+    while (p < stk_lo && hci_os_probe(p)) p += HC_PROBE_PAGE;
     if (p >= stk_lo) {
       lo = page;
       hi = stk_hi;
     }
   }
   if (hi == 0) {
-    if (!page_readable(page)) return 0;
+    if (!hci_os_probe(page)) return 0;
     uintptr_t lim = cap - page > HC_STACK_VERIFY_MAX ? page + HC_STACK_VERIFY_MAX : cap;
     lo = page;
     hi = page + HC_PROBE_PAGE;
-    while (hi < lim && page_readable(hi)) hi += HC_PROBE_PAGE;
+    while (hi < lim && hci_os_probe(hi)) hi += HC_PROBE_PAGE;
     if (hi > cap) hi = cap;
   }
   if (sp >= hi) return 0;

@@ -1,8 +1,9 @@
 /* unwind_dwarf.c - a DWARF (.eh_frame) unwinder for code built without frame
  * pointers (x86-64 Linux, glibc >= 2.35), with a lock-free per-PC rule cache.
  *
- * For each PC: _dl_find_object (lock-free, safe inside malloc and during
- * dlopen) -> the module's .eh_frame_hdr -> binary search for the FDE -> run
+ * For each PC: the module (hci_eh_find, unwind_obj.c: _dl_find_object, or
+ * the executable's own headers when statically linked) -> its .eh_frame_hdr
+ * -> binary search for the FDE -> run
  * the CIE and FDE call-frame programs up to the PC -> a rule "CFA = rsp|rbp +
  * off; RA at CFA+ra_off; rbp same/undefined/at CFA+rbp_off".  The rule is
  * cached, so a warm walk costs a hash probe and two loads per frame.
@@ -15,6 +16,11 @@
  *    racing writer) rejects it.  A lost update only costs a recomputation.
  *  - Anything we do not understand (expressions, register rules other than
  *    offsets, unknown opcodes) ends the walk cleanly instead of guessing.
+ *  - Every read of unwind data lies in a readable segment of the module
+ *    (hci_eh_readable): the search table within its segment (a larger
+ *    fde_count is clipped to what is there), each CIE/FDE within one
+ *    segment as its length says, indirect pointers and the sigreturn code
+ *    bytes likewise.  Malformed data ends the walk; it never faults.
  *  - Signal frames: the FDE of glibc's __restore_rt ('S' augmentation) is
  *    recognised together with its code bytes; the walk continues from the
  *    interrupted registers saved in the ucontext.  When those are on another
@@ -40,9 +46,6 @@
 #endif
 
 #ifdef HC_DWARF_X86_64
-
-/* Weak: the library still loads on a glibc without it (dwarf then falls back). */
-extern __typeof__(_dl_find_object) _dl_find_object __attribute__((weak));
 
 /* ---- DWARF constants (DWARF 5 section 6.4, LSB "Exception Frames") ---- */
 #define DW_EH_PE_omit 0xff
@@ -111,9 +114,10 @@ static bool rd_fixed(const uint8_t **pp, const uint8_t *end, void *out, size_t n
 }
 
 /* A pointer in encoding enc.  datarel: base for DW_EH_PE_datarel (0 = not
- * allowed).  Indirect pointers are dereferenced (they point into the
- * module's data, which is mapped). */
-static bool rd_enc(const uint8_t **pp, const uint8_t *end, uint8_t enc, uintptr_t datarel, uintptr_t *out) {
+ * allowed).  Indirect pointers are dereferenced when o says the word they
+ * point to is readable (o NULL: not allowed). */
+static bool rd_enc(const uint8_t **pp, const uint8_t *end, uint8_t enc, uintptr_t datarel, const hci_eh_obj_t *o,
+                   uintptr_t *out) {
   const uint8_t *p = *pp;
   uintptr_t field = (uintptr_t)p;
   uint64_t v;
@@ -142,7 +146,12 @@ static bool rd_enc(const uint8_t **pp, const uint8_t *end, uint8_t enc, uintptr_
       break;
     default: return false; /* textrel, funcrel, aligned: not used on x86-64 */
     }
-    if (enc & DW_EH_PE_indirect) v = *(const uintptr_t *)(uintptr_t)v;
+    if (enc & DW_EH_PE_indirect) {
+      if (o == NULL || !hci_eh_readable(o, (uintptr_t)v, sizeof(uintptr_t))) return false;
+      uintptr_t x;
+      memcpy(&x, (const void *)(uintptr_t)v, sizeof x);
+      v = x;
+    }
   }
   *pp = p;
   *out = (uintptr_t)v;
@@ -159,29 +168,32 @@ typedef struct cie {
   bool has_z;
   bool signal;
   const uint8_t *insns, *end;
+  const hci_eh_obj_t *obj; /* the module: for indirect pointers */
 } cie_t;
 
-/* Length-prefixed record at p: sets *body (after the length) and *end. */
-static bool record_extent(const uint8_t *p, const uint8_t **body, const uint8_t **end) {
+/* Length-prefixed record at p, which must lie whole in a readable segment
+ * of o: sets *body (after the length) and *end. */
+static bool record_extent(const hci_eh_obj_t *o, const uint8_t *p, const uint8_t **body, const uint8_t **end) {
   uint32_t len32;
+  if (!hci_eh_readable(o, (uintptr_t)p, 4)) return false;
   memcpy(&len32, p, 4);
   if (len32 == 0) return false; /* terminator */
+  size_t head = 4;
+  uint64_t len = len32;
   if (len32 == 0xffffffffu) {
-    uint64_t len64;
-    memcpy(&len64, p + 4, 8);
-    if (len64 > ((uint64_t)1 << 32)) return false;
-    *body = p + 12;
-    *end = p + 12 + len64;
-  } else {
-    *body = p + 4;
-    *end = p + 4 + len32;
+    if (!hci_eh_readable(o, (uintptr_t)p, 12)) return false;
+    memcpy(&len, p + 4, 8);
+    head = 12;
   }
+  if (len > ((uint64_t)1 << 32) || !hci_eh_readable(o, (uintptr_t)p, head + (size_t)len)) return false;
+  *body = p + head;
+  *end = p + head + len;
   return true;
 }
 
-static bool parse_cie(const uint8_t *rec, cie_t *c) {
+static bool parse_cie(const hci_eh_obj_t *o, const uint8_t *rec, cie_t *c) {
   const uint8_t *p, *end;
-  if (!record_extent(rec, &p, &end)) return false;
+  if (!record_extent(o, rec, &p, &end)) return false;
   uint32_t id;
   if (!rd_fixed(&p, end, &id, 4) || id != 0) return false;
   uint8_t version;
@@ -192,6 +204,7 @@ static bool parse_cie(const uint8_t *rec, cie_t *c) {
   p++;
   if (aug[0] == 'e' && aug[1] == 'h') p += sizeof(uintptr_t); /* ancient GCC "eh" pointer */
   if (version == 4) p += 2;                                      /* address_size, segment_size */
+  if (p >= end) return false;
   memset(c, 0, sizeof *c);
   c->fde_enc = 0; /* absptr unless 'R' says otherwise */
   if (!rd_uleb(&p, end, &c->code_align) || !rd_sleb(&p, end, &c->data_align)) return false;
@@ -212,12 +225,15 @@ static bool parse_cie(const uint8_t *rec, cie_t *c) {
     bool known = true;
     for (a++; *a && known; a++) {
       switch (*a) {
-      case 'L': p++; break; /* LSDA encoding: FDEs carry the pointer; we skip it there */
+      case 'L': /* LSDA encoding: FDEs carry the pointer; we skip it there */
+        if (p >= aend) return false;
+        p++;
+        break;
       case 'P': {
         uint8_t penc;
         uintptr_t ignored;
         if (!rd_fixed(&p, aend, &penc, 1)) return false;
-        if (!rd_enc(&p, aend, penc & 0x0f, 0, &ignored)) return false; /* only its size matters */
+        if (!rd_enc(&p, aend, penc & 0x0f, 0, NULL, &ignored)) return false; /* only its size matters */
         break;
       }
       case 'R':
@@ -234,6 +250,7 @@ static bool parse_cie(const uint8_t *rec, cie_t *c) {
   }
   c->insns = p;
   c->end = end;
+  c->obj = o;
   return true;
 }
 
@@ -275,6 +292,10 @@ static void restore_rule(cfa_state_t *st, const cfa_state_t *init, const cie_t *
   if (r) *r = *tracked_init(init, reg);
 }
 
+/* u * align, wrapping (malformed data may overflow; the rule is then junk
+ * that the walk's bounds reject, never undefined behaviour). */
+static inline int64_t scaled(uint64_t u, int64_t align) { return (int64_t)(u * (uint64_t)align); }
+
 /* Runs instructions [p, end) from location loc until the row that covers
  * target.  Returns false on anything malformed or unsupported in a way
  * that makes the rest of the program unreadable. */
@@ -293,7 +314,7 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
       continue;
     case 2:
       if (!rd_uleb(&p, end, &u)) return false;
-      set_rule(st, c, op & 0x3f, R_OFFSET, (int64_t)u * c->data_align);
+      set_rule(st, c, op & 0x3f, R_OFFSET, scaled(u, c->data_align));
       continue;
     case 3:
       restore_rule(st, init, c, op & 0x3f);
@@ -306,7 +327,7 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
       break;
     case 0x01: { /* set_loc */
       uintptr_t a;
-      if (!rd_enc(&p, end, c->fde_enc, 0, &a)) return false;
+      if (!rd_enc(&p, end, c->fde_enc, 0, c->obj, &a)) return false;
       loc = a;
       if (target < loc) return true;
       break;
@@ -323,7 +344,7 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
     }
     case 0x05: /* offset_extended */
       if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
-      set_rule(st, c, reg, R_OFFSET, (int64_t)u * c->data_align);
+      set_rule(st, c, reg, R_OFFSET, scaled(u, c->data_align));
       break;
     case 0x06: /* restore_extended */
       if (!rd_uleb(&p, end, &reg)) return false;
@@ -376,17 +397,17 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
       break;
     case 0x11: /* offset_extended_sf */
       if (!rd_uleb(&p, end, &reg) || !rd_sleb(&p, end, &s)) return false;
-      set_rule(st, c, reg, R_OFFSET, s * c->data_align);
+      set_rule(st, c, reg, R_OFFSET, scaled((uint64_t)s, c->data_align));
       break;
     case 0x12: /* def_cfa_sf */
       if (!rd_uleb(&p, end, &reg) || !rd_sleb(&p, end, &s)) return false;
       st->cfa_reg = reg;
-      st->cfa_off = s * c->data_align;
+      st->cfa_off = scaled((uint64_t)s, c->data_align);
       st->cfa_expr = false;
       break;
     case 0x13: /* def_cfa_offset_sf */
       if (!rd_sleb(&p, end, &s)) return false;
-      st->cfa_off = s * c->data_align;
+      st->cfa_off = scaled((uint64_t)s, c->data_align);
       break;
     case 0x14: /* val_offset */
       if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
@@ -401,7 +422,7 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
       break;
     case 0x2f: /* GNU_negative_offset_extended */
       if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
-      set_rule(st, c, reg, R_OFFSET, -(int64_t)u * c->data_align);
+      set_rule(st, c, reg, R_OFFSET, scaled(-u, c->data_align));
       break;
     default:
       return false;
@@ -412,28 +433,39 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
 
 /* ---- FDE lookup ---- */
 
-/* The FDE covering pc through the module's .eh_frame_hdr search table.
+static inline int32_t tab_get(const uint8_t *tab, size_t i) {
+  int32_t v;
+  memcpy(&v, tab + 4 * i, sizeof v);
+  return v;
+}
+
+/* The FDE covering pc through the module's .eh_frame_hdr search table,
+ * whose entries are read only inside [hdr, hdr_hi): a table that claims more
+ * entries than its segment holds is searched over the entries there.
  * Returns 1 found, 0 no FDE covers pc, -1 unusable table. */
-static int find_fde(const uint8_t *hdr, uintptr_t pc, const uint8_t **fde_out) {
-  if (hdr[0] != 1) return -1;
+static int find_fde(const hci_eh_obj_t *o, uintptr_t pc, const uint8_t **fde_out) {
+  const uint8_t *hdr = (const uint8_t *)o->hdr;
+  const uint8_t *hend = (const uint8_t *)o->hdr_hi;
+  if (hend - hdr < 4 || hdr[0] != 1) return -1;
   uint8_t ptr_enc = hdr[1], cnt_enc = hdr[2], tab_enc = hdr[3];
   const uint8_t *p = hdr + 4;
-  const uint8_t *lim = hdr + 4 + 16; /* two encoded values at most 8 bytes each */
+  const uint8_t *lim = hend - hdr < 4 + 16 ? hend : hdr + 4 + 16; /* two encoded values, 8 bytes each at most */
   uintptr_t eh_frame, count;
-  if (!rd_enc(&p, lim, ptr_enc, (uintptr_t)hdr, &eh_frame)) return -1;
+  if (!rd_enc(&p, lim, ptr_enc, (uintptr_t)hdr, o, &eh_frame)) return -1;
   if (cnt_enc == DW_EH_PE_omit || tab_enc != DW_EH_PE_table_ok) return -1;
-  if (!rd_enc(&p, lim, cnt_enc, (uintptr_t)hdr, &count)) return -1;
+  if (!rd_enc(&p, lim, cnt_enc, (uintptr_t)hdr, o, &count)) return -1;
+  size_t room = (size_t)(hend - p) / 8; /* pairs {initial_loc, fde}, sorted, hdr-relative */
+  if (count > room) count = room;
   if (count == 0) return 0;
-  const int32_t *tab = (const int32_t *)p; /* pairs {initial_loc, fde}, sorted, hdr-relative */
   uintptr_t base = (uintptr_t)hdr;
-  if (pc < base + (intptr_t)tab[0]) return 0;
+  if (pc < base + (intptr_t)tab_get(p, 0)) return 0;
   size_t lo = 0, hi = count; /* invariant: tab[lo].loc <= pc, answer in [lo, hi) */
   while (hi - lo > 1) {
     size_t mid = lo + (hi - lo) / 2;
-    if (base + (intptr_t)tab[2 * mid] <= pc) lo = mid;
+    if (base + (intptr_t)tab_get(p, 2 * mid) <= pc) lo = mid;
     else hi = mid;
   }
-  *fde_out = (const uint8_t *)(base + (intptr_t)tab[2 * lo + 1]);
+  *fde_out = (const uint8_t *)(base + (intptr_t)tab_get(p, 2 * lo + 1));
   return 1;
 }
 
@@ -451,25 +483,26 @@ static const rule_t rule_fp = {.kind = K_NORMAL, .cfa_rbp = 1, .rbp_how = R_OFFS
  * is false for results that may change (address not in any module yet). */
 static rule_t compute_rule(uintptr_t rip, bool exact, bool *cacheable) {
   uintptr_t pc = exact ? rip : rip - 1;
-  struct dl_find_object dlfo;
+  hci_eh_obj_t o;
   *cacheable = false;
-  if (_dl_find_object == NULL || _dl_find_object((void *)pc, &dlfo) != 0) return rule_stop;
+  if (!hci_eh_find(pc, &o)) return rule_stop;
   *cacheable = true;
-  if (dlfo.dlfo_eh_frame == NULL) return rule_fp;
+  if (o.nseg == 0) return rule_stop; /* headers unusable: nothing may be read */
+  if (o.hdr == 0) return rule_fp;
   const uint8_t *fde;
-  int found = find_fde((const uint8_t *)dlfo.dlfo_eh_frame, pc, &fde);
+  int found = find_fde(&o, pc, &fde);
   if (found < 0) return rule_stop;
   if (found == 0) return rule_fp;
 
   const uint8_t *p, *end;
-  if (!record_extent(fde, &p, &end)) return rule_fp;
+  if (!record_extent(&o, fde, &p, &end)) return rule_fp;
   uint32_t cie_off;
   const uint8_t *cie_field = p;
-  if (!rd_fixed(&p, end, &cie_off, 4) || cie_off == 0) return rule_stop;
+  if (!rd_fixed(&p, end, &cie_off, 4) || cie_off == 0 || cie_off > (uintptr_t)cie_field) return rule_stop;
   cie_t c;
-  if (!parse_cie(cie_field - cie_off, &c)) return rule_stop;
+  if (!parse_cie(&o, cie_field - cie_off, &c)) return rule_stop;
   uintptr_t pc_begin, pc_range;
-  if (!rd_enc(&p, end, c.fde_enc, 0, &pc_begin) || !rd_enc(&p, end, c.fde_enc & 0x0f, 0, &pc_range))
+  if (!rd_enc(&p, end, c.fde_enc, 0, &o, &pc_begin) || !rd_enc(&p, end, c.fde_enc & 0x0f, 0, NULL, &pc_range))
     return rule_stop;
   if (pc < pc_begin || pc - pc_begin >= pc_range) return rule_fp; /* a gap between FDEs */
   if (c.has_z) {
@@ -480,7 +513,7 @@ static rule_t compute_rule(uintptr_t rip, bool exact, bool *cacheable) {
   if (c.signal) {
     /* Only glibc's sigreturn trampoline is understood. */
     uintptr_t code_end = rip + sizeof restore_rt_code;
-    if (code_end > pc_begin + pc_range || code_end > (uintptr_t)dlfo.dlfo_map_end ||
+    if (code_end > pc_begin + pc_range || !hci_eh_readable(&o, rip, sizeof restore_rt_code) ||
         memcmp((const void *)rip, restore_rt_code, sizeof restore_rt_code) != 0)
       return rule_stop;
     rule_t r = {.kind = K_SIGNAL};
@@ -593,6 +626,7 @@ static void cache_insert(cache_ent_t *cache, uint64_t q, uint64_t w) {
 }
 
 void hci_unwind_dwarf_cache_clear(void) {
+  hci_eh_cache_clear();
   if (atomic_fetch_add_explicit(&rule_gen, 1, memory_order_relaxed) + 1 == 0)
     atomic_store_explicit(&rule_gen, 1, memory_order_relaxed);
   cache_ent_t *c = atomic_load_explicit(&rule_cache, memory_order_acquire);
@@ -603,7 +637,7 @@ void hci_unwind_dwarf_cache_clear(void) {
   }
 }
 
-bool hci_unwind_dwarf_available(void) { return _dl_find_object != NULL; }
+bool hci_unwind_dwarf_available(void) { return hci_eh_available(); }
 
 /* ---- the walk ---- */
 
@@ -654,7 +688,7 @@ static rule_t rule_for(cache_ent_t *cache, uintptr_t rip, bool exact) {
 }
 
 bool hci_unwind_keeps_fp(uintptr_t ra) {
-  if (_dl_find_object == NULL) return true;
+  if (!hci_eh_available()) return true;
   rule_t rule = rule_for(cache_get(), ra, false);
   return rule.kind == K_NORMAL && rule.cfa_rbp;
 }
@@ -720,7 +754,7 @@ hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
   if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
   if (max <= 0) return 0;
   if (skip < 0) skip = 0;
-  if (_dl_find_object == NULL) {
+  if (!hci_eh_available()) {
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     int n = hci_unwind_fp_skip(pcs, max, skip + 1, fp, fp);
     __asm__ volatile("" ::: "memory");
@@ -767,7 +801,7 @@ hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_un
   if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
   if (max <= 0) return 0;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-  uintptr_t rec = _dl_find_object ? hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp) : 0;
+  uintptr_t rec = hci_eh_available() ? hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp) : 0;
   int n;
   if (rec == 0) {
     n = hci_unwind_dwarf(pcs, max, 0);

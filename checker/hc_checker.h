@@ -192,6 +192,10 @@ void hci_roots_exclude(uintptr_t lo, uintptr_t hi);
 bool hci_pc_in_ldso(uintptr_t pc);
 /* Computes the loader's text ranges (hci_world_init calls it). */
 void hci_roots_init(void);
+/* Statically linked: adds the text of libc.a's loader functions that
+ * allocate at run time (thread DTVs) to those ranges, from the symbol table.
+ * Call with the world running, without allocator locks (it symbolizes). */
+void hci_roots_static_loader(void);
 /* Optional: the metadata arena can say whether it owns an address, so the
  * anonymous-mapping fallback skips it (weak: used when defined). */
 bool hci_meta_owns(uintptr_t addr) __attribute__((weak));

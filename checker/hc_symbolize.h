@@ -44,6 +44,10 @@ bool hci_symbolize(uintptr_t pc, hci_frame_t *out);
 /* "func file:line (module+0xoff)", parts omitted when unknown, module+offset
  * always present.  snprintf semantics: returns the length it wanted. */
 int hci_format_frame(char *buf, size_t size, const hci_frame_t *f);
+/* The address ranges [lo, hi) of the functions named in names (NULL-ended)
+ * in the symbol table of the module containing in_module; returns how many
+ * were found (at most max).  Same locking rules as hci_symbolize. */
+int hci_symbolize_func_ranges(uintptr_t in_module, const char *const *names, uintptr_t *lo, uintptr_t *hi, int max);
 /* Drops caches and unmaps files (e.g. after dlclose). */
 void hci_symbolizer_reset(void);
 

@@ -130,6 +130,7 @@ static void setup_once(void) {
     hci_roots_exclude((uintptr_t)r->addr, (uintptr_t)r->addr + r->size);
   int index = 0;
   dl_iterate_phdr(own_segments_cb, &index);
+  hci_roots_static_loader();
   hci_supp_init();
 }
 
@@ -313,7 +314,9 @@ int hci_chk_global_base(void) { return L.base_epoch; }
 
 /* libc's and libstdc++'s own caches (stdio buffers, locale, the EH pool):
  * what valgrind frees at exit.  Only with no other thread alive. */
-extern void __libc_freeres(void) __attribute__((weak));
+/* Strong: glibc has it in libc.so.6 and libc.a, and a static link must pull
+ * it in (a weak reference would leave it out). */
+extern void __libc_freeres(void);
 extern void _ZN9__gnu_cxx9__freeresEv(void) __attribute__((weak));
 
 static void free_libc(void) {
@@ -322,7 +325,7 @@ static void free_libc(void) {
     return;
   }
   if (_ZN9__gnu_cxx9__freeresEv) _ZN9__gnu_cxx9__freeresEv();
-  if (__libc_freeres) __libc_freeres();
+  __libc_freeres();
 }
 
 static hc_noinline void final_check(uintptr_t sp) {
@@ -375,7 +378,11 @@ static void note_status(int status, void *arg) {
 
 static void register_exit_check(void) { on_exit(hci_chk.after_destructors ? note_status : exit_check, NULL); }
 
-__attribute__((destructor)) static hc_noinline void checker_dtor(void) {
+/* Priority 101 runs after every other destructor of the same object (the
+ * lowest priority is destroyed last): when linked into the executable
+ * (libheapcheck.a), the program's own destructors share its .fini_array,
+ * which runs backwards, and would otherwise run after this check. */
+__attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
   HCI_ENTRY_SP(sp);
   if (hci_chk.active && hci_chk.global_check && hci_chk.after_destructors) final_check(sp);
 }
@@ -423,6 +430,25 @@ void hci_checker_init(void) {
     hci_chk_log(0, "WARNING: Perftools heap leak checker is active -- Performance may suffer");
 }
 
+static void ignore_span(void *ctx, hc_span_t *s) {
+  (void)ctx;
+  if (s->state == HC_SPAN_LARGE) {
+    if (s->meta.stack_id) atomic_fetch_or_explicit(&s->meta.xflags, HC_OBJ_IGNORED, memory_order_relaxed);
+    return;
+  }
+  if (!s->objmeta) return;
+  for (uint32_t k = 0; k < s->carved; k++)
+    if (s->objmeta[k].stack_id) atomic_fetch_or_explicit(&s->objmeta[k].xflags, HC_OBJ_IGNORED, memory_order_relaxed);
+}
+
+/* Every live object becomes an ignored one (a root). */
+static void ignore_startup_objects(void) {
+  hci_lock_all();
+  hci_for_each_span(ignore_span, NULL);
+  hci_unlock_all();
+  atomic_store_explicit(&hci_api_any_ignored, 1, memory_order_relaxed);
+}
+
 __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_ensure_init();
   hci_chk_no_follow();
@@ -430,7 +456,17 @@ __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_lock(&hci_chk_lock);
   setup_once();
   hci_unlock(&hci_chk_lock);
-  if (!hci_chk.global_check) return;
+  /* Statically linked, libc.a allocated the loader's state (link maps, the
+   * search paths, _dl_find_object's tables) before any constructor: what
+   * ld.so allocates in a dynamic process, and a root as those are. */
+  if (hci_eh_static_exe()) ignore_startup_objects();
+}
+
+/* Without a priority: in a static link this runs after the constructors of
+ * the objects linked before libheapcheck.a (the program's), a stand-in for
+ * the start of main, whose __libc_start_main is libc.a's own. */
+__attribute__((constructor)) static void checker_late_ctor(void) {
+  if (!hci_chk.active || !hci_chk.global_check) return;
   /* Fallback when main does not start through our __libc_start_main
    * (static link): minimal's baseline is now, and the atexit check runs
    * after the destructors of constructors that ran before this one. */

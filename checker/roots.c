@@ -32,9 +32,10 @@
 #include <unistd.h>
 
 #include "hc_checker.h"
+#include "hc_symbolize.h"
 
 #define RED_ZONE 128
-#define MAX_LDSO_RANGES 4
+#define MAX_LDSO_RANGES 16
 
 static struct {
   hci_lock_t lock;
@@ -401,6 +402,27 @@ void hci_roots_init(void) {
   hci_unlock(&roots.lock);
   /* The table holds no heap pointer, but it is a global of ours. */
   hci_roots_exclude((uintptr_t)&roots, (uintptr_t)(&roots + 1));
+}
+
+/* In a static executable the loader's code is libc.a's, inside the
+ * executable: the functions that allocate thread DTVs and dlopen state at
+ * run time, found by name in its symbol table (a stripped executable has
+ * none: those objects are then judged like any other). */
+void hci_roots_static_loader(void) {
+  static const char *const names[] = {"_dl_allocate_tls", "_dl_allocate_tls_init", "allocate_dtv",
+                                      "_dl_resize_dtv", "_dl_update_slotinfo", "_dl_add_to_slotinfo",
+                                      "_dl_new_object", "_dl_exception_create", "_dl_exception_create_format",
+                                      "_dlerror_run", "_dl_signal_error", NULL};
+  if (!hci_eh_static_exe() || roots.nldso) return;
+  uintptr_t lo[MAX_LDSO_RANGES], hi[MAX_LDSO_RANGES];
+  int n = hci_symbolize_func_ranges((uintptr_t)&hci_roots_static_loader, names, lo, hi, MAX_LDSO_RANGES);
+  hci_lock(&roots.lock);
+  for (int i = 0; i < n && roots.nldso < MAX_LDSO_RANGES; i++) {
+    roots.ldso_lo[roots.nldso] = lo[i];
+    roots.ldso_hi[roots.nldso] = hi[i];
+    roots.nldso++;
+  }
+  hci_unlock(&roots.lock);
 }
 
 bool hci_pc_in_ldso(uintptr_t pc) {

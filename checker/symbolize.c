@@ -472,6 +472,7 @@ static const char *demangle(const char *name) {
   if (done) return done;
   if (!S.demangle_looked_up) {
     S.demangle_looked_up = true;
+    if (hci_eh_static_exe()) return name; /* no dynamic symbols to look in (and a dlerror left behind) */
     S.demangle = (demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_demangle");
     if (S.demangle == NULL) {
       /* libstdc++ pulled in by a RTLD_LOCAL dlopen is not in the global
@@ -576,6 +577,26 @@ bool hci_symbolize(uintptr_t pc, hci_frame_t *out) {
   }
   hci_unlock(&S.lock);
   return out->function != NULL;
+}
+
+int hci_symbolize_func_ranges(uintptr_t in_module, const char *const *names, uintptr_t *lo, uintptr_t *hi, int max) {
+  int n = 0;
+  hci_lock(&S.lock);
+  refresh_modules();
+  module_t *m = find_module(in_module);
+  if (m && !m->loaded) load_module(m);
+  for (size_t i = 0; m && i < m->syms.n && n < max; i++) {
+    const hci_sym_t *sym = &m->syms.syms[i];
+    for (const char *const *q = names; *q; q++) {
+      if (strcmp(sym->name, *q) != 0) continue;
+      lo[n] = m->base + (uintptr_t)sym->addr;
+      hi[n] = m->base + (uintptr_t)sym->end;
+      n++;
+      break;
+    }
+  }
+  hci_unlock(&S.lock);
+  return n;
 }
 
 int hci_format_frame(char *buf, size_t size, const hci_frame_t *f) {

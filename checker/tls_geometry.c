@@ -62,11 +62,14 @@ static int estimate_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 
 static void compute(hci_tls_geometry_t *g) {
   memset(g, 0, sizeof *g);
-  const unsigned *psize = dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread");
+  /* A static executable has no dynamic symbols: its dlsym would only fail
+   * and leave a dlerror message allocated behind. */
+  bool dyn = !hci_eh_static_exe();
+  const unsigned *psize = dyn ? dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread") : NULL;
   g->pthread_size = psize && *psize >= 512 && *psize <= 65536 ? *psize : PTHREAD_SIZE_FALLBACK;
 
-  void (*get_static)(size_t *, size_t *);
-  *(void **)&get_static = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+  void (*get_static)(size_t *, size_t *) = NULL;
+  if (dyn) *(void **)&get_static = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
   size_t static_size = 0, align = 0;
   if (get_static) get_static(&static_size, &align);
   if (static_size > g->pthread_size && static_size < ((size_t)16 << 20)) {

@@ -11,7 +11,8 @@
 #   HEAPCHECK=normal VAR=VALUE            for each // EXPECT-ENV: VAR=VALUE bytes=.. objects=..
 # and, when meson built <name>_linked (linked with libheapcheck.so) or
 # <name>_static (libheapcheck.a), those binaries with HEAPCHECK=normal and no
-# LD_PRELOAD.  stdout goes through a pipe (so
+# LD_PRELOAD; <name>_fullstatic (gcc -static ... libheapcheck.a) in every
+# mode the preloaded runs use.  stdout goes through a pipe (so
 # stdio buffers fully), stderr to a file.  A run passes when
 #   - stderr says the checker is active;
 #   - the checked processes' results, one per process ("SUMMARY: heapcheck:
@@ -117,6 +118,18 @@ run_one() {
   fi
 }
 
+# want_for FILE MODE -> the expected B/O of MODE (fails when MODE is not expected)
+want_for() {
+  local normal w
+  normal=$(totals "$(expect_line "$1" EXPECT)")
+  case $2 in
+    normal) w=$normal ;;
+    strict) w=$(totals "$(expect_line "$1" EXPECT-STRICT)"); w=${w:-$normal} ;;
+    *) w=$(totals "$(expect_line "$1" "EXPECT-$(echo "$2" | tr a-z A-Z)")") ;;
+  esac
+  [ -n "$w" ] && echo "$w"
+}
+
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for f in "$src"/*.c "$src"/*.cc; do
@@ -138,12 +151,7 @@ for name in "${names[@]}"; do
   normal=$(totals "$(expect_line "$f" EXPECT)")
   if [ -z "$normal" ]; then echo "FAIL $name: no // EXPECT: line"; failed=$((failed + 1)); continue; fi
   for mode in $modes; do
-    case $mode in
-      normal) want=$normal ;;
-      strict) want=$(totals "$(expect_line "$f" EXPECT-STRICT)"); want=${want:-$normal} ;;
-      *) want=$(totals "$(expect_line "$f" "EXPECT-$(echo "$mode" | tr a-z A-Z)")")
-         [ -n "$want" ] || continue ;;
-    esac
+    want=$(want_for "$f" "$mode") || continue
     run_one "$name" "$exe" "$mode" "$mode" 1 "$want"
   done
   while IFS= read -r e; do
@@ -156,6 +164,13 @@ for name in "${names[@]}"; do
       run_one "$name" "$bin/${name}_$v" "$v" normal 0 "$normal"
     fi
   done
+  # gcc -static ... libheapcheck.a: every mode, as the preloaded runs.
+  if [ -x "$bin/${name}_fullstatic" ]; then
+    for mode in $modes; do
+      want=$(want_for "$f" "$mode") || continue
+      run_one "$name" "$bin/${name}_fullstatic" "fullstatic $mode" "$mode" 0 "$want"
+    done
+  fi
 done
 
 echo "$passed passed, $failed failed, $skipped skipped"
