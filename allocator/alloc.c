@@ -23,6 +23,12 @@
 int hci_record_all;
 _Atomic uint16_t hci_epoch = 1;
 hci_samples_t hci_samples;
+/* Told about sampled objects (the profiler registers it at start-up). */
+static const hci_sample_listener_t *_Atomic sample_listener;
+
+void hci_alloc_set_sample_listener(const hci_sample_listener_t *l) {
+  atomic_store_explicit(&sample_listener, l, memory_order_release);
+}
 
 /* Requests above this fail with ENOMEM at once (no huge mapping attempts). */
 #define HC_MAX_REQUEST ((size_t)1 << 46)
@@ -267,8 +273,9 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
     s->alloc_time = hci_os_now_coarse_ns();
     sampled_link(s);
     HC_USDT_SAMPLE_ALLOC(s->start, size, s->meta.stack_id);
-    if (hci_profile_note_alloc) s->sample_est = hci_profile_note_alloc(s->meta.stack_id, size, weight);
-    if (hci_profiler_on_sample) hci_profiler_on_sample();
+    const hci_sample_listener_t *li = atomic_load_explicit(&sample_listener, memory_order_acquire);
+    if (li && li->on_alloc) s->sample_est = li->on_alloc(s->meta.stack_id, size, weight);
+    if (li && li->after_alloc) li->after_alloc();
   }
   return (void *)s->start;
 }
@@ -341,7 +348,10 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
     bad_pointer("free", p, ra, "not the start of a heapcheck object");
   }
   if (s->is_sampled) HC_USDT_SAMPLE_FREE(s->start, s->req_size, s->meta.stack_id);
-  if (s->is_sampled && hci_profile_note_free) hci_profile_note_free(s->sample_est);
+  if (s->is_sampled) {
+    const hci_sample_listener_t *li = atomic_load_explicit(&sample_listener, memory_order_acquire);
+    if (li && li->on_free) li->on_free(s->sample_est);
+  }
   s->meta.stack_id = HC_STACK_NONE;
   if (s->is_sampled && sampled_unlink(s)) return;
   hci_ph_free(s);

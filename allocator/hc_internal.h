@@ -1,14 +1,12 @@
-/* hc_internal.h - hidden cross-module interface of libheapcheck.
+/* hc_internal.h - the allocator layer's hidden interface (allocator/).
  *
- * Prototypes are grouped by the .c file that defines them.  Everything here
- * has hidden visibility (the library is built with -fvisibility=hidden);
- * only include/heapcheck.h and the malloc family are exported.
- *
- * Rules for every module (see docs/design.md):
- *  - never call malloc, stdio, getenv or anything that may take a libc lock
- *    from allocator code, signal handlers or while the world is stopped;
- *    use hci_meta_alloc, hci_printf/hci_snprintf and hci_env_* instead;
- *  - errors in the user's use of the heap go through hci_fatal (one line, abort).
+ * Prototypes are grouped by the .c file that defines them.  The allocator
+ * sees only base/ (hc_base.h) and stacks/ (hc_stacks.h): its include path
+ * names nothing above it (meson.build), and layers above reach it through
+ * this header, the start-up registration (HC_STARTUP) and the sample
+ * listener (hci_alloc_set_sample_listener), never the other way round.
+ * Everything here has hidden visibility; only include/heapcheck.h and the
+ * malloc family are exported.  The rules of every module are in hc_base.h.
  */
 #ifndef HC_INTERNAL_H
 #define HC_INTERNAL_H
@@ -19,156 +17,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "hc_config.h"
+#include "hc_base.h"
+#include "hc_stacks.h"
 #include "hc_types.h"
 
-#define hc_likely(x) __builtin_expect(!!(x), 1)
-#define hc_unlikely(x) __builtin_expect(!!(x), 0)
-#define hc_noinline __attribute__((noinline))
-#define hc_cold __attribute__((cold))
-#define hc_unused __attribute__((unused))
-#define hc_public __attribute__((visibility("default")))
-#define HC_TLS __attribute__((tls_model("initial-exec"))) __thread
-
-/* Architecture-specific bits live here and in os.c, unwind*.c, checker/tls.c, checker/stop_signal.c. */
-static inline void hci_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
-/* Private state that the leak checker must not scan as a root: statics that
- * may hold heap-looking values (the end of a metadata mapping that the
- * kernel later placed a heap mapping after, a span start...).  Each module
- * registers its state with HC_PRIVATE_STATE(var); the checker cuts every
- * registered range out of the global roots, in shared and static builds
- * alike (the linker collects the records between __start_/__stop_hc_state_ranges). */
-typedef struct hci_state_range {
-  const void *addr;
-  size_t size;
-} hci_state_range_t;
-#define HC_PRIVATE_STATE(var)                                                                \
-  static const hci_state_range_t hc_state_range_##var                                       \
-      __attribute__((section("hc_state_ranges"), used, aligned(sizeof(void *)))) = {&(var), \
-                                                                                    sizeof(var)}
-
-/* Always-on cheap integrity check. */
-#define HC_CHECK(cond, ...) \
-  do { if (hc_unlikely(!(cond))) hci_fatal(__VA_ARGS__); } while (0)
-
-/* ======================= lock.c ======================= */
-void hci_lock_slow(hci_lock_t *l);
-void hci_unlock_slow(hci_lock_t *l);
-static inline void hci_lock(hci_lock_t *l) {
-  int expected = 0;
-  if (hc_unlikely(!atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1,
-                                                           memory_order_acquire, memory_order_relaxed)))
-    hci_lock_slow(l);
-}
-static inline void hci_unlock(hci_lock_t *l) {
-  if (hc_unlikely(atomic_exchange_explicit(&l->xstate, 0, memory_order_release) == 2))
-    hci_unlock_slow(l);
-}
-static inline bool hci_trylock(hci_lock_t *l) {
-  int expected = 0;
-  return atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1, memory_order_acquire,
-                                                 memory_order_relaxed);
-}
-/* After fork in the child: the lock is free whatever its state was. */
-static inline void hci_lock_reset(hci_lock_t *l) { atomic_store_explicit(&l->xstate, 0, memory_order_relaxed); }
-
-/* ======================= output.c ======================= */
-/* A printf subset that never allocates: %s %c %d %i %u %x %X %p %%, with
- * flags '-' '0', a width, precision (.N and .* for %s), length l ll z j t. */
-int hci_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
-int hci_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* write(2) the whole buffer, retrying on EINTR and short writes; errno is
- * preserved; true when everything was written.  Never raises SIGPIPE (a
- * broken pipe is an error, the program's signal state is left as it was)
- * and is not a cancellation point. */
-bool hci_write_all(int fd, const char *buf, size_t len);
-/* Writes to the report stream (hci_log_stream_fd); false when it has none
- * or the write failed. */
-bool hci_diag_write(const char *buf, size_t len);
-/* Formats into a stack buffer and writes once to fd (messages do not interleave). */
-void hci_fdprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Writes to the diagnostic fd (stderr, or its duplicate kept by the checker). */
-void hci_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* "heapcheck: <message>\n" then abort().  Never returns. */
-void hci_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, cold));
-/* "heapcheck: warning: <message>\n". */
-void hci_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
-/* The report stream's own descriptor (-1 until hci_log_stream_open).  Write
- * through hci_log_stream_fd(), which checks it still is the stream. */
-extern int hci_diag_fd;
-
-/* ======================= log_stream.c ======================= */
-/* Chooses the report stream's destination (HEAPCHECK_LOG_PATH file, a
- * launcher tree's report file, or a duplicate of stderr) and sets
- * hci_diag_fd; idempotent.  The fork child hook opens the child's own file. */
-void hci_log_stream_open(void);
-void hci_log_stream_fork_child(void);
-bool hci_log_stream_to_file(void);
-const char *hci_log_stream_path(void);   /* the log file, NULL when stderr */
-int hci_log_stream_stderr(void);         /* the original stderr (a kept duplicate); -1 when gone */
-/* The descriptor to write the report stream to now, -1 when it has none.
- * Before hci_log_stream_open (neither checker nor profiler on): 2.  After:
- * the kept descriptor, checked to still be the file it was opened on (a
- * program's close_range or dup2 over it is noticed; a copy of the original
- * stderr or the log file is made again when it can be), never whatever file
- * the program got on fd 2 later.  See log_stream.c for the rules. */
-int hci_log_stream_fd(void);
-bool hci_log_stream_in_tree(void);       /* HEAPCHECK_TREE: a launcher follows the tree */
-const char *hci_log_stream_tree_dir(void); /* its directory, NULL outside a tree */
-bool hci_log_stream_tree_top(void);      /* the program the launcher started */
-
-/* ======================= options.c ======================= */
-/* Reads the environment by scanning environ (no getenv, no malloc).
- * Values of setuid/setgid programs are ignored (all variables read as unset). */
-const char *hci_env_get(const char *name);
-/* Integer with optional K/M/G suffix; a malformed or out-of-range value
- * prints a warning naming the variable and the default, then returns def. */
-long long hci_env_int(const char *name, long long def, long long min, long long max);
-/* gperftools' EnvToBool: t/T/y/Y/1 or empty = true; f/F/n/N/0 = false;
- * anything else warns and returns def. */
-bool hci_env_bool(const char *name, bool def);
-/* True when the process runs setuid or setgid (AT_SECURE). */
-bool hci_is_secure(void);
-
-/* ======================= os.c ======================= */
-void *hci_os_map(size_t size);                 /* anonymous RW mapping or NULL; errno preserved */
-void *hci_os_map_aligned(size_t size, size_t align); /* aligned anonymous RW mapping or NULL */
-void hci_os_unmap(void *p, size_t size);
-/* The lowest mapping made by hci_os_map (not the heap's) that ends above
- * addr: [*lo, *hi), lo may be above addr.  Lock-free. */
-bool hci_os_owned_next(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
-bool hci_os_owned_complete(void);              /* every such mapping is remembered */
-void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages back, keep the range */
-int hci_os_tid(void);
-uint64_t hci_os_now_ns(void);                  /* CLOCK_MONOTONIC in ns */
-uint64_t hci_os_now_coarse_ns(void);           /* CLOCK_MONOTONIC_COARSE: same clock, tick resolution, cheaper */
-/* Fault-proof reads of memory we do not own (no signal handler, no lock, no
- * malloc).  hci_os_read copies [src, src + n) to dst up to the first byte
- * that cannot be read and returns how many bytes it copied: process_vm_readv
- * on ourselves, or, where that is refused, a page probe before each page's
- * memcpy.  hci_os_probe: the 8 bytes at addr are readable (one syscall). */
-size_t hci_os_read(void *dst, uintptr_t src, size_t n);
-bool hci_os_probe(uintptr_t addr);
-
-/* ======================= meta.c ======================= */
-/* Metadata arena: zeroed, 16-byte aligned memory that never comes from the
- * user heap.  Small sizes are recycled through size-binned free lists. */
-void *hci_meta_alloc(size_t size);             /* NULL when the OS refuses */
-void hci_meta_free(void *p, size_t size);      /* size must equal the allocation's */
-hc_span_t *hci_span_new(void);                 /* zeroed span record */
-void hci_span_delete(hc_span_t *s);
-size_t hci_meta_bytes(void);                   /* bytes mapped for metadata */
-bool hci_meta_owns(uintptr_t addr);            /* addr lies in a metadata mapping */
-void hci_meta_fork_prepare(void);
-void hci_meta_fork_parent(void);
-void hci_meta_fork_child(void);
+/* ======================= meta.c (base/): span records ======================= */
+static inline hc_span_t *hci_span_new(void) { return hci_meta_alloc(sizeof(hc_span_t)); } /* zeroed */
+static inline void hci_span_delete(hc_span_t *s) { hci_meta_free(s, sizeof(hc_span_t)); }
 
 /* ======================= size_classes.c ======================= */
 extern const hc_class_info_t hci_classes[HC_NUM_CLASSES];
@@ -299,88 +154,6 @@ void hci_sampler_reset(hc_tcache_t *tc);
 uint64_t hci_sampler_next_gap(hc_tcache_t *tc);
 void hci_sampler_init(void);
 
-/* ======================= unwind.c / unwind_dwarf.c ======================= */
-enum { HC_UNWIND_FP = 0, HC_UNWIND_DWARF = 1 };
-extern int hci_unwinder;                     /* HEAPCHECK_UNWINDER */
-/* HEAPCHECK_UNWINDER=auto (the default): allocation stacks are walked by
- * frame pointers, and again with the DWARF unwinder when the frame-pointer
- * walk stops right after the caller of malloc (code built without frame
- * pointers, such as Debian's binaries). */
-extern bool hci_unwind_fallback;
-/* Return addresses of the caller's callers: pcs[0] is the return address in
- * the function that called the function that called hci_backtrace, after
- * skipping `skip` more frames.  Never faults, never allocates. */
-int hci_backtrace(uintptr_t *pcs, int max, int skip);
-int hci_unwind_fp(uintptr_t *pcs, int max, uintptr_t fp, uintptr_t sp);
-int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip);
-/* The stack from the frame that returns to ra: pcs[0] = ra, then its
- * callers by DWARF.  The frame is found through the allocator's own frame
- * pointers (a few steps, no CFI lookups); when it is not among them, a
- * whole DWARF walk from here, in which the caller looks for ra.  memo (may
- * be NULL): the calling thread's last walk, checked and replaced. */
-int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo);
-/* Whether the function ra returns into keeps a frame pointer there (its CFA
- * is rbp-based per .eh_frame): a frame-pointer walk through it is sound.
- * False for -fomit-frame-pointer code, whose frames such a walk silently
- * skips when it leaves rbp alone.  True when DWARF is unavailable. */
-bool hci_unwind_keeps_fp(uintptr_t ra);
-void hci_unwind_init(void);
-
-/* ======================= unwind_obj.c ======================= */
-/* The module covering a PC, as the DWARF unwinder needs it: every table read
- * is checked against seg_lo/seg_hi (the readable PT_LOAD segments), and the
- * .eh_frame_hdr search table against hdr_hi (its segment's size). */
-#define HCI_EH_SEGS 8
-typedef struct hci_eh_obj {
-  uintptr_t map_lo, map_hi; /* the module's extent */
-  uintptr_t hdr, hdr_hi;    /* .eh_frame_hdr; hdr == 0: none */
-  uintptr_t nseg;           /* 0: headers unusable, nothing may be read */
-  uintptr_t seg_lo[HCI_EH_SEGS], seg_hi[HCI_EH_SEGS];
-} hci_eh_obj_t;
-/* 1 and *o filled when a module covers pc, 0 otherwise.  Lock-free, no
- * malloc; static executables are described from AT_PHDR (libc.a's
- * _dl_find_object is not usable before its init, which mallocs). */
-int hci_eh_find(uintptr_t pc, hci_eh_obj_t *o);
-bool hci_eh_available(void);   /* hci_eh_find can find modules */
-bool hci_eh_static_exe(void);  /* the process is a statically linked executable */
-void hci_eh_cache_clear(void); /* after dlclose */
-/* [a, a + n) lies inside one readable segment of o. */
-static inline bool hci_eh_readable(const hci_eh_obj_t *o, uintptr_t a, size_t n) {
-  for (uintptr_t i = 0; i < o->nseg; i++)
-    if (a >= o->seg_lo[i] && a < o->seg_hi[i] && n <= o->seg_hi[i] - a) return true;
-  return false;
-}
-
-/* ======================= stackdepot.c ======================= */
-#define HC_STACK_NONE 0u
-#define HC_STACK_UNKNOWN 1u
-/* Deduplicates a stack; returns its id (>= 2), or HC_STACK_UNKNOWN on n == 0
- * or when out of memory.  Lock-free lookup; safe inside malloc. */
-uint32_t hci_depot_put(const uintptr_t *pcs, int n);
-/* The frames of id; returns the depth (0 for NONE/UNKNOWN). */
-int hci_depot_get(uint32_t id, const uintptr_t **pcs);
-size_t hci_depot_bytes(void);
-size_t hci_depot_count(void);
-
-/* ---- unwind / depot: extra services ---- */
-/* hci_unwind_fp that first drops `skip` frames. */
-int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_t sp);
-/* Address of the frame record {saved fp, return address} whose return
- * address is ra, within `max` frames of the chain from fp; 0 if none. */
-uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp);
-/* End (exclusive) of the stack region that contains sp (the current thread's):
- * every byte of [sp, end) is readable.  0 when unknown.  Cached per thread; the
- * slow path probes pages with a syscall (no malloc, no lock, no /proc). */
-uintptr_t hci_unwind_stack_hi(uintptr_t sp);
-/* True when the DWARF unwinder can run (_dl_find_object present, x86-64). */
-bool hci_unwind_dwarf_available(void);
-/* Forgets every cached per-PC unwind rule (after dlclose; cold benchmarks). */
-void hci_unwind_dwarf_cache_clear(void);
-/* The depot lock, for fork (prepare/parent) and hci_lock_all, in lock order. */
-void hci_depot_lock(void);
-void hci_depot_unlock(void);
-void hci_depot_fork_child(void);
-
 /* ======================= alloc.c ======================= */
 /* Entry points behind the exported family; ra = the caller's return address
  * (first frame of recorded stacks).  Semantics as glibc's. */
@@ -414,19 +187,26 @@ size_t hci_sample_stash_bytes(void);
 uint32_t hci_capture_stack_from(uintptr_t ra);
 uint32_t hci_capture_stack(void);
 
-/* ======================= init.c ======================= */
+/* ======================= startup.c ======================= */
 /* Process-wide initialisation, run once on the first allocation or from the
- * library constructor, whichever comes first. */
+ * library constructor, whichever comes first.  It runs the start-up that a
+ * layer above registered with HC_STARTUP (runtime/init.c: the order in
+ * which the layers initialise), or only hci_alloc_init when none did (a
+ * program linking the allocator alone). */
 void hci_init(void);
 extern _Atomic int hci_init_state;             /* 0 none, 1 running, 2 done */
 static inline void hci_ensure_init(void) {
   if (hc_unlikely(atomic_load_explicit(&hci_init_state, memory_order_acquire) != 2)) hci_init();
 }
-/* The checker's and the profiler's process init (checker/leaks.c, profile.c).
- * Strong references, so a static link always pulls them in and HEAPCHECK /
- * HEAPPROFILE work in statically linked programs too. */
-void hci_checker_init(void);
-void hci_profiler_init(void);
+/* The allocator's (and its stacks') own part of start-up. */
+void hci_alloc_init(void);
+/* Registers fn as the process start-up: a record in the section hc_startup,
+ * which the linker collects (__start_/__stop_hc_startup), so the allocator
+ * calls it without naming it.  At most one in the library. */
+typedef void (*hci_startup_fn)(void);
+#define HC_STARTUP(fn)                                                                     \
+  static const hci_startup_fn hc_startup_##fn                                              \
+      __attribute__((section("hc_startup"), used, aligned(sizeof(void *)))) = (fn)
 
 /* ======================= walk.c ======================= */
 /* Every allocator lock, in the documented order (after the caller's own). */
@@ -455,20 +235,24 @@ struct hc_stats;
 void hci_stats_get(struct hc_stats *out);
 void hci_stats_print(int fd);
 
-/* ======================= checker/profile.c: hooks called by alloc.c ======================= */
-/* A sampled allocation, after its span is linked on hci_samples.head
- * (weight = the mean interval it was sampled with); returns the bytes the
- * sample stands for, which the span keeps (sample_est) and hands to the
- * sampled free, before its record is cleared.  Never call malloc; take only
- * the profiler's bucket lock (after hci_samples.lock, before the meta arena). */
-uint64_t hci_profile_note_alloc(uint32_t stack_id, size_t size, uint64_t weight) __attribute__((weak));
-void hci_profile_note_free(uint64_t est) __attribute__((weak));
-/* After note_alloc, with no allocator lock held: checks the HEAPPROFILE
- * dump thresholds and the HEAPPROFILESIGNAL flag and may write a profile
- * file (open/write, no malloc; takes the profiler lock, then allocator locks). */
-void hci_profiler_on_sample(void) __attribute__((weak));
-/* Bytes a sample of `size` bytes taken with mean interval `weight` stands
- * for: size / (1 - exp(-size / weight)); size itself when weight <= 1. */
-double hci_profile_estimate(size_t size, uint64_t weight);
+/* ======================= alloc.c: the sample listener ======================= */
+/* What a layer above (the profiler) is told about sampled objects.  Called
+ * with these rules:
+ *  - on_alloc: a sampled allocation, after its span is linked on
+ *    hci_samples.head (weight = the mean interval it was sampled with);
+ *    returns the bytes the sample stands for, which the span keeps
+ *    (sample_est) and hands to on_free, before its record is cleared.
+ *    Never call malloc; take only the listener's own lock (after
+ *    hci_samples.lock, before the meta arena).
+ *  - after_alloc: after on_alloc, with no allocator lock held; may take
+ *    locks of its own and then allocator locks, and write files (no malloc).
+ *  - on_free(est): a sampled object is freed; est is what on_alloc returned.
+ * Any member may be NULL.  Set once, at start-up, before any sample. */
+typedef struct hci_sample_listener {
+  uint64_t (*on_alloc)(uint32_t stack_id, size_t size, uint64_t weight);
+  void (*after_alloc)(void);
+  void (*on_free)(uint64_t est);
+} hci_sample_listener_t;
+void hci_alloc_set_sample_listener(const hci_sample_listener_t *l);
 
 #endif

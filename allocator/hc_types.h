@@ -1,4 +1,5 @@
-/* hc_types.h - every structure shared between allocator and checker modules.
+/* hc_types.h - the allocator's structures (allocator/): object records, size
+ * classes, spans, thread caches, central lists, the page heap.
  *
  * LOCK ORDER (the only place it is written down; hci_lock_all() follows it):
  *
@@ -24,15 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hc_config.h"
-
-/* ---- lock ---- */
-/* Futex-backed lock: 0 free, 1 held, 2 held with waiters.  Works before libc
- * is initialised and inside pthread_atfork handlers (no pthread_mutex). */
-typedef struct hci_lock {
-  _Atomic int xstate;
-} hci_lock_t;
-
+#include "hc_base.h"
+#include "hc_stacks.h"
 /* ---- per-object record (checker mode) ---- */
 /* 8 bytes per small object in its span's side array, or one inside a large
  * span.  Written by malloc and free of the owning thread without a lock. */
@@ -99,21 +93,6 @@ typedef struct hc_tc_list {
                                and is done by hci_free_miss, which also sets the tail
                                (tails[]): the common free pays nothing for tracking it. */
 } hc_tc_list_t;
-
-/* The last DWARF walk of a thread (unwind_dwarf.c): its starting registers,
- * every stack word it read and the frames it found.  A walk from the same
- * registers over the same words finds the same frames (rules are a function
- * of the PC), so the next capture from that point checks the words instead
- * of walking again: consecutive allocations from one call site cost a few
- * loads per frame instead of a rule lookup each. */
-#define HC_UNWIND_MEMO_LOADS 96
-typedef struct hc_unwind_memo {
-  uintptr_t ra, rsp, rbp;  /* the walk's start: malloc's caller */
-  uint32_t gen;            /* rule-cache generation it was made in; 0 = empty */
-  int n, nloads;           /* frames in pcs, words in addr/val */
-  uintptr_t addr[HC_UNWIND_MEMO_LOADS], val[HC_UNWIND_MEMO_LOADS];
-  uintptr_t pcs[HC_MAX_STACK_DEPTH];
-} hc_unwind_memo_t;
 
 typedef struct hc_tcache {
   int64_t sample_left;      /* bytes until the next sample; the fast path subtracts and tests < 0 */

@@ -32,21 +32,6 @@ hci_chk_opts_t hci_chk = {
     .exit_code = 1,
 };
 
-// ---- messages ----
-
-bool hci_chk_log_on(int level) { return hci_chk.verbose >= level; }
-
-void hci_chk_log(int level, const char *fmt, ...) {
-  if (!hci_chk_log_on(level)) return;
-  char buf[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = hci_vsnprintf(buf, sizeof buf - 1, fmt, ap);
-  va_end(ap);
-  size_t len = n < 0 ? 0 : (size_t)n < sizeof buf - 1 ? (size_t)n : sizeof buf - 2;
-  if (len == 0 || buf[len - 1] != '\n') buf[len++] = '\n';
-  hci_diag_write(buf, len);
-}
 
 // ---- modes ----
 
@@ -151,6 +136,7 @@ void hci_chk_options_read(void) {
   /* Verbosity first: it gates the messages of everything below. */
   hci_chk.verbose = (int)hci_env_int("PERFTOOLS_VERBOSE", 0, -1000, 1000);
   if (hci_env_bool("HEAPCHECK_VERBOSE", false) && hci_chk.verbose < 1) hci_chk.verbose = 1;
+  hci_log_verbose = hci_chk.verbose;
   read_mode();
   if (!hci_chk.active) return;
   hci_chk.max_leaks = (int)hci_env_int("HEAP_CHECK_MAX_LEAKS", 20, -1000000000LL, 1000000000LL);

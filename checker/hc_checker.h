@@ -2,8 +2,10 @@
  *
  * Prototypes are grouped by the .c file that defines them, one section per
  * module (add yours with a small edit, never reformat the others).
- * Everything here has hidden visibility.  The allocator-side interface the
- * checker uses (locks, pagemap, walk services, output) is in hc_internal.h.
+ * Everything here has hidden visibility.  The checker (checker/) sees the
+ * layers below it: base/, stacks/, allocator/ (hc_internal.h: locks,
+ * pagemap, walk services) and symbolizer/ (hc_symbolize.h); never the
+ * profiler or the runtime (its include path names neither).
  *
  * The order of a whole-program check, as the modules below expect it:
  *
@@ -211,44 +213,6 @@ void hci_roots_mappings(const hci_world_t *w, hci_root_fn fn, void *ctx);
  * "thread-descriptor" (read through hci_copy_safe). */
 void hci_roots_dead_threads(const hci_world_t *w, hci_root_fn fn, void *ctx);
 
-/* ======================= profile.c (snapshot shared with heap_top.c) ======================= */
-/* One call site (stack id), or one (stack id, size bin) pair of it, of a
- * heap snapshot.  Raw numbers are samples as recorded; est_* are the
- * un-sampled estimates (equal to the raw numbers for exact data). */
-typedef struct hci_prof_site {
-  uint32_t stack_id;
-  uint32_t bin;              /* size bin (0 when grouped per stack) */
-  uint64_t n, bytes;         /* live: samples (objects) and their requested bytes */
-  uint64_t wsum;             /* live: sum of the samples' weights */
-  double est_n, est_bytes;   /* live: estimated objects and bytes */
-  uint64_t an, abytes;       /* allocated since start: samples and bytes */
-  uint64_t awsum;            /* allocated: sum of weights */
-  double est_abytes;         /* allocated: estimated bytes */
-  uint64_t oldest_ns;        /* alloc_time of the oldest live sample; 0 = unknown */
-} hci_prof_site_t;
-typedef struct hci_prof_snap {
-  hci_prof_site_t *v;        /* hci_meta_alloc'ed, sorted by est_bytes, largest first */
-  size_t n;
-  size_t alloc_bytes;        /* for hci_meta_free */
-  uint64_t rate;             /* sampling interval of the header (1 when exact) */
-  bool exact;                /* every live object is in (checker on, or interval 1) */
-  uint64_t samples;          /* live samples (objects) seen */
-} hci_prof_snap_t;
-/* Takes a snapshot of the live heap: with the checker on, every object
- * (hci_lock_all held while walking); otherwise the sampled objects plus the
- * cumulative sample counters.  per_stack merges the size bins of a stack.
- * No malloc; returns 0 or -1 (out of memory). */
-int hci_profile_snapshot(hci_prof_snap_t *s, bool per_stack);
-void hci_profile_snapshot_free(hci_prof_snap_t *s);
-/* profile_snapshot.c, for profile.c: estimates and counters. */
-double hci_profile_estimate_d(double size, double weight); /* bytes a sample of `size` stands for */
-bool hci_profile_pure(uint64_t n, uint64_t wsum, uint64_t rate); /* all n samples taken at `rate` */
-uint64_t hci_profile_alloc_estimate(void);  /* estimated bytes allocated since start */
-int64_t hci_profile_inuse_estimate(void);   /* estimated bytes live */
-void hci_profile_counters_lock(void);       /* fork handlers */
-void hci_profile_counters_unlock(void);
-void hci_profile_counters_reset_lock(void);
-
 /* ======================= check_options.c ======================= */
 /* HEAPCHECK modes (gperftools' names; see docs/leak-checking.md). */
 enum {
@@ -260,8 +224,8 @@ enum {
   HCI_MODE_AS_IS,            /* knobs from HEAP_CHECK_* as given */
   HCI_MODE_LOCAL,            /* only explicit checks */
 };
-/* gperftools' message levels: a message of level L prints iff verbose >= L. */
-enum { HCI_LOG_FATAL = -4, HCI_LOG_ERROR = -3, HCI_LOG_WARNING = -2, HCI_LOG_INFO = -1 };
+/* gperftools' message levels (HCI_LOG_*) and the gate are base's (hci_log,
+ * hci_log_on); hci_chk_options_read sets hci_log_verbose from verbose. */
 typedef struct hci_chk_opts {
   int mode;                  /* HCI_MODE_* */
   const char *mode_name;     /* "normal"..., for messages */
@@ -290,8 +254,8 @@ extern hci_chk_opts_t hci_chk;  /* written once by hci_chk_options_read, read-on
  * the first malloc: no malloc, no stdio (messages go through hci_chk_log). */
 void hci_chk_options_read(void);
 /* Level-gated message: one write to the diagnostic fd, '\n' appended. */
-bool hci_chk_log_on(int level);
-void hci_chk_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define hci_chk_log_on hci_log_on
+#define hci_chk_log hci_log
 /* HEAPCHECK_NO_FOLLOW=1 (the launcher's --no-follow-children): removes this
  * library from LD_PRELOAD and HEAPCHECK from the environment, so programs
  * this one executes run unchecked.  Called from the library constructor. */
@@ -375,15 +339,6 @@ typedef struct hci_report_in {
 void hci_report_print(const hci_report_in_t *in);
 /* In-place heapsort (no malloc, unlike qsort). */
 void hci_chk_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
-/* Buffered writer on a file descriptor (reports, profile files). */
-typedef struct hci_out {
-  int fd;
-  size_t len;
-  bool failed;               /* a write failed (disk full...) */
-  char buf[8192];
-} hci_out_t;
-void hci_out_printf(hci_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void hci_out_flush(hci_out_t *o);
 
 /* ======================= leaks.c ======================= */
 /* First statement of a public entry point that checks: the caller's
@@ -432,30 +387,6 @@ extern _Atomic int hci_api_any_ignored;
 void hci_api_run_cleanups(void);
 
 /* ======================= report_out.c ======================= */
-/* HEAPCHECK_REPORT, parsed once (docs/report-formats.md): a comma-separated
- * list of top[:N], json:FILE, sarif:FILE, svg:FILE, folded:FILE,
- * suppressions[:FILE], old:AGE[:PERIOD], peak.  No malloc. */
-typedef struct hci_report_opts {
-  int top_n;                 /* top[:N]: at exit; 0 = off */
-  const char *json, *sarif, *svg, *folded; /* file templates (%p pid, %n check name) or NULL */
-  const char *supp_file;     /* suppressions:FILE: append every record's suppression */
-  bool supp_print;           /* suppressions: print one under each record of the text report */
-  uint64_t old_age_ns, old_period_ns; /* old:AGE:PERIOD; 0 = off */
-  bool peak;                 /* peak: a live-sample snapshot at each new high-water mark */
-} hci_report_opts_t;
-const hci_report_opts_t *hci_report_opts(void);
-/* Raw output on an hci_out_t, JSON strings (NULL -> null), XML text. */
-void hci_out_put(hci_out_t *o, const char *s, size_t n);
-void hci_out_puts(hci_out_t *o, const char *s);
-void hci_out_json_str(hci_out_t *o, const char *s);
-void hci_out_xml(hci_out_t *o, const char *s);
-hci_out_t *hci_out_new(int fd);            /* hci_os_map'ed writer on fd, or NULL */
-bool hci_out_close(hci_out_t *o, const char *path); /* flush, close fd, free; false on error (logged) */
-/* Expands %p (pid), %n (name, '/' -> '_') and %% of a file template. */
-void hci_fmt_path(char *buf, size_t size, const char *tmpl, const char *name);
-/* Creates path afresh: unlink, O_CREAT|O_EXCL|O_NOFOLLOW, 0600.  -1 (logged)
- * on failure or in a setuid program. */
-int hci_fmt_create(const char *path, const char *what);
 /* One leak record: the leaks of one (kind, stack), as the text report groups them. */
 typedef struct hci_fmt_rec {
   uint32_t stack_id;
@@ -484,17 +415,12 @@ void hci_json_frames(hci_out_t *o, uint32_t stack_id);         /* [ {address, mo
 extern const char hci_sarif_head[], hci_sarif_tail[];
 void hci_sarif_run(hci_out_t *o, const hci_fmt_check_t *c);    /* one element of runs[] */
 
-/* ======================= flamegraph.c ======================= */
-typedef struct hci_fg_item {
-  uint32_t stack_id;
-  uint64_t value;            /* bytes */
-  uint64_t count;            /* objects */
-} hci_fg_item_t;
-enum { HCI_FG_LEAKS = 0, HCI_FG_PROFILE = 1 }; /* palettes */
-/* Self-contained SVG flame graph / folded stacks of the items; 0 or -1. */
-int hci_fg_write_svg(int fd, const hci_fg_item_t *v, size_t n, const char *title, const char *unit, int palette);
-int hci_fg_write_folded(int fd, const hci_fg_item_t *v, size_t n);
-/* The same of the live heap (a per-stack snapshot); never inside malloc. */
-int hci_fg_write_profile(int fd, bool svg, const char *title);
+
+/* ======================= leaks.c: process start-up and fork (runtime/init.c) ======================= */
+/* Reads the options and, when checking is on, turns recording on. */
+void hci_checker_init(void);
+void hci_checker_fork_prepare(void);
+void hci_checker_fork_parent(void);
+void hci_checker_fork_child(void);
 
 #endif

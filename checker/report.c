@@ -27,26 +27,6 @@
 #include "hc_checker.h"
 #include "hc_symbolize.h"
 
-// ---- buffered output ----
-
-void hci_out_flush(hci_out_t *o) {
-  if (o->len == 0) return;
-  if (!hci_write_all(o->fd, o->buf, o->len)) o->failed = true;
-  o->len = 0;
-}
-
-void hci_out_printf(hci_out_t *o, const char *fmt, ...) {
-  char line[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = hci_vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
-  if (o->len + len > sizeof o->buf) hci_out_flush(o);
-  memcpy(o->buf + o->len, line, len);
-  o->len += len;
-}
-
 // ---- sorting ----
 
 static void swap_bytes(char *a, char *b, size_t size) {

@@ -33,190 +33,6 @@
 #include "hc_checker.h"
 #include "hc_symbolize.h"
 
-// ---- HEAPCHECK_REPORT ----
-
-static hci_report_opts_t R;
-static bool r_read;
-static char r_text[4 * PATH_MAX]; /* private copy of the variable, items cut in place */
-
-/* "5m", "30s", "500ms", "2h", "10" (seconds); 0 on error. */
-__attribute__((unused)) static uint64_t parse_duration(const char *s) {
-  if (!*s) return 0;
-  uint64_t v = 0;
-  const char *p = s;
-  for (; *p >= '0' && *p <= '9'; p++) {
-    if (v > 1000000000ull) return 0;
-    v = v * 10 + (uint64_t)(*p - '0');
-  }
-  if (p == s) return 0;
-  uint64_t unit = 1000000000ull;
-  if (strcmp(p, "ms") == 0) unit = 1000000ull;
-  else if (strcmp(p, "m") == 0) unit = 60ull * 1000000000ull;
-  else if (strcmp(p, "h") == 0) unit = 3600ull * 1000000000ull;
-  else if (*p && strcmp(p, "s") != 0) return 0;
-  return v * unit;
-}
-
-static void bad_item(const char *item, const char *why) {
-  hci_warn("HEAPCHECK_REPORT: \"%s\": %s; item ignored (items: top[:N], json:FILE, sarif:FILE, svg:FILE, "
-           "folded:FILE, suppressions[:FILE])",
-           item, why);
-}
-
-static void parse_item(char *it) {
-  char *arg = strchr(it, ':');
-  if (arg) *arg++ = 0;
-  if (strcmp(it, "top") == 0) {
-    R.top_n = 10;
-    if (arg) {
-      long n = 0;
-      const char *p = arg;
-      for (; *p >= '0' && *p <= '9' && n < 1000000; p++) n = n * 10 + (*p - '0');
-      if (*p || n <= 0 || n > 100000) hci_warn("HEAPCHECK_REPORT=top:%s: bad N; using the default 10", arg);
-      else R.top_n = (int)n;
-    }
-    return;
-  }
-  const char **file = strcmp(it, "json") == 0     ? &R.json
-                      : strcmp(it, "sarif") == 0  ? &R.sarif
-                      : strcmp(it, "svg") == 0    ? &R.svg
-                      : strcmp(it, "folded") == 0 ? &R.folded
-                                                  : NULL;
-  if (file) {
-    if (!arg || !*arg) bad_item(it, "needs a file name (e.g. json:/tmp/leaks.%p.json)");
-    else *file = arg;
-    return;
-  }
-  if (strcmp(it, "suppressions") == 0) {
-    if (arg && *arg) R.supp_file = arg;
-    else R.supp_print = true;
-    return;
-  }
-  bad_item(it, "unknown item");
-}
-
-const hci_report_opts_t *hci_report_opts(void) {
-  if (r_read) return &R;
-  r_read = true;
-  const char *v = hci_env_get("HEAPCHECK_REPORT");
-  if (!v || !*v) return &R;
-  size_t n = strlen(v);
-  if (n >= sizeof r_text) {
-    hci_warn("HEAPCHECK_REPORT is longer than %zu characters; ignored", sizeof r_text - 1);
-    return &R;
-  }
-  memcpy(r_text, v, n + 1);
-  for (char *it = r_text; it;) {
-    char *comma = strchr(it, ',');
-    if (comma) *comma = 0;
-    if (*it) parse_item(it);
-    it = comma ? comma + 1 : NULL;
-  }
-  return &R;
-}
-
-// ---- writing helpers ----
-
-void hci_out_put(hci_out_t *o, const char *s, size_t n) {
-  while (n) {
-    if (o->len == sizeof o->buf) hci_out_flush(o);
-    size_t k = sizeof o->buf - o->len < n ? sizeof o->buf - o->len : n;
-    memcpy(o->buf + o->len, s, k);
-    o->len += k;
-    s += k;
-    n -= k;
-  }
-}
-
-void hci_out_puts(hci_out_t *o, const char *s) { hci_out_put(o, s, strlen(s)); }
-
-void hci_out_json_str(hci_out_t *o, const char *s) {
-  if (!s) {
-    hci_out_put(o, "null", 4);
-    return;
-  }
-  hci_out_put(o, "\"", 1);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    char esc[8];
-    if (*p == '"' || *p == '\\') {
-      esc[0] = '\\';
-      esc[1] = (char)*p;
-      hci_out_put(o, esc, 2);
-    } else if (*p < 0x20 || *p == 0x7f) {
-      hci_snprintf(esc, sizeof esc, "\\u%04x", *p);
-      hci_out_put(o, esc, 6);
-    } else {
-      hci_out_put(o, (const char *)p, 1);
-    }
-  }
-  hci_out_put(o, "\"", 1);
-}
-
-void hci_out_xml(hci_out_t *o, const char *s) {
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch (*p) {
-      case '&': hci_out_puts(o, "&amp;"); break;
-      case '<': hci_out_puts(o, "&lt;"); break;
-      case '>': hci_out_puts(o, "&gt;"); break;
-      case '"': hci_out_puts(o, "&quot;"); break;
-      case '\'': hci_out_puts(o, "&apos;"); break;
-      default:
-        /* Control characters are not allowed in XML 1.0. */
-        if (*p < 0x20 && *p != '\t') hci_out_put(o, "?", 1);
-        else hci_out_put(o, (const char *)p, 1);
-    }
-  }
-}
-
-void hci_fmt_path(char *buf, size_t size, const char *tmpl, const char *name) {
-  size_t n = 0;
-  char tmp[32];
-  for (const char *t = tmpl; *t && n + 1 < size; t++) {
-    const char *ins = NULL;
-    if (t[0] == '%' && t[1] == 'p') {
-      hci_snprintf(tmp, sizeof tmp, "%d", (int)getpid());
-      ins = tmp;
-    } else if (t[0] == '%' && t[1] == 'n') {
-      ins = name ? name : "heap";
-    } else if (t[0] == '%' && t[1] == '%') {
-      ins = "%";
-    }
-    if (!ins) {
-      buf[n++] = *t;
-      continue;
-    }
-    t++;
-    /* A check name is not a path: '/' becomes '_'. */
-    bool is_name = ins == name;
-    for (; *ins && n + 1 < size; ins++) buf[n++] = is_name && *ins == '/' ? '_' : *ins;
-  }
-  buf[n] = 0;
-}
-
-int hci_fmt_create(const char *path, const char *what) {
-  if (hci_is_secure()) return -1; /* a privileged program writes no files on the environment's say */
-  unlink(path);
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: cannot create %s file %s (errno %d)", what, path, errno);
-  return fd;
-}
-
-hci_out_t *hci_out_new(int fd) {
-  hci_out_t *o = hci_os_map(sizeof *o);
-  if (o) o->fd = fd;
-  return o;
-}
-
-/* Flushes, closes and frees; false when something failed. */
-bool hci_out_close(hci_out_t *o, const char *path) {
-  hci_out_flush(o);
-  bool ok = !o->failed;
-  if (close(o->fd) != 0) ok = false;
-  hci_os_unmap(o, sizeof *o);
-  if (!ok) hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: writing %s failed", path);
-  return ok;
-}
-
 /* Paths this process created (json, sarif: later checks append). */
 static struct {
   int n;
@@ -331,7 +147,7 @@ static hci_fmt_rec_t *make_recs(const hci_report_in_t *in, size_t *nrec, size_t 
 
 static void write_json(const hci_fmt_check_t *c) {
   char path[PATH_MAX];
-  hci_fmt_path(path, sizeof path, R.json, c->in->name);
+  hci_fmt_path(path, sizeof path, hci_report_opts()->json, c->in->name);
   int fd;
   if (made_here(path, true)) fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   else fd = hci_fmt_create(path, "JSON report");
@@ -350,7 +166,7 @@ static void write_json(const hci_fmt_check_t *c) {
  * tail; each later one overwrites the tail with ",run" and the tail. */
 static void write_sarif(const hci_fmt_check_t *c) {
   char path[PATH_MAX];
-  hci_fmt_path(path, sizeof path, R.sarif, c->in->name);
+  hci_fmt_path(path, sizeof path, hci_report_opts()->sarif, c->in->name);
   size_t tl = strlen(hci_sarif_tail);
   int fd = -1;
   bool more = false;
@@ -419,7 +235,7 @@ static struct {
 static void write_suppressions(const hci_fmt_check_t *c) {
   if (hci_is_secure() || !c->nrecs) return;
   char path[PATH_MAX];
-  hci_fmt_path(path, sizeof path, R.supp_file, c->in->name);
+  hci_fmt_path(path, sizeof path, hci_report_opts()->supp_file, c->in->name);
   int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: cannot open suppressions output %s (errno %d)", path, errno);
@@ -448,7 +264,7 @@ static void write_suppressions(const hci_fmt_check_t *c) {
 
 void hci_fmt_check(const hci_report_in_t *in) {
   hci_report_opts();
-  if (!R.json && !R.sarif && !R.svg && !R.folded && !R.supp_file) return;
+  if (!hci_report_opts()->json && !hci_report_opts()->sarif && !hci_report_opts()->svg && !hci_report_opts()->folded && !hci_report_opts()->supp_file) return;
   hci_fmt_check_t c = {.in = in};
   size_t map = 0;
   hci_fmt_rec_t *recs = make_recs(in, &c.nrecs, &map);
@@ -469,10 +285,10 @@ void hci_fmt_check(const hci_report_in_t *in) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   c.unix_time = (int64_t)ts.tv_sec;
-  if (R.json) write_json(&c);
-  if (R.sarif) write_sarif(&c);
-  if (R.svg) write_graph(&c, R.svg, true);
-  if (R.folded) write_graph(&c, R.folded, false);
-  if (R.supp_file) write_suppressions(&c);
+  if (hci_report_opts()->json) write_json(&c);
+  if (hci_report_opts()->sarif) write_sarif(&c);
+  if (hci_report_opts()->svg) write_graph(&c, hci_report_opts()->svg, true);
+  if (hci_report_opts()->folded) write_graph(&c, hci_report_opts()->folded, false);
+  if (hci_report_opts()->supp_file) write_suppressions(&c);
   if (recs) hci_os_unmap(recs, map);
 }

@@ -18,9 +18,15 @@
 #include <unistd.h>
 
 #include "alloc_inline.h"
+#include "hc_runtime.h"
 #include "heapcheck.h"
 
 #define SYS_PAGE 4096
+
+/* The process start-up (init.c) is registered here, next to malloc: a
+ * static link pulls this file in for malloc, and with it the start-up,
+ * the constructor and every layer they initialise. */
+HC_STARTUP(hci_runtime_start);
 
 hc_public void *malloc(size_t size) { return hc_malloc_fast(size, 0); }
 

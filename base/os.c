@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hc_internal.h"
+#include "hc_base.h"
 
 /* Every mapping hci_os_map made and not yet unmapped (metadata chunks,
  * checker and symbolizer buffers; heap mappings are in the pagemap): the

@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "hc_checker.h"
+#include "hc_profiler.h"
 
 // ---- estimates (no libm) ----
 
@@ -155,6 +155,14 @@ uint64_t hci_profile_note_alloc(uint32_t stack_id, size_t size, uint64_t weight)
 void hci_profile_note_free(uint64_t est) {
   atomic_fetch_sub_explicit(&tab.inuse_est_total, (int64_t)est, memory_order_relaxed);
 }
+
+static const hci_sample_listener_t listener = {
+    .on_alloc = hci_profile_note_alloc,
+    .after_alloc = hci_profiler_on_sample,
+    .on_free = hci_profile_note_free,
+};
+
+void hci_profiler_attach(void) { hci_alloc_set_sample_listener(&listener); }
 
 // ---- sorting (no qsort: it may allocate) ----
 

@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "gperftools/heap-profiler.h"
-#include "hc_checker.h"
+#include "hc_profiler.h"
 #include "heapcheck.h"
 
 extern char **environ;

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hc_internal.h"
+#include "hc_base.h"
 
 int hci_diag_fd = -1;
 
@@ -245,4 +245,22 @@ void hci_fatal(const char *fmt, ...) {
   va_end(ap);
   hci_fdprintf(diag_fd(), "heapcheck: %s\n", line);
   abort();
+}
+
+// ---- level-gated messages ----
+
+int hci_log_verbose;
+
+bool hci_log_on(int level) { return hci_log_verbose >= level; }
+
+void hci_log(int level, const char *fmt, ...) {
+  if (!hci_log_on(level)) return;
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = hci_vsnprintf(buf, sizeof buf - 1, fmt, ap);
+  va_end(ap);
+  size_t len = n < 0 ? 0 : (size_t)n < sizeof buf - 1 ? (size_t)n : sizeof buf - 2;
+  if (len == 0 || buf[len - 1] != '\n') buf[len++] = '\n';
+  hci_diag_write(buf, len);
 }

@@ -27,7 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "hc_internal.h"
+#include "hc_stacks.h"
 
 #define HC_FP_MAX_FRAME ((uintptr_t)1 << 20)      /* largest accepted distance between frame pointers */
 #define HC_STACK_VERIFY_MAX ((uintptr_t)16 << 20) /* most stack probed above sp */

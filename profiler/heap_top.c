@@ -12,7 +12,7 @@
  * with hci_fdprintf (one write per line); the snapshot and the ranking live
  * in the metadata arena.
  */
-#include "hc_checker.h"
+#include "hc_profiler.h"
 #include "hc_symbolize.h"
 #include "heapcheck.h"
 

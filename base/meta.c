@@ -12,7 +12,7 @@
  * but the OS). */
 #include <string.h>
 
-#include "hc_internal.h"
+#include "hc_base.h"
 
 #define SMALL_MAX 1024
 #define BIN_MAX ((size_t)64 << 10)
@@ -135,10 +135,6 @@ void hci_meta_free(void *p, size_t size) {
   meta.bins[b] = p;
   hci_unlock(&meta.lock);
 }
-
-hc_span_t *hci_span_new(void) { return hci_meta_alloc(sizeof(hc_span_t)); }
-
-void hci_span_delete(hc_span_t *s) { hci_meta_free(s, sizeof(hc_span_t)); }
 
 size_t hci_meta_bytes(void) { return __atomic_load_n(&meta.mapped, __ATOMIC_RELAXED); }
 

@@ -24,7 +24,7 @@
  */
 #include <string.h>
 
-#include "hc_internal.h"
+#include "hc_stacks.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <dlfcn.h>

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 
-#include "hc_internal.h"
+#include "hc_base.h"
 
 extern char **environ;
 

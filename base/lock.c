@@ -7,7 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "hc_internal.h"
+#include "hc_base.h"
 
 static void futex_wait(_Atomic int *addr, int val) {
   syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);

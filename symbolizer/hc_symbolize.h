@@ -175,4 +175,15 @@ bool hci_dwarf_lookup(const hci_line_index_t *idx, const hci_dwarf_sects_t *s, u
                       char *file, size_t file_size, int *line);
 void hci_dwarf_index_free(hci_line_index_t *idx);
 
+/* ======================= flamegraph.c: named stacks as graphs ======================= */
+typedef struct hci_fg_item {
+  uint32_t stack_id;
+  uint64_t value;            /* bytes */
+  uint64_t count;            /* objects */
+} hci_fg_item_t;
+enum { HCI_FG_LEAKS = 0, HCI_FG_PROFILE = 1 }; /* palettes */
+/* Self-contained SVG flame graph / folded stacks of the items; 0 or -1. */
+int hci_fg_write_svg(int fd, const hci_fg_item_t *v, size_t n, const char *title, const char *unit, int palette);
+int hci_fg_write_folded(int fd, const hci_fg_item_t *v, size_t n);
+
 #endif

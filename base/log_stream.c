@@ -49,7 +49,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hc_internal.h"
+#include "hc_base.h"
 
 #define HCI_PATH_MAX 4096
 

@@ -23,7 +23,7 @@
  */
 #include <string.h>
 
-#include "hc_internal.h"
+#include "hc_stacks.h"
 
 #define INDEX_BASE_BITS 10                /* first index block: 1024 ids */
 #define INDEX_BLOCKS (32 - INDEX_BASE_BITS + 1)

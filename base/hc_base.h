@@ -1,0 +1,275 @@
+/* hc_base.h - the base layer (base/): what every other layer may use.
+ *
+ * Locks (lock.c), the OS layer (os.c), the allocation-free formatter and
+ * diagnostics (output.c), environment options (options.c), the metadata
+ * arena (meta.c), compile-time limits (hc_config.h) and small macros.
+ * Nothing here knows about spans, stacks, the checker or the profiler; this
+ * folder's include path names only itself (meson.build), so a base file
+ * that includes a header of a layer above fails to build.
+ *
+ * Everything here has hidden visibility (the library is built with
+ * -fvisibility=hidden); only include/heapcheck.h and the malloc family are
+ * exported.
+ *
+ * Rules for every module (see docs/design.md):
+ *  - never call malloc, stdio, getenv or anything that may take a libc lock
+ *    from allocator code, signal handlers or while the world is stopped;
+ *    use hci_meta_alloc, hci_printf/hci_snprintf and hci_env_* instead;
+ *  - errors in the user's use of the heap go through hci_fatal (one line, abort).
+ */
+#ifndef HC_BASE_H
+#define HC_BASE_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hc_config.h"
+
+#define hc_likely(x) __builtin_expect(!!(x), 1)
+#define hc_unlikely(x) __builtin_expect(!!(x), 0)
+#define hc_noinline __attribute__((noinline))
+#define hc_cold __attribute__((cold))
+#define hc_unused __attribute__((unused))
+#define hc_public __attribute__((visibility("default")))
+#define HC_TLS __attribute__((tls_model("initial-exec"))) __thread
+
+/* Architecture-specific bits live here and in os.c, unwind*.c, checker/tls.c, checker/stop_signal.c. */
+static inline void hci_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+/* ======================= out.c ======================= */
+/* Buffered writer on a file descriptor (reports, profile files). */
+typedef struct hci_out {
+  int fd;
+  size_t len;
+  bool failed;               /* a write failed (disk full...) */
+  char buf[8192];
+} hci_out_t;
+void hci_out_printf(hci_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hci_out_flush(hci_out_t *o);
+/* Raw output on an hci_out_t, JSON strings (NULL -> null), XML text. */
+void hci_out_put(hci_out_t *o, const char *s, size_t n);
+void hci_out_puts(hci_out_t *o, const char *s);
+void hci_out_json_str(hci_out_t *o, const char *s);
+void hci_out_xml(hci_out_t *o, const char *s);
+hci_out_t *hci_out_new(int fd);            /* hci_os_map'ed writer on fd, or NULL */
+bool hci_out_close(hci_out_t *o, const char *path); /* flush, close fd, free; false on error (logged at HCI_LOG_ERROR) */
+/* Expands %p (pid), %n (name, '/' -> '_') and %% of a file template. */
+void hci_fmt_path(char *buf, size_t size, const char *tmpl, const char *name);
+/* Creates path afresh: unlink, O_CREAT|O_EXCL|O_NOFOLLOW, 0600.  -1 (logged at HCI_LOG_ERROR)
+ * on failure or in a setuid program. */
+int hci_fmt_create(const char *path, const char *what);
+
+/* ======================= output.c: level-gated messages ======================= */
+/* gperftools' message levels: a message of level L prints iff the
+ * verbosity (PERFTOOLS_VERBOSE, set by the checker's options) >= L. */
+enum { HCI_LOG_FATAL = -4, HCI_LOG_ERROR = -3, HCI_LOG_WARNING = -2, HCI_LOG_INFO = -1 };
+extern int hci_log_verbose;
+bool hci_log_on(int level);
+void hci_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ======================= report_opts.c ======================= */
+/* HEAPCHECK_REPORT, parsed once (docs/report-formats.md): a comma-separated
+ * list of top[:N], json:FILE, sarif:FILE, svg:FILE, folded:FILE,
+ * suppressions[:FILE], old:AGE[:PERIOD], peak.  No malloc. */
+typedef struct hci_report_opts {
+  int top_n;                 /* top[:N]: at exit; 0 = off */
+  const char *json, *sarif, *svg, *folded; /* file templates (%p pid, %n check name) or NULL */
+  const char *supp_file;     /* suppressions:FILE: append every record's suppression */
+  bool supp_print;           /* suppressions: print one under each record of the text report */
+  uint64_t old_age_ns, old_period_ns; /* old:AGE:PERIOD; 0 = off */
+  bool peak;                 /* peak: a live-sample snapshot at each new high-water mark */
+} hci_report_opts_t;
+const hci_report_opts_t *hci_report_opts(void);
+
+#endif
+}
+
+/* Private state that the leak checker must not scan as a root: statics that
+ * may hold heap-looking values (the end of a metadata mapping that the
+ * kernel later placed a heap mapping after, a span start...).  Each module
+ * registers its state with HC_PRIVATE_STATE(var); the checker cuts every
+ * registered range out of the global roots, in shared and static builds
+ * alike (the linker collects the records between __start_/__stop_hc_state_ranges). */
+typedef struct hci_state_range {
+  const void *addr;
+  size_t size;
+} hci_state_range_t;
+#define HC_PRIVATE_STATE(var)                                                                \
+  static const hci_state_range_t hc_state_range_##var                                       \
+      __attribute__((section("hc_state_ranges"), used, aligned(sizeof(void *)))) = {&(var), \
+                                                                                    sizeof(var)}
+
+/* Always-on cheap integrity check. */
+#define HC_CHECK(cond, ...) \
+  do { if (hc_unlikely(!(cond))) hci_fatal(__VA_ARGS__); } while (0)
+
+
+/* ======================= lock.c ======================= */
+/* ---- lock ---- */
+/* Futex-backed lock: 0 free, 1 held, 2 held with waiters.  Works before libc
+ * is initialised and inside pthread_atfork handlers (no pthread_mutex). */
+typedef struct hci_lock {
+  _Atomic int xstate;
+} hci_lock_t;
+void hci_lock_slow(hci_lock_t *l);
+void hci_unlock_slow(hci_lock_t *l);
+static inline void hci_lock(hci_lock_t *l) {
+  int expected = 0;
+  if (hc_unlikely(!atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1,
+                                                           memory_order_acquire, memory_order_relaxed)))
+    hci_lock_slow(l);
+}
+static inline void hci_unlock(hci_lock_t *l) {
+  if (hc_unlikely(atomic_exchange_explicit(&l->xstate, 0, memory_order_release) == 2))
+    hci_unlock_slow(l);
+}
+static inline bool hci_trylock(hci_lock_t *l) {
+  int expected = 0;
+  return atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1, memory_order_acquire,
+                                                 memory_order_relaxed);
+}
+/* After fork in the child: the lock is free whatever its state was. */
+static inline void hci_lock_reset(hci_lock_t *l) { atomic_store_explicit(&l->xstate, 0, memory_order_relaxed); }
+
+/* ======================= output.c ======================= */
+/* A printf subset that never allocates: %s %c %d %i %u %x %X %p %%, with
+ * flags '-' '0', a width, precision (.N and .* for %s), length l ll z j t. */
+int hci_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+int hci_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* write(2) the whole buffer, retrying on EINTR and short writes; errno is
+ * preserved; true when everything was written.  Never raises SIGPIPE (a
+ * broken pipe is an error, the program's signal state is left as it was)
+ * and is not a cancellation point. */
+bool hci_write_all(int fd, const char *buf, size_t len);
+/* Writes to the report stream (hci_log_stream_fd); false when it has none
+ * or the write failed. */
+bool hci_diag_write(const char *buf, size_t len);
+/* Formats into a stack buffer and writes once to fd (messages do not interleave). */
+void hci_fdprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes to the diagnostic fd (stderr, or its duplicate kept by the checker). */
+void hci_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "heapcheck: <message>\n" then abort().  Never returns. */
+void hci_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, cold));
+/* "heapcheck: warning: <message>\n". */
+void hci_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
+/* The report stream's own descriptor (-1 until hci_log_stream_open).  Write
+ * through hci_log_stream_fd(), which checks it still is the stream. */
+extern int hci_diag_fd;
+
+/* ======================= log_stream.c ======================= */
+/* Chooses the report stream's destination (HEAPCHECK_LOG_PATH file, a
+ * launcher tree's report file, or a duplicate of stderr) and sets
+ * hci_diag_fd; idempotent.  The fork child hook opens the child's own file. */
+void hci_log_stream_open(void);
+void hci_log_stream_fork_child(void);
+bool hci_log_stream_to_file(void);
+const char *hci_log_stream_path(void);   /* the log file, NULL when stderr */
+int hci_log_stream_stderr(void);         /* the original stderr (a kept duplicate); -1 when gone */
+/* The descriptor to write the report stream to now, -1 when it has none.
+ * Before hci_log_stream_open (neither checker nor profiler on): 2.  After:
+ * the kept descriptor, checked to still be the file it was opened on (a
+ * program's close_range or dup2 over it is noticed; a copy of the original
+ * stderr or the log file is made again when it can be), never whatever file
+ * the program got on fd 2 later.  See log_stream.c for the rules. */
+int hci_log_stream_fd(void);
+bool hci_log_stream_in_tree(void);       /* HEAPCHECK_TREE: a launcher follows the tree */
+const char *hci_log_stream_tree_dir(void); /* its directory, NULL outside a tree */
+bool hci_log_stream_tree_top(void);      /* the program the launcher started */
+
+/* ======================= options.c ======================= */
+/* Reads the environment by scanning environ (no getenv, no malloc).
+ * Values of setuid/setgid programs are ignored (all variables read as unset). */
+const char *hci_env_get(const char *name);
+/* Integer with optional K/M/G suffix; a malformed or out-of-range value
+ * prints a warning naming the variable and the default, then returns def. */
+long long hci_env_int(const char *name, long long def, long long min, long long max);
+/* gperftools' EnvToBool: t/T/y/Y/1 or empty = true; f/F/n/N/0 = false;
+ * anything else warns and returns def. */
+bool hci_env_bool(const char *name, bool def);
+/* True when the process runs setuid or setgid (AT_SECURE). */
+bool hci_is_secure(void);
+
+/* ======================= os.c ======================= */
+void *hci_os_map(size_t size);                 /* anonymous RW mapping or NULL; errno preserved */
+void *hci_os_map_aligned(size_t size, size_t align); /* aligned anonymous RW mapping or NULL */
+void hci_os_unmap(void *p, size_t size);
+/* The lowest mapping made by hci_os_map (not the heap's) that ends above
+ * addr: [*lo, *hi), lo may be above addr.  Lock-free. */
+bool hci_os_owned_next(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+bool hci_os_owned_complete(void);              /* every such mapping is remembered */
+void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages back, keep the range */
+int hci_os_tid(void);
+uint64_t hci_os_now_ns(void);                  /* CLOCK_MONOTONIC in ns */
+uint64_t hci_os_now_coarse_ns(void);           /* CLOCK_MONOTONIC_COARSE: same clock, tick resolution, cheaper */
+/* Fault-proof reads of memory we do not own (no signal handler, no lock, no
+ * malloc).  hci_os_read copies [src, src + n) to dst up to the first byte
+ * that cannot be read and returns how many bytes it copied: process_vm_readv
+ * on ourselves, or, where that is refused, a page probe before each page's
+ * memcpy.  hci_os_probe: the 8 bytes at addr are readable (one syscall). */
+size_t hci_os_read(void *dst, uintptr_t src, size_t n);
+bool hci_os_probe(uintptr_t addr);
+
+/* ======================= meta.c ======================= */
+/* Metadata arena: zeroed, 16-byte aligned memory that never comes from the
+ * user heap.  Small sizes are recycled through size-binned free lists. */
+void *hci_meta_alloc(size_t size);             /* NULL when the OS refuses */
+void hci_meta_free(void *p, size_t size);      /* size must equal the allocation's */
+size_t hci_meta_bytes(void);                   /* bytes mapped for metadata */
+bool hci_meta_owns(uintptr_t addr);            /* addr lies in a metadata mapping */
+void hci_meta_fork_prepare(void);
+void hci_meta_fork_parent(void);
+void hci_meta_fork_child(void);
+
+/* ======================= out.c ======================= */
+/* Buffered writer on a file descriptor (reports, profile files). */
+typedef struct hci_out {
+  int fd;
+  size_t len;
+  bool failed;               /* a write failed (disk full...) */
+  char buf[8192];
+} hci_out_t;
+void hci_out_printf(hci_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hci_out_flush(hci_out_t *o);
+/* Raw output on an hci_out_t, JSON strings (NULL -> null), XML text. */
+void hci_out_put(hci_out_t *o, const char *s, size_t n);
+void hci_out_puts(hci_out_t *o, const char *s);
+void hci_out_json_str(hci_out_t *o, const char *s);
+void hci_out_xml(hci_out_t *o, const char *s);
+hci_out_t *hci_out_new(int fd);            /* hci_os_map'ed writer on fd, or NULL */
+bool hci_out_close(hci_out_t *o, const char *path); /* flush, close fd, free; false on error (logged at HCI_LOG_ERROR) */
+/* Expands %p (pid), %n (name, '/' -> '_') and %% of a file template. */
+void hci_fmt_path(char *buf, size_t size, const char *tmpl, const char *name);
+/* Creates path afresh: unlink, O_CREAT|O_EXCL|O_NOFOLLOW, 0600.  -1 (logged at HCI_LOG_ERROR)
+ * on failure or in a setuid program. */
+int hci_fmt_create(const char *path, const char *what);
+
+/* ======================= output.c: level-gated messages ======================= */
+/* gperftools' message levels: a message of level L prints iff the
+ * verbosity (PERFTOOLS_VERBOSE, set by the checker's options) >= L. */
+enum { HCI_LOG_FATAL = -4, HCI_LOG_ERROR = -3, HCI_LOG_WARNING = -2, HCI_LOG_INFO = -1 };
+extern int hci_log_verbose;
+bool hci_log_on(int level);
+void hci_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ======================= report_opts.c ======================= */
+/* HEAPCHECK_REPORT, parsed once (docs/report-formats.md): a comma-separated
+ * list of top[:N], json:FILE, sarif:FILE, svg:FILE, folded:FILE,
+ * suppressions[:FILE], old:AGE[:PERIOD], peak.  No malloc. */
+typedef struct hci_report_opts {
+  int top_n;                 /* top[:N]: at exit; 0 = off */
+  const char *json, *sarif, *svg, *folded; /* file templates (%p pid, %n check name) or NULL */
+  const char *supp_file;     /* suppressions:FILE: append every record's suppression */
+  bool supp_print;           /* suppressions: print one under each record of the text report */
+  uint64_t old_age_ns, old_period_ns; /* old:AGE:PERIOD; 0 = off */
+  bool peak;                 /* peak: a live-sample snapshot at each new high-water mark */
+} hci_report_opts_t;
+const hci_report_opts_t *hci_report_opts(void);
+
+#endif

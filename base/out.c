@@ -1,0 +1,138 @@
+/* out.c - the buffered writer on a file descriptor (reports, profile files,
+ * report formats) and the helpers that create its files.
+ *
+ * No malloc, no stdio: text is formatted with hci_vsnprintf into the
+ * writer's buffer and written with write(2) when it fills or on flush.
+ * A failed write sets o->failed (disk full...) and later output is dropped
+ * for that buffer's worth; hci_out_close reports it.  A writer is owned by
+ * one thread at a time (its caller's lock).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hc_base.h"
+
+// ---- buffered output ----
+
+void hci_out_flush(hci_out_t *o) {
+  if (o->len == 0) return;
+  if (!hci_write_all(o->fd, o->buf, o->len)) o->failed = true;
+  o->len = 0;
+}
+
+void hci_out_printf(hci_out_t *o, const char *fmt, ...) {
+  char line[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = hci_vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+  if (o->len + len > sizeof o->buf) hci_out_flush(o);
+  memcpy(o->buf + o->len, line, len);
+  o->len += len;
+}
+
+// ---- raw output, escaping, files ----
+
+void hci_out_put(hci_out_t *o, const char *s, size_t n) {
+  while (n) {
+    if (o->len == sizeof o->buf) hci_out_flush(o);
+    size_t k = sizeof o->buf - o->len < n ? sizeof o->buf - o->len : n;
+    memcpy(o->buf + o->len, s, k);
+    o->len += k;
+    s += k;
+    n -= k;
+  }
+}
+
+void hci_out_puts(hci_out_t *o, const char *s) { hci_out_put(o, s, strlen(s)); }
+
+void hci_out_json_str(hci_out_t *o, const char *s) {
+  if (!s) {
+    hci_out_put(o, "null", 4);
+    return;
+  }
+  hci_out_put(o, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    char esc[8];
+    if (*p == '"' || *p == '\\') {
+      esc[0] = '\\';
+      esc[1] = (char)*p;
+      hci_out_put(o, esc, 2);
+    } else if (*p < 0x20 || *p == 0x7f) {
+      hci_snprintf(esc, sizeof esc, "\\u%04x", *p);
+      hci_out_put(o, esc, 6);
+    } else {
+      hci_out_put(o, (const char *)p, 1);
+    }
+  }
+  hci_out_put(o, "\"", 1);
+}
+
+void hci_out_xml(hci_out_t *o, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    switch (*p) {
+      case '&': hci_out_puts(o, "&amp;"); break;
+      case '<': hci_out_puts(o, "&lt;"); break;
+      case '>': hci_out_puts(o, "&gt;"); break;
+      case '"': hci_out_puts(o, "&quot;"); break;
+      case '\'': hci_out_puts(o, "&apos;"); break;
+      default:
+        /* Control characters are not allowed in XML 1.0. */
+        if (*p < 0x20 && *p != '\t') hci_out_put(o, "?", 1);
+        else hci_out_put(o, (const char *)p, 1);
+    }
+  }
+}
+
+void hci_fmt_path(char *buf, size_t size, const char *tmpl, const char *name) {
+  size_t n = 0;
+  char tmp[32];
+  for (const char *t = tmpl; *t && n + 1 < size; t++) {
+    const char *ins = NULL;
+    if (t[0] == '%' && t[1] == 'p') {
+      hci_snprintf(tmp, sizeof tmp, "%d", (int)getpid());
+      ins = tmp;
+    } else if (t[0] == '%' && t[1] == 'n') {
+      ins = name ? name : "heap";
+    } else if (t[0] == '%' && t[1] == '%') {
+      ins = "%";
+    }
+    if (!ins) {
+      buf[n++] = *t;
+      continue;
+    }
+    t++;
+    /* A check name is not a path: '/' becomes '_'. */
+    bool is_name = ins == name;
+    for (; *ins && n + 1 < size; ins++) buf[n++] = is_name && *ins == '/' ? '_' : *ins;
+  }
+  buf[n] = 0;
+}
+
+int hci_fmt_create(const char *path, const char *what) {
+  if (hci_is_secure()) return -1; /* a privileged program writes no files on the environment's say */
+  unlink(path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) hci_log(HCI_LOG_ERROR, "heapcheck: error: cannot create %s file %s (errno %d)", what, path, errno);
+  return fd;
+}
+
+hci_out_t *hci_out_new(int fd) {
+  hci_out_t *o = hci_os_map(sizeof *o);
+  if (o) o->fd = fd;
+  return o;
+}
+
+/* Flushes, closes and frees; false when something failed. */
+bool hci_out_close(hci_out_t *o, const char *path) {
+  hci_out_flush(o);
+  bool ok = !o->failed;
+  if (close(o->fd) != 0) ok = false;
+  hci_os_unmap(o, sizeof *o);
+  if (!ok) hci_log(HCI_LOG_ERROR, "heapcheck: error: writing %s failed", path);
+  return ok;
+}
+

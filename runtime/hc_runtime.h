@@ -1,0 +1,12 @@
+/* hc_runtime.h - the runtime layer (runtime/): process start-up order, the
+ * library constructor, the fork handlers, and the exported malloc family
+ * (override.c).  The top layer: it may use every layer below and no layer
+ * may use it (no other folder's include path names runtime/). */
+#ifndef HC_RUNTIME_H
+#define HC_RUNTIME_H
+
+/* Initialises every layer in order (init.c); the allocator runs it once,
+ * through the HC_STARTUP record in override.c. */
+void hci_runtime_start(void);
+
+#endif

@@ -1,0 +1,112 @@
+/* hc_stacks.h - the stacks layer (stacks/): call stacks of allocations.
+ *
+ * The frame-pointer and DWARF (.eh_frame) unwinders (unwind.c,
+ * unwind_dwarf.c) and the stack depot that deduplicates captured stacks
+ * into ids (stackdepot.c).  Uses only base/ (hc_base.h); the allocator
+ * keeps a thread's last DWARF walk (hc_unwind_memo_t) in its thread cache
+ * and hands it in.  Never faults, never calls malloc.
+ */
+#ifndef HC_STACKS_H
+#define HC_STACKS_H
+
+#include "hc_base.h"
+
+
+/* The last DWARF walk of a thread (unwind_dwarf.c): its starting registers,
+ * every stack word it read and the frames it found.  A walk from the same
+ * registers over the same words finds the same frames (rules are a function
+ * of the PC), so the next capture from that point checks the words instead
+ * of walking again: consecutive allocations from one call site cost a few
+ * loads per frame instead of a rule lookup each. */
+#define HC_UNWIND_MEMO_LOADS 96
+typedef struct hc_unwind_memo {
+  uintptr_t ra, rsp, rbp;  /* the walk's start: malloc's caller */
+  uint32_t gen;            /* rule-cache generation it was made in; 0 = empty */
+  int n, nloads;           /* frames in pcs, words in addr/val */
+  uintptr_t addr[HC_UNWIND_MEMO_LOADS], val[HC_UNWIND_MEMO_LOADS];
+  uintptr_t pcs[HC_MAX_STACK_DEPTH];
+} hc_unwind_memo_t;
+
+/* ======================= unwind.c / unwind_dwarf.c ======================= */
+enum { HC_UNWIND_FP = 0, HC_UNWIND_DWARF = 1 };
+extern int hci_unwinder;                     /* HEAPCHECK_UNWINDER */
+/* HEAPCHECK_UNWINDER=auto (the default): allocation stacks are walked by
+ * frame pointers, and again with the DWARF unwinder when the frame-pointer
+ * walk stops right after the caller of malloc (code built without frame
+ * pointers, such as Debian's binaries). */
+extern bool hci_unwind_fallback;
+/* Return addresses of the caller's callers: pcs[0] is the return address in
+ * the function that called the function that called hci_backtrace, after
+ * skipping `skip` more frames.  Never faults, never allocates. */
+int hci_backtrace(uintptr_t *pcs, int max, int skip);
+int hci_unwind_fp(uintptr_t *pcs, int max, uintptr_t fp, uintptr_t sp);
+int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip);
+/* The stack from the frame that returns to ra: pcs[0] = ra, then its
+ * callers by DWARF.  The frame is found through the allocator's own frame
+ * pointers (a few steps, no CFI lookups); when it is not among them, a
+ * whole DWARF walk from here, in which the caller looks for ra.  memo (may
+ * be NULL): the calling thread's last walk, checked and replaced. */
+int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo);
+/* Whether the function ra returns into keeps a frame pointer there (its CFA
+ * is rbp-based per .eh_frame): a frame-pointer walk through it is sound.
+ * False for -fomit-frame-pointer code, whose frames such a walk silently
+ * skips when it leaves rbp alone.  True when DWARF is unavailable. */
+bool hci_unwind_keeps_fp(uintptr_t ra);
+void hci_unwind_init(void);
+
+/* ======================= unwind_obj.c ======================= */
+/* The module covering a PC, as the DWARF unwinder needs it: every table read
+ * is checked against seg_lo/seg_hi (the readable PT_LOAD segments), and the
+ * .eh_frame_hdr search table against hdr_hi (its segment's size). */
+#define HCI_EH_SEGS 8
+typedef struct hci_eh_obj {
+  uintptr_t map_lo, map_hi; /* the module's extent */
+  uintptr_t hdr, hdr_hi;    /* .eh_frame_hdr; hdr == 0: none */
+  uintptr_t nseg;           /* 0: headers unusable, nothing may be read */
+  uintptr_t seg_lo[HCI_EH_SEGS], seg_hi[HCI_EH_SEGS];
+} hci_eh_obj_t;
+/* 1 and *o filled when a module covers pc, 0 otherwise.  Lock-free, no
+ * malloc; static executables are described from AT_PHDR (libc.a's
+ * _dl_find_object is not usable before its init, which mallocs). */
+int hci_eh_find(uintptr_t pc, hci_eh_obj_t *o);
+bool hci_eh_available(void);   /* hci_eh_find can find modules */
+bool hci_eh_static_exe(void);  /* the process is a statically linked executable */
+void hci_eh_cache_clear(void); /* after dlclose */
+/* [a, a + n) lies inside one readable segment of o. */
+static inline bool hci_eh_readable(const hci_eh_obj_t *o, uintptr_t a, size_t n) {
+  for (uintptr_t i = 0; i < o->nseg; i++)
+    if (a >= o->seg_lo[i] && a < o->seg_hi[i] && n <= o->seg_hi[i] - a) return true;
+  return false;
+}
+
+/* ======================= stackdepot.c ======================= */
+#define HC_STACK_NONE 0u
+#define HC_STACK_UNKNOWN 1u
+/* Deduplicates a stack; returns its id (>= 2), or HC_STACK_UNKNOWN on n == 0
+ * or when out of memory.  Lock-free lookup; safe inside malloc. */
+uint32_t hci_depot_put(const uintptr_t *pcs, int n);
+/* The frames of id; returns the depth (0 for NONE/UNKNOWN). */
+int hci_depot_get(uint32_t id, const uintptr_t **pcs);
+size_t hci_depot_bytes(void);
+size_t hci_depot_count(void);
+
+/* ---- unwind / depot: extra services ---- */
+/* hci_unwind_fp that first drops `skip` frames. */
+int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_t sp);
+/* Address of the frame record {saved fp, return address} whose return
+ * address is ra, within `max` frames of the chain from fp; 0 if none. */
+uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp);
+/* End (exclusive) of the stack region that contains sp (the current thread's):
+ * every byte of [sp, end) is readable.  0 when unknown.  Cached per thread; the
+ * slow path probes pages with a syscall (no malloc, no lock, no /proc). */
+uintptr_t hci_unwind_stack_hi(uintptr_t sp);
+/* True when the DWARF unwinder can run (_dl_find_object present, x86-64). */
+bool hci_unwind_dwarf_available(void);
+/* Forgets every cached per-PC unwind rule (after dlclose; cold benchmarks). */
+void hci_unwind_dwarf_cache_clear(void);
+/* The depot lock, for fork (prepare/parent) and hci_lock_all, in lock order. */
+void hci_depot_lock(void);
+void hci_depot_unlock(void);
+void hci_depot_fork_child(void);
+
+#endif
