@@ -41,6 +41,7 @@
 #define M_COVERED 0x20  /* reached from a direct leak (classification) */
 
 #define SCRATCH ((size_t)64 << 10)
+#define SCRATCH_MAP (SCRATCH + 4096) /* scan_copy reads up to 14 bytes past a SCRATCH piece */
 
 typedef struct work {
   uintptr_t lo;
@@ -67,6 +68,14 @@ typedef struct flood {
   ldso_ent_t *ldso;               /* stack id -> allocated by ld.so / suppressed */
   uintptr_t *scratch;             /* SCRATCH bytes: safe copies of unstable root ranges */
   uint8_t covered_mode;           /* drain(): main flood (0) or classification (1) */
+  /* What may be read: the readable mappings of the snapshot taken with the
+   * world stopped, merged and sorted ([rlo[i], rhi[i])); cur_lo/cur_hi is
+   * the one the last read fell in (the fast path: two compares a range). */
+  uintptr_t *rlo, *rhi;
+  size_t nr, r_map;
+  uintptr_t cur_lo, cur_hi;
+  bool careful;                   /* a thread runs: mappings may change, every read is copied */
+  uintptr_t skip_end;             /* end of the last range skipped */
 } flood_t;
 
 // ---- memory ----
@@ -167,7 +176,8 @@ static void drop_marks(flood_t *f) {
   if (f->spans) hci_os_unmap(f->spans, f->spans_map);
   if (f->stack) hci_os_unmap(f->stack, f->cap * sizeof(work_t));
   if (f->ldso) hci_os_unmap(f->ldso, LDSO_CACHE * sizeof(ldso_ent_t));
-  if (f->scratch) hci_os_unmap(f->scratch, SCRATCH);
+  if (f->rlo) hci_os_unmap(f->rlo, f->r_map);
+  if (f->scratch) hci_os_unmap(f->scratch, SCRATCH_MAP);
 }
 
 static inline size_t small_size(const hc_span_t *s, uint32_t idx, const hc_class_info_t *ci) {
@@ -219,12 +229,15 @@ static inline __attribute__((always_inline)) void consider(flood_t *f, uintptr_t
   push(f, s->start, size);
 }
 
-static void scan_main(flood_t *f, uintptr_t lo, uintptr_t hi) {
+/* Scans the words of [lo, hi) (addresses of the program), reading each at
+ * its address + delta (0, or a copy in scratch). */
+static void scan_main(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta) {
   const uintptr_t hlo = f->heap_lo, hspan = f->heap_span;
   size_t words = 0;
   if (f->p->align == (int)sizeof(uintptr_t)) {
-    const uintptr_t *w = (const uintptr_t *)((lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1));
-    const uintptr_t *end = (const uintptr_t *)(hi & ~(uintptr_t)(sizeof(uintptr_t) - 1));
+    const uintptr_t *w =
+        (const uintptr_t *)(((lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1)) + delta);
+    const uintptr_t *end = (const uintptr_t *)((hi & ~(uintptr_t)(sizeof(uintptr_t) - 1)) + delta);
     words = w < end ? (size_t)(end - w) : 0;
     for (; w < end; w++) {
       uintptr_t v = *w;
@@ -235,7 +248,7 @@ static void scan_main(flood_t *f, uintptr_t lo, uintptr_t hi) {
     uintptr_t a = (uintptr_t)f->p->align;
     for (uintptr_t q = (lo + a - 1) & ~(a - 1); q + sizeof(uintptr_t) <= hi; q += a, words++) {
       uintptr_t v;
-      memcpy(&v, (const void *)q, sizeof v);
+      memcpy(&v, (const void *)(q + delta), sizeof v);
       if (v - hlo >= hspan) continue;
       consider(f, v);
     }
@@ -275,23 +288,129 @@ static uint8_t *resolve(flood_t *f, uintptr_t v, uintptr_t *start, size_t *size)
   return mk;
 }
 
-/* mode 0: set M_INDIRECT on leaks [lo, hi) points to (not itself);
- * mode 1: set M_COVERED on leaks reached, and push them. */
-static void scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, int mode) {
+/* mode 0: set M_INDIRECT on leaks [lo, hi) (a part of the leak at obj)
+ * points to (not itself); mode 1: set M_COVERED on leaks reached, and push
+ * them.  Words are read at their address + delta. */
+static void scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj, uintptr_t delta) {
   uintptr_t a = (uintptr_t)f->p->align;
   for (uintptr_t q = (lo + a - 1) & ~(a - 1); q + sizeof(uintptr_t) <= hi; q += a) {
     uintptr_t v, start;
     size_t size;
-    memcpy(&v, (const void *)q, sizeof v);
+    memcpy(&v, (const void *)(q + delta), sizeof v);
     uint8_t *mk = resolve(f, v, &start, &size);
     if (!mk || !(*mk & M_LEAK)) continue;
     if (mode == 0) {
-      if (start != lo) *mk |= M_INDIRECT;
+      if (start != obj) *mk |= M_INDIRECT;
     } else if (!(*mk & M_COVERED)) {
       *mk |= M_COVERED;
       push(f, start, size);
     }
   }
+}
+
+// ---- safe reads ----
+
+/* The readable mappings of the snapshot (hci_world_stop read it after every
+ * thread stopped), merged; none when it could not be read. */
+static void setup_readable(flood_t *f, const hci_maps_t *maps) {
+  f->careful = f->r->not_stopped > 0;
+  if (maps->n > 0) {
+    f->r_map = ((size_t)maps->n * 2 * sizeof(uintptr_t) + 4095) & ~(size_t)4095;
+    f->rlo = hci_os_map(f->r_map);
+  }
+  if (f->rlo) {
+    f->rhi = f->rlo + maps->n;
+    for (int i = 0; i < maps->n; i++) {
+      const hci_map_t *m = &maps->v[i];
+      if (!(m->flags & HCI_MAP_R) || (m->flags & (HCI_MAP_SPECIAL | HCI_MAP_DEVICE))) continue;
+      if (f->nr && f->rhi[f->nr - 1] == m->lo) f->rhi[f->nr - 1] = m->hi;
+      else {
+        f->rlo[f->nr] = m->lo;
+        f->rhi[f->nr] = m->hi;
+        f->nr++;
+      }
+    }
+  }
+  if (f->nr == 0) f->careful = true; /* nothing known: copy everything */
+}
+
+/* [at, at + n) was not scanned; a range that continues the last one (the
+ * next chunk of the same hole) is not counted again. */
+static hc_noinline void skipped(flood_t *f, uintptr_t at, size_t n) {
+  f->r->skipped_bytes += n;
+  if (at != f->skip_end) f->r->skipped_ranges++;
+  f->skip_end = at + n;
+}
+
+/* mode 0: main flood; 1, 2: scan_leaks modes 0, 1 (obj: the leak's start). */
+static inline void scan_direct(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj, uintptr_t delta) {
+  if (mode == 0) scan_main(f, lo, hi, delta);
+  else scan_leaks(f, lo, hi, mode - 1, obj, delta);
+}
+
+/* [lo, hi) through a fault-proof copy, SCRATCH bytes (page-aligned pieces)
+ * at a time; a page that cannot be read is skipped and counted. */
+static void scan_copy(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj) {
+  if (!f->scratch) f->scratch = hci_os_map(SCRATCH_MAP);
+  if (!f->scratch) {
+    f->r->oom = true;
+    return;
+  }
+  for (uintptr_t c = lo; c < hi;) {
+    uintptr_t e = (c & ~(uintptr_t)(SCRATCH - 1)) + SCRATCH;
+    if (e > hi) e = hi;
+    uintptr_t base = c & ~(uintptr_t)7;
+    /* 7 bytes more: a word that starts before e may end after it. */
+    uintptr_t want_end = hi - e >= 7 ? e + 7 : hi;
+    size_t got = hci_os_read(f->scratch, base, want_end - base);
+    uintptr_t delta = (uintptr_t)f->scratch - base;
+    if (base + got > c) scan_direct(f, c, base + got, mode, obj, delta);
+    if (base + got < e) { /* the page at base + got cannot be read */
+      uintptr_t bad = base + got > c ? base + got : c, next = (bad & ~(uintptr_t)4095) + 4096;
+      if (next > hi) next = hi;
+      skipped(f, bad, next - bad);
+      c = next;
+      continue;
+    }
+    c = e;
+  }
+}
+
+/* Reads [lo, hi) of memory the checker does not own: only the parts that
+ * the snapshot says are readable (a PROT_NONE guard page, an munmap'ed hole
+ * inside a block, a PROT_NONE page among globals are skipped and counted),
+ * directly while the world is stopped, through a copy when a thread still
+ * runs (it may change its mappings at any moment). */
+static hc_noinline void scan_slow(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj) {
+  if (f->nr == 0) {
+    scan_copy(f, lo, hi, mode, obj);
+    return;
+  }
+  size_t a = 0, b = f->nr;
+  while (a < b) { /* first readable range ending above lo */
+    size_t mid = a + (b - a) / 2;
+    if (f->rhi[mid] <= lo) a = mid + 1;
+    else b = mid;
+  }
+  uintptr_t at = lo;
+  for (size_t i = a; i < f->nr && f->rlo[i] < hi; i++) {
+    uintptr_t l = lo > f->rlo[i] ? lo : f->rlo[i], h = hi < f->rhi[i] ? hi : f->rhi[i];
+    if (l > at) skipped(f, at, l - at);
+    if (f->careful) {
+      scan_copy(f, l, h, mode, obj);
+    } else {
+      f->cur_lo = f->rlo[i];
+      f->cur_hi = f->rhi[i];
+      scan_direct(f, l, h, mode, obj, 0);
+    }
+    at = h;
+  }
+  if (at < hi) skipped(f, at, hi - at);
+}
+
+static inline void scan_checked(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj) {
+  if (hc_likely(lo >= f->cur_lo && hi <= f->cur_hi)) scan_direct(f, lo, hi, mode, obj, 0);
+  else scan_slow(f, lo, hi, mode, obj);
 }
 
 /* Objects and root ranges are scanned CHUNK bytes at a time, the rest pushed
@@ -305,14 +424,14 @@ static void drain(flood_t *f) {
     work_t w = f->stack[--f->sp];
     if (f->sp) __builtin_prefetch((const void *)f->stack[f->sp - 1].lo); /* next object's first line */
     if (f->covered_mode) {
-      scan_leaks(f, w.lo, w.lo + w.size, 1);
+      scan_checked(f, w.lo, w.lo + w.size, 2, w.lo);
       continue;
     }
     if (w.size > CHUNK && f->p->align == (int)sizeof(uintptr_t)) {
       push(f, w.lo + CHUNK, w.size - CHUNK);
       w.size = CHUNK;
     }
-    scan_main(f, w.lo, w.lo + w.size);
+    scan_checked(f, w.lo, w.lo + w.size, 0, 0);
   }
 }
 
@@ -323,7 +442,7 @@ static void drain(flood_t *f) {
  * hci_copy_safe, skipping pages that were never touched (mincore: a
  * reservation of terabytes costs nothing). */
 static void scan_copied(flood_t *f, uintptr_t lo, uintptr_t hi) {
-  if (!f->scratch) f->scratch = hci_os_map(SCRATCH);
+  if (!f->scratch) f->scratch = hci_os_map(SCRATCH_MAP);
   if (!f->scratch) {
     f->r->oom = true;
     return;
@@ -340,12 +459,12 @@ static void scan_copied(flood_t *f, uintptr_t lo, uintptr_t hi) {
         uintptr_t l = p > a ? p : a, h = p + 4096 < end ? p + 4096 : end;
         size_t n = h - l;
         hci_copy_safe(f->scratch, l, n);
-        scan_main(f, (uintptr_t)f->scratch, (uintptr_t)f->scratch + n);
+        scan_main(f, (uintptr_t)f->scratch, (uintptr_t)f->scratch + n, 0);
       }
     } else {
       size_t n = end - a;
       hci_copy_safe(f->scratch, a, n);
-      scan_main(f, (uintptr_t)f->scratch, (uintptr_t)f->scratch + n);
+      scan_main(f, (uintptr_t)f->scratch, (uintptr_t)f->scratch + n, 0);
     }
     drain(f);
     a = end;
@@ -363,7 +482,7 @@ static void root_cb(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind) {
     uintptr_t a = (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
     if (a < hi) push(f, a, hi - a);
   } else {
-    scan_main(f, lo, hi);
+    scan_checked(f, lo, hi, 0, 0);
   }
   drain(f);
 }
@@ -375,7 +494,9 @@ static void scan_region(flood_t *f, const hci_maps_t *maps, uintptr_t lo, uintpt
     const hci_map_t *m = &maps->v[i];
     if (m->hi <= lo || m->lo >= hi) continue;
     if (!(m->flags & HCI_MAP_R) || (m->flags & (HCI_MAP_SPECIAL | HCI_MAP_DEVICE))) continue;
-    root_cb(f, lo > m->lo ? lo : m->lo, hi < m->hi ? hi : m->hi, "region");
+    /* A region may be a file mapping (SIGBUS past the file's end) or be
+     * unmapped by a thread that runs: read through a copy. */
+    scan_copied(f, lo > m->lo ? lo : m->lo, hi < m->hi ? hi : m->hi);
   }
 }
 
@@ -511,7 +632,8 @@ static uint8_t *leak_mark(flood_t *f, const hci_leak_t *l) {
 
 static void classify(flood_t *f) {
   hci_flood_result_t *r = f->r;
-  for (size_t i = 0; i < r->nleaks; i++) scan_leaks(f, r->leaks[i].addr, r->leaks[i].addr + r->leaks[i].size, 0);
+  for (size_t i = 0; i < r->nleaks; i++)
+    scan_checked(f, r->leaks[i].addr, r->leaks[i].addr + r->leaks[i].size, 1, r->leaks[i].addr);
   f->covered_mode = 1;
   /* Everything a direct leak reaches is explained by it... */
   for (size_t i = 0; i < r->nleaks; i++) {
@@ -550,6 +672,7 @@ static void flood_all(hci_world_t *w, flood_t *f) {
   f->heap_lo = hci_pageheap.lo;
   f->heap_span = hci_pageheap.hi > hci_pageheap.lo ? hci_pageheap.hi - hci_pageheap.lo : 0;
   f->maxoff = p->max_offset < 0 ? UINTPTR_MAX : (uintptr_t)p->max_offset;
+  setup_readable(f, &w->maps);
   uint64_t t1 = hci_os_now_ns();
   if (atomic_load_explicit(&hci_api_any_ignored, memory_order_relaxed)) push_ignored(f);
   const hci_region_t *regions;

@@ -295,6 +295,8 @@ typedef struct hci_flood_result {
   size_t reach_bytes;
   size_t scanned_words;      /* words examined (statistics) */
   int not_stopped;           /* threads that did not stop (scanned conservatively) */
+  size_t skipped_bytes;      /* unreadable (guard pages, unmapped holes): not scanned */
+  size_t skipped_ranges;
   int nthreads;
   bool oom;                  /* a buffer could not be mapped: results are partial */
   uint64_t t_stop_ns, t_flood_ns; /* time to stop the world, to flood and classify */

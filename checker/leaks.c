@@ -199,6 +199,10 @@ static void log_timing(const hci_check_req_t *req, const hci_flood_result_t *r, 
               "%zu bytes, %zu words scanned, %d pass%s), report %s ms, flood cpu %s ms",
               req->name, stop, r->nthreads, flood, r->reach_objects, r->reach_bytes, r->scanned_words, passes,
               passes == 1 ? "" : "es", rep, cpu);
+  if (r->skipped_ranges)
+    hci_chk_log(1, "heapcheck: check \"%s\": %zu unreadable bytes in %zu ranges not scanned (guard pages, "
+                   "unmapped or PROT_NONE parts of roots and heap blocks)",
+                req->name, r->skipped_bytes, r->skipped_ranges);
   if (!hci_chk_log_on(2)) return;
   char a[32], b[32], c[32], d[32];
   fmt_ms(a, sizeof a, r->t_setup_ns);
