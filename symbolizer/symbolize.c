@@ -215,13 +215,17 @@ static bool same_module(const module_t *m, const char *name, uintptr_t base, uin
 }
 
 /* Reads the module's build-id from its loaded PT_NOTE segments, when they
- * lie inside its mapped PT_LOAD span. */
+ * lie inside one of its PT_LOAD segments (the span between two segments may
+ * hold an unmapped or PROT_NONE gap; a corrupted PT_NOTE may point there). */
 static void read_mem_build_id(module_t *m, const struct dl_phdr_info *info) {
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_NOTE) continue;
     uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-    if (a < m->lo || a > m->hi || ph->p_memsz > m->hi - a) continue;
+    bool inside = false;
+    for (unsigned k = 0; k < m->nseg && !inside; k++)
+      inside = a >= m->seg[k].lo && a < m->seg[k].hi && ph->p_memsz <= m->seg[k].hi - a;
+    if (!inside) continue;
     const uint8_t *id;
     size_t len;
     if (hci_elf_note_build_id((const uint8_t *)a, (size_t)ph->p_memsz, &id, &len) && len <= MAX_BUILD_ID) {
