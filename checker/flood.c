@@ -42,6 +42,7 @@
 
 #define SCRATCH ((size_t)64 << 10)
 #define SCRATCH_MAP (SCRATCH + 4096) /* scan_copy reads up to 14 bytes past a SCRATCH piece */
+#define PCACHE 256                   /* pages drain_careful keeps copied (1 MiB) */
 
 typedef struct work {
   uintptr_t lo;
@@ -76,6 +77,9 @@ typedef struct flood {
   uintptr_t cur_lo, cur_hi;
   bool careful;                   /* a thread runs: mappings may change, every read is copied */
   uintptr_t skip_end;             /* end of the last range skipped */
+  uintptr_t bat_lo, bat_hi;       /* drain_careful's last readable mapping */
+  uint8_t *pcache;                /* drain_careful's page copies... */
+  uintptr_t *pc_page;             /* ...and the page each one holds */
 } flood_t;
 
 // ---- memory ----
@@ -177,6 +181,7 @@ static void drop_marks(flood_t *f) {
   if (f->stack) hci_os_unmap(f->stack, f->cap * sizeof(work_t));
   if (f->ldso) hci_os_unmap(f->ldso, LDSO_CACHE * sizeof(ldso_ent_t));
   if (f->rlo) hci_os_unmap(f->rlo, f->r_map);
+  if (f->pcache) hci_os_unmap(f->pcache, PCACHE * 4096 + PCACHE * sizeof(uintptr_t));
   if (f->scratch) hci_os_unmap(f->scratch, SCRATCH_MAP);
 }
 
@@ -419,7 +424,70 @@ static inline void scan_checked(flood_t *f, uintptr_t lo, uintptr_t hi, int mode
  * frontier page costs a page fault). */
 #define CHUNK ((size_t)4096)
 
+/* [lo, hi) lies in one readable mapping of the snapshot (bat_lo/bat_hi:
+ * the last one found). */
+static bool in_readable(flood_t *f, uintptr_t lo, uintptr_t hi) {
+  if (lo >= f->bat_lo && hi <= f->bat_hi) return true;
+  size_t a = 0, b = f->nr;
+  while (a < b) {
+    size_t mid = a + (b - a) / 2;
+    if (f->rhi[mid] <= lo) a = mid + 1;
+    else b = mid;
+  }
+  if (a == f->nr || f->rlo[a] > lo || hi > f->rhi[a]) return false;
+  f->bat_lo = f->rlo[a];
+  f->bat_hi = f->rhi[a];
+  return true;
+}
+
+/* The copy of the page at page (hci_os_read, once while it stays in the
+ * direct-mapped cache), or NULL when it cannot be read. */
+static const uint8_t *page_copy(flood_t *f, uintptr_t page) {
+  size_t i = (size_t)(page >> 12) & (PCACHE - 1);
+  uint8_t *d = f->pcache + i * 4096;
+  if (f->pc_page[i] == page) return d;
+  f->pc_page[i] = 0;
+  if (hci_os_read(d, page, 4096) != 4096) return NULL;
+  f->pc_page[i] = page;
+  return d;
+}
+
+/* The main flood while a thread runs (careful): every object is read from
+ * copies of its pages, each page copied once with one process_vm_readv
+ * (objects are small and packed: a syscall per object would cost 10 times
+ * as much).  Objects not inside one readable mapping go through scan_slow. */
+static hc_noinline void drain_careful(flood_t *f) {
+  if (!f->pcache) {
+    f->pcache = hci_os_map(PCACHE * 4096 + PCACHE * sizeof(uintptr_t));
+    if (f->pcache) f->pc_page = (uintptr_t *)(f->pcache + PCACHE * 4096);
+  }
+  while (f->sp) {
+    work_t w = f->stack[--f->sp];
+    if (w.size > CHUNK && f->p->align == (int)sizeof(uintptr_t)) {
+      push(f, w.lo + CHUNK, w.size - CHUNK);
+      w.size = CHUNK;
+    }
+    uintptr_t hi = w.lo + w.size;
+    /* Words that cross a page boundary need unaligned pointers (align < 8). */
+    if (!f->pcache || f->p->align != (int)sizeof(uintptr_t) || !in_readable(f, w.lo, hi)) {
+      scan_slow(f, w.lo, hi, 0, 0);
+      continue;
+    }
+    for (uintptr_t a = w.lo; a < hi;) {
+      uintptr_t page = a & ~(uintptr_t)4095, e = page + 4096 < hi ? page + 4096 : hi;
+      const uint8_t *d = page_copy(f, page);
+      if (d) scan_main(f, a, e, (uintptr_t)d - page);
+      else skipped(f, a, e - a);
+      a = e;
+    }
+  }
+}
+
 static void drain(flood_t *f) {
+  if (f->careful && !f->covered_mode) {
+    drain_careful(f);
+    return;
+  }
   while (f->sp) {
     work_t w = f->stack[--f->sp];
     if (f->sp) __builtin_prefetch((const void *)f->stack[f->sp - 1].lo); /* next object's first line */

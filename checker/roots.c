@@ -341,28 +341,19 @@ bool hci_root_kind_unstable(const char *kind) {
 }
 
 size_t hci_copy_safe(void *dst, uintptr_t src, size_t n) {
-  /* process_vm_readv on our own pid reads through the page tables and
-   * returns a short count instead of faulting on a vanished page. */
-  pid_t pid = getpid();
+  /* hci_os_read: process_vm_readv on ourselves (or page probes where that
+   * is refused) stops at a page that is gone instead of faulting. */
   size_t done = 0;
   while (done < n) {
-    struct iovec l = {(char *)dst + done, n - done}, r = {(void *)(src + done), n - done};
-    ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
-    if (got > 0) {
-      done += (size_t)got;
-      continue;
-    }
-    if (got < 0 && (errno == ENOSYS || errno == EPERM)) {
-      memcpy((char *)dst + done, (const void *)(src + done), n - done); /* best effort */
-      return n;
-    }
+    done += hci_os_read((char *)dst + done, src + done, n - done);
+    if (done >= n) break;
     /* This page is gone: zero it and go on with the next one. */
     size_t page_end = ((src + done) | 4095) + 1 - src;
     if (page_end > n) page_end = n;
     memset((char *)dst + done, 0, page_end - done);
     done = page_end;
   }
-  return done;
+  return n;
 }
 
 /* ---------------------------------------------------------------- ld.so */
