@@ -144,8 +144,12 @@ void hci_chk_options_read(void) {
   hci_chk.test_pointer_alignment = hci_env_bool("HEAP_CHECK_TEST_POINTER_ALIGNMENT", false);
   read_alignment();
   read_max_offset();
+  /* The leak profile file is written only when asked for: a directory
+   * given, or HEAPCHECK_LEAK_PROFILE=1 (then in /tmp).  Every leaking
+   * process writing one to /tmp filled it (9.6 MB for one Ruby run). */
   const char *dir = hci_env_get("HEAP_CHECK_DUMP_DIRECTORY");
   if (dir && *dir) hci_chk.dump_dir = dir;
+  hci_chk.dump_profile = hci_env_bool("HEAPCHECK_LEAK_PROFILE", dir && *dir);
   hci_chk.run_under_gdb = hci_env_bool("HEAP_CHECK_RUN_UNDER_GDB", true);
   hci_chk.exit_code = (int)hci_env_int("HEAP_CHECK_EXIT_CODE", 1, 0, 255);
   hci_chk.keep_status = hci_env_bool("HEAPCHECK_KEEP_STATUS", false);

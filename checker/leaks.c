@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "hc_checker.h"
+#include "hc_symbolize.h"
 
 hci_lock_t hci_chk_lock;
 
@@ -457,6 +458,7 @@ __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_ensure_init();
   hci_chk_no_follow();
   if (!hci_chk.active) return;
+  hci_symbolizer_note_exe();
   hci_lock(&hci_chk_lock);
   setup_once();
   hci_unlock(&hci_chk_lock);

@@ -7,11 +7,13 @@
  *     Leak of N bytes in M objects allocated from:          (direct)
  *     \t@ <hex pc> <function file:line (module+0xoff)>
  *     Indirect leak of N bytes in M objects allocated from: (reachable only from leaks)
- *     ... pprof hint naming <dir>/<prog>.<pid>.<name>-end.heap ...
+ *     ... pprof hint naming <dir>/<prog>.<pid>.<name>-end.heap (shell-quoted
+ *         when needed), or a line saying no profile was written ...
  *     SUMMARY: heapcheck: N bytes leaked in M allocations
  * Records group objects by (allocation stack, kind); direct records come
  * first, each kind sorted by bytes.  Sizes are the requested sizes.
- * The profile file holds one line per leaked object in gperftools' heap
+ * The profile file (only with HEAP_CHECK_DUMP_DIRECTORY or
+ * HEAPCHECK_LEAK_PROFILE=1) holds one line per leaked object in gperftools' heap
  * profile v1 format plus /proc/self/maps, so google-pprof reads it.
  *
  * Runs with the world running (it symbolizes, which may take the loader
@@ -188,15 +190,48 @@ static bool write_profile(const char *path, const hci_leak_t *leaks, const bucke
 
 // ---- the report ----
 
+/* The argument as one shell word: unchanged when it has only safe
+ * characters, else in single quotes ('\'' for a quote). */
+static void shell_quote(char *buf, size_t size, const char *s) {
+  bool plain = *s != 0;
+  for (const char *p = s; *p && plain; p++)
+    plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("_-./+,:=@%", *p) != NULL;
+  size_t n = 0;
+  if (size == 0) return;
+  if (!plain && n + 1 < size) buf[n++] = '\'';
+  for (const char *p = s; *p && n + 5 < size; p++) {
+    if (*p == '\'' && !plain) {
+      memcpy(buf + n, "'\\''", 4);
+      n += 4;
+    } else {
+      buf[n++] = *p;
+    }
+  }
+  if (!plain && n + 1 < size) buf[n++] = '\'';
+  buf[n] = 0;
+}
+
 static void print_hint(hci_out_t *o, const char *path) {
   extern char *program_invocation_name;
   if (!hci_chk_log_on(HCI_LOG_WARNING)) return;
-  hci_out_printf(o,
-                 "\n\nIf the preceding stack traces are not enough to find the leaks, try running THIS shell "
-                 "command:\n\n"
-                 "pprof %s \"%s\" --inuse_objects --lines --heapcheck  --edgefraction=1e-10 --nodefraction=1e-10 "
-                 "--gv\n\n",
-                 program_invocation_name ? program_invocation_name : "<program>", path);
+  if (path) {
+    char prog[1024], file[4200];
+    shell_quote(prog, sizeof prog, program_invocation_name ? program_invocation_name : "<program>");
+    /* gperftools' form, "path", unless the path holds what double quotes
+     * do not protect. */
+    if (strpbrk(path, "\"$`\\!") == NULL) hci_snprintf(file, sizeof file, "\"%s\"", path);
+    else shell_quote(file, sizeof file, path);
+    hci_out_printf(o,
+                   "\n\nIf the preceding stack traces are not enough to find the leaks, try running THIS shell "
+                   "command:\n\n"
+                   "pprof %s %s --inuse_objects --lines --heapcheck  --edgefraction=1e-10 --nodefraction=1e-10 "
+                   "--gv\n\n",
+                   prog, file);
+  } else {
+    hci_out_printf(o, "\nNo leak profile written (set HEAP_CHECK_DUMP_DIRECTORY=<dir> or HEAPCHECK_LEAK_PROFILE=1 "
+                      "to write one for pprof)\n");
+  }
   hci_out_printf(o,
                  "If you are still puzzled about why the leaks are there, try rerunning this program with "
                  "HEAP_CHECK_TEST_POINTER_ALIGNMENT=1 and/or with HEAP_CHECK_MAX_POINTER_OFFSET=-1\n");
@@ -246,16 +281,20 @@ void hci_report_print(const hci_report_in_t *in) {
     o->fd = hci_log_stream_fd();
     if (hci_chk_log_on(HCI_LOG_ERROR)) print_records(o, in, leaks, b, nb);
     char path[4096];
-    profile_path(path, sizeof path, in->name);
-    if (!write_profile(path, leaks, b, nb, in->nleaks, in->bytes)) {
-      if (hci_chk_log_on(HCI_LOG_ERROR)) {
-        hci_out_printf(o, "Failed dumping filtered heap profile to %s\n", path);
-        hci_out_printf(o, "Could not write pprof profile to %s\n", path);
+    bool written = false;
+    if (hci_chk.dump_profile) {
+      profile_path(path, sizeof path, in->name);
+      written = write_profile(path, leaks, b, nb, in->nleaks, in->bytes);
+      if (!written) {
+        if (hci_chk_log_on(HCI_LOG_ERROR)) {
+          hci_out_printf(o, "Failed dumping filtered heap profile to %s\n", path);
+          hci_out_printf(o, "Could not write pprof profile to %s\n", path);
+        }
+      } else if (hci_chk_log_on(1)) {
+        hci_out_printf(o, "heapcheck: leak profile written to %s\n", path);
       }
-    } else if (hci_chk_log_on(1)) {
-      hci_out_printf(o, "heapcheck: leak profile written to %s\n", path);
     }
-    print_hint(o, path);
+    print_hint(o, written || hci_chk.dump_profile ? path : NULL);
     hci_out_flush(o);
   }
   hci_supp_print_used();

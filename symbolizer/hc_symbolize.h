@@ -34,6 +34,8 @@ typedef struct hci_frame {
   uintptr_t function_offset;  /* pc - symbol start */
   const char *file;           /* source file from .debug_line or NULL */
   int line;                   /* 0 if unknown */
+  bool unloaded;              /* the module was dlclose'd since */
+  const char *build_id;       /* of an unloaded module (hex), or NULL */
 } hci_frame_t;
 
 /* pc is treated as a return address: function and line are those of the
@@ -50,6 +52,12 @@ int hci_format_frame(char *buf, size_t size, const hci_frame_t *f);
 int hci_symbolize_func_ranges(uintptr_t in_module, const char *const *names, uintptr_t *lo, uintptr_t *hi, int max);
 /* Drops caches and unmaps files (e.g. after dlclose). */
 void hci_symbolizer_reset(void);
+/* Saves the executable's path (at start-up, from the checker's constructor)
+ * for when /proc/self/exe is gone (pthread_exit from main). */
+void hci_symbolizer_note_exe(void);
+/* Takes note of the loaded modules (called just before dlclose), so those
+ * it unloads stay known to the symbolizer. */
+void hci_symbolizer_before_dlclose(void);
 
 /* ======================= internal: elf_reader.c ======================= */
 /* A validated ELF64 little-endian image.  Headers are read with memcpy, so

@@ -4,12 +4,16 @@
  *  - Modules come from dl_iterate_phdr: the main executable (dlpi_name ""
  *    -> /proc/self/exe), shared libraries, dlopen'ed modules and the vdso
  *    (no file: its in-memory image is read).  The list is rebuilt when the
- *    loader's dlpi_adds/dlpi_subs counters change.
+ *    loader's dlpi_adds/dlpi_subs counters change, and just before every
+ *    dlclose (dlclose_hook.c), so a module unloaded before the report is
+ *    still known: its frames print "(name+0xoff, unloaded, build-id ...)",
+ *    symbolized from its file when the build-id still matches.
  *  - A module's file is mapped and parsed lazily, on the first lookup that
  *    lands in it.  Symbols come from .symtab, else from a separate debug
  *    file (build-id, then .gnu_debuglink with its CRC), else .dynsym; lines
  *    from .debug_line of the file or of its debug file.
- *  - C++ names go through __cxa_demangle when the process has libstdc++.
+ *  - C++ names go through libstdc++'s __cxa_demangle, loaded on demand
+ *    (once, never unloaded) when the process has no libstdc++.
  *  - Results are cached per pc; file and demangled names are interned.
  *
  * Invariants:
@@ -90,7 +94,8 @@ static struct {
   ptrmap_t demangled;             /* mangled name pointer -> demangled string */
   ptrmap_t strings;               /* string hash -> chain of interned strings */
   demangle_fn demangle;
-  void *libstdcxx;                /* RTLD_NOLOAD handle that keeps demangle valid */
+  void *libstdcxx;                /* handle that keeps demangle valid */
+  bool libstdcxx_ours;            /* loaded by us on demand: kept loaded for good */
   bool demangle_looked_up;
   bool atfork_done;
 } S;
@@ -236,6 +241,36 @@ static void read_mem_build_id(module_t *m, const struct dl_phdr_info *info) {
   }
 }
 
+/* The executable's path saved at start (hci_symbolizer_note_exe), for when
+ * /proc/self/exe is gone: after pthread_exit from main the thread group
+ * leader is a zombie and its /proc/self/exe link cannot be read. */
+static char saved_exe[PATH_BUF];
+
+void hci_symbolizer_note_exe(void) {
+  ssize_t n = readlink("/proc/self/exe", saved_exe, sizeof saved_exe - 1);
+  saved_exe[n > 0 ? n : 0] = 0;
+}
+
+/* The link to the running executable that works now: /proc/self/exe, or
+ * /proc/thread-self/exe when the main thread has exited. */
+static const char *exe_link(void) {
+  char tmp[8];
+  if (readlink("/proc/self/exe", tmp, sizeof tmp) > 0) return "/proc/self/exe";
+  if (readlink("/proc/thread-self/exe", tmp, sizeof tmp) > 0) return "/proc/thread-self/exe";
+  return NULL;
+}
+
+/* The executable's path, for printing. */
+static const char *exe_path(char *buf, size_t size) {
+  const char *link = exe_link();
+  ssize_t n = link ? readlink(link, buf, size - 1) : -1;
+  if (n > 0) {
+    buf[n] = 0;
+    return buf;
+  }
+  return saved_exe[0] ? saved_exe : "/proc/self/exe";
+}
+
 /* dl_iterate_phdr callback: matches each loaded object with a known module
  * or creates one.  Runs under the loader lock: no file I/O here. */
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -258,9 +293,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   if (is_vdso) {
     name = "[vdso]";
   } else if (is_main) {
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = 0;
-    name = n > 0 ? exe : "/proc/self/exe";
+    name = exe_path(exe, sizeof exe);
   }
   for (module_t **pp = &S.modules; *pp; pp = &(*pp)->next) {
     module_t *m = *pp;
@@ -320,10 +353,20 @@ static void refresh_modules(void) {
   if (S.scanned && c.ok && c.adds == S.adds && c.subs == S.subs) return;
   module_t *fresh = NULL;
   dl_iterate_phdr(scan_cb, &fresh);
-  /* What was not seen was unloaded: retire it (its strings may be in use). */
+  /* What was not seen was unloaded: retire it (its strings may be in use,
+   * and frames recorded while it was loaded are still symbolized from it).
+   * The same module unloaded again (a dlopen/dlclose loop) is kept once. */
   while (S.modules) {
     module_t *m = S.modules;
     S.modules = m->next;
+    bool dup = false;
+    for (module_t *r = S.retired; r && !dup; r = r->next)
+      dup = same_module(r, m->name, m->base, m->lo) && r->build_id_len == m->build_id_len &&
+            memcmp(r->build_id, m->build_id, m->build_id_len) == 0;
+    if (dup && !m->loaded) {
+      hci_meta_free(m, sizeof *m);
+      continue;
+    }
     m->next = S.retired;
     S.retired = m;
   }
@@ -337,14 +380,35 @@ static void refresh_modules(void) {
   if (S.demangle == NULL) S.demangle_looked_up = false;
 }
 
-static module_t *find_module(uintptr_t addr) {
-  for (module_t *m = S.modules; m; m = m->next) {
+static module_t *find_in(module_t *list, uintptr_t addr) {
+  for (module_t *m = list; m; m = m->next) {
     if (addr < m->lo || addr >= m->hi) continue;
     if (m->nseg == 0) return m;
     for (unsigned i = 0; i < m->nseg; i++)
       if (addr >= m->seg[i].lo && addr < m->seg[i].hi) return m;
   }
   return NULL;
+}
+
+/* A loaded module first; else one unloaded since (the most recent first):
+ * an address reused by a later load belongs to the module loaded now. */
+static module_t *find_module(uintptr_t addr, bool *unloaded) {
+  module_t *m = find_in(S.modules, addr);
+  *unloaded = m == NULL;
+  return m ? m : find_in(S.retired, addr);
+}
+
+static const char *build_id_hex(const module_t *m) {
+  if (m->build_id_len == 0) return NULL;
+  char hex[2 * MAX_BUILD_ID + 1];
+  for (size_t i = 0; i < m->build_id_len; i++) hci_snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
+  return intern(hex);
+}
+
+void hci_symbolizer_before_dlclose(void) {
+  hci_lock(&S.lock);
+  refresh_modules();
+  hci_unlock(&S.lock);
 }
 
 /* ---- loading a module ---- */
@@ -434,8 +498,11 @@ static void load_module(module_t *m) {
     if (!open_vdso(m)) return;
   } else {
     /* The main program through /proc/self/exe: right even if its path was
-     * replaced or deleted since it started. */
-    if (!hci_elf_open_file(&m->elf, m->is_main ? "/proc/self/exe" : m->name, &dev, &ino)) return;
+     * replaced or deleted since it started (the build-id check below
+     * guards the path fallback). */
+    const char *file = m->name;
+    if (m->is_main && exe_link()) file = exe_link();
+    if (!hci_elf_open_file(&m->elf, file, &dev, &ino)) return;
     const uint8_t *fid;
     size_t flen;
     if (m->build_id_len && hci_elf_build_id(&m->elf, &fid, &flen) &&
@@ -482,6 +549,15 @@ static const char *demangle(const char *name) {
       /* libstdc++ pulled in by a RTLD_LOCAL dlopen is not in the global
        * scope; take it only if already loaded, and keep it loaded. */
       S.libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+      if (S.libstdcxx == NULL) {
+        /* A program without libstdc++ (C, or C++ symbols via asm labels,
+         * or a static libstdc++ without the demangler): load it now, once,
+         * privately, and never unload it (its destructors and EH pool stay
+         * consistent).  The world is running here (reports and suppression
+         * matching symbolize after the threads resumed). */
+        S.libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        S.libstdcxx_ours = S.libstdcxx != NULL;
+      }
       if (S.libstdcxx) S.demangle = (demangle_fn)(uintptr_t)dlsym(S.libstdcxx, "__cxa_demangle");
     }
   }
@@ -496,6 +572,21 @@ static const char *demangle(const char *name) {
   free(d); /* __cxa_demangle's result comes from malloc */
   map_put(&S.demangled, (uintptr_t)name, (void *)(uintptr_t)out);
   return out;
+}
+
+/* "__libc_start_main@@GLIBC_2.34" -> "__libc_start_main": the symbol
+ * version of a .symtab name is not part of the function's name (and would
+ * keep suppressions from matching).  Interned; the name itself if none. */
+static const char *unversioned(const char *name) {
+  const char *at = strchr(name, '@');
+  if (at == NULL || at == name) return name;
+  char buf[1024];
+  size_t n = (size_t)(at - name);
+  if (n >= sizeof buf) return name;
+  memcpy(buf, name, n);
+  buf[n] = 0;
+  const char *s = intern(buf);
+  return s ? s : name;
 }
 
 /* Lexically removes "." and "dir/.." from an absolute path, in place:
@@ -530,15 +621,20 @@ static void normalize_path(char *p) {
 /* ---- public interface ---- */
 
 static void lookup(uintptr_t pc, hci_frame_t *f) {
-  module_t *m = find_module(pc - 1);
+  bool unloaded;
+  module_t *m = find_module(pc - 1, &unloaded);
   if (m == NULL) return;
   f->module = m->name;
+  if (unloaded) {
+    f->unloaded = true;
+    f->build_id = build_id_hex(m);
+  }
   f->module_offset = pc - m->base;
   if (!m->loaded) load_module(m);
   uint64_t addr = (uint64_t)(pc - 1 - m->base);
   const hci_sym_t *s = hci_symtab_find(&m->syms, addr);
   if (s) {
-    f->function = demangle(s->name);
+    f->function = demangle(unversioned(s->name));
     f->function_offset = (uintptr_t)(addr + 1 - s->addr);
   }
   char file[PATH_BUF];
@@ -616,7 +712,9 @@ int hci_format_frame(char *buf, size_t size, const hci_frame_t *f) {
     if (f->line > 0) EMIT("%s:%d ", f->file, f->line);
     else EMIT("%s ", f->file);
   }
-  EMIT("(%s+0x%lx)", f->module ? f->module : "?", (unsigned long)f->module_offset);
+  EMIT("(%s+0x%lx", f->module ? f->module : "?", (unsigned long)f->module_offset);
+  if (f->unloaded) EMIT(f->build_id ? ", unloaded, build-id %s)" : ", unloaded)", f->build_id);
+  else EMIT(")");
 #undef EMIT
   return (int)n;
 }
@@ -636,10 +734,12 @@ void hci_symbolizer_reset(void) {
   map_free(&S.demangled);
   map_free(&S.strings);
   arena_free_all();
-  if (S.libstdcxx) dlclose(S.libstdcxx);
-  S.libstdcxx = NULL;
-  S.demangle = NULL;
-  S.demangle_looked_up = false;
+  if (S.libstdcxx && !S.libstdcxx_ours) {
+    dlclose(S.libstdcxx);
+    S.libstdcxx = NULL;
+    S.demangle = NULL;
+    S.demangle_looked_up = false;
+  }
   S.scanned = false;
   hci_unlock(&S.lock);
 }

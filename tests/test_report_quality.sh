@@ -1,0 +1,146 @@
+#!/bin/sh
+# test_report_quality.sh - the smaller report-quality points of issue 10
+# (point 9), each on a real program whose exit status and report are read.
+#
+# Usage: test_report_quality.sh LIBHEAPCHECK.so
+# Environment: HC_CC = the C compiler command (fixtures compiled here).
+#
+# Checks:
+#  - a C++ name in a program without libstdc++ is demangled (app::make()),
+#    and a leak:app::make suppression matches it;
+#  - frames in a module dlclose'd before the report name the module and its
+#    build-id, with function and line;
+#  - after pthread_exit from main, the executable's frames are symbolized
+#    (/proc/self/exe is gone then);
+#  - no symbol version (@@GLIBC_2.34) in a report (test_symbolize names
+#    __libc_start_main itself);
+#  - the pprof hint shell-quotes a program name with a space;
+#  - a leak profile is written only with HEAP_CHECK_DUMP_DIRECTORY or
+#    HEAPCHECK_LEAK_PROFILE=1, and the report says when none was written.
+# Exit 0 when all pass.
+
+. "$(dirname "$0")/expect.sh"
+
+lib=${1:?usage: test_report_quality.sh LIBHEAPCHECK.so}
+CC_CMD=${HC_CC:-cc}
+expect_private_env hc_quality
+tmp=$dump
+unset HEAP_CHECK_DUMP_DIRECTORY
+
+run() {
+  cur="$*"
+  out=$(env LD_PRELOAD="$lib" HEAPCHECK=normal "$@" 2>&1)
+  rc=$?
+}
+# shellcheck disable=SC2086 # HC_CC may be a command with arguments
+cc_fixture() { $CC_CMD -g -O1 -fno-omit-frame-pointer "$@" 2>>"$tmp/cc.log" || { cat "$tmp/cc.log"; echo "FAIL: cannot compile $*"; exit 1; }; }
+
+# ---- C++ names without libstdc++ ----
+cat >"$tmp/mangled.c" <<'EOF'
+#include <stdlib.h>
+static void *volatile sink;
+/* The C++ symbol app::make() from C: the process has no libstdc++. */
+__attribute__((noinline)) void app_make(void) __asm__("_ZN3app4makeEv");
+void app_make(void) { sink = malloc(55); sink = NULL; }
+int main(void) { app_make(); return 0; }
+EOF
+cc_fixture -o "$tmp/mangled" "$tmp/mangled.c"
+run "$tmp/mangled"
+expect_rc 1
+has_re "^	@ [0-9a-f]+ app::make\(\) .*mangled\.c:5 "
+lacks "_ZN3app4makeEv"
+printf 'leak:app::make\n' >"$tmp/app.supp"
+run HEAPCHECK_SUPPRESSIONS="$tmp/app.supp" "$tmp/mangled"
+expect_rc 0
+lacks "Leak of 55 bytes"
+
+# ---- a module unloaded before the report ----
+cat >"$tmp/module.c" <<'EOF'
+#include <stdlib.h>
+static void *volatile sink;
+__attribute__((noinline)) void module_leak_site(void) { sink = malloc(66); sink = NULL; }
+void module_entry(void) { module_leak_site(); }
+EOF
+cat >"$tmp/dlclose_main.c" <<'EOF'
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  void *h = dlopen(argv[1], RTLD_NOW);
+  if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
+  void (*f)(void) = (void (*)(void))dlsym(h, "module_entry");
+  f();
+  return dlclose(h) == 0 ? 0 : 3;
+}
+EOF
+cc_fixture -shared -fPIC -Wl,--build-id -o "$tmp/module.so" "$tmp/module.c"
+cc_fixture -o "$tmp/dlclose_main" "$tmp/dlclose_main.c" -ldl
+id=$(readelf -n "$tmp/module.so" 2>/dev/null | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p')
+run "$tmp/dlclose_main" "$tmp/module.so"
+expect_rc 1
+has "Leak of 66 bytes in 1 objects"
+has_re "^	@ [0-9a-f]+ module_leak_site .*module\.c:3 \($tmp/module\.so\+0x[0-9a-f]+, unloaded, build-id $id\)$"
+has_re "^	@ [0-9a-f]+ module_entry .*\(\S*module\.so\+0x[0-9a-f]+, unloaded"
+lacks "(?+0x"
+
+# ---- pthread_exit from main ----
+cat >"$tmp/pexit.c" <<'EOF'
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+static void *volatile sink;
+__attribute__((noinline)) void thread_leak_site(void) { sink = malloc(77); sink = NULL; }
+static void *worker(void *a) {
+  (void)a;
+  thread_leak_site();
+  /* Until the main thread is gone (its /proc/self/exe link with it). */
+  char b[16];
+  for (int i = 0; i < 20000 && readlink("/proc/self/exe", b, sizeof b) > 0; i++) usleep(1000);
+  return NULL;
+}
+int main(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, worker, NULL);
+  pthread_exit(NULL);
+}
+EOF
+cc_fixture -pthread -o "$tmp/pexit" "$tmp/pexit.c"
+run "$tmp/pexit"
+expect_rc 1
+has "Leak of 77 bytes in 1 objects"
+has_re "^	@ [0-9a-f]+ thread_leak_site .*pexit\.c:5 \($tmp/pexit\+0x[0-9a-f]+\)$"
+has_re "^	@ [0-9a-f]+ worker "
+lacks "/proc/self/exe+"
+
+# ---- symbol versions, pprof hint quoting, leak profile files ----
+cp "$(dirname "$0")/launcher_fixtures/leaky.c" "$tmp/leaky.c"
+cc_fixture -o "$tmp/leaky" "$tmp/leaky.c"
+run "$tmp/leaky"
+expect_rc 1
+lacks "@@GLIBC"   # (test_symbolize checks __libc_start_main by name)
+has "No leak profile written (set HEAP_CHECK_DUMP_DIRECTORY=<dir> or HEAPCHECK_LEAK_PROFILE=1 to write one for pprof)"
+lacks "pprof "
+pid_files() { ls /tmp 2>/dev/null | grep -c "^$1\.[0-9]*\._main_-end\.heap$"; }
+cp "$tmp/leaky" "$tmp/hc quality leaky"
+before=$(pid_files "hc quality leaky")
+run "$tmp/hc quality leaky"
+expect_rc 1
+cur="no profile in /tmp without HEAP_CHECK_DUMP_DIRECTORY"
+checks=$((checks + 1))
+[ "$(pid_files "hc quality leaky")" = "$before" ] || fail "a profile was written to /tmp"
+mkdir "$tmp/dumps"
+run HEAP_CHECK_DUMP_DIRECTORY="$tmp/dumps" "$tmp/hc quality leaky"
+expect_rc 1
+has_re "^pprof '$tmp/hc quality leaky' \"$tmp/dumps/hc quality leaky\.[0-9]+\._main_-end\.heap\" --inuse_objects"
+out=$(ls "$tmp/dumps")
+has_re "^hc quality leaky\.[0-9]+\._main_-end\.heap$"
+run HEAPCHECK_LEAK_PROFILE=1 "$tmp/hc quality leaky"
+expect_rc 1
+has_re "^pprof '$tmp/hc quality leaky' \"/tmp/hc quality leaky\.[0-9]+\._main_-end\.heap\""
+f=$(printf '%s\n' "$out" | sed -n 's/^pprof .* "\(\/tmp\/hc quality leaky\.[0-9]*\._main_-end\.heap\)".*/\1/p')
+cur="HEAPCHECK_LEAK_PROFILE=1 writes $f"
+checks=$((checks + 1))
+[ -n "$f" ] && [ -s "$f" ] || fail "no profile $f"
+[ -n "$f" ] && rm -f "$f"
+
+finish test_report_quality
