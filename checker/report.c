@@ -120,12 +120,17 @@ static void print_frames(hci_out_t *o, uint32_t stack_id, bool symbolize) {
   }
   for (int i = 0; i < n; i++) {
     char text[1024] = "";
-    if (symbolize) {
-      hci_frame_t fr;
-      hci_symbolize(pcs[i], &fr);
-      hci_format_frame(text, sizeof text, &fr);
+    if (!symbolize) {
+      hci_out_printf(o, "\t@ %lx\n", (unsigned long)pcs[i]);
+      continue;
     }
-    hci_out_printf(o, "\t@ %lx %s\n", (unsigned long)pcs[i], text);
+    hci_frame_t fr;
+    hci_symbolize(pcs[i], &fr);
+    /* Inlined code: one line per function, innermost first, same pc. */
+    for (const hci_frame_t *f = &fr; f; f = f->caller) {
+      hci_format_frame(text, sizeof text, f);
+      hci_out_printf(o, "\t@ %lx %s\n", (unsigned long)pcs[i], text);
+    }
   }
 }
 

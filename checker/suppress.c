@@ -200,10 +200,12 @@ static int match_stack(uint32_t id) {
   for (int i = 0; i < n; i++) {
     hci_frame_t fr;
     hci_symbolize(pcs[i], &fr);
-    for (int k = 0; k < S.nrules; k++) {
-      const rule_t *r = &S.rules[k];
-      if (rule_matches(r, fr.function) || rule_matches(r, fr.file) || rule_matches(r, fr.module)) return k;
-    }
+    /* Every function of the pc: inlined ones and the one they were inlined into. */
+    for (const hci_frame_t *f = &fr; f; f = f->caller)
+      for (int k = 0; k < S.nrules; k++) {
+        const rule_t *r = &S.rules[k];
+        if (rule_matches(r, f->function) || rule_matches(r, f->file) || rule_matches(r, f->module)) return k;
+      }
   }
   return -1;
 }

@@ -239,6 +239,9 @@ bool hci_elf_dwarf_sections(const hci_elf_t *e, hci_dwarf_sects_t *out) {
       {".debug_abbrev", offsetof(hci_dwarf_sects_t, abbrev), offsetof(hci_dwarf_sects_t, abbrev_size)},
       {".debug_str_offsets", offsetof(hci_dwarf_sects_t, str_offsets),
        offsetof(hci_dwarf_sects_t, str_offsets_size)},
+      {".debug_addr", offsetof(hci_dwarf_sects_t, addr), offsetof(hci_dwarf_sects_t, addr_size)},
+      {".debug_ranges", offsetof(hci_dwarf_sects_t, ranges), offsetof(hci_dwarf_sects_t, ranges_size)},
+      {".debug_rnglists", offsetof(hci_dwarf_sects_t, rnglists), offsetof(hci_dwarf_sects_t, rnglists_size)},
   };
   for (size_t i = 0; i < sizeof more / sizeof *more; i++) {
     if (!hci_elf_section(e, more[i].name, &s)) continue;
@@ -452,6 +455,14 @@ int hci_elf_probe_buffer(const void *data, size_t size) {
       const hci_line_seq_t *q = &idx.seqs[k];
       if (hci_dwarf_lookup(&idx, &ds, q->lo, file, sizeof file, &line)) found++;
       if (hci_dwarf_lookup(&idx, &ds, q->lo + (q->hi - q->lo) / 2, file, sizeof file, &line)) found++;
+      size_t unit;
+      uint64_t info;
+      hci_inline_t inl[8];
+      if (k < 32 && hci_dwarf_unit_at(&idx, q->lo + (q->hi - q->lo) / 2, &unit, &info)) {
+        int ni = hci_dwarf_inlined(&ds, info, q->lo + (q->hi - q->lo) / 2, inl, 8);
+        for (int i = 0; i < ni; i++)
+          if (hci_dwarf_file(&idx, &ds, unit, inl[i].call_file, file, sizeof file)) found++;
+      }
     }
     hci_dwarf_lookup(&idx, &ds, 0, file, sizeof file, &line);
     found += (int)idx.ncus;

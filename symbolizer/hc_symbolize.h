@@ -7,6 +7,8 @@
  *   elf_reader.c  ELF64 images (mapped files or memory): sections, notes,
  *                 symbol tables; every offset is checked against the size.
  *   dwarf_line.c  .debug_line (DWARF 2-5) index and address -> file:line.
+ *   dwarf_inline.c .debug_info inlined-call chains (dwarf_cursor.h: the
+ *                 bounded reads both DWARF readers share).
  *   symbolize.c   modules from dl_iterate_phdr, separate debug files,
  *                 demangling, the per-pc cache and the public calls below.
  *
@@ -36,6 +38,11 @@ typedef struct hci_frame {
   int line;                   /* 0 if unknown */
   bool unloaded;              /* the module was dlclose'd since */
   const char *build_id;       /* of an unloaded module (hex), or NULL */
+  /* Inlined code: this frame is the inlined function at its own line, and
+   * caller the function it was inlined into, at the call's line (same pc;
+   * a chain ending at the real function, whose caller is NULL). */
+  bool inlined;
+  const struct hci_frame *caller;
 } hci_frame_t;
 
 /* pc is treated as a return address: function and line are those of the
@@ -44,7 +51,7 @@ typedef struct hci_frame {
  * name was found.  Strings stay valid until hci_symbolizer_reset(). */
 bool hci_symbolize(uintptr_t pc, hci_frame_t *out);
 /* "func file:line (module+0xoff)", parts omitted when unknown, module+offset
- * always present.  snprintf semantics: returns the length it wanted. */
+ * always present, " [inlined]" after a frame that was inlined.  snprintf semantics: returns the length it wanted. */
 int hci_format_frame(char *buf, size_t size, const hci_frame_t *f);
 /* The address ranges [lo, hi) of the functions named in names (NULL-ended)
  * in the symbol table of the module containing in_module; returns how many
@@ -148,6 +155,13 @@ typedef struct hci_dwarf_sects {
   size_t abbrev_size;
   const uint8_t *str_offsets; /* .debug_str_offsets (DWARF 5 strx forms) */
   size_t str_offsets_size;
+  /* For inlined frames (dwarf_inline.c); all may be NULL. */
+  const uint8_t *addr;        /* .debug_addr (DWARF 5 addrx forms) */
+  size_t addr_size;
+  const uint8_t *ranges;      /* .debug_ranges (DWARF 2-4) */
+  size_t ranges_size;
+  const uint8_t *rnglists;    /* .debug_rnglists (DWARF 5) */
+  size_t rnglists_size;
 } hci_dwarf_sects_t;
 
 /* One sequence of a line-number program: the address range it covers and
@@ -161,7 +175,8 @@ typedef struct hci_line_seq {
 /* A line-table unit's compilation directory, from .debug_info. */
 typedef struct hci_line_cu {
   uint64_t line_off;          /* DW_AT_stmt_list: offset of the unit in .debug_line */
-  const char *comp_dir;       /* inside a debug section */
+  const char *comp_dir;       /* inside a debug section; may be NULL */
+  uint64_t info_off;          /* the compilation unit's offset in .debug_info */
 } hci_line_cu_t;
 
 typedef struct hci_line_index {
@@ -176,6 +191,21 @@ typedef struct hci_line_index {
 /* Runs every line program once and records its sequences.  Returns false
  * when nothing usable was found (the index is then empty). */
 bool hci_dwarf_index_build(hci_line_index_t *idx, const hci_dwarf_sects_t *s);
+/* The line-table unit holding addr and its compilation unit in .debug_info. */
+bool hci_dwarf_unit_at(const hci_line_index_t *idx, uint64_t addr, size_t *line_unit, uint64_t *info_off);
+/* The name of file `index` of the line-table unit at line_unit. */
+bool hci_dwarf_file(const hci_line_index_t *idx, const hci_dwarf_sects_t *s, size_t line_unit, uint64_t index,
+                    char *out, size_t size);
+
+/* ======================= internal: dwarf_inline.c ======================= */
+typedef struct hci_inline {
+  const char *function;       /* the inlined function (linkage or plain name), may be NULL */
+  uint64_t call_file;         /* where it was inlined: file index in the unit's line table */
+  uint64_t call_line;
+} hci_inline_t;
+/* The inlined calls whose ranges hold addr in the compilation unit at
+ * info_off, outermost first; how many were written (<= max). */
+int hci_dwarf_inlined(const hci_dwarf_sects_t *s, uint64_t info_off, uint64_t addr, hci_inline_t *out, int max);
 /* File and line of the row covering addr.  The file name is joined with its
  * directory when relative and written to file (truncated to file_size).
  * Returns false when addr is not covered; *line may be 0 with a file. */

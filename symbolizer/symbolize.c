@@ -618,6 +618,56 @@ static void normalize_path(char *p) {
   p[out] = 0;
 }
 
+/* ---- inlined frames ---- */
+
+#define MAX_INLINED 16
+
+static void set_call_site(module_t *m, size_t unit, const hci_inline_t *in, hci_frame_t *f) {
+  char file[PATH_BUF];
+  f->file = NULL;
+  f->line = 0;
+  if (!hci_dwarf_file(&m->lines, &m->dw, unit, in->call_file, file, sizeof file)) return;
+  normalize_path(file);
+  if (file[0]) f->file = intern(file);
+  f->line = f->file && in->call_line <= 0x7fffffff ? (int)in->call_line : 0;
+}
+
+/* f holds the real function (symbol) at the line table's line.  When addr
+ * is inside inlined code, f becomes the innermost inlined function at that
+ * line, and a chain of callers (arena) leads out to the real function, each
+ * at the line of the call that was inlined. */
+static void expand_inlined(module_t *m, uint64_t addr, hci_frame_t *f) {
+  size_t unit;
+  uint64_t info;
+  hci_inline_t in[MAX_INLINED];
+  if (!hci_dwarf_unit_at(&m->lines, addr, &unit, &info)) return;
+  int n = hci_dwarf_inlined(&m->dw, info, addr, in, MAX_INLINED);
+  if (n <= 0) return;
+  hci_frame_t *chain = arena_alloc((size_t)n * sizeof *chain);
+  if (chain == NULL) return;
+  /* chain[n-1] is the real function, chain[i] the function in[i+1] was
+   * inlined into... built from the outside in. */
+  for (int i = 0; i < n; i++) {
+    chain[i] = *f;
+    chain[i].caller = i + 1 < n ? &chain[i + 1] : NULL;
+    chain[i].inlined = i + 1 < n;
+  }
+  /* chain[n-1]: the real function, at the call site of in[0]. */
+  set_call_site(m, unit, &in[0], &chain[n - 1]);
+  /* chain[n-1-k] (k >= 1): in[k-1]'s function, at the call site of in[k]. */
+  for (int k = 1; k < n; k++) {
+    hci_frame_t *c = &chain[n - 1 - k];
+    c->function = in[k - 1].function ? demangle(unversioned(in[k - 1].function)) : NULL;
+    c->function_offset = 0;
+    set_call_site(m, unit, &in[k], c);
+  }
+  /* f: the innermost inlined function at the line table's line. */
+  f->function = in[n - 1].function ? demangle(unversioned(in[n - 1].function)) : NULL;
+  f->function_offset = 0;
+  f->inlined = true;
+  f->caller = &chain[0];
+}
+
 /* ---- public interface ---- */
 
 static void lookup(uintptr_t pc, hci_frame_t *f) {
@@ -644,6 +694,7 @@ static void lookup(uintptr_t pc, hci_frame_t *f) {
     if (file[0]) f->file = intern(file);
     f->line = f->file ? line : 0;
   }
+  if (m->lines.n) expand_inlined(m, addr, f);
 }
 
 /* fork: the child gets the state consistent and the lock free.  Registered
@@ -715,6 +766,7 @@ int hci_format_frame(char *buf, size_t size, const hci_frame_t *f) {
   EMIT("(%s+0x%lx", f->module ? f->module : "?", (unsigned long)f->module_offset);
   if (f->unloaded) EMIT(f->build_id ? ", unloaded, build-id %s)" : ", unloaded)", f->build_id);
   else EMIT(")");
+  if (f->inlined) EMIT(" [inlined]");
 #undef EMIT
   return (int)n;
 }

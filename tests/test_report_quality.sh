@@ -12,6 +12,9 @@
 #    build-id, with function and line;
 #  - after pthread_exit from main, the executable's frames are symbolized
 #    (/proc/self/exe is gone then);
+#  - inlined frames: the inlined functions with their lines, then the
+#    function they were inlined into at the call's line, same pc; a
+#    suppression naming an inlined function matches;
 #  - no symbol version (@@GLIBC_2.34) in a report (test_symbolize names
 #    __libc_start_main itself);
 #  - the pprof hint shell-quotes a program name with a space;
@@ -111,6 +114,42 @@ has "Leak of 77 bytes in 1 objects"
 has_re "^	@ [0-9a-f]+ thread_leak_site .*pexit\.c:5 \($tmp/pexit\+0x[0-9a-f]+\)$"
 has_re "^	@ [0-9a-f]+ worker "
 lacks "/proc/self/exe+"
+
+# ---- inlined frames (DWARF inline ranges and call sites) ----
+cat >"$tmp/inlined.c" <<'EOF'
+#include <stdlib.h>
+static void *volatile sink;
+static inline __attribute__((always_inline)) void *inner_alloc(size_t n) {
+  void *p = malloc(n);
+  return p;
+}
+static inline __attribute__((always_inline)) void middle(void) {
+  sink = inner_alloc(88);
+  sink = NULL;
+}
+__attribute__((noinline)) void outer_fn(void) {
+  middle();
+}
+int main(void) { outer_fn(); return 0; }
+EOF
+# shellcheck disable=SC2086
+$CC_CMD -g -O2 -fno-omit-frame-pointer -o "$tmp/inlined" "$tmp/inlined.c" 2>>"$tmp/cc.log" || { cat "$tmp/cc.log"; exit 1; }
+run "$tmp/inlined"
+expect_rc 1
+has "Leak of 88 bytes in 1 objects"
+has_re "^	@ [0-9a-f]+ inner_alloc .*inlined\.c:4 \(.*\) \[inlined\]$"
+has_re "^	@ [0-9a-f]+ middle .*inlined\.c:8 \(.*\) \[inlined\]$"
+has_re "^	@ [0-9a-f]+ outer_fn .*inlined\.c:12 \([^)]*\)$"
+has_re "^	@ [0-9a-f]+ main .*inlined\.c:14 "
+# The three lines of the inlined pc carry the same address, innermost first.
+cur="inlined frames share the pc"
+checks=$((checks + 1))
+lines=$(printf '%s\n' "$out" | sed -n 's/^	@ \([0-9a-f]*\) \(inner_alloc\|middle\|outer_fn\) .*/\1 \2/p' | tr '\n' ' ')
+pc=${lines%% *}
+[ "$lines" = "$pc inner_alloc $pc middle $pc outer_fn " ] || fail "lines: $lines"
+printf 'leak:middle\n' >"$tmp/inl.supp"
+run HEAPCHECK_SUPPRESSIONS="$tmp/inl.supp" "$tmp/inlined"
+expect_rc 0
 
 # ---- symbol versions, pprof hint quoting, leak profile files ----
 cp "$(dirname "$0")/launcher_fixtures/leaky.c" "$tmp/leaky.c"
