@@ -320,7 +320,7 @@ static void read_bases(unit_t *u, cur_t *c, const abbrev_t *ab) {
 }
 
 int hci_dwarf_inlined(const hci_dwarf_sects_t *s, uint64_t info_off, uint64_t addr, hci_inline_t *out, int max) {
-  unit_t u;
+  unit_t u = {0};
   if (max <= 0 || !open_unit(&u, s, info_off)) {
     close_unit(&u);
     return 0;
