@@ -734,7 +734,7 @@ int hci_symbolize_func_ranges(uintptr_t in_module, const char *const *names, uin
   int n = 0;
   hci_lock(&S.lock);
   refresh_modules();
-  module_t *m = find_module(in_module);
+  module_t *m = find_in(S.modules, in_module);
   if (m && !m->loaded) load_module(m);
   for (size_t i = 0; m && i < m->syms.n && n < max; i++) {
     const hci_sym_t *sym = &m->syms.syms[i];
