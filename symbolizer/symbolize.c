@@ -549,12 +549,14 @@ static const char *demangle(const char *name) {
       /* libstdc++ pulled in by a RTLD_LOCAL dlopen is not in the global
        * scope; take it only if already loaded, and keep it loaded. */
       S.libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
-      if (S.libstdcxx == NULL) {
+      if (S.libstdcxx == NULL && getauxval(AT_BASE) != 0) {
         /* A program without libstdc++ (C, or C++ symbols via asm labels,
          * or a static libstdc++ without the demangler): load it now, once,
          * privately, and never unload it (its destructors and EH pool stay
          * consistent).  The world is running here (reports and suppression
-         * matching symbolize after the threads resumed). */
+         * matching symbolize after the threads resumed).  Not in a static
+         * executable (no AT_BASE: no dynamic loader), where dlopen would
+         * bring a second libc. */
         S.libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
         S.libstdcxx_ours = S.libstdcxx != NULL;
       }
