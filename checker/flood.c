@@ -70,10 +70,9 @@ typedef struct flood {
   uintptr_t *scratch;             /* SCRATCH bytes: safe copies of unstable root ranges */
   uint8_t covered_mode;           /* drain(): main flood (0) or classification (1) */
   /* What may be read: the readable mappings of the snapshot taken with the
-   * world stopped, merged and sorted ([rlo[i], rhi[i])); cur_lo/cur_hi is
+   * world stopped, merged and sorted (rd); cur_lo/cur_hi is
    * the one the last read fell in (the fast path: two compares a range). */
-  uintptr_t *rlo, *rhi;
-  size_t nr, r_map;
+  hci_readable_t rd;
   uintptr_t cur_lo, cur_hi;
   bool careful;                   /* a thread runs: mappings may change, every read is copied */
   uintptr_t skip_end;             /* end of the last range skipped */
@@ -180,7 +179,7 @@ static void drop_marks(flood_t *f) {
   if (f->spans) hci_os_unmap(f->spans, f->spans_map);
   if (f->stack) hci_os_unmap(f->stack, f->cap * sizeof(work_t));
   if (f->ldso) hci_os_unmap(f->ldso, LDSO_CACHE * sizeof(ldso_ent_t));
-  if (f->rlo) hci_os_unmap(f->rlo, f->r_map);
+  hci_readable_free(&f->rd);
   if (f->pcache) hci_os_unmap(f->pcache, PCACHE * 4096 + PCACHE * sizeof(uintptr_t));
   if (f->scratch) hci_os_unmap(f->scratch, SCRATCH_MAP);
 }
@@ -319,24 +318,7 @@ static void scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr
  * thread stopped), merged; none when it could not be read. */
 static void setup_readable(flood_t *f, const hci_maps_t *maps) {
   f->careful = f->r->not_stopped > 0;
-  if (maps->n > 0) {
-    f->r_map = ((size_t)maps->n * 2 * sizeof(uintptr_t) + 4095) & ~(size_t)4095;
-    f->rlo = hci_os_map(f->r_map);
-  }
-  if (f->rlo) {
-    f->rhi = f->rlo + maps->n;
-    for (int i = 0; i < maps->n; i++) {
-      const hci_map_t *m = &maps->v[i];
-      if (!(m->flags & HCI_MAP_R) || (m->flags & (HCI_MAP_SPECIAL | HCI_MAP_DEVICE))) continue;
-      if (f->nr && f->rhi[f->nr - 1] == m->lo) f->rhi[f->nr - 1] = m->hi;
-      else {
-        f->rlo[f->nr] = m->lo;
-        f->rhi[f->nr] = m->hi;
-        f->nr++;
-      }
-    }
-  }
-  if (f->nr == 0) f->careful = true; /* nothing known: copy everything */
+  if (!hci_readable_build(&f->rd, maps)) f->careful = true; /* nothing known: copy everything */
 }
 
 /* [at, at + n) was not scanned; a range that continues the last one (the
@@ -387,25 +369,20 @@ static void scan_copy(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_
  * directly while the world is stopped, through a copy when a thread still
  * runs (it may change its mappings at any moment). */
 static hc_noinline void scan_slow(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj) {
-  if (f->nr == 0) {
+  const hci_readable_t *rd = &f->rd;
+  if (rd->n == 0) {
     scan_copy(f, lo, hi, mode, obj);
     return;
   }
-  size_t a = 0, b = f->nr;
-  while (a < b) { /* first readable range ending above lo */
-    size_t mid = a + (b - a) / 2;
-    if (f->rhi[mid] <= lo) a = mid + 1;
-    else b = mid;
-  }
   uintptr_t at = lo;
-  for (size_t i = a; i < f->nr && f->rlo[i] < hi; i++) {
-    uintptr_t l = lo > f->rlo[i] ? lo : f->rlo[i], h = hi < f->rhi[i] ? hi : f->rhi[i];
+  for (size_t i = hci_readable_first(rd, lo); i < rd->n && rd->lo[i] < hi; i++) {
+    uintptr_t l = lo > rd->lo[i] ? lo : rd->lo[i], h = hi < rd->hi[i] ? hi : rd->hi[i];
     if (l > at) skipped(f, at, l - at);
     if (f->careful) {
       scan_copy(f, l, h, mode, obj);
     } else {
-      f->cur_lo = f->rlo[i];
-      f->cur_hi = f->rhi[i];
+      f->cur_lo = rd->lo[i];
+      f->cur_hi = rd->hi[i];
       scan_direct(f, l, h, mode, obj, 0);
     }
     at = h;
@@ -428,15 +405,10 @@ static inline void scan_checked(flood_t *f, uintptr_t lo, uintptr_t hi, int mode
  * the last one found). */
 static bool in_readable(flood_t *f, uintptr_t lo, uintptr_t hi) {
   if (lo >= f->bat_lo && hi <= f->bat_hi) return true;
-  size_t a = 0, b = f->nr;
-  while (a < b) {
-    size_t mid = a + (b - a) / 2;
-    if (f->rhi[mid] <= lo) a = mid + 1;
-    else b = mid;
-  }
-  if (a == f->nr || f->rlo[a] > lo || hi > f->rhi[a]) return false;
-  f->bat_lo = f->rlo[a];
-  f->bat_hi = f->rhi[a];
+  size_t a = hci_readable_first(&f->rd, lo);
+  if (a == f->rd.n || f->rd.lo[a] > lo || hi > f->rd.hi[a]) return false;
+  f->bat_lo = f->rd.lo[a];
+  f->bat_hi = f->rd.hi[a];
   return true;
 }
 

@@ -65,6 +65,18 @@ int hci_maps_read(hci_maps_t *m);
 const hci_map_t *hci_maps_find(const hci_maps_t *m, uintptr_t addr);
 /* Releases the buffers; m may be read again afterwards. */
 void hci_maps_free(hci_maps_t *m);
+/* What a check may read: the readable, non-device mappings of a snapshot,
+ * adjacent ones merged, sorted ([lo[i], hi[i]) for i < n), in hci_os_map
+ * memory.  Built while the world is stopped (no malloc, no lock); false
+ * when there is none (the snapshot failed). */
+typedef struct hci_readable {
+  uintptr_t *lo, *hi;
+  size_t n, map_bytes;
+} hci_readable_t;
+bool hci_readable_build(hci_readable_t *r, const hci_maps_t *m);
+/* Index of the first range ending above addr (n when none). */
+size_t hci_readable_first(const hci_readable_t *r, uintptr_t addr);
+void hci_readable_free(hci_readable_t *r);
 
 /* ======================= tls_geometry.c ======================= */
 /* Static TLS lies at the same offsets from the thread pointer in every

@@ -167,3 +167,39 @@ void hci_maps_free(hci_maps_t *m) {
   if (m->v) hci_os_unmap(m->v, (size_t)m->cap * sizeof(hci_map_t));
   memset(m, 0, sizeof *m);
 }
+
+bool hci_readable_build(hci_readable_t *r, const hci_maps_t *m) {
+  memset(r, 0, sizeof *r);
+  if (m->n == 0) return false;
+  r->map_bytes = ((size_t)m->n * 2 * sizeof(uintptr_t) + 4095) & ~(size_t)4095;
+  r->lo = hci_os_map(r->map_bytes);
+  if (!r->lo) return false;
+  r->hi = r->lo + m->n;
+  for (int i = 0; i < m->n; i++) {
+    const hci_map_t *v = &m->v[i];
+    if (!(v->flags & HCI_MAP_R) || (v->flags & (HCI_MAP_SPECIAL | HCI_MAP_DEVICE))) continue;
+    if (r->n && r->hi[r->n - 1] == v->lo) {
+      r->hi[r->n - 1] = v->hi;
+    } else {
+      r->lo[r->n] = v->lo;
+      r->hi[r->n] = v->hi;
+      r->n++;
+    }
+  }
+  return r->n > 0;
+}
+
+size_t hci_readable_first(const hci_readable_t *r, uintptr_t addr) {
+  size_t a = 0, b = r->n;
+  while (a < b) {
+    size_t mid = a + (b - a) / 2;
+    if (r->hi[mid] <= addr) a = mid + 1;
+    else b = mid;
+  }
+  return a;
+}
+
+void hci_readable_free(hci_readable_t *r) {
+  if (r->lo) hci_os_unmap(r->lo, r->map_bytes);
+  memset(r, 0, sizeof *r);
+}

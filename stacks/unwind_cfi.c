@@ -1,0 +1,505 @@
+/* unwind_cfi.c - the DWARF unwinder's cold path (x86-64 Linux): the module
+ * of a PC (hci_eh_find, unwind_obj.c) -> its .eh_frame_hdr -> binary search
+ * for the FDE -> the CIE and FDE call-frame programs run up to the PC -> a
+ * rule "CFA = rsp|rbp + off; RA at CFA+ra_off; rbp same/undefined/at
+ * CFA+rbp_off" that unwind_dwarf.c caches per PC.
+ *
+ * Invariants:
+ *  - Every read of unwind data lies in a readable segment of the module
+ *    (hci_eh_readable): the search table within its segment (a larger
+ *    fde_count is clipped to what is there), each CIE/FDE within one
+ *    segment as its length says, indirect pointers and the sigreturn code
+ *    bytes likewise.  Malformed data ends the walk; it never faults.
+ *  - Anything we do not understand (expressions, register rules other than
+ *    offsets, unknown opcodes) gives K_STOP instead of a guess.
+ *  - Signal frames: the FDE of glibc's __restore_rt ('S' augmentation) is
+ *    recognised together with its code bytes (K_SIGNAL).
+ * Locks: none; no allocation.
+ */
+#include <string.h>
+
+#include "hc_stacks.h"
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <dlfcn.h>
+#endif
+
+#if defined(__x86_64__) && defined(__linux__) && defined(DLFO_EH_SEGMENT_TYPE)
+#include "unwind_cfi.h"
+
+/* ---- DWARF constants (DWARF 5 section 6.4, LSB "Exception Frames") ---- */
+#define DW_EH_PE_omit 0xff
+#define DW_EH_PE_indirect 0x80
+#define DW_EH_PE_pcrel 0x10
+#define DW_EH_PE_datarel 0x30
+#define DW_EH_PE_table_ok 0x3b /* datarel | sdata4: the only table layout we search */
+
+#define REG_RBP_DW 6
+#define REG_RSP_DW 7
+#define CFA_STACK_DEPTH 8     /* remember_state nesting we accept */
+
+/* ---- byte readers (all bounded by the CIE/FDE extent) ---- */
+
+static bool rd_uleb(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+  uint64_t r = 0;
+  unsigned shift = 0;
+  const uint8_t *p = *pp;
+  for (;;) {
+    if (p >= end) return false;
+    uint8_t b = *p++;
+    if (shift < 64) r |= (uint64_t)(b & 0x7f) << shift;
+    shift += 7;
+    if (!(b & 0x80)) break;
+  }
+  *pp = p;
+  *out = r;
+  return true;
+}
+
+static bool rd_sleb(const uint8_t **pp, const uint8_t *end, int64_t *out) {
+  uint64_t r = 0;
+  unsigned shift = 0;
+  uint8_t b;
+  const uint8_t *p = *pp;
+  do {
+    if (p >= end) return false;
+    b = *p++;
+    if (shift < 64) r |= (uint64_t)(b & 0x7f) << shift;
+    shift += 7;
+  } while (b & 0x80);
+  if (shift < 64 && (b & 0x40)) r |= ~(uint64_t)0 << shift;
+  *pp = p;
+  *out = (int64_t)r;
+  return true;
+}
+
+static bool rd_fixed(const uint8_t **pp, const uint8_t *end, void *out, size_t n) {
+  if ((size_t)(end - *pp) < n) return false;
+  memcpy(out, *pp, n);
+  *pp += n;
+  return true;
+}
+
+/* A pointer in encoding enc.  datarel: base for DW_EH_PE_datarel (0 = not
+ * allowed).  Indirect pointers are dereferenced when o says the word they
+ * point to is readable (o NULL: not allowed). */
+static bool rd_enc(const uint8_t **pp, const uint8_t *end, uint8_t enc, uintptr_t datarel, const hci_eh_obj_t *o,
+                   uintptr_t *out) {
+  const uint8_t *p = *pp;
+  uintptr_t field = (uintptr_t)p;
+  uint64_t v;
+  switch (enc & 0x0f) {
+  case 0x00: case 0x04: case 0x0c: { /* absptr, udata8, sdata8 */
+    uint64_t x;
+    if (!rd_fixed(&p, end, &x, 8)) return false;
+    v = x;
+    break;
+  }
+  case 0x01: if (!rd_uleb(&p, end, &v)) return false; break;
+  case 0x09: { int64_t s; if (!rd_sleb(&p, end, &s)) return false; v = (uint64_t)s; break; }
+  case 0x02: { uint16_t x; if (!rd_fixed(&p, end, &x, 2)) return false; v = x; break; }
+  case 0x03: { uint32_t x; if (!rd_fixed(&p, end, &x, 4)) return false; v = x; break; }
+  case 0x0a: { int16_t x; if (!rd_fixed(&p, end, &x, 2)) return false; v = (uint64_t)(int64_t)x; break; }
+  case 0x0b: { int32_t x; if (!rd_fixed(&p, end, &x, 4)) return false; v = (uint64_t)(int64_t)x; break; }
+  default: return false;
+  }
+  if (v != 0) {
+    switch (enc & 0x70) {
+    case 0x00: break;
+    case DW_EH_PE_pcrel: v += field; break;
+    case DW_EH_PE_datarel:
+      if (datarel == 0) return false;
+      v += datarel;
+      break;
+    default: return false; /* textrel, funcrel, aligned: not used on x86-64 */
+    }
+    if (enc & DW_EH_PE_indirect) {
+      if (o == NULL || !hci_eh_readable(o, (uintptr_t)v, sizeof(uintptr_t))) return false;
+      uintptr_t x;
+      memcpy(&x, (const void *)(uintptr_t)v, sizeof x);
+      v = x;
+    }
+  }
+  *pp = p;
+  *out = (uintptr_t)v;
+  return true;
+}
+
+/* ---- CIE / FDE ---- */
+
+typedef struct cie {
+  uint64_t code_align;
+  int64_t data_align;
+  uint64_t ra_reg;
+  uint8_t fde_enc;
+  bool has_z;
+  bool signal;
+  const uint8_t *insns, *end;
+  const hci_eh_obj_t *obj; /* the module: for indirect pointers */
+} cie_t;
+
+/* Length-prefixed record at p, which must lie whole in a readable segment
+ * of o: sets *body (after the length) and *end. */
+static bool record_extent(const hci_eh_obj_t *o, const uint8_t *p, const uint8_t **body, const uint8_t **end) {
+  uint32_t len32;
+  if (!hci_eh_readable(o, (uintptr_t)p, 4)) return false;
+  memcpy(&len32, p, 4);
+  if (len32 == 0) return false; /* terminator */
+  size_t head = 4;
+  uint64_t len = len32;
+  if (len32 == 0xffffffffu) {
+    if (!hci_eh_readable(o, (uintptr_t)p, 12)) return false;
+    memcpy(&len, p + 4, 8);
+    head = 12;
+  }
+  if (len > ((uint64_t)1 << 32) || !hci_eh_readable(o, (uintptr_t)p, head + (size_t)len)) return false;
+  *body = p + head;
+  *end = p + head + len;
+  return true;
+}
+
+static bool parse_cie(const hci_eh_obj_t *o, const uint8_t *rec, cie_t *c) {
+  const uint8_t *p, *end;
+  if (!record_extent(o, rec, &p, &end)) return false;
+  uint32_t id;
+  if (!rd_fixed(&p, end, &id, 4) || id != 0) return false;
+  uint8_t version;
+  if (!rd_fixed(&p, end, &version, 1) || (version != 1 && version != 3 && version != 4)) return false;
+  const char *aug = (const char *)p;
+  while (p < end && *p) p++;
+  if (p >= end) return false;
+  p++;
+  if (aug[0] == 'e' && aug[1] == 'h') p += sizeof(uintptr_t); /* ancient GCC "eh" pointer */
+  if (version == 4) p += 2;                                      /* address_size, segment_size */
+  if (p >= end) return false;
+  memset(c, 0, sizeof *c);
+  c->fde_enc = 0; /* absptr unless 'R' says otherwise */
+  if (!rd_uleb(&p, end, &c->code_align) || !rd_sleb(&p, end, &c->data_align)) return false;
+  if (version == 1) {
+    uint8_t r;
+    if (!rd_fixed(&p, end, &r, 1)) return false;
+    c->ra_reg = r;
+  } else if (!rd_uleb(&p, end, &c->ra_reg)) {
+    return false;
+  }
+  const char *a = aug;
+  if (a[0] == 'e' && a[1] == 'h') a += 2;
+  if (*a == 'z') {
+    c->has_z = true;
+    uint64_t alen;
+    if (!rd_uleb(&p, end, &alen) || alen > (uint64_t)(end - p)) return false;
+    const uint8_t *adata = p, *aend = p + alen;
+    bool known = true;
+    for (a++; *a && known; a++) {
+      switch (*a) {
+      case 'L': /* LSDA encoding: FDEs carry the pointer; we skip it there */
+        if (p >= aend) return false;
+        p++;
+        break;
+      case 'P': {
+        uint8_t penc;
+        uintptr_t ignored;
+        if (!rd_fixed(&p, aend, &penc, 1)) return false;
+        if (!rd_enc(&p, aend, penc & 0x0f, 0, NULL, &ignored)) return false; /* only its size matters */
+        break;
+      }
+      case 'R':
+        if (!rd_fixed(&p, aend, &c->fde_enc, 1)) return false;
+        break;
+      case 'S': c->signal = true; break;
+      default: known = false; break; /* unknown letter: the rest is skipped through alen */
+      }
+      if (p > aend) return false;
+    }
+    p = adata + alen;
+  } else if (*a != '\0') {
+    return false;
+  }
+  c->insns = p;
+  c->end = end;
+  c->obj = o;
+  return true;
+}
+
+/* ---- call-frame program ---- */
+
+typedef struct reg_rule {
+  int how;
+  int64_t off;
+} reg_rule_t;
+
+typedef struct cfa_state {
+  uint64_t cfa_reg;
+  int64_t cfa_off;
+  bool cfa_expr;
+  reg_rule_t rbp, ra;
+} cfa_state_t;
+
+static reg_rule_t *tracked(cfa_state_t *st, const cie_t *c, uint64_t reg) {
+  if (reg == REG_RBP_DW) return &st->rbp;
+  if (reg == c->ra_reg) return &st->ra;
+  return NULL;
+}
+
+static const reg_rule_t *tracked_init(const cfa_state_t *st, uint64_t reg) {
+  if (reg == REG_RBP_DW) return &st->rbp;
+  return &st->ra; /* only called for tracked registers */
+}
+
+static void set_rule(cfa_state_t *st, const cie_t *c, uint64_t reg, int how, int64_t off) {
+  reg_rule_t *r = tracked(st, c, reg);
+  if (r) {
+    r->how = how;
+    r->off = off;
+  }
+}
+
+static void restore_rule(cfa_state_t *st, const cfa_state_t *init, const cie_t *c, uint64_t reg) {
+  reg_rule_t *r = tracked(st, c, reg);
+  if (r) *r = *tracked_init(init, reg);
+}
+
+/* u * align, wrapping (malformed data may overflow; the rule is then junk
+ * that the walk's bounds reject, never undefined behaviour). */
+static inline int64_t scaled(uint64_t u, int64_t align) { return (int64_t)(u * (uint64_t)align); }
+
+/* Runs instructions [p, end) from location loc until the row that covers
+ * target.  Returns false on anything malformed or unsupported in a way
+ * that makes the rest of the program unreadable. */
+static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_state_t *st,
+                    const cfa_state_t *init, uintptr_t loc, uintptr_t target) {
+  cfa_state_t saved[CFA_STACK_DEPTH];
+  int depth = 0;
+  uint64_t reg, u;
+  int64_t s;
+  while (p < end) {
+    uint8_t op = *p++;
+    switch (op >> 6) {
+    case 1:
+      loc += (op & 0x3f) * c->code_align;
+      if (target < loc) return true;
+      continue;
+    case 2:
+      if (!rd_uleb(&p, end, &u)) return false;
+      set_rule(st, c, op & 0x3f, R_OFFSET, scaled(u, c->data_align));
+      continue;
+    case 3:
+      restore_rule(st, init, c, op & 0x3f);
+      continue;
+    default:
+      break;
+    }
+    switch (op) {
+    case 0x00: /* nop */
+      break;
+    case 0x01: { /* set_loc */
+      uintptr_t a;
+      if (!rd_enc(&p, end, c->fde_enc, 0, c->obj, &a)) return false;
+      loc = a;
+      if (target < loc) return true;
+      break;
+    }
+    case 0x02: case 0x03: case 0x04: { /* advance_loc1/2/4 */
+      uint32_t d = 0;
+      size_t n = op == 0x02 ? 1 : op == 0x03 ? 2 : 4;
+      uint8_t b[4];
+      if (!rd_fixed(&p, end, b, n)) return false;
+      for (size_t i = 0; i < n; i++) d |= (uint32_t)b[i] << (8 * i);
+      loc += d * c->code_align;
+      if (target < loc) return true;
+      break;
+    }
+    case 0x05: /* offset_extended */
+      if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
+      set_rule(st, c, reg, R_OFFSET, scaled(u, c->data_align));
+      break;
+    case 0x06: /* restore_extended */
+      if (!rd_uleb(&p, end, &reg)) return false;
+      restore_rule(st, init, c, reg);
+      break;
+    case 0x07: /* undefined */
+      if (!rd_uleb(&p, end, &reg)) return false;
+      set_rule(st, c, reg, R_UNDEF, 0);
+      break;
+    case 0x08: /* same_value */
+      if (!rd_uleb(&p, end, &reg)) return false;
+      set_rule(st, c, reg, R_SAME, 0);
+      break;
+    case 0x09: /* register */
+      if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
+      set_rule(st, c, reg, reg == u ? R_SAME : R_UNSUP, 0);
+      break;
+    case 0x0a: /* remember_state: the whole row, CFA included (as GCC expects) */
+      if (depth == CFA_STACK_DEPTH) return false;
+      saved[depth++] = *st;
+      break;
+    case 0x0b: /* restore_state */
+      if (depth == 0) return false;
+      *st = saved[--depth];
+      break;
+    case 0x0c: /* def_cfa */
+      if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
+      st->cfa_reg = reg;
+      st->cfa_off = (int64_t)u;
+      st->cfa_expr = false;
+      break;
+    case 0x0d: /* def_cfa_register */
+      if (!rd_uleb(&p, end, &reg)) return false;
+      st->cfa_reg = reg;
+      break;
+    case 0x0e: /* def_cfa_offset */
+      if (!rd_uleb(&p, end, &u)) return false;
+      st->cfa_off = (int64_t)u;
+      break;
+    case 0x0f: /* def_cfa_expression: not evaluated */
+      if (!rd_uleb(&p, end, &u) || u > (uint64_t)(end - p)) return false;
+      p += u;
+      st->cfa_expr = true;
+      break;
+    case 0x10: /* expression */
+    case 0x16: /* val_expression */
+      if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u) || u > (uint64_t)(end - p)) return false;
+      p += u;
+      set_rule(st, c, reg, R_UNSUP, 0);
+      break;
+    case 0x11: /* offset_extended_sf */
+      if (!rd_uleb(&p, end, &reg) || !rd_sleb(&p, end, &s)) return false;
+      set_rule(st, c, reg, R_OFFSET, scaled((uint64_t)s, c->data_align));
+      break;
+    case 0x12: /* def_cfa_sf */
+      if (!rd_uleb(&p, end, &reg) || !rd_sleb(&p, end, &s)) return false;
+      st->cfa_reg = reg;
+      st->cfa_off = scaled((uint64_t)s, c->data_align);
+      st->cfa_expr = false;
+      break;
+    case 0x13: /* def_cfa_offset_sf */
+      if (!rd_sleb(&p, end, &s)) return false;
+      st->cfa_off = scaled((uint64_t)s, c->data_align);
+      break;
+    case 0x14: /* val_offset */
+      if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
+      set_rule(st, c, reg, R_UNSUP, 0);
+      break;
+    case 0x15: /* val_offset_sf */
+      if (!rd_uleb(&p, end, &reg) || !rd_sleb(&p, end, &s)) return false;
+      set_rule(st, c, reg, R_UNSUP, 0);
+      break;
+    case 0x2e: /* GNU_args_size */
+      if (!rd_uleb(&p, end, &u)) return false;
+      break;
+    case 0x2f: /* GNU_negative_offset_extended */
+      if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
+      set_rule(st, c, reg, R_OFFSET, scaled(-u, c->data_align));
+      break;
+    default:
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ---- FDE lookup ---- */
+
+static inline int32_t tab_get(const uint8_t *tab, size_t i) {
+  int32_t v;
+  memcpy(&v, tab + 4 * i, sizeof v);
+  return v;
+}
+
+/* The FDE covering pc through the module's .eh_frame_hdr search table,
+ * whose entries are read only inside [hdr, hdr_hi): a table that claims more
+ * entries than its segment holds is searched over the entries there.
+ * Returns 1 found, 0 no FDE covers pc, -1 unusable table. */
+static int find_fde(const hci_eh_obj_t *o, uintptr_t pc, const uint8_t **fde_out) {
+  const uint8_t *hdr = (const uint8_t *)o->hdr;
+  const uint8_t *hend = (const uint8_t *)o->hdr_hi;
+  if (hend - hdr < 4 || hdr[0] != 1) return -1;
+  uint8_t ptr_enc = hdr[1], cnt_enc = hdr[2], tab_enc = hdr[3];
+  const uint8_t *p = hdr + 4;
+  const uint8_t *lim = hend - hdr < 4 + 16 ? hend : hdr + 4 + 16; /* two encoded values, 8 bytes each at most */
+  uintptr_t eh_frame, count;
+  if (!rd_enc(&p, lim, ptr_enc, (uintptr_t)hdr, o, &eh_frame)) return -1;
+  if (cnt_enc == DW_EH_PE_omit || tab_enc != DW_EH_PE_table_ok) return -1;
+  if (!rd_enc(&p, lim, cnt_enc, (uintptr_t)hdr, o, &count)) return -1;
+  size_t room = (size_t)(hend - p) / 8; /* pairs {initial_loc, fde}, sorted, hdr-relative */
+  if (count > room) count = room;
+  if (count == 0) return 0;
+  uintptr_t base = (uintptr_t)hdr;
+  if (pc < base + (intptr_t)tab_get(p, 0)) return 0;
+  size_t lo = 0, hi = count; /* invariant: tab[lo].loc <= pc, answer in [lo, hi) */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (base + (intptr_t)tab_get(p, 2 * mid) <= pc) lo = mid;
+    else hi = mid;
+  }
+  *fde_out = (const uint8_t *)(base + (intptr_t)tab_get(p, 2 * lo + 1));
+  return 1;
+}
+
+/* Bytes of glibc's x86-64 __restore_rt: mov $15, %rax; syscall. */
+static const uint8_t restore_rt_code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+
+static const rule_t rule_stop = {.kind = K_STOP};
+/* Frame-pointer convention, for code that has no FDE (hand-written asm, JIT). */
+static const rule_t rule_fp = {.kind = K_NORMAL, .cfa_rbp = 1, .rbp_how = R_OFFSET,
+                               .cfa_off = 16, .ra_off = -8, .rbp_off = -16};
+
+/* See unwind_cfi.h. */
+rule_t hci_cfi_rule(uintptr_t rip, bool exact, bool *cacheable) {
+  uintptr_t pc = exact ? rip : rip - 1;
+  hci_eh_obj_t o;
+  *cacheable = false;
+  if (!hci_eh_find(pc, &o)) return rule_stop;
+  *cacheable = true;
+  if (o.nseg == 0) return rule_stop; /* headers unusable: nothing may be read */
+  if (o.hdr == 0) return rule_fp;
+  const uint8_t *fde;
+  int found = find_fde(&o, pc, &fde);
+  if (found < 0) return rule_stop;
+  if (found == 0) return rule_fp;
+
+  const uint8_t *p, *end;
+  if (!record_extent(&o, fde, &p, &end)) return rule_fp;
+  uint32_t cie_off;
+  const uint8_t *cie_field = p;
+  if (!rd_fixed(&p, end, &cie_off, 4) || cie_off == 0 || cie_off > (uintptr_t)cie_field) return rule_stop;
+  cie_t c;
+  if (!parse_cie(&o, cie_field - cie_off, &c)) return rule_stop;
+  uintptr_t pc_begin, pc_range;
+  if (!rd_enc(&p, end, c.fde_enc, 0, &o, &pc_begin) || !rd_enc(&p, end, c.fde_enc & 0x0f, 0, NULL, &pc_range))
+    return rule_stop;
+  if (pc < pc_begin || pc - pc_begin >= pc_range) return rule_fp; /* a gap between FDEs */
+  if (c.has_z) {
+    uint64_t alen;
+    if (!rd_uleb(&p, end, &alen) || alen > (uint64_t)(end - p)) return rule_stop;
+    p += alen;
+  }
+  if (c.signal) {
+    /* Only glibc's sigreturn trampoline is understood. */
+    uintptr_t code_end = rip + sizeof restore_rt_code;
+    if (code_end > pc_begin + pc_range || !hci_eh_readable(&o, rip, sizeof restore_rt_code) ||
+        memcmp((const void *)rip, restore_rt_code, sizeof restore_rt_code) != 0)
+      return rule_stop;
+    rule_t r = {.kind = K_SIGNAL};
+    return r;
+  }
+
+  cfa_state_t st = {.cfa_reg = REG_RSP_DW, .cfa_off = 0, .cfa_expr = false,
+                    .rbp = {R_SAME, 0}, .ra = {R_UNDEF, 0}};
+  cfa_state_t init;
+  if (!run_cfa(c.insns, c.end, &c, &st, &st, 0, UINTPTR_MAX)) return rule_stop;
+  init = st;
+  if (!run_cfa(p, end, &c, &st, &init, pc_begin, pc)) return rule_stop;
+
+  if (st.cfa_expr || (st.cfa_reg != REG_RSP_DW && st.cfa_reg != REG_RBP_DW)) return rule_stop;
+  if (st.ra.how == R_UNDEF) {
+    rule_t r = {.kind = K_END};
+    return r;
+  }
+  if (st.ra.how != R_OFFSET || st.rbp.how == R_UNSUP) return rule_stop;
+  rule_t r = {.kind = K_NORMAL, .cfa_rbp = st.cfa_reg == REG_RBP_DW, .rbp_how = st.rbp.how,
+              .cfa_off = st.cfa_off, .ra_off = st.ra.off, .rbp_off = st.rbp.off};
+  return r;
+}
+
+#endif

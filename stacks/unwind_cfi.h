@@ -1,0 +1,30 @@
+/* unwind_cfi.h - what unwind_cfi.c tells unwind_dwarf.c: the rule of one
+ * frame, computed from the module's .eh_frame (cold path, once per PC: the
+ * walker caches it). */
+#ifndef HC_UNWIND_CFI_H
+#define HC_UNWIND_CFI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { K_NORMAL = 0, K_END = 1, K_STOP = 2, K_SIGNAL = 3 };
+enum { R_SAME = 0, R_UNDEF = 1, R_OFFSET = 2, R_UNSUP = 3 };
+
+typedef struct rule {
+  int kind;          /* K_* */
+  int cfa_rbp;       /* CFA based on rbp (else rsp) */
+  int rbp_how;       /* R_SAME, R_UNDEF or R_OFFSET */
+  int64_t cfa_off;
+  int64_t ra_off;    /* RA saved at CFA + ra_off */
+  int64_t rbp_off;   /* rbp saved at CFA + rbp_off (R_OFFSET) */
+} rule_t;
+
+/* The rule for a frame executing at rip.  exact: rip is the PC of the frame
+ * (first frame, interrupted frame); otherwise a return address, looked up
+ * at rip - 1 so a call at the end of a function stays in it.  *cacheable is
+ * false for results that may change (address not in any module yet).  Every
+ * read of unwind data is bounds-checked against the module's readable
+ * segments (hci_eh_find); malformed data gives K_STOP, never a fault. */
+rule_t hci_cfi_rule(uintptr_t rip, bool exact, bool *cacheable);
+
+#endif
