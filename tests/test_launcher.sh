@@ -30,6 +30,10 @@ fixtures=$(dirname "$0")/launcher_fixtures
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hc_launch.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
+# The launcher keeps its private report directory when something leaked:
+# keep those inside $tmp, not in /tmp.
+TMPDIR=$tmp
+export TMPDIR
 for v in $(env | sed -n 's/^\(HEAP_CHECK_[A-Z_]*\)=.*/\1/p; s/^\(HEAPCHECK[A-Z_]*\)=.*/\1/p; s/^\(PERFTOOLS_[A-Z_]*\)=.*/\1/p'); do
   unset "$v"
 done
