@@ -26,7 +26,7 @@ hci_chk_opts_t hci_chk = {
     .mode_name = "off",
     .max_leaks = 20,
     .pointer_alignment = (int)sizeof(void *),
-    .max_pointer_offset = 1024,
+    .max_pointer_offset = -1,
     .dump_dir = "/tmp",
     .run_under_gdb = true,
     .exit_code = 1,
@@ -122,7 +122,7 @@ static void read_alignment(void) {
 }
 
 static void read_max_offset(void) {
-  long long v = hci_env_int("HEAP_CHECK_MAX_POINTER_OFFSET", 1024, -1, (long long)1 << 46);
+  long long v = hci_env_int("HEAP_CHECK_MAX_POINTER_OFFSET", -1, -1, (long long)1 << 46);
   hci_chk.max_pointer_offset = v;
 }
 

@@ -39,6 +39,8 @@
 #define M_OLD 0x08      /* unreachable, allocated before the check's start */
 #define M_INDIRECT 0x10 /* a leak another leak points to */
 #define M_COVERED 0x20  /* reached from a direct leak (classification) */
+#define M_PENDING 0x40  /* reached so far only by a pointer into its middle: not scanned yet */
+#define M_POSSIBLE 0x80 /* with M_LIVE: reached only through chains with an interior pointer */
 
 #define SCRATCH ((size_t)64 << 10)
 #define SCRATCH_MAP (SCRATCH + 4096) /* scan_copy reads up to 14 bytes past a SCRATCH piece */
@@ -79,6 +81,9 @@ typedef struct flood {
   uintptr_t bat_lo, bat_hi;       /* drain_careful's last readable mapping */
   uint8_t *pcache;                /* drain_careful's page copies... */
   uintptr_t *pc_page;             /* ...and the page each one holds */
+  bool track_possible;            /* no offset limit: interior-only objects are "possibly lost" */
+  uint8_t live_mark;              /* what consider() marks: M_LIVE, or M_LIVE | M_POSSIBLE */
+  size_t npending;                /* objects marked M_PENDING (some may have become live since) */
 } flood_t;
 
 // ---- memory ----
@@ -201,36 +206,52 @@ static inline __attribute__((always_inline)) void consider(flood_t *f, uintptr_t
   if (!mk) return;
   uintptr_t info = pe->info;
   unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+  uintptr_t inner, start;
+  size_t size;
+  uint8_t *m;
   if (hc_likely(cls)) {
     const hc_class_info_t *ci = &hci_classes[cls];
     uintptr_t off = v - (info & ~HC_PM_CLASS_MASK);
     uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
-    if (idx >= s->carved || mk[idx]) return;
+    if (idx >= s->carved || (mk[idx] & ~M_PENDING)) return;
+    m = &mk[idx];
     if (s->objmeta[idx].stack_id == HC_STACK_NONE) {
-      mk[idx] = M_FREE;
+      *m = M_FREE;
       return;
     }
-    size_t size = small_size(s, idx, ci);
-    uintptr_t inner = off - (uintptr_t)idx * ci->size;
-    if (inner && (inner >= size || inner > f->maxoff)) return;
-    mk[idx] = M_LIVE;
+    size = small_size(s, idx, ci);
+    inner = off - (uintptr_t)idx * ci->size;
+    start = v - inner;
+  } else {
+    if (s->state != HC_SPAN_LARGE || (mk[0] & ~M_PENDING)) return;
+    m = &mk[0];
+    if (s->meta.stack_id == HC_STACK_NONE) {
+      *m = M_FREE;
+      return;
+    }
+    inner = v - s->start;
+    size = s->req_size;
+    start = s->start;
+  }
+  if (inner) {
+    if (inner >= size) return;
+    if (f->live_mark == M_LIVE) {
+      /* The main flood: an interior pointer only makes the object pending
+       * (valgrind: "possibly lost" unless a start pointer reaches it too). */
+      if (f->track_possible) {
+        if (!*m) f->npending++;
+        *m = M_PENDING;
+        return;
+      }
+      if (inner > f->maxoff) return;
+    }
+  }
+  *m = f->live_mark;
+  if (f->live_mark == M_LIVE) {
     f->r->reach_objects++;
     f->r->reach_bytes += size;
-    push(f, v - inner, size);
-    return;
   }
-  if (s->state != HC_SPAN_LARGE || mk[0]) return;
-  if (s->meta.stack_id == HC_STACK_NONE) {
-    mk[0] = M_FREE;
-    return;
-  }
-  uintptr_t inner = v - s->start;
-  size_t size = s->req_size;
-  if (inner && (inner >= size || inner > f->maxoff)) return;
-  mk[0] = M_LIVE;
-  f->r->reach_objects++;
-  f->r->reach_bytes += size;
-  push(f, s->start, size);
+  push(f, start, size);
 }
 
 /* Scans the words of [lo, hi) (addresses of the program), reading each at
@@ -635,6 +656,50 @@ static void push_extra_roots(flood_t *f) {
   }
 }
 
+// ---- possibly lost ----
+
+static bool in_scope(const flood_t *f, uint16_t epoch);
+
+/* After every root: objects still pending were reached only through
+ * interior pointers.  They and everything they reach (not already live) are
+ * "possibly lost" (valgrind's term): alive for the verdict, counted apart. */
+static void flood_possible(flood_t *f) {
+  if (!f->npending) return;
+  f->live_mark = M_LIVE | M_POSSIBLE;
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    uint8_t *mk = s->marks;
+    if (!mk) continue;
+    size_t n = span_slots(s);
+    for (size_t k = 0; k < n; k++) {
+      if (mk[k] != M_PENDING) continue;
+      mk[k] = M_LIVE | M_POSSIBLE;
+      if (s->state == HC_SPAN_LARGE) push(f, s->start, s->req_size);
+      else push(f, s->start + (uintptr_t)k * hci_classes[s->cls].size, small_size(s, (uint32_t)k, &hci_classes[s->cls]));
+      drain(f);
+    }
+  }
+  f->live_mark = M_LIVE;
+  /* Count the ones in the check's scope. */
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    uint8_t *mk = s->marks;
+    if (!mk) continue;
+    if (s->state == HC_SPAN_LARGE) {
+      if ((mk[0] & M_POSSIBLE) && in_scope(f, s->meta.epoch)) {
+        f->r->possible_objects++;
+        f->r->possible_bytes += s->req_size;
+      }
+      continue;
+    }
+    for (uint32_t k = 0; k < s->carved; k++)
+      if ((mk[k] & M_POSSIBLE) && in_scope(f, s->objmeta[k].epoch)) {
+        f->r->possible_objects++;
+        f->r->possible_bytes += small_size(s, k, &hci_classes[s->cls]);
+      }
+  }
+}
+
 // ---- classification ----
 
 static bool in_scope(const flood_t *f, uint16_t epoch) {
@@ -713,6 +778,8 @@ static void flood_all(hci_world_t *w, flood_t *f) {
   f->heap_span = hci_pageheap.hi > hci_pageheap.lo ? hci_pageheap.hi - hci_pageheap.lo : 0;
   f->maxoff = p->max_offset < 0 ? UINTPTR_MAX : (uintptr_t)p->max_offset;
   setup_readable(f, &w->maps);
+  f->track_possible = p->max_offset < 0;
+  f->live_mark = M_LIVE;
   uint64_t t1 = hci_os_now_ns();
   if (atomic_load_explicit(&hci_api_any_ignored, memory_order_relaxed)) push_ignored(f);
   const hci_region_t *regions;
@@ -724,6 +791,7 @@ static void flood_all(hci_world_t *w, flood_t *f) {
   if (p->scan_globals) hci_roots_mappings(w, root_cb, f);
   uint64_t t2 = hci_os_now_ns();
   push_extra_roots(f);
+  flood_possible(f);
   uint64_t t3 = hci_os_now_ns();
   collect_leaks(f);
   classify(f);

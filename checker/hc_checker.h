@@ -252,7 +252,9 @@ typedef struct hci_chk_opts {
   bool identify_leaks;       /* HEAP_CHECK_IDENTIFY_LEAKS: one line per object, abort at exit */
   bool test_pointer_alignment; /* HEAP_CHECK_TEST_POINTER_ALIGNMENT: redo with alignment 1 */
   int pointer_alignment;     /* HEAP_CHECK_POINTER_SOURCE_ALIGNMENT: 1, 2, 4 or 8 */
-  long long max_pointer_offset; /* HEAP_CHECK_MAX_POINTER_OFFSET: interior offset limit, -1 = none */
+  long long max_pointer_offset; /* HEAP_CHECK_MAX_POINTER_OFFSET: interior offset limit, -1 = none
+                                   (the default: then objects reached only through interior
+                                   pointers are alive but counted as "possibly lost") */
   const char *dump_dir;      /* HEAP_CHECK_DUMP_DIRECTORY (default /tmp) */
   bool run_under_gdb;        /* HEAP_CHECK_RUN_UNDER_GDB (default true here, see the docs) */
   int exit_code;             /* HEAP_CHECK_EXIT_CODE (default 1) */
@@ -305,6 +307,8 @@ typedef struct hci_flood_result {
   size_t leaked_bytes;       /* totals of leaks[] */
   size_t reach_objects;      /* live objects found reachable (roots included) */
   size_t reach_bytes;
+  size_t possible_objects;   /* in scope, reached only through interior pointers ("possibly lost") */
+  size_t possible_bytes;
   size_t scanned_words;      /* words examined (statistics) */
   int not_stopped;           /* threads that did not stop (scanned conservatively) */
   size_t skipped_bytes;      /* unreadable (guard pages, unmapped holes): not scanned */
@@ -344,6 +348,7 @@ typedef struct hci_report_in {
   size_t nleaks;
   size_t bytes;              /* their totals */
   size_t reach_objects, reach_bytes;
+  size_t possible_objects, possible_bytes; /* reached only through interior pointers (not leaks) */
   bool whole_program;        /* pprof hint names the whole-program profile */
   bool at_exit;              /* print the "Exiting with error code" line */
   bool symbolize;

@@ -259,6 +259,7 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
   hci_report_in_t in = {
       .name = req->name, .leaks = r.leaks, .nleaks = r.nleaks, .bytes = r.leaked_bytes,
       .reach_objects = r.reach_objects, .reach_bytes = r.reach_bytes,
+      .possible_objects = r.possible_objects, .possible_bytes = r.possible_bytes,
       .whole_program = req->whole_program, .at_exit = req->at_exit, .symbolize = req->symbolize,
   };
   if (req->report) hci_report_print(&in);

@@ -261,12 +261,22 @@ static void print_records(hci_out_t *o, const hci_report_in_t *in, const hci_lea
         hci_out_printf(o, "leaked %zu byte object %p\n", leaks[i].size, (void *)leaks[i].addr);
 }
 
+/* valgrind's "possibly lost": alive for the verdict, said apart. */
+static void print_possible(const hci_report_in_t *in) {
+  if (!in->possible_objects) return;
+  hci_chk_log(0,
+              "heapcheck: possibly lost: %zu bytes in %zu objects (reached only through pointers into their "
+              "middle; not counted as leaks; HEAP_CHECK_MAX_POINTER_OFFSET=N makes pointers past N bytes not count)",
+              in->possible_bytes, in->possible_objects);
+}
+
 void hci_report_print(const hci_report_in_t *in) {
   if (in->nleaks == 0) {
     hci_chk_log(0,
                 "No leaks found for check \"%s\" (but no 100%% guarantee that there aren't any): found %zu "
                 "reachable heap objects of %zu bytes",
                 in->name, in->reach_objects, in->reach_bytes);
+    print_possible(in);
     hci_supp_print_used();
     return;
   }
@@ -305,6 +315,7 @@ void hci_report_print(const hci_report_in_t *in) {
   hci_supp_print_used();
   if (in->at_exit)
     hci_chk_log(HCI_LOG_ERROR, "Exiting with error code (instead of crashing) because of whole-program memory leaks");
+  print_possible(in);
   hci_chk_log(HCI_LOG_ERROR, "SUMMARY: heapcheck: %zu bytes leaked in %zu allocations", in->bytes, in->nleaks);
   if (b) hci_os_unmap(b, bmap);
   if (leaks) hci_os_unmap(leaks, copy_map);

@@ -267,7 +267,7 @@ static NOINLINE void interior_pointers(void) {
   g_interior_large = (char *)calloc(1, 100000) + 500;
 }
 static NOINLINE void interior_too_far(void) {
-  g_interior_far = (char *)calloc(1, 100000) + 5000; /* > HEAP_CHECK_MAX_POINTER_OFFSET (1024) */
+  g_interior_far = (char *)calloc(1, 100000) + 5000; /* past a HEAP_CHECK_MAX_POINTER_OFFSET of 1024 */
 }
 static NOINLINE void module_global(void) { rk_set_global(calloc(1, 1777)); }
 
@@ -283,7 +283,11 @@ static void module_and_interior(void) {
   expect_end(c, 0, 0);
   c = hc_check_begin("interior-too-far");
   interior_too_far();
-  expect_end(c, 100000, 1);
+  /* Any interior pointer keeps an object alive unless a limit is set
+   * ("possibly lost", not a leak); with gperftools' 1024 it is a leak. */
+  const char *lim = getenv("HEAP_CHECK_MAX_POINTER_OFFSET");
+  if (lim && atoll(lim) >= 0 && atoll(lim) < 5000) expect_end(c, 100000, 1);
+  else expect_end(c, 0, 0);
   c = hc_check_begin("xor-hidden");
   g_hidden = hidden_block(888);
   expect_end(c, 888, 1);
