@@ -342,6 +342,19 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
 
 // ---- free ----
 
+/* Checker mode: a freed block keeps no pointer.  Its memory is given out
+ * again with its old contents, and a stale pointer in a reused block that
+ * the new owner leaves unwritten would keep a leaked object alive (a
+ * conservative flood cannot tell it from a live one).  Large blocks' whole
+ * pages are given back instead (they read as zeros when reused). */
+static void clear_freed(const void *p, size_t n) {
+  if (n >= ((size_t)256 << 10) && ((uintptr_t)p & (HC_PAGE_SIZE - 1)) == 0) {
+    hci_os_release((void *)p, (n + HC_PAGE_SIZE - 1) & ~(size_t)(HC_PAGE_SIZE - 1));
+    return;
+  }
+  memset((void *)p, 0, n);
+}
+
 static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
   if (s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p) {
     if (span_freed(s)) double_free("free", p, ra);
@@ -353,6 +366,7 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
     if (li && li->on_free) li->on_free(s->sample_est);
   }
   s->meta.stack_id = HC_STACK_NONE;
+  if (hci_record_all) clear_freed(p, s->req_size);
   if (s->is_sampled && sampled_unlink(s)) return;
   hci_ph_free(s);
 }
@@ -368,7 +382,9 @@ static void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
     hc_objmeta_t *m = &s->objmeta[idx];
     if (hc_unlikely(m->stack_id == HC_STACK_NONE)) double_free("free", p, ra);
     m->stack_id = HC_STACK_NONE;
+    uint32_t slack = atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK;
     atomic_store_explicit(&m->xflags, 0, memory_order_relaxed);
+    if (hci_record_all) clear_freed(p, ci->size - slack);
   } else if (tc && tc->lists[cls].head == p) {
     double_free("free", p, ra);
   }
@@ -509,6 +525,11 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
    * size in HC_OBJ_SLACK_MASK: a slack that does not fit moves the block. */
   bool slack_fits = !cls || !hci_record_all || usable - size <= HC_OBJ_SLACK_MASK;
   if (size <= usable && size >= usable / 2 && !sampled && slack_fits) {
+    if (hci_record_all) {
+      /* The cut-off tail keeps no stale pointer for a later grow. */
+      size_t was = hci_requested_size(p);
+      if (size < was) memset((char *)p + size, 0, was - size);
+    }
     if (hci_record_all || !cls) set_requested_size(p, size);
     return p;
   }

@@ -51,6 +51,15 @@ static struct {
   int exit_status;
   ssize_t g_bytes, g_objects;   /* last whole-program check; -1 = none yet */
   int (*real_main)(int, char **, char **);
+  /* Where the program ended: the stack pointer of the frame that called
+   * exit (or that main returned to) and its thread.  The final check scans
+   * that thread's stack from there up: below it lie only dead frames (main's
+   * and its callees' after main returned, exit's own).  The registers are
+   * exit's caller's callee-saved ones (main's values live there). */
+  uintptr_t end_sp, end_tp;
+  uintptr_t end_regs[16];
+  int end_nregs;
+  void (*real_exit)(int);
 } L = {.base_epoch = -1, .g_bytes = -1, .g_objects = -1};
 
 // ---- small helpers ----
@@ -291,6 +300,11 @@ static int global_check(uintptr_t sp, bool at_exit, ssize_t *bytes, ssize_t *obj
       .symbolize = true,
       .self_sp = sp,
   };
+  if (at_exit && L.end_sp > sp && L.end_tp == (uintptr_t)__builtin_thread_pointer()) {
+    req.self_sp = L.end_sp;
+    req.self_regs = L.end_regs;
+    req.self_nregs = L.end_nregs;
+  }
   int ok = hci_chk_run(&req, bytes, objects);
   L.g_bytes = *bytes;
   L.g_objects = *objects;
@@ -395,12 +409,41 @@ __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
 
 // ---- start-up ----
 
-static int start_main(int argc, char **argv, char **envp) {
+/* The frame that called us ends at our frame address + the saved frame
+ * pointer and return address: the caller's stack pointer at the call. */
+#define CALLER_SP() ((uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *))
+
+static hc_noinline int start_main(int argc, char **argv, char **envp) {
   if (hci_chk.baseline_at_main)
     L.base_epoch = (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
   /* Registered after every global constructor: runs before their destructors. */
   register_exit_check();
-  return L.real_main(argc, argv, envp);
+  int rc = L.real_main(argc, argv, envp);
+  /* main returned: its frames are dead; libc calls exit from our caller. */
+  if (!L.end_sp) {
+    L.end_tp = (uintptr_t)__builtin_thread_pointer();
+    L.end_nregs = 0;
+    L.end_sp = CALLER_SP();
+  }
+  return rc;
+}
+
+/* Interposed (weak, like __libc_start_main) to learn which frame called
+ * exit: that frame and its callers are live, exit's own are not. */
+hc_public __attribute__((weak, noreturn)) void exit(int status) {
+  uintptr_t regs[16];
+  int n = hci_capture_regs(regs, 16);
+  if (hci_chk.active && hci_chk.global_check && !L.end_sp) {
+    memcpy(L.end_regs, regs, (size_t)n * sizeof regs[0]);
+    L.end_nregs = n;
+    L.end_tp = (uintptr_t)__builtin_thread_pointer();
+    L.end_sp = CALLER_SP();
+  }
+  void (*real)(int) = L.real_exit;
+  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "exit");
+  if (!real) _exit(status);
+  real(status);
+  __builtin_unreachable();
 }
 
 typedef int (*main_fn_t)(int, char **, char **);
@@ -458,6 +501,7 @@ static void ignore_startup_objects(void) {
 __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_ensure_init();
   hci_chk_no_follow();
+  *(void **)&L.real_exit = dlsym(RTLD_NEXT, "exit");
   if (!hci_chk.active) return;
   hci_symbolizer_note_exe();
   hci_lock(&hci_chk_lock);
