@@ -81,6 +81,7 @@ typedef struct flood {
   uintptr_t bat_lo, bat_hi;       /* drain_careful's last readable mapping */
   uint8_t *pcache;                /* drain_careful's page copies... */
   uintptr_t *pc_page;             /* ...and the page each one holds */
+  hci_leak_t *leader;             /* classification: the leak whose flood runs */
   bool track_possible;            /* no offset limit: interior-only objects are "possibly lost" */
   uint8_t live_mark;              /* what consider() marks: M_LIVE, or M_LIVE | M_POSSIBLE */
   size_t npending;                /* objects marked M_PENDING (some may have become live since) */
@@ -134,6 +135,7 @@ static hc_noinline bool add_leak(flood_t *f, uintptr_t addr, size_t size, uint32
   l->size = size;
   l->stack_id = stack;
   l->kind = HCI_LEAK_DIRECT;
+  l->owned_bytes = l->owned_objects = 0;
   return true;
 }
 
@@ -313,22 +315,45 @@ static uint8_t *resolve(flood_t *f, uintptr_t v, uintptr_t *start, size_t *size)
   return mk;
 }
 
-/* mode 0: set M_INDIRECT on leaks [lo, hi) (a part of the leak at obj)
- * points to (not itself); mode 1: set M_COVERED on leaks reached, and push
- * them.  Words are read at their address + delta. */
-static void scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj, uintptr_t delta) {
+/* The leak starting at addr (leaks sorted by address), or NULL. */
+static hci_leak_t *find_leak(flood_t *f, uintptr_t addr) {
+  hci_leak_t *v = f->r->leaks;
+  size_t lo = 0, hi = f->r->nleaks;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].addr < addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < f->r->nleaks && v[lo].addr == addr ? &v[lo] : NULL;
+}
+
+/* Classification flood from the current leader (valgrind's "clique"): a leak
+ * reached for the first time becomes indirect and the leader owns it; an
+ * earlier leader reached becomes indirect too, and what it owned moves to
+ * this one (its objects are not scanned again).  Words are read at their
+ * address + delta. */
+static void scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta) {
   uintptr_t a = (uintptr_t)f->p->align;
+  hci_leak_t *leader = f->leader;
   for (uintptr_t q = (lo + a - 1) & ~(a - 1); q + sizeof(uintptr_t) <= hi; q += a) {
     uintptr_t v, start;
     size_t size;
     memcpy(&v, (const void *)(q + delta), sizeof v);
     uint8_t *mk = resolve(f, v, &start, &size);
-    if (!mk || !(*mk & M_LEAK)) continue;
-    if (mode == 0) {
-      if (start != obj) *mk |= M_INDIRECT;
-    } else if (!(*mk & M_COVERED)) {
-      *mk |= M_COVERED;
+    if (!mk || !(*mk & M_LEAK) || start == leader->addr) continue;
+    if (!(*mk & M_COVERED)) {
+      *mk |= M_COVERED | M_INDIRECT;
+      leader->owned_bytes += size;
+      leader->owned_objects++;
       push(f, start, size);
+    } else if (!(*mk & M_INDIRECT)) {
+      *mk |= M_INDIRECT;
+      hci_leak_t *old = find_leak(f, start);
+      if (old) {
+        leader->owned_bytes += old->size + old->owned_bytes;
+        leader->owned_objects += 1 + old->owned_objects;
+        old->owned_bytes = old->owned_objects = 0;
+      }
     }
   }
 }
@@ -350,10 +375,11 @@ static hc_noinline void skipped(flood_t *f, uintptr_t at, size_t n) {
   f->skip_end = at + n;
 }
 
-/* mode 0: main flood; 1, 2: scan_leaks modes 0, 1 (obj: the leak's start). */
+/* mode 0: main flood; 2: classification (scan_leaks; obj: the leak's start). */
 static inline void scan_direct(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj, uintptr_t delta) {
+  (void)obj;
   if (mode == 0) scan_main(f, lo, hi, delta);
-  else scan_leaks(f, lo, hi, mode - 1, obj, delta);
+  else scan_leaks(f, lo, hi, delta);
 }
 
 /* [lo, hi) through a fault-proof copy, SCRATCH bytes (page-aligned pieces)
@@ -735,24 +761,26 @@ static uint8_t *leak_mark(flood_t *f, const hci_leak_t *l) {
   return resolve(f, l->addr, &start, &size);
 }
 
+static int cmp_leak_addr(const void *a, const void *b) {
+  const hci_leak_t *x = a, *y = b;
+  return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* valgrind's rule: in address order, every leak not yet reached from an
+ * earlier one leads a flood over the leaks it reaches; those are indirect,
+ * and an earlier leader it reaches becomes indirect too.  What stays direct
+ * is one leak per leaked structure (the lowest-addressed member of each
+ * strongly connected component that no other leak points to), and each
+ * direct leak owns the bytes of the indirect ones it keeps. */
 static void classify(flood_t *f) {
   hci_flood_result_t *r = f->r;
-  for (size_t i = 0; i < r->nleaks; i++)
-    scan_checked(f, r->leaks[i].addr, r->leaks[i].addr + r->leaks[i].size, 1, r->leaks[i].addr);
+  hci_chk_sort(r->leaks, r->nleaks, sizeof *r->leaks, cmp_leak_addr);
   f->covered_mode = 1;
-  /* Everything a direct leak reaches is explained by it... */
-  for (size_t i = 0; i < r->nleaks; i++) {
-    uint8_t *mk = leak_mark(f, &r->leaks[i]);
-    if (!mk || (*mk & (M_INDIRECT | M_COVERED))) continue;
-    *mk |= M_COVERED;
-    push(f, r->leaks[i].addr, r->leaks[i].size);
-    drain(f);
-  }
-  /* ...what is left hangs only off cycles: promote one member per cycle. */
   for (size_t i = 0; i < r->nleaks; i++) {
     uint8_t *mk = leak_mark(f, &r->leaks[i]);
     if (!mk || (*mk & M_COVERED)) continue;
-    *mk = (uint8_t)((*mk & ~M_INDIRECT) | M_COVERED);
+    *mk |= M_COVERED;
+    f->leader = &r->leaks[i];
     push(f, r->leaks[i].addr, r->leaks[i].size);
     drain(f);
   }
@@ -760,6 +788,7 @@ static void classify(flood_t *f) {
   for (size_t i = 0; i < r->nleaks; i++) {
     uint8_t *mk = leak_mark(f, &r->leaks[i]);
     r->leaks[i].kind = mk && (*mk & M_INDIRECT) ? HCI_LEAK_INDIRECT : HCI_LEAK_DIRECT;
+    if (r->leaks[i].kind == HCI_LEAK_INDIRECT) r->leaks[i].owned_bytes = r->leaks[i].owned_objects = 0;
     r->leaked_bytes += r->leaks[i].size;
   }
 }

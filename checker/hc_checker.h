@@ -288,6 +288,8 @@ typedef struct hci_leak {
   size_t size;               /* requested bytes */
   uint32_t stack_id;         /* allocation stack (depot id) */
   uint8_t kind;              /* HCI_LEAK_* */
+  size_t owned_bytes;        /* direct: the indirect leaks it keeps (valgrind's "y indirect") */
+  size_t owned_objects;
 } hci_leak_t;
 typedef struct hci_flood_params {
   bool scan_threads;         /* stacks, registers and static TLS of every thread */

@@ -10,8 +10,11 @@
  *     ... pprof hint naming <dir>/<prog>.<pid>.<name>-end.heap (shell-quoted
  *         when needed), or a line saying no profile was written ...
  *     SUMMARY: heapcheck: N bytes leaked in M allocations
- * Records group objects by (allocation stack, kind); direct records come
- * first, each kind sorted by bytes.  Sizes are the requested sizes.
+ * Records group objects by (allocation stack, kind) and are sorted by the
+ * bytes they account for: their own plus, for direct records, the indirect
+ * leaks they keep (then a line says "(T bytes in all: x direct, y indirect
+ * in n objects it keeps)", valgrind's "T (x direct, y indirect)").  Sizes
+ * are the requested sizes.
  * The profile file (only with HEAP_CHECK_DUMP_DIRECTORY or
  * HEAPCHECK_LEAK_PROFILE=1) holds one line per leaked object in gperftools' heap
  * profile v1 format plus /proc/self/maps, so google-pprof reads it.
@@ -66,6 +69,8 @@ typedef struct bucket {
   uint32_t stack_id;
   uint8_t kind;
   size_t bytes, count;
+  size_t owned_bytes;  /* direct: the indirect leaks its objects keep (valgrind's "y indirect") */
+  size_t owned_objects;
   size_t first;        /* index of its first leak in the sorted leak array */
 } bucket_t;
 
@@ -76,8 +81,13 @@ static int cmp_leak(const void *a, const void *b) {
   return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* Largest total first: the bytes of the record plus what they keep alive
+ * (valgrind's "N (x direct, y indirect)"), so a small block owning a big
+ * structure is never hidden behind bigger lone leaks; on ties direct first. */
 static int cmp_bucket(const void *a, const void *b) {
   const bucket_t *x = a, *y = b;
+  size_t tx = x->bytes + x->owned_bytes, ty = y->bytes + y->owned_bytes;
+  if (tx != ty) return tx > ty ? -1 : 1;
   if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
   if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
   if (x->count != y->count) return x->count > y->count ? -1 : 1;
@@ -103,6 +113,8 @@ static bucket_t *make_buckets(hci_leak_t *leaks, size_t n, size_t *nb, size_t *m
     }
     b[k - 1].bytes += leaks[i].size;
     b[k - 1].count++;
+    b[k - 1].owned_bytes += leaks[i].owned_bytes;
+    b[k - 1].owned_objects += leaks[i].owned_objects;
   }
   hci_chk_sort(b, k, sizeof *b, cmp_bucket);
   *nb = k;
@@ -250,6 +262,9 @@ static void print_records(hci_out_t *o, const hci_report_in_t *in, const hci_lea
   for (size_t k = 0; k < limit; k++) {
     hci_out_printf(o, "%s of %zu bytes in %zu objects allocated from:\n",
                    b[k].kind == HCI_LEAK_INDIRECT ? "Indirect leak" : "Leak", b[k].bytes, b[k].count);
+    if (b[k].owned_objects)
+      hci_out_printf(o, "  (%zu bytes in all: %zu direct, %zu indirect in %zu objects it keeps)\n",
+                     b[k].bytes + b[k].owned_bytes, b[k].bytes, b[k].owned_bytes, b[k].owned_objects);
     print_frames(o, b[k].stack_id, in->symbolize);
     if (hci_report_opts()->supp_print) hci_fmt_print_suppression(o, b[k].stack_id);
     hci_out_flush(o); /* one record per write where it fits */

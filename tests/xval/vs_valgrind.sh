@@ -9,7 +9,9 @@
 # A scenario passes when direct = definitely lost, indirect = indirectly lost
 # (bytes and blocks), and, for scenarios with a "// COMPARE-POSSIBLE" line,
 # possibly = possibly lost; with "// COMPARE-RECORDS" also the number of direct
-# records equals valgrind's definitely-lost loss records.  Each result line
+# records equals valgrind's definitely-lost loss records; with
+# "// EXPECT-FIRST-RECORD: line" the first record of a default run (20
+# records at most) is that line.  Each result line
 # prints both tools' numbers (docs/validation.md records them).
 # Usage: vs_valgrind.sh NAME...     Environment: HC_LIB, SC_BIN_DIR, SC_SRC_DIR.
 # Exits 77 (skipped) without valgrind.
@@ -50,6 +52,14 @@ for name in "$@"; do
   fi
   if grep -q '^// COMPARE-RECORDS' "$f"; then
     [ "${d##*/}" = "$vrec" ] || why="$why direct records ${d##*/} != valgrind's $vrec;"
+  fi
+  first=$(sed -n 's|^// EXPECT-FIRST-RECORD: *||p' "$f")
+  if [ -n "$first" ]; then
+    # With the default number of records (20): the first one printed.
+    (cd "$scratch" && env -u HEAPCHECK LD_PRELOAD="$lib" HEAPCHECK=normal HEAP_CHECK_DUMP_DIRECTORY="$scratch" \
+       "$exe" >/dev/null 2>"$hc.default" </dev/null)
+    got=$(sed -n '/^The [0-9]* largest leaks:$/{n;p;q}' "$hc.default")
+    [ "$got" = "$first" ] || why="$why first record '$got' != '$first';"
   fi
   leaked=$(( ${d%%/*} + ${i%%/*} ))
   want_rc=0; [ "$leaked" -gt 0 ] && want_rc=1
