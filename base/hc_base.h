@@ -151,6 +151,9 @@ bool hci_write_all(int fd, const char *buf, size_t len);
 /* Writes to the report stream (hci_log_stream_fd); false when it has none
  * or the write failed. */
 bool hci_diag_write(const char *buf, size_t len);
+/* A short English text for an errno value (strerror may allocate and lock):
+ * "permission denied", "no space left on device"...; "error" for others. */
+const char *hci_errno_text(int e);
 /* Formats into a stack buffer and writes once to fd (messages do not interleave). */
 void hci_fdprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes to the diagnostic fd (stderr, or its duplicate kept by the checker). */

@@ -206,6 +206,36 @@ static void vfdprintf(int fd, const char *prefix, const char *fmt, va_list ap) {
   hci_write_all(fd, buf, len);
 }
 
+const char *hci_errno_text(int e) {
+  switch (e) {
+    case 0: return "no error";
+    case EACCES: return "permission denied";
+    case ENOENT: return "no such file or directory";
+    case ENOTDIR: return "a path component is not a directory";
+    case EISDIR: return "it is a directory";
+    case EEXIST: return "the file exists";
+    case ELOOP: return "too many symbolic links, or a symbolic link where none is followed";
+    case EROFS: return "read-only file system";
+    case ENOSPC: return "no space left on device";
+    case EDQUOT: return "disk quota exceeded";
+    case EFBIG: return "file too large";
+    case EIO: return "input/output error";
+    case ENAMETOOLONG: return "name too long";
+    case EMFILE: return "too many open files in this process";
+    case ENFILE: return "too many open files in the system";
+    case ENOMEM: return "out of memory";
+    case EPIPE: return "broken pipe";
+    case EBADF: return "bad file descriptor";
+    case EINVAL: return "invalid argument";
+    case EPERM: return "operation not permitted";
+    case ENXIO: return "no such device or address";
+    case ENODEV: return "no such device";
+    case ETXTBSY: return "text file busy";
+    case EAGAIN: return "resource temporarily unavailable";
+    default: return "error";
+  }
+}
+
 /* The report stream (log_stream.c), -1 when it has none (then nothing is written). */
 static int diag_fd(void) { return hci_log_stream_fd(); }
 

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hc_checker.h"
@@ -52,32 +53,51 @@ static struct {
 
 // ---- loading ----
 
+/* The file must be a regular text file of at most MAX_FILE bytes: anything
+ * else is one clear error and no suppressions (never a silent cut, never a
+ * blocking open: O_NONBLOCK, then fstat, so a FIFO is refused at once). */
 static char *read_file(const char *path, size_t *size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
-    hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: cannot open suppressions file %s: %s", path,
-                errno == ENOENT ? "no such file" : "open failed");
+    hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: cannot open suppressions file %s: %s; no suppressions loaded",
+                path, hci_errno_text(errno));
     return NULL;
   }
-  size_t cap = 65536, len = 0;
-  char *buf = hci_meta_alloc(cap);
-  while (buf) {
-    if (len + 1 >= cap) {
-      if (cap >= MAX_FILE) break;
-      char *n = hci_meta_alloc(cap * 2);
-      if (n) memcpy(n, buf, len);
-      hci_meta_free(buf, cap);
-      buf = n;
-      cap *= 2;
-      continue;
-    }
+  struct stat st;
+  char why[128] = "";
+  if (fstat(fd, &st) != 0) hci_snprintf(why, sizeof why, "%s", hci_errno_text(errno));
+  else if (S_ISDIR(st.st_mode)) hci_snprintf(why, sizeof why, "it is a directory");
+  else if (S_ISFIFO(st.st_mode)) hci_snprintf(why, sizeof why, "it is a FIFO, not a regular file");
+  else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) hci_snprintf(why, sizeof why, "it is a device, not a regular file");
+  else if (!S_ISREG(st.st_mode)) hci_snprintf(why, sizeof why, "it is not a regular file");
+  else if ((size_t)st.st_size > MAX_FILE)
+    hci_snprintf(why, sizeof why, "it has %lld bytes, more than the limit of %zu (4 MiB)", (long long)st.st_size, MAX_FILE);
+  size_t cap = why[0] ? 0 : (size_t)st.st_size + 2; /* one more byte: a file that grew is noticed */
+  char *buf = cap ? hci_meta_alloc(cap) : NULL;
+  size_t len = 0;
+  if (cap && !buf) hci_snprintf(why, sizeof why, "out of memory");
+  while (buf && len + 1 < cap) {
     ssize_t k = read(fd, buf + len, cap - 1 - len);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
+    if (k < 0) {
+      hci_snprintf(why, sizeof why, "read failed: %s", hci_errno_text(errno));
+      break;
+    }
+    if (k == 0) break;
     len += (size_t)k;
   }
   close(fd);
-  if (!buf) return NULL;
+  if (!why[0] && len > (size_t)st.st_size) hci_snprintf(why, sizeof why, "it grew while it was read");
+  if (!why[0] && memchr(buf, 0, len)) {
+    int line = 1;
+    for (const char *c = buf; *c; c++) line += *c == '\n';
+    hci_snprintf(why, sizeof why, "line %d holds a NUL byte: it is not a text file", line);
+  }
+  if (why[0]) {
+    hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: suppressions file %s: %s; no suppressions loaded", path, why);
+    if (buf) hci_meta_free(buf, cap);
+    return NULL;
+  }
   buf[len] = 0;
   S.text_size = cap;
   *size = len;
@@ -91,12 +111,16 @@ static char *trim(char *s) {
   return s;
 }
 
+#define MAX_BAD_LINES 20 /* errors printed one by one; the rest are counted */
+static int bad_lines;
+
 static void bad_line(const char *file, int lineno, const char *why, const char *text) {
-  hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: %s:%d: %s: \"%s\" (line ignored)", file, lineno, why, text);
+  if (++bad_lines <= MAX_BAD_LINES)
+    hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: %s:%d: %s: \"%.200s\" (line ignored)", file, lineno, why, text);
 }
 
 static void parse(const char *file, char *text) {
-  int lineno = 0;
+  int lineno = 0, extra = 0, first_extra = 0;
   for (char *line = text; line && *line;) {
     char *nl = strchr(line, '\n');
     if (nl) *nl = 0;
@@ -123,7 +147,7 @@ static void parse(const char *file, char *text) {
       continue;
     }
     if (S.nrules == MAX_RULES) {
-      bad_line(file, lineno, "too many suppressions", pat);
+      if (extra++ == 0) first_extra = lineno;
       continue;
     }
     bool a0 = pat[0] == '^';
@@ -147,6 +171,13 @@ static void parse(const char *file, char *text) {
     r->line = pat;
     r->pat = glob;
   }
+  if (bad_lines > MAX_BAD_LINES)
+    hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: %s: %d more bad lines ignored (%d in all)", file,
+                bad_lines - MAX_BAD_LINES, bad_lines);
+  if (extra)
+    hci_chk_log(HCI_LOG_ERROR,
+                "heapcheck: error: %s: more than %d suppressions: the %d from line %d on are ignored", file,
+                MAX_RULES, extra, first_extra);
 }
 
 void hci_supp_init(void) {
