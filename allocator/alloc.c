@@ -512,6 +512,12 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     uintptr_t off = (uintptr_t)p - s->start;
     if (!hc_is_object_start(off, &hci_classes[cls]) || off >= (uintptr_t)hci_classes[cls].objs * hci_classes[cls].size)
       bad_pointer("realloc", p, ra, "not the start of a heapcheck object");
+    /* A freed block is realloc's error, said as realloc's (the free at the
+     * end would otherwise call it free's double free).  In checker mode
+     * the record knows; otherwise the cheap check free itself makes. */
+    const hc_objmeta_t *m = s->objmeta ? &s->objmeta[object_index((uintptr_t)p, s, cls)] : NULL;
+    if (m ? m->stack_id == HC_STACK_NONE : hci_tc->lists[cls].head == p)
+      bad_pointer("realloc", p, ra, "already freed");
     usable = hci_classes[cls].size;
   } else {
     if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)

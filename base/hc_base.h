@@ -148,6 +148,8 @@ int hci_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((fo
  * broken pipe is an error, the program's signal state is left as it was)
  * and is not a cancellation point. */
 bool hci_write_all(int fd, const char *buf, size_t len);
+/* The same, returning 0 or the errno of the write that failed. */
+int hci_write_err(int fd, const char *buf, size_t len);
 /* Writes to the report stream (hci_log_stream_fd); false when it has none
  * or the write failed. */
 bool hci_diag_write(const char *buf, size_t len);
@@ -193,9 +195,13 @@ const char *hci_env_get(const char *name);
 /* Integer with optional K/M/G suffix; a malformed or out-of-range value
  * prints a warning naming the variable and the default, then returns def. */
 long long hci_env_int(const char *name, long long def, long long min, long long max);
-/* gperftools' EnvToBool: t/T/y/Y/1 or empty = true; f/F/n/N/0 = false;
- * anything else warns and returns def. */
+/* Booleans, judged whole and without regard to case: 1 t true y yes and
+ * the empty value (gperftools) are true, 0 f false n no are false; anything
+ * else ("10", "yesplease") warns naming the variable and returns def. */
 bool hci_env_bool(const char *name, bool def);
+/* The one case rule for keyword values (modes, booleans, unwinder names,
+ * report kinds): case-insensitive.  Variable names are case-sensitive. */
+bool hci_env_word_is(const char *value, const char *word);
 /* True when the process runs setuid or setgid (AT_SECURE). */
 bool hci_is_secure(void);
 
@@ -236,6 +242,7 @@ typedef struct hci_out {
   int fd;
   size_t len;
   bool failed;               /* a write failed (disk full...) */
+  int err;                   /* errno of the first failed write */
   char buf[8192];
 } hci_out_t;
 void hci_out_printf(hci_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -225,12 +225,12 @@ void hci_log_stream_open(void) {
   LS.err_id = id_of(2);
   LS.stderr_fd = LS.err_id.ok ? keep_high(2) : -1;
   const char *p = hci_env_get("HEAPCHECK_LOG_PATH");
-  if (p && *p && strcmp(p, "stderr") != 0) {
+  if (p && *p && !hci_env_word_is(p, "stderr")) {
     if (strlen(p) < sizeof LS.log_path) memcpy(LS.log_path, p, strlen(p) + 1);
     else hci_fdprintf(hci_log_stream_stderr(), "heapcheck: warning: HEAPCHECK_LOG_PATH is too long; reports go to stderr\n");
   }
   const char *c = hci_env_get("HEAPCHECK_CHILD_REPORTS");
-  LS.child_stderr = c && strcmp(c, "stderr") == 0;
+  LS.child_stderr = c && hci_env_word_is(c, "stderr");
   const char *tree = hci_env_get("HEAPCHECK_TREE");
   if (tree && *tree && strlen(tree) < sizeof LS.tree_dir) {
     LS.in_tree = true;

@@ -5,6 +5,7 @@
  * process (AT_SECURE) sees every variable as unset: an attacker-controlled
  * environment must not make a privileged program write files. */
 #include <string.h>
+#include <strings.h>
 #include <sys/auxv.h>
 
 #include "hc_base.h"
@@ -61,17 +62,20 @@ long long hci_env_int(const char *name, long long def, long long min, long long 
   return v;
 }
 
+bool hci_env_word_is(const char *value, const char *word) { return strcasecmp(value, word) == 0; }
+
+/* gperftools' EnvToBool accepts the empty value as true; the words are
+ * whole and their case does not matter (as for every keyword value). */
 bool hci_env_bool(const char *name, bool def) {
   const char *s = hci_env_get(name);
   if (!s) return def;
-  switch (s[0]) {
-    case '\0': case 't': case 'T': case 'y': case 'Y': case '1':
-      return true;
-    case 'f': case 'F': case 'n': case 'N': case '0':
-      return false;
-    default:
-      hci_warn("%s=\"%s\" is not a boolean (use 1/0, true/false, yes/no); using the default %s", name, s,
-               def ? "true" : "false");
-      return def;
-  }
+  static const char *const yes[] = {"", "1", "t", "true", "y", "yes"};
+  static const char *const no[] = {"0", "f", "false", "n", "no"};
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+    if (hci_env_word_is(s, yes[i])) return true;
+  for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+    if (hci_env_word_is(s, no[i])) return false;
+  hci_warn("%s=\"%s\" is not a boolean (use 1/0, true/false, yes/no, t/f, y/n); using the default %s", name, s,
+           def ? "true" : "false");
+  return def;
 }

@@ -18,7 +18,9 @@
 
 void hci_out_flush(hci_out_t *o) {
   if (o->len == 0) return;
-  if (!hci_write_all(o->fd, o->buf, o->len)) o->failed = true;
+  int err = hci_write_err(o->fd, o->buf, o->len);
+  if (err && !o->failed) o->err = err;
+  if (err) o->failed = true;
   o->len = 0;
 }
 

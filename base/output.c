@@ -169,8 +169,8 @@ int hci_snprintf(char *buf, size_t size, const char *fmt, ...) {
  * signals are as they were.  Raw system calls: write() and sigtimedwait()
  * are cancellation points, and a message (malloc_stats, a report) must not
  * become one. */
-bool hci_write_all(int fd, const char *buf, size_t len) {
-  int saved = errno;
+int hci_write_err(int fd, const char *buf, size_t len) {
+  int saved = errno, err = 0;
   sigset_t pipe_set, old, pending;
   sigemptyset(&pipe_set);
   sigaddset(&pipe_set, SIGPIPE);
@@ -181,7 +181,8 @@ bool hci_write_all(int fd, const char *buf, size_t len) {
     ssize_t n = syscall(SYS_write, fd, buf, len);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      broken = n < 0 && errno == EPIPE;
+      err = n < 0 ? errno : ENOSPC; /* write(2) returns 0 only for len 0 or a full device */
+      broken = err == EPIPE;
       break;
     }
     buf += n;
@@ -194,8 +195,10 @@ bool hci_write_all(int fd, const char *buf, size_t len) {
   }
   if (blocked) pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;
-  return len == 0;
+  return fd < 0 && len ? EBADF : err;
 }
+
+bool hci_write_all(int fd, const char *buf, size_t len) { return hci_write_err(fd, buf, len) == 0; }
 
 static void vfdprintf(int fd, const char *prefix, const char *fmt, va_list ap) {
   char buf[1024];

@@ -25,10 +25,10 @@ __attribute__((unused)) static uint64_t parse_duration(const char *s) {
   }
   if (p == s) return 0;
   uint64_t unit = 1000000000ull;
-  if (strcmp(p, "ms") == 0) unit = 1000000ull;
-  else if (strcmp(p, "m") == 0) unit = 60ull * 1000000000ull;
-  else if (strcmp(p, "h") == 0) unit = 3600ull * 1000000000ull;
-  else if (*p && strcmp(p, "s") != 0) return 0;
+  if (hci_env_word_is(p, "ms")) unit = 1000000ull;
+  else if (hci_env_word_is(p, "m")) unit = 60ull * 1000000000ull;
+  else if (hci_env_word_is(p, "h")) unit = 3600ull * 1000000000ull;
+  else if (*p && !hci_env_word_is(p, "s")) return 0;
   return v * unit;
 }
 
@@ -41,7 +41,7 @@ static void bad_item(const char *item, const char *why) {
 static void parse_item(char *it) {
   char *arg = strchr(it, ':');
   if (arg) *arg++ = 0;
-  if (strcmp(it, "top") == 0) {
+  if (hci_env_word_is(it, "top")) {
     R.top_n = 10;
     if (arg) {
       long n = 0;
@@ -52,17 +52,17 @@ static void parse_item(char *it) {
     }
     return;
   }
-  const char **file = strcmp(it, "json") == 0     ? &R.json
-                      : strcmp(it, "sarif") == 0  ? &R.sarif
-                      : strcmp(it, "svg") == 0    ? &R.svg
-                      : strcmp(it, "folded") == 0 ? &R.folded
+  const char **file = hci_env_word_is(it, "json")     ? &R.json
+                      : hci_env_word_is(it, "sarif")  ? &R.sarif
+                      : hci_env_word_is(it, "svg")    ? &R.svg
+                      : hci_env_word_is(it, "folded") ? &R.folded
                                                   : NULL;
   if (file) {
     if (!arg || !*arg) bad_item(it, "needs a file name (e.g. json:/tmp/leaks.%p.json)");
     else *file = arg;
     return;
   }
-  if (strcmp(it, "suppressions") == 0) {
+  if (hci_env_word_is(it, "suppressions")) {
     if (arg && *arg) R.supp_file = arg;
     else R.supp_print = true;
     return;

@@ -93,9 +93,20 @@ hc_public hc_check_t *hc_check_begin(const char *name) {
   return c;
 }
 
+/* A handle is the static inactive one or lives in the metadata arena:
+ * anything else (a wild, freed-from-the-heap or NULL pointer) is never
+ * read, so a bad handle is an error message, not a crash. */
+static bool is_handle(const hc_check_t *c) {
+  if (c == &inactive_check) return true;
+  uintptr_t a = (uintptr_t)c;
+  return c && a % _Alignof(hc_check_t) == 0 && hci_meta_owns(a) && hci_meta_owns(a + sizeof *c - 1) &&
+         c->magic == CHECK_MAGIC;
+}
+
 static bool valid(const hc_check_t *c) {
-  if (c && c->magic == CHECK_MAGIC) return true;
-  hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: %p is not a check handle from hc_check_begin()", (const void *)c);
+  if (is_handle(c)) return true;
+  hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: %p is not a check handle from hc_check_begin() (or was freed)",
+              (const void *)c);
   return false;
 }
 
@@ -121,15 +132,15 @@ hc_public hc_noinline int hc_check_end(hc_check_t *check, int flags) {
 }
 
 hc_public ssize_t hc_check_bytes_leaked(const hc_check_t *check) {
-  return check && check->magic == CHECK_MAGIC ? check->bytes : -1;
+  return is_handle(check) ? check->bytes : -1;
 }
 
 hc_public ssize_t hc_check_objects_leaked(const hc_check_t *check) {
-  return check && check->magic == CHECK_MAGIC ? check->objects : -1;
+  return is_handle(check) ? check->objects : -1;
 }
 
 hc_public const char *hc_check_name(const hc_check_t *check) {
-  return check && check->magic == CHECK_MAGIC ? check->name : "";
+  return is_handle(check) ? check->name : "";
 }
 
 hc_public void hc_check_free(hc_check_t *check) {

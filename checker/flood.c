@@ -815,6 +815,7 @@ static void flood_all(hci_world_t *w, flood_t *f) {
   int nreg = hci_api_root_regions(&regions);
   for (int i = 0; i < nreg; i++) scan_region(f, &w->maps, regions[i].lo, regions[i].hi);
   if (p->scan_globals) hci_roots_globals(root_cb, f);
+  else hci_roots_runtime(root_cb, f);
   if (p->scan_threads) hci_roots_threads(w, p->self_sp, root_cb, f);
   if (p->scan_threads) hci_roots_dead_threads(w, root_cb, f);
   if (p->scan_globals) hci_roots_mappings(w, root_cb, f);

@@ -188,6 +188,13 @@ size_t hci_copy_safe(void *dst, uintptr_t src, size_t n);
  * the excluded ranges.  requires: inside hci_with_loader_lock when the world
  * is stopped (dl_iterate_phdr nests: the lock is recursive). */
 void hci_roots_globals(hci_root_fn fn, void *ctx);
+/* Only the writable data of the C++ runtime (libstdc++.so, libc++.so): the
+ * roots that remain when globals are not (draconian).  What the runtime
+ * allocates for itself and keeps in its own statics (the stream buffers
+ * std::ios::sync_with_stdio(false) creates for cin/cout/cerr/clog and their
+ * wide twins) is the runtime's, not a leak of the program; LeakSanitizer
+ * sees them through libstdc++'s data as well. */
+void hci_roots_runtime(hci_root_fn fn, void *ctx);
 /* For each thread of a stopped world: registers, stack [sp - 128, stack end),
  * static TLS; for the checking thread the stack from self_sp upward (self_sp
  * = the frame address saved at the public entry, so dead checker frames are

@@ -175,16 +175,19 @@ static void copy_maps(hci_out_t *o) {
   close(fd);
 }
 
-static bool write_profile(const char *path, const hci_leak_t *leaks, const bucket_t *b, size_t nb, size_t total,
-                          size_t bytes) {
-  if (hci_is_secure()) return false; /* a privileged program writes no files */
+/* Writes the leak profile; 0, or the errno of what failed (the file is
+ * then removed: a hint never names a file that was not written whole). */
+static int write_profile(const char *path, const hci_leak_t *leaks, const bucket_t *b, size_t nb, size_t total,
+                         size_t bytes) {
+  if (hci_is_secure()) return EPERM; /* a privileged program writes no files */
   unlink(path);
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
+  if (fd < 0) return errno;
   hci_out_t *o = hci_os_map(sizeof *o);
   if (!o) {
     close(fd);
-    return false;
+    unlink(path);
+    return ENOMEM;
   }
   o->fd = fd;
   hci_out_printf(o, "heap profile: %6zu: %8zu [%6zu: %8zu] @ heapprofile\n", total, bytes, total, bytes);
@@ -199,10 +202,11 @@ static bool write_profile(const char *path, const hci_leak_t *leaks, const bucke
   hci_out_printf(o, "\nMAPPED_LIBRARIES:\n");
   copy_maps(o);
   hci_out_flush(o);
-  bool ok = !o->failed;
+  int err = o->failed ? o->err : 0;
   hci_os_unmap(o, sizeof *o);
-  if (close(fd) != 0) ok = false;
-  return ok;
+  if (close(fd) != 0 && !err) err = errno;
+  if (err) unlink(path);
+  return err;
 }
 
 // ---- the report ----
@@ -314,17 +318,21 @@ void hci_report_print(const hci_report_in_t *in) {
     bool written = false;
     if (hci_chk.dump_profile) {
       profile_path(path, sizeof path, in->name);
-      written = write_profile(path, leaks, b, nb, in->nleaks, in->bytes);
-      if (!written) {
+      int err = write_profile(path, leaks, b, nb, in->nleaks, in->bytes);
+      written = err == 0;
+      if (err) {
         if (hci_chk_log_on(HCI_LOG_ERROR)) {
-          hci_out_printf(o, "Failed dumping filtered heap profile to %s\n", path);
+          hci_out_printf(o, "Failed dumping filtered heap profile to %s: %s (errno %d)\n", path,
+                         err == EPERM && hci_is_secure() ? "the program runs setuid/setgid" : hci_errno_text(err),
+                         err);
           hci_out_printf(o, "Could not write pprof profile to %s\n", path);
         }
       } else if (hci_chk_log_on(1)) {
         hci_out_printf(o, "heapcheck: leak profile written to %s\n", path);
       }
     }
-    print_hint(o, written || hci_chk.dump_profile ? path : NULL);
+    /* Never a hint naming a file that was not written. */
+    if (written || !hci_chk.dump_profile) print_hint(o, written ? path : NULL);
     hci_out_flush(o);
   }
   hci_supp_print_used();

@@ -138,6 +138,24 @@ void hci_roots_globals(hci_root_fn fn, void *ctx) {
   dl_iterate_phdr(globals_cb, &s);
 }
 
+/* The C++ runtime's own shared object: libstdc++ (or libc++, libc++abi). */
+static bool is_cxx_runtime(const char *path) {
+  const char *b = path ? strrchr(path, '/') : NULL;
+  b = b ? b + 1 : path;
+  if (!b) return false;
+  return strncmp(b, "libstdc++.so", 12) == 0 || strncmp(b, "libc++.so", 9) == 0 || strncmp(b, "libc++abi.so", 12) == 0;
+}
+
+static int runtime_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  if (!is_cxx_runtime(info->dlpi_name)) return 0;
+  return globals_cb(info, size, arg);
+}
+
+void hci_roots_runtime(hci_root_fn fn, void *ctx) {
+  struct sink s = {fn, ctx, "runtime"};
+  dl_iterate_phdr(runtime_cb, &s);
+}
+
 /* ---------------------------------------------------------------- threads */
 
 /* Every writable private anonymous mapping that the allocator does not own:

@@ -36,6 +36,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "gperftools/heap-profiler.h"
@@ -50,6 +51,7 @@ extern char **environ;
 typedef struct pw {
   int fd;          /* >= 0: write here; < 0: collect in mem */
   bool failed;
+  int err;         /* errno of the first failure */
   char *mem;       /* hci_meta_alloc'ed */
   size_t mem_len, mem_cap;
   size_t len;
@@ -62,14 +64,10 @@ static void pw_flush(pw_t *w) {
     return;
   }
   if (w->fd >= 0) {
-    for (size_t off = 0; off < w->len;) {
-      ssize_t r = write(w->fd, w->buf + off, w->len - off);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        w->failed = true;
-        break;
-      }
-      off += (size_t)r;
+    int err = hci_write_err(w->fd, w->buf, w->len); /* never SIGPIPE */
+    if (err) {
+      w->failed = true;
+      w->err = err;
     }
   } else {
     if (w->mem_len + w->len + 1 > w->mem_cap) {
@@ -78,6 +76,7 @@ static void pw_flush(pw_t *w) {
       char *m = hci_meta_alloc(cap);
       if (!m) {
         w->failed = true;
+        w->err = ENOMEM;
         w->len = 0;
         return;
       }
@@ -193,12 +192,20 @@ static int write_profile(pw_t *w) {
 }
 
 hc_public int hc_heap_profile_write(int fd) {
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    errno = EBADF;
+    return -1;
+  }
   hci_ensure_init();
   pw_t *w = pw_new(fd);
-  if (!w) return -1;
+  if (!w) {
+    errno = ENOMEM;
+    return -1;
+  }
   int rc = write_profile(w);
+  int err = w->err;
   pw_delete(w);
+  if (rc < 0) errno = err ? err : EIO; /* the reason, for the caller's message */
   return rc;
 }
 
@@ -275,15 +282,21 @@ static int dump_locked(const char *reason, bool outside_malloc) {
   hci_snprintf(name, sizeof name, "%s.%d.%04u.heap", prof.prefix, prof.pid, prof.seq);
   hci_printf("Dumping heap profile to %s (%s)\n", name, reason);
   unlink(name); /* O_EXCL below: never follow or reuse what is there */
-  int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  int rc = -1;
+  /* 0600: a profile holds the process's memory map (addresses of every
+   * module, the heap, the stacks), which is nobody else's business. */
+  int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int rc = -1, err = errno;
   if (fd >= 0) {
     rc = hc_heap_profile_write(fd);
-    int err = errno;
-    close(fd);
-    errno = err;
+    err = errno;
+    if (close(fd) != 0 && rc == 0) {
+      rc = -1;
+      err = errno;
+    }
+    if (rc < 0) unlink(name); /* no half-written profile left behind */
   }
-  if (rc < 0) hci_printf("Failed dumping heap profile to %s. Numeric errno is %d\n", name, errno);
+  if (rc < 0)
+    hci_printf("Failed dumping heap profile to %s: %s. Numeric errno is %d\n", name, hci_errno_text(err), err);
   else if (outside_malloc && profile_formats) dump_graphs(name);
   prof.last_alloc = hci_profile_alloc_estimate();
   int64_t inuse = inuse_now();
@@ -405,9 +418,9 @@ static void read_report_option(void) {
     const char *e = p;
     while (*e && *e != ',') e++;
     size_t n = (size_t)(e - p);
-    if (n == 3 && memcmp(p, "svg", 3) == 0) profile_formats |= 1;
-    else if (n == 6 && memcmp(p, "folded", 6) == 0) profile_formats |= 2;
-    else if (!(n == 4 && memcmp(p, "heap", 4) == 0))
+    if (n == 3 && strncasecmp(p, "svg", 3) == 0) profile_formats |= 1;
+    else if (n == 6 && strncasecmp(p, "folded", 6) == 0) profile_formats |= 2;
+    else if (!(n == 4 && strncasecmp(p, "heap", 4) == 0))
       hci_warn("HEAP_PROFILE_FORMAT=\"%s\": \"%.*s\" is not heap, svg or folded; ignored", f, (int)n, p);
     p = *e ? e + 1 : e;
   }

@@ -11,8 +11,10 @@
  * Recorded stacks therefore start at the user's code.
  * glibc semantics throughout (see tests/test_malloc_api.c).  This is one of
  * the few files allowed to know about libc/ABI specifics. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -172,6 +174,54 @@ hc_public int mallopt(int param, int value) {
   (void)value;
   return 1; /* accepted and ignored: heapcheck tunes itself */
 }
+/* glibc's internal names of the two, which some programs call. */
+hc_public struct mallinfo __libc_mallinfo(void) __attribute__((alias("mallinfo")));
+hc_public int __libc_mallopt(int param, int value) __attribute__((alias("mallopt")));
+
+/* glibc's malloc_info XML layout (one heap: ours), so tools that parse it
+ * keep working, with what heapcheck has: free objects per size class (the
+ * central lists and transfer caches; thread caches are counted in the
+ * totals), free and released pages, and a <heapcheck> element with the
+ * numbers of hc_get_stats.  Called by the program, outside the allocator:
+ * it may use stdio (fprintf may allocate, which is then ours).  As glibc:
+ * options must be 0, else EINVAL is returned. */
+hc_public int malloc_info(int options, FILE *fp) {
+  if (options != 0) return EINVAL;
+  if (!fp) return EINVAL;
+  hc_stats_t st;
+  hci_stats_get(&st);
+  size_t free_count = 0, free_bytes = 0;
+  fprintf(fp, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
+    size_t n = hci_central_free_objects(c), size = hci_classes[c].size;
+    if (!n) continue;
+    fprintf(fp, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n",
+            c > 1 ? (size_t)hci_classes[c - 1].size + 1 : 1, size, n * size, n);
+    free_count += n;
+    free_bytes += n * size;
+  }
+  size_t rest = free_bytes + st.thread_cache_free + st.page_heap_free;
+  fprintf(fp, "</sizes>\n<total type=\"fast\" count=\"0\" size=\"0\"/>\n");
+  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", free_count, rest);
+  fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n",
+          st.heap_mapped - st.heap_released, st.heap_mapped);
+  fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n</heap>\n",
+          st.heap_mapped, st.heap_mapped);
+  fprintf(fp, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n");
+  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", free_count, rest);
+  fprintf(fp, "<total type=\"mmap\" count=\"0\" size=\"0\"/>\n");
+  fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n",
+          st.heap_mapped - st.heap_released, st.heap_mapped);
+  fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n",
+          st.heap_mapped, st.heap_mapped);
+  fprintf(fp,
+          "<heapcheck in_use=\"%zu\" small_in_use=\"%zu\" large_in_use=\"%zu\" page_heap_free=\"%zu\" "
+          "released=\"%zu\" central_free=\"%zu\" thread_cache_free=\"%zu\" metadata=\"%zu\" "
+          "thread_caches=\"%zu\" sampled_objects=\"%zu\" stacks=\"%zu\"/>\n</malloc>\n",
+          st.in_use, st.small_in_use, st.large_in_use, st.page_heap_free, st.heap_released, st.central_free,
+          st.thread_cache_free, st.metadata, st.thread_caches, st.sampled_objects, st.stacks);
+  return 0;
+}
 
 // ---- C++ operators ----
 
@@ -181,17 +231,59 @@ typedef void (*new_handler_t)(void);
  * the library is preloaded. */
 extern new_handler_t _ZSt15get_new_handlerv(void) __attribute__((weak));
 extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
+/* std::nothrow is an empty object: any address stands for it. */
+static const char std_nothrow;
 
-static hc_noinline void *new_slow(size_t size, size_t align, bool nothrow, uintptr_t ra) {
+/* The C++ runtime's own nothrow operator of that name, which is
+ * `try { return ::operator new(size...); } catch (...) { return nullptr; }`
+ * and so calls our throwing operator inside a catch: C cannot catch, and a
+ * nothrow operator that calls the new-handler (as the standard says it
+ * must) needs one, because the handler may throw.  Looked up in libstdc++
+ * (or libc++) itself, not by symbol name, which finds ours.  NULL when the
+ * runtime is linked statically or absent.  dlopen/dlsym may allocate: we
+ * are on the failure path of a large request, with the handler about to
+ * run, and an allocation that fails here only means NULL. */
+typedef void (*nothrow_fn)(void);
+typedef void *(*nothrow_plain_fn)(size_t, const void *);
+typedef void *(*nothrow_aligned_fn)(size_t, size_t, const void *);
+static nothrow_fn cxx_runtime_nothrow(const char *name) {
+  static const char *const runtimes[] = {"libstdc++.so.6", "libc++.so.1"};
+  for (size_t i = 0; i < sizeof runtimes / sizeof runtimes[0]; i++) {
+    void *h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) continue;
+    nothrow_fn f = (nothrow_fn)(uintptr_t)dlsym(h, name);
+    dlclose(h);
+    if (f) return f;
+  }
+  return NULL;
+}
+
+static hc_noinline void *new_slow(size_t size, size_t align, int nothrow_form, uintptr_t ra) {
+  static const char *const nothrow_names[] = {NULL, "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+                                              "_ZnwmSt11align_val_tRKSt9nothrow_t",
+                                              "_ZnamSt11align_val_tRKSt9nothrow_t"};
+  static _Atomic(nothrow_fn) runtime_nothrow[5];
   for (;;) {
     void *p = align > 16 ? hci_memalign_ra(align, size, ra) : hci_malloc_ra(size, ra);
     if (p) return p;
-    /* The nothrow forms return NULL without calling the new-handler: a
-     * handler may throw, and C cannot catch it before it escapes a noexcept
-     * operator (std::terminate).  libstdc++'s own nothrow operators catch;
-     * this is the one documented difference. */
-    if (nothrow) return NULL;
     new_handler_t h = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
+    if (nothrow_form) {
+      /* [new.delete.single]: the nothrow forms behave as the throwing ones
+       * (the new-handler loop) and return nullptr where those throw. */
+      if (!h) return NULL;
+      nothrow_fn f = atomic_load_explicit(&runtime_nothrow[nothrow_form], memory_order_relaxed);
+      if (!f) {
+        f = cxx_runtime_nothrow(nothrow_names[nothrow_form]);
+        atomic_store_explicit(&runtime_nothrow[nothrow_form], f, memory_order_relaxed);
+      }
+      if (f)
+        return nothrow_form >= 3 ? ((nothrow_aligned_fn)f)(size, align, &std_nothrow)
+                                 : ((nothrow_plain_fn)f)(size, &std_nothrow);
+      /* No runtime to catch for us (static libstdc++): the handler is
+       * called here, and an exception it throws goes to the caller. */
+      h();
+      continue;
+    }
     if (!h) {
       if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
       hci_fatal("operator new(%zu): out of memory and no C++ runtime to throw std::bad_alloc", size);
@@ -202,7 +294,7 @@ static hc_noinline void *new_slow(size_t size, size_t align, bool nothrow, uintp
 
 static inline __attribute__((always_inline)) void *cxx_new(size_t size, uintptr_t ra) {
   void *p = hc_malloc_fast(size, ra); /* not a tail call: pass the real return address */
-  return hc_likely(p != NULL) ? p : new_slow(size, 0, false, ra);
+  return hc_likely(p != NULL) ? p : new_slow(size, 0, 0, ra);
 }
 
 /* operator new(size_t), new[](size_t) */
@@ -211,22 +303,22 @@ hc_public void *_Znam(size_t size) { return cxx_new(size, HC_RA()); }
 /* nothrow variants */
 hc_public void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) {
   (void)nt;
-  return new_slow(size, 0, true, HC_RA());
+  return new_slow(size, 0, 1, HC_RA());
 }
 hc_public void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) {
   (void)nt;
-  return new_slow(size, 0, true, HC_RA());
+  return new_slow(size, 0, 2, HC_RA());
 }
 /* aligned (std::align_val_t is a size_t enum) */
-hc_public void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, false, HC_RA()); }
-hc_public void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, false, HC_RA()); }
+hc_public void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, 0, HC_RA()); }
+hc_public void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, 0, HC_RA()); }
 hc_public void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
   (void)nt;
-  return new_slow(size, align, true, HC_RA());
+  return new_slow(size, align, 3, HC_RA());
 }
 hc_public void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
   (void)nt;
-  return new_slow(size, align, true, HC_RA());
+  return new_slow(size, align, 4, HC_RA());
 }
 
 /* operator delete: plain, array, sized, nothrow, aligned - all free(). */

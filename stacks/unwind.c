@@ -190,12 +190,12 @@ hc_noinline int hci_backtrace(uintptr_t *pcs, int max, int skip) {
 void hci_unwind_init(void) {
   const char *v = hci_env_get("HEAPCHECK_UNWINDER");
   if (v == NULL || *v == '\0') return;
-  if (strcmp(v, "fp") == 0) {
+  if (hci_env_word_is(v, "fp")) {
     hci_unwinder = HC_UNWIND_FP;
     hci_unwind_fallback = false; /* asked for explicitly: never the DWARF walk */
-  } else if (strcmp(v, "auto") == 0) {
+  } else if (hci_env_word_is(v, "auto")) {
     hci_unwinder = HC_UNWIND_FP;
-  } else if (strcmp(v, "dwarf") == 0) {
+  } else if (hci_env_word_is(v, "dwarf")) {
     if (hci_unwind_dwarf_available())
       hci_unwinder = HC_UNWIND_DWARF;
     else

@@ -108,6 +108,12 @@ static void realloc_freed_sampled(void) {
   void *q = realloc(hide(p), 64);
   (void)q;
 }
+static void realloc_freed_small(void) {
+  char *p = malloc(40);
+  free(p);
+  void *q = realloc(hide(p), 64);
+  (void)q;
+}
 static void realloc_interior(void) {
   char *p = malloc(100);
   void *q = realloc(hide(p + 8), 200);
@@ -231,6 +237,7 @@ int main(void) {
   run("double free, sampled", double_free_sampled, dbl);
   run("double free, sampled, span reused", double_free_sampled_reused, dbl);
   run("realloc of a freed sampled block", realloc_freed_sampled, "heapcheck: realloc(): invalid pointer 0x");
+  run("realloc of a freed small block", realloc_freed_small, "heapcheck: realloc(): invalid pointer 0x");
   run("realloc of malloc(100)+8", realloc_interior, "heapcheck: realloc(): invalid pointer 0x");
   run("realloc inside a large block", realloc_interior_large, "heapcheck: realloc(): invalid pointer 0x");
   run("realloc of a freed large block", realloc_freed_large, "heapcheck: realloc(): invalid pointer 0x");

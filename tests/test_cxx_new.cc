@@ -10,9 +10,10 @@
  * forms (a handler that frees a reserve is called and the allocation then
  * succeeds; a handler is called again and again until it uninstalls itself,
  * then std::bad_alloc; a handler's own exception propagates), and the
- * nothrow forms' policy: they never call the new_handler (a handler may
- * throw, and an exception escaping a noexcept operator is std::terminate),
- * they return nullptr at once. */
+ * nothrow forms ([new.delete.single], as libstdc++): the same handler loop,
+ * with nullptr where the throwing forms throw (a handler that throws
+ * bad_alloc or anything else, a handler that uninstalls itself) and the
+ * allocation when the handler made room. */
 #include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -361,10 +362,11 @@ static void test_new_handler() {
   }
   std::set_new_handler(nullptr);
 
-  /* nothrow forms: nullptr at once, the handler is never called, whatever
-   * it would do.  Each runs in a child process: if the handler were called,
-   * bad_alloc_handler's exception would escape the noexcept operator
-   * (std::terminate, a signal) and counting_handler would be counted. */
+  /* nothrow forms: the handler is called as by the throwing forms, and
+   * nullptr comes back where those throw: once for a handler that throws
+   * (bad_alloc or anything else: caught, never std::terminate), three times
+   * for counting_handler (until it uninstalls itself).  Each in a child
+   * process, so an escaping exception is a signal, not the end of the test. */
   typedef void *(*nothrow_form)(size_t);
   static const nothrow_form forms[4] = {
       [](size_t n) { return ::operator new(n, std::nothrow); },
@@ -374,63 +376,57 @@ static void test_new_handler() {
   };
   static const char *const fnames[4] = {"new(n, nothrow)", "new[](n, nothrow)", "new(n, align 64, nothrow)",
                                         "new[](n, align 4096, nothrow)"};
-  static void (*const handlers[2])() = {bad_alloc_handler, counting_handler};
+  static void (*const handlers[3])() = {bad_alloc_handler, counting_handler, throwing_handler};
+  static const int want_calls[3] = {1, 3, 1};
   for (int form = 0; form < 4; form++)
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < 3; h++) {
       std::fflush(nullptr);
       pid_t pid = fork();
       if (pid == 0) {
         handler_calls = 0;
         std::set_new_handler(handlers[h]);
         void *r = forms[form](opaque(SIZE_MAX / 4));
-        _exit(r != nullptr ? 3 : handler_calls != 0 ? 4 : 0);
+        _exit(r != nullptr ? 3 : handler_calls != want_calls[h] ? 4 : 0);
       }
       int st = 0;
       waitpid(pid, &st, 0);
       CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "operator %s with a %s handler installed: %s", fnames[form],
-            h == 0 ? "throwing" : "counting",
+            h == 0 ? "bad_alloc-throwing" : h == 1 ? "counting" : "my_error-throwing",
             WIFSIGNALED(st)              ? "the handler was called and its exception escaped (std::terminate)"
             : WEXITSTATUS(st) == 3       ? "returned non-null"
-            : WEXITSTATUS(st) == 4       ? "called the new_handler"
+            : WEXITSTATUS(st) == 4       ? "did not call the new_handler as often as the throwing form"
                                          : "child failed");
     }
 
-  /* A nothrow form fails even when the handler could have made room: with
-   * the address space capped as above, new(R, nothrow) returns nullptr and
-   * the reserve stays allocated (the handler that would free it is not
-   * called); the throwing form then calls it and succeeds. */
-  malloc_trim(0);
-  hc_get_stats(&hs);
-  const size_t R2 = hs.page_heap_free + hs.heap_released + 64 * MB;
-  reserve = escape(std::malloc(R2 + 8 * MB));
-  CHECK(reserve != nullptr, "reserve");
-  std::memset(reserve, 1, 4096);
-  lim = old;
-  lim.rlim_cur = vm_size() + 32 * MB;
-  if (setrlimit(RLIMIT_AS, &lim) != 0) {
-    std::perror("setrlimit");
-    failures++;
-    return;
+  /* A nothrow form gets the memory the handler makes room for: with the
+   * address space capped as above, new(R, nothrow) calls the handler,
+   * which frees the reserve, and returns the block. */
+  for (int form = 0; form < 2; form++) {
+    malloc_trim(0);
+    hc_get_stats(&hs);
+    const size_t R2 = hs.page_heap_free + hs.heap_released + 64 * MB;
+    reserve = escape(std::malloc(R2 + 8 * MB));
+    CHECK(reserve != nullptr, "reserve");
+    std::memset(reserve, 1, 4096);
+    lim = old;
+    lim.rlim_cur = vm_size() + 32 * MB;
+    if (setrlimit(RLIMIT_AS, &lim) != 0) {
+      std::perror("setrlimit");
+      failures++;
+      return;
+    }
+    handler_calls = 0;
+    std::set_new_handler(free_reserve_handler); /* makes room and uninstalls itself */
+    void *n = escape(form == 0 ? ::operator new(R2, std::nothrow) : ::operator new[](R2, std::align_val_t{64}, std::nothrow));
+    CHECK(n != nullptr && handler_calls == 1 && reserve == nullptr,
+          "%s(%zu MB, nothrow) under the cap: %p, handler called %d times", form == 0 ? "new" : "aligned new[]",
+          R2 / MB, n, handler_calls);
+    if (form == 0) ::operator delete(n);
+    else ::operator delete[](n, std::align_val_t{64});
+    std::free(reserve);
+    reserve = nullptr;
+    setrlimit(RLIMIT_AS, &old);
   }
-  handler_calls = 0;
-  std::set_new_handler(free_reserve_handler); /* would make room (and uninstall itself) */
-  void *n1 = escape(::operator new(R2, std::nothrow));
-  void *n2 = escape(::operator new[](R2, std::align_val_t{64}, std::nothrow));
-  CHECK(n1 == nullptr && n2 == nullptr, "nothrow new(%zu MB) under the cap: %p %p, want nullptr", R2 / MB, n1, n2);
-  CHECK(handler_calls == 0 && reserve != nullptr, "nothrow new called the new_handler %d times", handler_calls);
-  if (n1) ::operator delete(n1);
-  if (n2) ::operator delete[](n2, std::align_val_t{64});
-  std::set_new_handler(free_reserve_handler);
-  void *t = nullptr;
-  try {
-    t = escape(::operator new(R2));
-  } catch (const std::bad_alloc &) {
-  }
-  CHECK(t != nullptr && handler_calls == 1 && reserve == nullptr,
-        "throwing new after the nothrow ones: %p, handler called %d times", t, handler_calls);
-  ::operator delete(t);
-  std::free(reserve);
-  reserve = nullptr;
   setrlimit(RLIMIT_AS, &old);
   std::set_new_handler(nullptr);
 }

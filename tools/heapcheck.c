@@ -330,6 +330,30 @@ static void set(const char *name, const char *value) {
   say("%s=%s", name, value);
 }
 
+/* LD_PRELOAD separates its entries with ':' and ' ' and has no quoting, so
+ * a library path holding either would be cut in pieces and the program run
+ * unchecked.  Such a library is preloaded through a symbolic link in the
+ * launcher's private directory (removed at the end); when that directory's
+ * own path has them too (TMPDIR), a clear error says what to do. */
+static const char *preload_path(const char *lib, hc_tree_t *tree, char *link, size_t size) {
+  if (!strpbrk(lib, ": ")) return lib;
+  if (strpbrk(tree->dir, ": ") || snprintf(link, size, "%s/%s", tree->dir, HC_LIBNAME) >= (int)size) {
+    hc_tree_remove(tree);
+    die(127,
+        "the library path '%s' contains ':' or ' ', which LD_PRELOAD cannot carry, and so does the private "
+        "directory %s (TMPDIR); set HEAPCHECK_LIB to a copy or symbolic link of %s at a path without them",
+        lib, tree->dir, HC_LIBNAME);
+  }
+  if (symlink(lib, link) != 0) {
+    int e = errno;
+    hc_tree_remove(tree);
+    die(127, "the library path '%s' contains ':' or ' ', which LD_PRELOAD cannot carry, and the link %s "
+             "cannot be made: %s; set HEAPCHECK_LIB to a path without them", lib, link, strerror(e));
+  }
+  say("the library path contains ':' or ' ' (LD_PRELOAD cannot carry them): preloading it as %s", link);
+  return link;
+}
+
 /* Ours first (its malloc must win), then the user's own preloads, without
  * listing ours twice. */
 static void set_preload(const char *lib) {
@@ -486,7 +510,9 @@ int main(int argc, char **argv) {
   snprintf(num, sizeof num, "%d", (int)getpid());
   set("HEAPCHECK_TREE_PID", num);
   set("HEAPCHECK_KEEP_STATUS", "1");
-  set_preload(lib);
+  char link[PATH_MAX];
+  const char *preload = preload_path(lib, &tree, link, sizeof link);
+  set_preload(preload);
   say("running %s", path);
 
   install_forwarding();
@@ -494,6 +520,7 @@ int main(int argc, char **argv) {
   fflush(NULL);
   pid_t pid = start(prog, path);
   if (pid < 0) {
+    if (preload != lib) unlink(link);
     hc_tree_remove(&tree);
     die(126, "cannot start %s: %s", prog[0], strerror(errno));
   }
@@ -505,6 +532,7 @@ int main(int argc, char **argv) {
   hc_tree_summary_t sum;
   hc_tree_read(&tree, &sum);
   hc_tree_print(&tree, &sum, stderr);
+  if (preload != lib) unlink(link);
   hc_tree_cleanup(&tree, &sum);
   fflush(stderr);
   if (WIFSIGNALED(status)) die_of_signal(WTERMSIG(status));
