@@ -238,25 +238,24 @@ static const char std_nothrow;
  * `try { return ::operator new(size...); } catch (...) { return nullptr; }`
  * and so calls our throwing operator inside a catch: C cannot catch, and a
  * nothrow operator that calls the new-handler (as the standard says it
- * must) needs one, because the handler may throw.  Looked up in libstdc++
- * (or libc++) itself, not by symbol name, which finds ours.  NULL when the
- * runtime is linked statically or absent.  dlopen/dlsym may allocate: we
- * are on the failure path of a large request, with the handler about to
- * run, and an allocation that fails here only means NULL. */
+ * must) needs one, because the handler may throw.  The next definition
+ * after ours (libstdc++'s or libc++'s: they come after a preloaded or
+ * -lheapcheck library, and after an executable heapcheck is linked into);
+ * NULL when there is none (static libstdc++) or it is ours.  dlsym may
+ * allocate: we are on the failure path of a large request, with the
+ * handler about to run, and an allocation that fails here only means NULL. */
 typedef void (*nothrow_fn)(void);
 typedef void *(*nothrow_plain_fn)(size_t, const void *);
 typedef void *(*nothrow_aligned_fn)(size_t, size_t, const void *);
-static nothrow_fn cxx_runtime_nothrow(const char *name) {
-  static const char *const runtimes[] = {"libstdc++.so.6", "libc++.so.1"};
-  for (size_t i = 0; i < sizeof runtimes / sizeof runtimes[0]; i++) {
-    void *h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) continue;
-    nothrow_fn f = (nothrow_fn)(uintptr_t)dlsym(h, name);
-    dlclose(h);
-    if (f) return f;
-  }
-  return NULL;
+static nothrow_fn cxx_runtime_nothrow(const char *name, nothrow_fn self) {
+  nothrow_fn f = (nothrow_fn)(uintptr_t)dlsym(RTLD_NEXT, name);
+  return f == self ? NULL : f;
 }
+
+hc_public void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt);
+hc_public void *_ZnamRKSt9nothrow_t(size_t size, const void *nt);
+hc_public void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt);
+hc_public void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt);
 
 static hc_noinline void *new_slow(size_t size, size_t align, int nothrow_form, uintptr_t ra) {
   static const char *const nothrow_names[] = {NULL, "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
@@ -273,7 +272,11 @@ static hc_noinline void *new_slow(size_t size, size_t align, int nothrow_form, u
       if (!h) return NULL;
       nothrow_fn f = atomic_load_explicit(&runtime_nothrow[nothrow_form], memory_order_relaxed);
       if (!f) {
-        f = cxx_runtime_nothrow(nothrow_names[nothrow_form]);
+        static const nothrow_fn ours[] = {NULL, (nothrow_fn)(uintptr_t)_ZnwmRKSt9nothrow_t,
+                                          (nothrow_fn)(uintptr_t)_ZnamRKSt9nothrow_t,
+                                          (nothrow_fn)(uintptr_t)_ZnwmSt11align_val_tRKSt9nothrow_t,
+                                          (nothrow_fn)(uintptr_t)_ZnamSt11align_val_tRKSt9nothrow_t};
+        f = cxx_runtime_nothrow(nothrow_names[nothrow_form], ours[nothrow_form]);
         atomic_store_explicit(&runtime_nothrow[nothrow_form], f, memory_order_relaxed);
       }
       if (f)
