@@ -43,6 +43,7 @@ static hc_cold hc_noinline void bad_pointer(const char *fn, const void *p, uintp
 static inline bool span_freed(const hc_span_t *s) { return s->state == HC_SPAN_FREE || s->state == HC_SPAN_STASHED; }
 
 static hc_cold hc_noinline void double_free(const char *fn, const void *p, uintptr_t ra) {
+  HC_USDT_MEMORY_TCACHE_DOUBLE_FREE(p, hci_pagemap_class((uintptr_t)p));
   hci_fatal("%s(): double free of %p; called from %p", fn, p, (void *)ra);
 }
 
@@ -252,16 +253,23 @@ size_t hci_sample_stash_bytes(void) {
 }
 
 /* A LARGE span holding one object of `size` bytes.  sampled: weight > 0. */
+/* An allocation that fails with ENOMEM fires glibc's retry probe (glibc
+ * fires it before retrying in another arena; heapcheck has one heap). */
+static hc_cold hc_noinline void *enomem(size_t size, size_t align, bool zero) {
+  if (zero) HC_USDT_MEMORY_CALLOC_RETRY(size);
+  else if (align > 16) HC_USDT_MEMORY_MEMALIGN_RETRY(size, align);
+  else HC_USDT_MEMORY_MALLOC_RETRY(size);
+  errno = ENOMEM;
+  return NULL;
+}
+
 static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintptr_t ra, uint64_t weight,
                                bool zero) {
   size_t npages = (size + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
   if (npages == 0) npages = 1;
   hc_span_t *s = weight && npages == 1 && align <= HC_PAGE_SIZE ? stash_pop() : NULL;
   if (!s) s = align > HC_PAGE_SIZE ? hci_ph_alloc_aligned(npages, align) : hci_ph_alloc(npages);
-  if (!s) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (!s) return enomem(size, align, zero);
   s->req_size = size;
   s->meta.epoch = atomic_load_explicit(&hci_epoch, memory_order_relaxed);
   atomic_store_explicit(&s->meta.xflags, new_flags(tc, 0), memory_order_relaxed);
@@ -293,10 +301,7 @@ static unsigned aligned_class(size_t size, size_t align) {
 
 static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, bool zero) {
   hci_ensure_init();
-  if (hc_unlikely(size > HC_MAX_REQUEST)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (hc_unlikely(size > HC_MAX_REQUEST)) return enomem(size, align, zero);
   hc_tcache_t *tc = hci_tc_get();
   /* Charge the sampler (unless the fast path did already). */
   bool sample = false;
@@ -320,10 +325,7 @@ static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, b
     return alloc_span_object(tc, size, align, ra, sample ? weight : 0, zero);
   }
   void *p = pop_small(tc, cls);
-  if (hc_unlikely(!p)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (hc_unlikely(!p)) return enomem(size, align, zero);
   if (hci_record_all) {
     record_small(tc, p, cls, size, ra);
     /* The free-list link left in the first word would point at the next
@@ -483,19 +485,13 @@ void hci_free_ra(void *p, uintptr_t ra) { hc_free_fast(p, ra); }
 
 void *hci_calloc_ra(size_t n, size_t size, uintptr_t ra) {
   size_t total;
-  if (__builtin_mul_overflow(n, size, &total)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (__builtin_mul_overflow(n, size, &total)) return enomem(SIZE_MAX, 0, true);
   return alloc_generic(total, 0, ra, 0, true);
 }
 
 void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra) {
   if (align <= 16) return hc_malloc_fast(size, ra);
-  if (size > HC_MAX_REQUEST || align > HC_MAX_REQUEST) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (size > HC_MAX_REQUEST || align > HC_MAX_REQUEST) return enomem(size, align, false);
   return alloc_generic(size, align, ra, 0, false);
 }
 
@@ -547,7 +543,10 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     return p;
   }
   void *q = hc_malloc_fast(size, ra);
-  if (!q) return NULL;
+  if (!q) {
+    HC_USDT_MEMORY_REALLOC_RETRY(size, p);
+    return NULL;
+  }
   size_t old = hci_record_all ? hci_requested_size(p) : usable;
   memcpy(q, p, old < size ? old : size);
   hc_free_fast(p, ra);

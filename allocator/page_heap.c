@@ -13,6 +13,7 @@
  * Invariant: every page of every span (free or not) maps to its span.
  * Lock: hci_pageheap.lock; takes only the metadata arena lock inside. */
 #include "hc_internal.h"
+#include "usdt.h"
 
 hc_pageheap_t hci_pageheap;
 
@@ -89,6 +90,7 @@ static bool grow(size_t n, size_t align) {
   s->npages = bytes >> HC_PAGE_SHIFT;
   s->is_released = 1; /* untouched pages are not resident */
   ph->mapped_bytes += bytes;
+  HC_USDT_MEMORY_HEAP_NEW(start, bytes);
   if (!ph->lo || start < ph->lo) ph->lo = start;
   if (start + bytes > ph->hi) ph->hi = start + bytes;
   /* Coalesce with neighbouring mappings so the heap stays in big runs. */
@@ -276,6 +278,7 @@ static size_t release_locked(size_t max_bytes) {
       if (s == h || (max_bytes && done >= max_bytes)) break;
       take_free(s);
       hci_os_release((void *)s->start, s->npages << HC_PAGE_SHIFT);
+      HC_USDT_MEMORY_HEAP_LESS(s->start, s->npages << HC_PAGE_SHIFT);
       s->is_released = 1;
       done += s->npages << HC_PAGE_SHIFT;
       hci_ph_free_locked(s); /* merges with released neighbours */

@@ -25,6 +25,7 @@
 #include <pthread.h>
 
 #include "hc_internal.h"
+#include "usdt.h"
 
 HC_TLS hc_tcache_t *hci_tc = &hci_tc_empty;
 hc_tcache_t hci_tc_empty = {.is_static = true};
@@ -83,6 +84,7 @@ hc_tcache_t *hci_tc_get(void) {
   tc_live++;
   hci_unlock(&hci_tc_registry_lock);
   tc->budget = budget_now();
+  HC_USDT_MEMORY_ARENA_NEW(tc, sizeof *tc); /* glibc: a new arena for this thread */
   hci_tc = tc;
   /* May allocate (keys >= 32 use a calloc'ed array): hci_tc is set already,
    * so that allocation is served by this cache. */

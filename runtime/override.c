@@ -22,6 +22,7 @@
 #include "alloc_inline.h"
 #include "hc_runtime.h"
 #include "heapcheck.h"
+#include "usdt.h"
 
 #define SYS_PAGE 4096
 
@@ -169,10 +170,59 @@ hc_public int malloc_trim(size_t pad) {
   return hci_ph_release(0) > 0;
 }
 
+/* Accepted and ignored (heapcheck tunes itself), but fired as glibc's
+ * probes: memory_mallopt(param, value), then the parameter's own probe with
+ * (new, old) or (new, old, glibc's no_dyn_threshold before the call); "old"
+ * is the value the program set last, else glibc's default.  Lock-free: a
+ * racing pair of calls may both report the same old value. */
+static struct {
+  int mxfast, trim, top_pad, mmap_thr, mmap_max, perturb, arena_test, arena_max, no_dyn;
+} mo = {128, 128 * 1024, 0, 128 * 1024, 65536, 0, 8, 0, 0};
+
 hc_public int mallopt(int param, int value) {
-  (void)param;
-  (void)value;
-  return 1; /* accepted and ignored: heapcheck tunes itself */
+  HC_USDT_I2(memory_mallopt, param, value);
+  int old;
+  switch (param) {
+    case M_MXFAST:
+      old = mo.mxfast, mo.mxfast = value;
+      HC_USDT_I2(memory_mallopt_mxfast, value, old);
+      break;
+    case M_TRIM_THRESHOLD:
+      old = mo.trim, mo.trim = value;
+      HC_USDT_I3(memory_mallopt_trim_threshold, value, old, mo.no_dyn);
+      mo.no_dyn = 1;
+      break;
+    case M_TOP_PAD:
+      old = mo.top_pad, mo.top_pad = value;
+      HC_USDT_I3(memory_mallopt_top_pad, value, old, mo.no_dyn);
+      mo.no_dyn = 1;
+      break;
+    case M_MMAP_THRESHOLD:
+      old = mo.mmap_thr, mo.mmap_thr = value;
+      HC_USDT_I3(memory_mallopt_mmap_threshold, value, old, mo.no_dyn);
+      mo.no_dyn = 1;
+      break;
+    case M_MMAP_MAX:
+      old = mo.mmap_max, mo.mmap_max = value;
+      HC_USDT_I3(memory_mallopt_mmap_max, value, old, mo.no_dyn);
+      mo.no_dyn = 1;
+      break;
+    case M_PERTURB:
+      old = mo.perturb, mo.perturb = value;
+      HC_USDT_I2(memory_mallopt_perturb, value, old);
+      break;
+    case M_ARENA_TEST:
+      old = mo.arena_test, mo.arena_test = value;
+      HC_USDT_I2(memory_mallopt_arena_test, value, old);
+      break;
+    case M_ARENA_MAX:
+      old = mo.arena_max, mo.arena_max = value;
+      HC_USDT_I2(memory_mallopt_arena_max, value, old);
+      break;
+    default:
+      break;
+  }
+  return 1;
 }
 /* glibc's internal names of the two, which some programs call. */
 hc_public struct mallinfo __libc_mallinfo(void) __attribute__((alias("mallinfo")));

@@ -3,9 +3,10 @@
 #
 # usage: test_usdt.sh [path/to/libheapcheck.so]   (default: $HC_LIB)
 #
-# Checks with readelf that .note.stapsdt holds exactly the two probes of
-# provider "heapcheck" - sample_alloc and sample_free - each with three
-# 8-byte arguments, that the .stapsdt.base section exists, and (objdump
+# Checks with readelf that .note.stapsdt holds the probes of provider
+# "heapcheck": sample_alloc and sample_free, each with three 8-byte
+# arguments, and glibc's memory_* malloc probes with glibc's argument order
+# (docs/profiling.md), that the .stapsdt.base section exists, and (objdump
 # permitting) that each probe address is a nop.  When bpftrace is installed
 # it must list the probes too.  Skips (77) only when readelf is missing.
 set -u
@@ -44,6 +45,28 @@ for name in sample_alloc sample_free; do
   args=$(printf '%s\n' "$line" | head -n1 | cut -d' ' -f4-)
   printf '%s\n' "$args" | grep -Eq '^8@[^ ]+ 8@[^ ]+ 8@[^ ]+$' || fail "$name: arguments '$args'"
   loc=$(printf '%s\n' "$line" | head -n1 | cut -d' ' -f3)
+  if command -v objdump >/dev/null 2>&1; then
+    start=$(printf '%d' "$loc")
+    insn=$(objdump -d --start-address="$start" --stop-address=$((start + 1)) "$lib" | grep -E '^ *[0-9a-f]+:' | head -n1)
+    printf '%s\n' "$insn" | grep -q 'nop' || fail "$name: no nop at $loc ($insn)"
+  fi
+done
+# glibc's malloc probes: name, then the argument signs and sizes
+# (u = unsigned 8 bytes, s = signed 8 bytes), each with one nop site
+for spec in memory_mallopt:ss memory_mallopt_mxfast:ss memory_mallopt_trim_threshold:sss \
+    memory_mallopt_top_pad:sss memory_mallopt_mmap_threshold:sss memory_mallopt_mmap_max:sss \
+    memory_mallopt_perturb:ss memory_mallopt_arena_test:ss memory_mallopt_arena_max:ss \
+    memory_arena_new:uu memory_heap_new:uu memory_heap_less:uu memory_malloc_retry:u \
+    memory_calloc_retry:u memory_memalign_retry:uu memory_realloc_retry:uu memory_tcache_double_free:us; do
+  name=${spec%%:*} kinds=${spec#*:}
+  line=$(printf '%s\n' "$probes" | grep "^heapcheck $name " | head -n1)
+  if [ -z "$line" ]; then
+    fail "probe heapcheck:$name missing"
+    continue
+  fi
+  got=$(printf '%s\n' "$line" | cut -d' ' -f4- | sed 's/-8@[^ ]*/s/g; s/8@[^ ]*/u/g; s/ //g')
+  [ "$got" = "$kinds" ] || fail "$name: arguments '$(printf '%s\n' "$line" | cut -d' ' -f4-)', expected $kinds"
+  loc=$(printf '%s\n' "$line" | cut -d' ' -f3)
   if command -v objdump >/dev/null 2>&1; then
     start=$(printf '%d' "$loc")
     insn=$(objdump -d --start-address="$start" --stop-address=$((start + 1)) "$lib" | grep -E '^ *[0-9a-f]+:' | head -n1)
