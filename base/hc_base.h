@@ -259,6 +259,16 @@ void hci_fmt_path(char *buf, size_t size, const char *tmpl, const char *name);
 /* Creates path afresh: unlink, O_CREAT|O_EXCL|O_NOFOLLOW, 0600.  -1 (logged at HCI_LOG_ERROR)
  * on failure or in a setuid program. */
 int hci_fmt_create(const char *path, const char *what);
+/* Whether this process created path (json, sarif: later documents append);
+ * mark = remember it now.  A fork child inherits the list. */
+bool hci_fmt_made_here(const char *path, bool mark);
+/* The JSON file (HEAPCHECK_REPORT json:FILE, %n = name) opened for one more
+ * document: created by the first, appended to by later ones, under a lock
+ * that hci_fmt_json_close releases.  NULL when json is not asked for or the
+ * file cannot be opened (logged).  Leak checks and the profiler's reporter
+ * thread both write it. */
+hci_out_t *hci_fmt_json_open(const char *name);
+void hci_fmt_json_close(hci_out_t *o);
 
 /* ======================= output.c: level-gated messages ======================= */
 /* gperftools' message levels: a message of level L prints iff the

@@ -138,3 +138,52 @@ bool hci_out_close(hci_out_t *o, const char *path) {
   return ok;
 }
 
+
+// ---- files a process appends to ----
+
+/* Paths this process created (json, sarif). */
+static struct {
+  hci_lock_t lock;
+  int n;
+  uint64_t hash[32];
+} made; /* inherited by a fork child, which appends to its parent's files */
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h ? h : 1;
+}
+
+bool hci_fmt_made_here(const char *path, bool mark) {
+  uint64_t h = hash_str(path);
+  bool found = false;
+  hci_lock(&made.lock);
+  for (int i = 0; i < made.n && !found; i++) found = made.hash[i] == h;
+  if (!found && mark && made.n < 32) made.hash[made.n++] = h;
+  hci_unlock(&made.lock);
+  return found;
+}
+
+static hci_lock_t json_lock;
+static char json_path[4096];
+
+hci_out_t *hci_fmt_json_open(const char *name) {
+  const char *tmpl = hci_report_opts()->json;
+  if (!tmpl) return NULL;
+  hci_lock(&json_lock);
+  hci_fmt_path(json_path, sizeof json_path, tmpl, name);
+  int fd;
+  if (hci_fmt_made_here(json_path, true)) fd = open(json_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  else fd = hci_fmt_create(json_path, "JSON report");
+  hci_out_t *o = fd >= 0 ? hci_out_new(fd) : NULL;
+  if (!o) {
+    if (fd >= 0) close(fd);
+    hci_unlock(&json_lock);
+  }
+  return o;
+}
+
+void hci_fmt_json_close(hci_out_t *o) {
+  if (hci_out_close(o, json_path)) hci_log(1, "heapcheck: JSON report written to %s", json_path);
+  hci_unlock(&json_lock);
+}

@@ -15,7 +15,7 @@ static bool r_read;
 static char r_text[4 * PATH_MAX]; /* private copy of the variable, items cut in place */
 
 /* "5m", "30s", "500ms", "2h", "10" (seconds); 0 on error. */
-__attribute__((unused)) static uint64_t parse_duration(const char *s) {
+static uint64_t parse_duration(const char *s) {
   if (!*s) return 0;
   uint64_t v = 0;
   const char *p = s;
@@ -34,7 +34,7 @@ __attribute__((unused)) static uint64_t parse_duration(const char *s) {
 
 static void bad_item(const char *item, const char *why) {
   hci_warn("HEAPCHECK_REPORT: \"%s\": %s; item ignored (items: top[:N], json:FILE, sarif:FILE, svg:FILE, "
-           "folded:FILE, suppressions[:FILE])",
+           "folded:FILE, suppressions[:FILE], old:AGE[:PERIOD], peak)",
            item, why);
 }
 
@@ -65,6 +65,23 @@ static void parse_item(char *it) {
   if (hci_env_word_is(it, "suppressions")) {
     if (arg && *arg) R.supp_file = arg;
     else R.supp_print = true;
+    return;
+  }
+  if (strcmp(it, "peak") == 0) {
+    R.peak = true;
+    return;
+  }
+  if (strcmp(it, "old") == 0) {
+    char *period = arg ? strchr(arg, ':') : NULL;
+    if (period) *period++ = 0;
+    uint64_t age = arg ? parse_duration(arg) : 0;
+    uint64_t per = period ? parse_duration(period) : age;
+    if (!age || !per) {
+      bad_item("old", "needs AGE[:PERIOD] like old:5m:10m (units ms, s, m, h)");
+      return;
+    }
+    R.old_age_ns = age;
+    R.old_period_ns = per;
     return;
   }
   bad_item(it, "unknown item");

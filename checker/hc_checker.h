@@ -439,7 +439,6 @@ void hci_fmt_print_suppression(hci_out_t *o, uint32_t stack_id);
 
 /* ======================= report_json.c, report_sarif.c ======================= */
 void hci_json_check(hci_out_t *o, const hci_fmt_check_t *c);   /* one document, no newline */
-void hci_json_frames(hci_out_t *o, uint32_t stack_id);         /* [ {address, module, ...} ] */
 extern const char hci_sarif_head[], hci_sarif_tail[];
 void hci_sarif_run(hci_out_t *o, const hci_fmt_check_t *c);    /* one element of runs[] */
 

@@ -33,24 +33,10 @@
 #include "hc_checker.h"
 #include "hc_symbolize.h"
 
-/* Paths this process created (json, sarif: later checks append). */
-static struct {
-  int n;
-  uint64_t hash[32];
-} made; /* inherited by a fork child, which appends to its parent's files */
-
 static uint64_t hash_str(const char *s) {
   uint64_t h = 1469598103934665603ull;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
   return h ? h : 1;
-}
-
-static bool made_here(const char *path, bool mark) {
-  uint64_t h = hash_str(path);
-  for (int i = 0; i < made.n; i++)
-    if (made.hash[i] == h) return true;
-  if (mark && made.n < 32) made.hash[made.n++] = h;
-  return false;
 }
 
 // ---- frames ----
@@ -146,20 +132,11 @@ static hci_fmt_rec_t *make_recs(const hci_report_in_t *in, size_t *nrec, size_t 
 // ---- the formats ----
 
 static void write_json(const hci_fmt_check_t *c) {
-  char path[PATH_MAX];
-  hci_fmt_path(path, sizeof path, hci_report_opts()->json, c->in->name);
-  int fd;
-  if (made_here(path, true)) fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-  else fd = hci_fmt_create(path, "JSON report");
-  if (fd < 0) return;
-  hci_out_t *o = hci_out_new(fd);
-  if (!o) {
-    close(fd);
-    return;
-  }
+  hci_out_t *o = hci_fmt_json_open(c->in->name);
+  if (!o) return;
   hci_json_check(o, c);
   hci_out_put(o, "\n", 1);
-  if (hci_out_close(o, path) && hci_chk_log_on(1)) hci_chk_log(1, "heapcheck: JSON report written to %s", path);
+  hci_fmt_json_close(o);
 }
 
 /* A SARIF log must be one document: the first check writes head, run,
@@ -170,7 +147,7 @@ static void write_sarif(const hci_fmt_check_t *c) {
   size_t tl = strlen(hci_sarif_tail);
   int fd = -1;
   bool more = false;
-  if (made_here(path, true)) {
+  if (hci_fmt_made_here(path, true)) {
     fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     char tail[64];
     if (fd >= 0 && tl < sizeof tail && lseek(fd, -(off_t)tl, SEEK_END) >= 0 && read(fd, tail, tl) == (ssize_t)tl &&

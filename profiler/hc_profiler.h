@@ -73,6 +73,14 @@ double hci_profile_estimate(size_t size, uint64_t weight);
 /* The same of the live heap (a per-stack snapshot); never inside malloc. */
 int hci_fg_write_profile(int fd, bool svg, const char *title);
 
+/* ======================= heap_old.c ======================= */
+/* Starts the reporter thread when HEAPCHECK_REPORT has old:/peak or a
+ * HEAPCHECK_LIVE_SIGNAL / HEAPCHECK_ACK_SIGNAL is set (from the profiler's
+ * constructor, never inside malloc). */
+void hci_old_start(void);
+void hci_old_on_sample(void);      /* sampled malloc path: no lock, no malloc */
+void hci_old_fork_child(void);
+
 /* ======================= profile.c: process start-up (runtime/init.c) ======================= */
 /* Reads HEAPPROFILE and friends, starts dumping when asked. */
 void hci_profiler_init(void);

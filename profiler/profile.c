@@ -330,6 +330,7 @@ static bool dump_due(char *reason, size_t size) {
 }
 
 void hci_profiler_on_sample(void) {
+  hci_old_on_sample(); /* HEAPCHECK_REPORT=peak */
   if (!atomic_load_explicit(&prof.running, memory_order_relaxed)) return;
   if (!hci_trylock(&prof.lock)) return; /* another thread is dumping */
   if (atomic_load_explicit(&prof.running, memory_order_relaxed)) {
@@ -407,6 +408,7 @@ static void fork_child(void) {
   hci_profile_counters_reset_lock();
   hci_lock_reset(&prof.lock);
   prof.pid = (int)getpid(); /* the child's files carry its own pid */
+  hci_old_fork_child();
   atomic_store_explicit(&sig_pending, 0, memory_order_relaxed);
 }
 
@@ -461,6 +463,7 @@ void hci_profiler_init(void) {
 __attribute__((constructor)) static void profile_constructor(void) {
   hci_ensure_init();
   read_options();
+  hci_old_start(); /* a thread: from the constructor, never from inside malloc */
 }
 
 /* Live bytes for the exit message: exact with the checker on (nothing is

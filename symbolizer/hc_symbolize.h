@@ -213,6 +213,12 @@ bool hci_dwarf_lookup(const hci_line_index_t *idx, const hci_dwarf_sects_t *s, u
                       char *file, size_t file_size, int *line);
 void hci_dwarf_index_free(hci_line_index_t *idx);
 
+/* ======================= frames_json.c ======================= */
+/* The stack as a JSON array of frames {address, module, offset, function,
+ * function_offset, file, line} (docs/report-formats.md). */
+struct hci_out;
+void hci_json_frames(struct hci_out *o, uint32_t stack_id);
+
 /* ======================= flamegraph.c: named stacks as graphs ======================= */
 typedef struct hci_fg_item {
   uint32_t stack_id;
