@@ -74,6 +74,12 @@ static bool caller_needs_dwarf(uintptr_t ra) {
   return dwarf;
 }
 
+static int stack_depth_max = HC_MAX_STACK_DEPTH;
+
+void hci_set_stack_depth(int depth) {
+  stack_depth_max = depth < 1 ? 1 : depth > HC_MAX_STACK_DEPTH ? HC_MAX_STACK_DEPTH : depth;
+}
+
 uint32_t hci_capture_stack_from(uintptr_t ra) {
   uintptr_t pcs[HC_MAX_STACK_DEPTH];
   int n, i;
@@ -103,7 +109,7 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
     pcs[0] = ra;
     return hci_depot_put(pcs, ra ? 1 : 0);
   }
-  return hci_depot_put(pcs + i, n - i);
+  return hci_depot_put(pcs + i, n - i < stack_depth_max ? n - i : stack_depth_max);
 }
 
 uint32_t hci_capture_stack(void) {

@@ -174,6 +174,10 @@ extern int hci_diag_fd;
  * hci_diag_fd; idempotent.  The fork child hook opens the child's own file. */
 void hci_log_stream_open(void);
 void hci_log_stream_fork_child(void);
+/* A destination given another way than HEAPCHECK_LOG_PATH (LSAN_OPTIONS'
+ * log_path; var names it in messages), before hci_log_stream_open;
+ * HEAPCHECK_LOG_PATH, when set, wins. */
+void hci_log_stream_set_path(const char *prefix, const char *var);
 bool hci_log_stream_to_file(void);
 const char *hci_log_stream_path(void);   /* the log file, NULL when stderr */
 int hci_log_stream_stderr(void);         /* the original stderr (a kept duplicate); -1 when gone */

@@ -87,7 +87,8 @@ static struct {
   /* The variables, copied at start: the program may change its environment
    * and draconian's __libc_freeres clears it before the exit check. */
   char tree_dir[HCI_PATH_MAX];  /* HEAPCHECK_TREE */
-  char log_path[HCI_PATH_MAX];  /* HEAPCHECK_LOG_PATH */
+  char log_path[HCI_PATH_MAX];  /* HEAPCHECK_LOG_PATH (or LSAN_OPTIONS' log_path) */
+  const char *log_var;          /* which of the two, for messages */
   bool child_stderr;            /* HEAPCHECK_CHILD_REPORTS=stderr */
 } LS = {.stderr_fd = -1};
 
@@ -172,7 +173,7 @@ static int create(const char *base, char *path, size_t size) {
 /* The destination prefix for this process, and the variable that named it. */
 static const char *dest_prefix(const char **var, char *buf, size_t size) {
   if (LS.log_path[0]) {
-    *var = "HEAPCHECK_LOG_PATH";
+    *var = LS.log_var ? LS.log_var : "HEAPCHECK_LOG_PATH";
     return LS.log_path;
   }
   if (!LS.in_tree || LS.tree_top || LS.child_stderr) return NULL;
@@ -219,6 +220,17 @@ static void route(void) {
   LS.diag_id = LS.err_id;
 }
 
+void hci_log_stream_set_path(const char *prefix, const char *var) {
+  if (LS.opened || !prefix || !*prefix || strcmp(prefix, "stderr") == 0) return;
+  size_t n = strlen(prefix);
+  if (n >= sizeof LS.log_path) {
+    hci_fdprintf(2, "heapcheck: warning: %s is too long; reports go to stderr\n", var);
+    return;
+  }
+  memcpy(LS.log_path, prefix, n + 1);
+  LS.log_var = var;
+}
+
 void hci_log_stream_open(void) {
   if (LS.opened) return;
   LS.opened = true;
@@ -226,7 +238,10 @@ void hci_log_stream_open(void) {
   LS.stderr_fd = LS.err_id.ok ? keep_high(2) : -1;
   const char *p = hci_env_get("HEAPCHECK_LOG_PATH");
   if (p && *p && !hci_env_word_is(p, "stderr")) {
-    if (strlen(p) < sizeof LS.log_path) memcpy(LS.log_path, p, strlen(p) + 1);
+    if (strlen(p) < sizeof LS.log_path) {
+      memcpy(LS.log_path, p, strlen(p) + 1);
+      LS.log_var = NULL;
+    }
     else hci_fdprintf(hci_log_stream_stderr(), "heapcheck: warning: HEAPCHECK_LOG_PATH is too long; reports go to stderr\n");
   }
   const char *c = hci_env_get("HEAPCHECK_CHILD_REPORTS");

@@ -187,9 +187,7 @@ static hc_objmeta_t *find_record(const void *p, hci_obj_t *o) {
   return o->meta;
 }
 
-hc_public int hc_ignore_object(const void *p) {
-  hci_ensure_init();
-  if (!hci_chk.active) return 0;
+int hci_api_ignore(const void *p, size_t *size) {
   hci_obj_t o;
   hci_lock(&hci_chk_lock);
   hc_objmeta_t *m = find_record(p, &o);
@@ -199,12 +197,21 @@ hc_public int hc_ignore_object(const void *p) {
     atomic_store_explicit(&hci_api_any_ignored, 1, memory_order_relaxed);
   }
   hci_unlock(&hci_chk_lock);
-  if (!m) {
+  *size = m ? o.size : 0;
+  return !m ? -1 : (old & HC_OBJ_IGNORED) ? 1 : 0;
+}
+
+hc_public int hc_ignore_object(const void *p) {
+  hci_ensure_init();
+  if (!hci_chk.active) return 0;
+  size_t size;
+  int rc = hci_api_ignore(p, &size);
+  if (rc < 0) {
     hci_chk_log(HCI_LOG_ERROR, "No live heap object at %p to ignore", p);
     return -1;
   }
-  if (old & HC_OBJ_IGNORED) hci_chk_log(HCI_LOG_WARNING, "Object at %p is already being ignored", p);
-  else hci_chk_log(10, "Going to ignore live object at %p of %zu bytes", p, o.size);
+  if (rc > 0) hci_chk_log(HCI_LOG_WARNING, "Object at %p is already being ignored", p);
+  else hci_chk_log(10, "Going to ignore live object at %p of %zu bytes", p, size);
   return 0;
 }
 
@@ -240,6 +247,11 @@ hc_public void hc_disable_begin(void) {
   atomic_store_explicit(&hci_api_any_ignored, 1, memory_order_relaxed);
 }
 
+int hci_api_disable_depth(void) {
+  hc_tcache_t *tc = hci_tc;
+  return tc->is_static ? 0 : tc->disable_depth;
+}
+
 hc_public void hc_disable_end(void) {
   hc_tcache_t *tc = hci_tc;
   if (tc->is_static || tc->disable_depth <= 0) {
@@ -266,7 +278,7 @@ hc_public int hc_register_root_region(const void *begin, size_t size) {
   return rc;
 }
 
-hc_public int hc_unregister_root_region(const void *begin, size_t size) {
+int hci_api_unregister_region(const void *begin, size_t size) {
   uintptr_t lo = (uintptr_t)begin;
   int rc = -1;
   hci_lock(&hci_chk_lock);
@@ -277,6 +289,11 @@ hc_public int hc_unregister_root_region(const void *begin, size_t size) {
       break;
     }
   hci_unlock(&hci_chk_lock);
+  return rc;
+}
+
+hc_public int hc_unregister_root_region(const void *begin, size_t size) {
+  int rc = hci_api_unregister_region(begin, size);
   if (rc) hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: hc_unregister_root_region(%p, %zu): no such region", begin, size);
   return rc;
 }

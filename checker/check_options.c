@@ -30,6 +30,7 @@ hci_chk_opts_t hci_chk = {
     .dump_dir = "/tmp",
     .run_under_gdb = true,
     .exit_code = 1,
+    .check_at_exit = true,
 };
 
 
@@ -48,6 +49,7 @@ static void apply_mode(int mode) {
   hci_chk.mode = mode;
   hci_chk.active = true;
   hci_chk.global_check = mode != HCI_MODE_LOCAL;
+  hci_chk.check_at_exit = hci_chk.global_check;
   hci_chk.scan_threads = true;
   hci_chk.scan_globals = true;
   switch (mode) {
@@ -75,6 +77,15 @@ static void apply_mode(int mode) {
 
 static void read_mode(void) {
   const char *v = hci_env_get("HEAPCHECK");
+  if (!v && hci_lsan_mode()) {
+    /* LeakSanitizer's defaults: one check at exit, after the program's
+     * global destructors (LSan's atexit handler is registered before any
+     * of them), every root. */
+    hci_chk.mode_name = "lsan";
+    hci_chk.lsan = true;
+    apply_mode(HCI_MODE_STRICT);
+    return;
+  }
   if (!v) {
     if (hci_is_secure()) {
       /* hci_env_get hides everything from a privileged program; say why
@@ -154,6 +165,16 @@ void hci_chk_options_read(void) {
   hci_chk.exit_code = (int)hci_env_int("HEAP_CHECK_EXIT_CODE", 1, 0, 255);
   hci_chk.keep_status = hci_env_bool("HEAPCHECK_KEEP_STATUS", false);
   read_suppressions();
+  if (hci_chk.lsan) {
+    /* LSan's defaults, before LSAN_OPTIONS: exit status 23, every record,
+     * quiet when nothing leaked (verbosity 0 prints only the report), no
+     * leak profile file unless a dump directory is asked for. */
+    hci_chk.exit_code = (int)hci_env_int("HEAP_CHECK_EXIT_CODE", 23, 0, 255);
+    hci_chk.max_leaks = (int)hci_env_int("HEAP_CHECK_MAX_LEAKS", 0, -1000000000LL, 1000000000LL);
+    if (!hci_env_get("PERFTOOLS_VERBOSE") && !hci_env_bool("HEAPCHECK_VERBOSE", false)) hci_chk.verbose = HCI_LOG_ERROR;
+    hci_chk.no_mapping_roots = true; /* LSan scans only registered regions */
+  }
+  hci_lsan_apply();
   /* Outside as-is the mode decides; a variable that tries to change it is
    * probably a mistake worth a word (gperftools silently ignores it). */
   if (hci_chk.mode != HCI_MODE_AS_IS) {

@@ -637,7 +637,7 @@ static bool extra_root(flood_t *f, uint32_t id) {
   if (c && c->id == id) return c->is_root;
   const uintptr_t *pcs;
   int n = hci_depot_get(id, &pcs);
-  bool root = (n > 0 && hci_pc_in_ldso(pcs[0])) || hci_supp_is_suppressed(id);
+  bool root = (n > 0 && !f->p->no_ld_roots && hci_pc_in_ldso(pcs[0])) || hci_supp_is_suppressed(id);
   if (c) {
     c->id = id;
     c->is_root = root;
@@ -813,12 +813,13 @@ static void flood_all(hci_world_t *w, flood_t *f) {
   if (atomic_load_explicit(&hci_api_any_ignored, memory_order_relaxed)) push_ignored(f);
   const hci_region_t *regions;
   int nreg = hci_api_root_regions(&regions);
-  for (int i = 0; i < nreg; i++) scan_region(f, &w->maps, regions[i].lo, regions[i].hi);
+  for (int i = 0; i < nreg && !p->no_regions; i++) scan_region(f, &w->maps, regions[i].lo, regions[i].hi);
   if (p->scan_globals) hci_roots_globals(root_cb, f);
   else hci_roots_runtime(root_cb, f);
-  if (p->scan_threads) hci_roots_threads(w, p->self_sp, root_cb, f);
+  if (p->scan_threads)
+    hci_roots_threads_parts(w, p->self_sp, p->thread_parts ? p->thread_parts : HCI_ROOTS_THREADS, root_cb, f);
   if (p->scan_threads) hci_roots_dead_threads(w, root_cb, f);
-  if (p->scan_globals) hci_roots_mappings(w, root_cb, f);
+  if (p->scan_globals && !p->no_mappings) hci_roots_mappings(w, root_cb, f);
   uint64_t t2 = hci_os_now_ns();
   push_extra_roots(f);
   flood_possible(f);

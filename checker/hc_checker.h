@@ -203,6 +203,11 @@ void hci_roots_runtime(hci_root_fn fn, void *ctx);
  * when their stack is unknown; a warning names them.  Every range is clipped
  * to readable mappings and has the excluded ranges cut out. */
 void hci_roots_threads(const hci_world_t *w, uintptr_t self_sp, hci_root_fn fn, void *ctx);
+/* The same, for the parts in `what` only (LSan's use_stacks, use_registers,
+ * use_tls, each on its own).  Without HCI_ROOTS_TLS a stack range that
+ * contains the thread's static TLS is scanned around it. */
+enum { HCI_ROOTS_STACKS = 1u, HCI_ROOTS_REGISTERS = 2u, HCI_ROOTS_TLS = 4u, HCI_ROOTS_THREADS = 7u };
+void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned what, hci_root_fn fn, void *ctx);
 /* Cuts [lo, hi) out of every root range reported from now on (allocator and
  * checker state: hci_central, hci_pageheap, hci_pagemap_root, hci_tc_empty...).
  * Up to HCI_MAX_EXCLUDED ranges; call before checks (not while stopped). */
@@ -269,6 +274,17 @@ typedef struct hci_chk_opts {
   bool dump_profile;         /* write the leak profile file (HEAP_CHECK_DUMP_DIRECTORY set, or asked) */
   int verbose;               /* PERFTOOLS_VERBOSE, raised to 1 by HEAPCHECK_VERBOSE=1 */
   const char *suppressions;  /* HEAPCHECK_SUPPRESSIONS / HEAP_CHECK_SUPPRESSIONS file, or NULL */
+  /* LeakSanitizer's options (lsan.c) and what they need of the checker. */
+  bool lsan;                 /* LSAN_OPTIONS / __lsan_default_options turned the checker on */
+  bool check_at_exit;        /* the automatic final check runs (leak_check_at_exit) */
+  unsigned thread_parts;     /* of scan_threads, the parts scanned (HCI_ROOTS_*; use_stacks...) */
+  bool no_ld_roots;          /* use_ld_allocations=0: loader-allocated objects are not roots */
+  bool no_regions;           /* use_root_regions=0: registered root regions are not scanned */
+  bool no_mapping_roots;     /* LSan mode: the program's anonymous mappings are not roots (as LSan) */
+  bool report_objects;       /* report_objects=1: each record lists its objects */
+  bool quiet_suppressions;   /* print_suppressions=0: no "Suppressions used:" block */
+  bool no_leak_exit;         /* exitcode=0: leaks at exit do not change the exit status */
+  const char *strip_path_prefix; /* cut from file and module paths in reports, or NULL */
 } hci_chk_opts_t;
 extern hci_chk_opts_t hci_chk;  /* written once by hci_chk_options_read, read-only afterwards */
 /* Parses HEAPCHECK and every HEAP_CHECK_* variable into hci_chk.  Runs inside
@@ -288,6 +304,21 @@ void hci_chk_no_follow(void);
  * for a descendant whose report went to a file, prints one line on stderr. */
 void hci_tree_note(ssize_t bytes, ssize_t objects);
 
+/* ======================= lsan.c ======================= */
+/* LeakSanitizer compatibility: LSAN_OPTIONS (LSan's syntax) and the
+ * program's __lsan_default_options(), read by hci_chk_options_read.  With
+ * HEAPCHECK unset, hci_lsan_mode turns the checker on in LSan mode when
+ * either is present and detect_leaks is not 0 (returns true then).
+ * hci_lsan_apply then writes every option given into hci_chk.  Both run
+ * inside the first malloc: no malloc, no stdio. */
+bool hci_lsan_mode(void);
+void hci_lsan_apply(void);
+/* The program's __lsan_is_turned_off() says no check now (LSan asks it at
+ * every whole-program check). */
+bool hci_lsan_turned_off(void);
+/* The program's __lsan_default_suppressions(), or NULL. */
+const char *hci_lsan_default_suppressions(void);
+
 /* ======================= flood.c ======================= */
 enum { HCI_LEAK_DIRECT = 0, HCI_LEAK_INDIRECT = 1 };
 typedef struct hci_leak {
@@ -299,8 +330,12 @@ typedef struct hci_leak {
   size_t owned_objects;
 } hci_leak_t;
 typedef struct hci_flood_params {
-  bool scan_threads;         /* stacks, registers and static TLS of every thread */
+  bool scan_threads;         /* stacks, registers and static TLS of every thread ... */
+  unsigned thread_parts;     /* ... the parts of it scanned (HCI_ROOTS_*; 0 = all) */
   bool scan_globals;         /* writable PT_LOAD segments */
+  bool no_ld_roots;          /* objects the dynamic loader allocated are not roots */
+  bool no_regions;           /* registered root regions are not scanned */
+  bool no_mappings;          /* the program's own anonymous mappings are not scanned */
   bool report_all;           /* every unreachable object is a leak ... */
   uint16_t base_epoch;       /* ... else only those with epoch >= base (mod 2^16) */
   int align;                 /* pointer source alignment (1, 2, 4, 8) */
@@ -397,6 +432,12 @@ typedef struct hci_check_req {
 int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects);
 /* Whole-program check state for the C API. */
 int hci_chk_global_now(uintptr_t self_sp, const uintptr_t *regs, int nregs);
+/* __lsan_do_leak_check: the final whole-program check now (once; none at
+ * exit afterwards); leaks end the process with the exit code. */
+void hci_chk_final_now(uintptr_t self_sp);
+/* __lsan_do_recoverable_leak_check: a whole-program check in any active
+ * mode; 1 when leaks were found. */
+int hci_chk_recoverable_now(uintptr_t self_sp);
 void hci_chk_global_totals(ssize_t *bytes, ssize_t *objects);
 void hci_chk_cancel_global(void);
 /* Epoch from which the whole-program check reports (minimal), or -1 for all. */
@@ -413,6 +454,13 @@ int hci_api_root_regions(const hci_region_t **v);
 extern _Atomic int hci_api_any_ignored;
 /* Runs and forgets the registered cleanups (before the final check). */
 void hci_api_run_cleanups(void);
+/* Quiet forms for the LSan interface: 0 done, 1 already ignored, -1 no live
+ * heap object at p (*size gets the object's size). */
+int hci_api_ignore(const void *p, size_t *size);
+/* 0, or -1 when no such region is registered. */
+int hci_api_unregister_region(const void *begin, size_t size);
+/* The calling thread's Disabler depth. */
+int hci_api_disable_depth(void);
 
 /* ======================= report_out.c ======================= */
 /* One leak record: the leaks of one (kind, stack), as the text report groups them. */

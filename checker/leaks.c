@@ -241,7 +241,11 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
       /* The mode's roots hold for every check (gperftools: draconian's
        * scoped checks have no liveness flood either). */
       .scan_threads = hci_chk.scan_threads,
+      .thread_parts = hci_chk.thread_parts,
       .scan_globals = hci_chk.scan_globals,
+      .no_ld_roots = hci_chk.no_ld_roots,
+      .no_regions = hci_chk.no_regions,
+      .no_mappings = hci_chk.no_mapping_roots,
       .report_all = req->whole_program && L.base_epoch < 0,
       .base_epoch = (uint16_t)(req->whole_program ? (L.base_epoch < 0 ? 0 : L.base_epoch) : req->base_epoch),
       .align = hci_chk.pointer_alignment,
@@ -292,10 +296,15 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
 static bool program_failed(void) { return L.have_status && (L.exit_status & 0xff) != 0; }
 
 static int global_check(uintptr_t sp, bool at_exit, ssize_t *bytes, ssize_t *objects) {
+  if (hci_lsan_turned_off()) {
+    *bytes = *objects = 0;
+    return 1;
+  }
   hci_check_req_t req = {
       .name = "_main_",
       .whole_program = true,
-      .at_exit = at_exit && !hci_chk.identify_leaks && !hci_chk.keep_status && !program_failed(),
+      .at_exit = at_exit && !hci_chk.identify_leaks && !hci_chk.keep_status && !program_failed() &&
+                 !hci_chk.no_leak_exit,
       .report = true,
       .symbolize = true,
       .self_sp = sp,
@@ -348,12 +357,15 @@ static void free_libc(void) {
   __libc_freeres();
 }
 
-static hc_noinline void final_check(uintptr_t sp) {
+/* The final whole-program check: at exit, or asked for by
+ * __lsan_do_leak_check (from_api: the program goes on when nothing leaked,
+ * so cleanups and libc's caches are left alone). */
+static hc_noinline void final_check(uintptr_t sp, bool from_api) {
   if (atomic_exchange(&L.main_done, 1)) return;
-  hci_api_run_cleanups();
-  if (atomic_load(&L.main_cancelled)) return;
+  if (!from_api) hci_api_run_cleanups();
+  if (atomic_load(&L.main_cancelled) && !from_api) return;
   fflush(NULL);
-  if (hci_chk.free_libc) free_libc();
+  if (hci_chk.free_libc && !from_api) free_libc();
   ssize_t bytes, objects;
   int ok = global_check(sp, true, &bytes, &objects);
   hci_tree_note(bytes, objects);
@@ -373,8 +385,19 @@ static hc_noinline void final_check(uintptr_t sp) {
                 L.exit_status & 0xff);
     return;
   }
+  if (hci_chk.no_leak_exit) return; /* LSan's exitcode=0 */
   fflush(NULL);
   _exit(hci_chk.exit_code);
+}
+
+void hci_chk_final_now(uintptr_t sp) {
+  if (hci_chk.active) final_check(sp, true);
+}
+
+int hci_chk_recoverable_now(uintptr_t sp) {
+  if (!hci_chk.active) return 0;
+  ssize_t b, o;
+  return !global_check(sp, false, &b, &o);
 }
 
 /* on_exit handlers get the status given to exit() (atexit handlers do
@@ -384,7 +407,7 @@ static hc_noinline void exit_check(int status, void *arg) {
   HCI_ENTRY_SP(sp);
   L.exit_status = status;
   L.have_status = true;
-  final_check(sp);
+  final_check(sp, false);
 }
 
 /* strict, draconian, as-is after destructors: the check runs in the
@@ -396,7 +419,9 @@ static void note_status(int status, void *arg) {
   L.have_status = true;
 }
 
-static void register_exit_check(void) { on_exit(hci_chk.after_destructors ? note_status : exit_check, NULL); }
+static void register_exit_check(void) {
+  on_exit(hci_chk.after_destructors || !hci_chk.check_at_exit ? note_status : exit_check, NULL);
+}
 
 /* Priority 101 runs after every other destructor of the same object (the
  * lowest priority is destroyed last): when linked into the executable
@@ -404,7 +429,7 @@ static void register_exit_check(void) { on_exit(hci_chk.after_destructors ? note
  * which runs backwards, and would otherwise run after this check. */
 __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
   HCI_ENTRY_SP(sp);
-  if (hci_chk.active && hci_chk.global_check && hci_chk.after_destructors) final_check(sp);
+  if (hci_chk.active && hci_chk.check_at_exit && hci_chk.after_destructors) final_check(sp, false);
 }
 
 // ---- start-up ----

@@ -123,6 +123,14 @@ static bucket_t *make_buckets(hci_leak_t *leaks, size_t n, size_t *nb, size_t *m
 
 // ---- frames ----
 
+/* LSan's strip_path_prefix: cut from the start of a path. */
+static void strip_prefix(const char **path) {
+  const char *pre = hci_chk.strip_path_prefix;
+  if (!pre || !*path) return;
+  size_t n = strlen(pre);
+  if (strncmp(*path, pre, n) == 0 && (*path)[n]) *path += n;
+}
+
 static void print_frames(hci_out_t *o, uint32_t stack_id, bool symbolize) {
   const uintptr_t *pcs;
   int n = hci_depot_get(stack_id, &pcs);
@@ -140,7 +148,10 @@ static void print_frames(hci_out_t *o, uint32_t stack_id, bool symbolize) {
     hci_symbolize(pcs[i], &fr);
     /* Inlined code: one line per function, innermost first, same pc. */
     for (const hci_frame_t *f = &fr; f; f = f->caller) {
-      hci_format_frame(text, sizeof text, f);
+      hci_frame_t c = *f;
+      strip_prefix(&c.file);
+      strip_prefix(&c.module);
+      hci_format_frame(text, sizeof text, &c);
       hci_out_printf(o, "\t@ %lx %s\n", (unsigned long)pcs[i], text);
     }
   }
@@ -270,6 +281,11 @@ static void print_records(hci_out_t *o, const hci_report_in_t *in, const hci_lea
       hci_out_printf(o, "  (%zu bytes in all: %zu direct, %zu indirect in %zu objects it keeps)\n",
                      b[k].bytes + b[k].owned_bytes, b[k].bytes, b[k].owned_bytes, b[k].owned_objects);
     print_frames(o, b[k].stack_id, in->symbolize);
+    if (hci_chk.report_objects) { /* LSan's report_objects */
+      hci_out_printf(o, "Objects leaked above:\n");
+      for (size_t i = b[k].first; i < b[k].first + b[k].count; i++)
+        hci_out_printf(o, "%p (%zu bytes)\n", (void *)leaks[i].addr, leaks[i].size);
+    }
     if (hci_report_opts()->supp_print) hci_fmt_print_suppression(o, b[k].stack_id);
     hci_out_flush(o); /* one record per write where it fits */
   }

@@ -173,6 +173,23 @@ static void anon_fallback(const hci_maps_t *maps, hci_root_fn fn, void *ctx) {
 }
 
 void hci_roots_threads(const hci_world_t *w, uintptr_t self_sp, hci_root_fn fn, void *ctx) {
+  hci_roots_threads_parts(w, self_sp, HCI_ROOTS_THREADS, fn, ctx);
+}
+
+/* The stack range [lo, hi) without the static TLS [tls_lo, tls_hi) inside it
+ * (use_tls=0 with use_stacks=1: a thread's TLS sits at the top of its stack). */
+static void emit_stack_without(const struct sink *s, const hci_maps_t *maps, uintptr_t lo, uintptr_t hi,
+                               uintptr_t tls_lo, uintptr_t tls_hi) {
+  if (tls_hi <= lo || tls_lo >= hi) {
+    emit(s, maps, lo, hi);
+    return;
+  }
+  if (lo < tls_lo) emit(s, maps, lo, tls_lo);
+  if (tls_hi < hi) emit(s, maps, tls_hi, hi);
+}
+
+void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned what, hci_root_fn fn, void *ctx) {
+  bool stacks = what & HCI_ROOTS_STACKS, regs = what & HCI_ROOTS_REGISTERS, tls = what & HCI_ROOTS_TLS;
   const hci_maps_t *maps = &w->maps;
   bool fallback = w->incomplete; /* threads we do not know of: their stacks are somewhere */
   for (int i = 0; i < w->nthreads; i++) {
@@ -182,19 +199,20 @@ void hci_roots_threads(const hci_world_t *w, uintptr_t self_sp, hci_root_fn fn, 
     uintptr_t tls_lo = 0, tls_hi = 0;
     if (t->tp) hci_tls_range(t->tp, &tls_lo, &tls_hi);
     if (t->stopped) {
-      if (t->nregs > 0) fn(ctx, (uintptr_t)&t->regs[0], (uintptr_t)&t->regs[t->nregs], "registers");
+      if (regs && t->nregs > 0) fn(ctx, (uintptr_t)&t->regs[0], (uintptr_t)&t->regs[t->nregs], "registers");
       uintptr_t lo = t->stack_lo, hi = t->stack_hi;
       if (t->is_self && self_sp && self_sp >= lo && self_sp < hi) lo = self_sp;
       struct sink s = {fn, ctx, "stack"};
-      if (hi) emit(&s, maps, lo, hi);
-      else fallback = true;
-      if (t->on_altstack && t->nstack_hi) {
+      if (!hi) fallback = fallback || stacks;
+      else if (stacks && (tls || !t->tp)) emit(&s, maps, lo, hi);
+      else if (stacks) emit_stack_without(&s, maps, lo, hi, tls_lo, tls_hi);
+      if (stacks && t->on_altstack && t->nstack_hi) {
         /* Interrupted on another stack: the normal one's sp is unknown. */
         struct sink sw = {fn, ctx, "stack-whole"};
         emit(&sw, maps, t->nstack_lo, t->nstack_hi);
       }
-      bool covered = tls_lo >= lo && tls_hi <= hi;
-      if (t->tp && !covered) {
+      bool covered = stacks && tls_lo >= lo && tls_hi <= hi;
+      if (tls && t->tp && !covered) {
         struct sink st = {fn, ctx, "tls"};
         emit(&st, maps, tls_lo, tls_hi);
       }
@@ -205,15 +223,15 @@ void hci_roots_threads(const hci_world_t *w, uintptr_t self_sp, hci_root_fn fn, 
              "%s treated as roots", t->tid, hci_stop_signal(),
              t->stack_hi && t->tp ? "its whole stack and TLS are"
                                   : "its stack is unknown: every anonymous writable mapping is");
-    if (t->stack_hi) {
+    if (stacks && t->stack_hi) {
       struct sink s = {fn, ctx, "stack-whole-running"};
       emit(&s, maps, t->stack_lo, t->stack_hi);
     }
-    if (t->tp) {
+    if (tls && t->tp) {
       struct sink s = {fn, ctx, "tls-running"};
       emit(&s, maps, tls_lo, tls_hi);
     }
-    if (!t->stack_hi || !t->tp) fallback = true;
+    if ((stacks && !t->stack_hi) || (tls && !t->tp)) fallback = true;
   }
   if (fallback) anon_fallback(maps, fn, ctx);
 }

@@ -183,15 +183,29 @@ static void parse(const char *file, char *text) {
 void hci_supp_init(void) {
   if (S.loaded) return;
   S.loaded = true;
-  if (!hci_chk.suppressions) return;
+  /* The program's __lsan_default_suppressions() first (LSan's order), then the file. */
+  const char *builtin = hci_lsan_default_suppressions();
+  if (!hci_chk.suppressions && !(builtin && *builtin)) return;
   S.rules = hci_meta_alloc(MAX_RULES * sizeof(rule_t));
   if (!S.rules) return;
+  if (builtin && *builtin) {
+    size_t n = strlen(builtin);
+    char *copy = hci_meta_alloc(n + 1); /* parse cuts patterns in place; kept for the summary */
+    if (copy) {
+      memcpy(copy, builtin, n + 1);
+      parse("__lsan_default_suppressions()", copy);
+      hci_chk_log(1, "heapcheck: %d suppression%s from __lsan_default_suppressions()", S.nrules,
+                  S.nrules == 1 ? "" : "s");
+    }
+  }
+  if (!hci_chk.suppressions) return;
+  int before = S.nrules;
   size_t len;
   S.text = read_file(hci_chk.suppressions, &len);
   if (!S.text) return;
   parse(hci_chk.suppressions, S.text);
-  hci_chk_log(1, "heapcheck: %d suppression%s loaded from %s", S.nrules, S.nrules == 1 ? "" : "s",
-              hci_chk.suppressions);
+  hci_chk_log(1, "heapcheck: %d suppression%s loaded from %s", S.nrules - before,
+              S.nrules - before == 1 ? "" : "s", hci_chk.suppressions);
 }
 
 bool hci_supp_any(void) { return S.nrules > 0; }
@@ -300,7 +314,7 @@ void hci_supp_count(int index, size_t objects, size_t bytes) {
 void hci_supp_print_used(void) {
   bool any = false;
   for (int k = 0; k < S.nrules; k++) any |= S.rules[k].objects > 0;
-  if (!any || !hci_chk_log_on(HCI_LOG_ERROR)) goto reset;
+  if (!any || !hci_chk_log_on(HCI_LOG_ERROR) || hci_chk.quiet_suppressions) goto reset;
   hci_out_t o = {.fd = hci_log_stream_fd()};
   hci_out_printf(&o, "-----------------------------------------------------\n");
   hci_out_printf(&o, "Suppressions used:\n");
