@@ -64,6 +64,14 @@ char *hc_heap_profile_get(void);
  * the age of their oldest live sample, to fd. */
 void hc_report_top(int fd, int n);
 
+/* ---- stack traces ---- */
+/* Return addresses of the caller's stack: result[0] is in the function that
+ * called hc_stack_trace, after dropping skip_count more innermost frames;
+ * up to max_depth entries (at most 64); sizes (may be NULL) get 0 for each.
+ * Frame pointers, and the DWARF unwinder where they stop early.  Never
+ * allocates.  Returns the number of entries.  (gperftools/stacktrace.h) */
+int hc_stack_trace(void **result, int *sizes, int max_depth, int skip_count);
+
 /* ---- the leak checker ---- */
 /* Nonzero when HEAPCHECK is set to a mode (including "local"). */
 int hc_is_active(void);

@@ -421,3 +421,49 @@ hc_public void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void
   (void)nt;
   hc_free_fast(p, 0);
 }
+
+// ---- gperftools' tc_* entry points (<gperftools/tcmalloc.h>) ----
+/* The same functions under tcmalloc's names (aliases: one body, the same
+ * recorded call sites).  tc_version and tc_set_new_mode: malloc_ext.c. */
+#define HC_TC_ALIAS(ret, name, target, params) hc_public ret name params __attribute__((alias(#target)))
+HC_TC_ALIAS(void *, tc_malloc, malloc, (size_t size));
+HC_TC_ALIAS(void *, tc_malloc_skip_new_handler, malloc, (size_t size));
+HC_TC_ALIAS(void, tc_free, free, (void *p));
+HC_TC_ALIAS(void, tc_free_sized, free_sized, (void *p, size_t size));
+HC_TC_ALIAS(void, tc_free_aligned_sized, free_aligned_sized, (void *p, size_t align, size_t size));
+HC_TC_ALIAS(void *, tc_realloc, realloc, (void *p, size_t size));
+HC_TC_ALIAS(void *, tc_calloc, calloc, (size_t n, size_t size));
+HC_TC_ALIAS(void, tc_cfree, cfree, (void *p));
+HC_TC_ALIAS(void *, tc_memalign, memalign, (size_t align, size_t size));
+HC_TC_ALIAS(int, tc_posix_memalign, posix_memalign, (void **out, size_t align, size_t size));
+HC_TC_ALIAS(void *, tc_valloc, valloc, (size_t size));
+HC_TC_ALIAS(void *, tc_pvalloc, pvalloc, (size_t size));
+HC_TC_ALIAS(void, tc_malloc_stats, malloc_stats, (void));
+HC_TC_ALIAS(int, tc_mallopt, mallopt, (int param, int value));
+HC_TC_ALIAS(struct mallinfo, tc_mallinfo, mallinfo, (void));
+HC_TC_ALIAS(struct mallinfo2, tc_mallinfo2, mallinfo2, (void));
+HC_TC_ALIAS(size_t, tc_malloc_size, malloc_usable_size, (void *p));
+HC_TC_ALIAS(void *, tc_new, _Znwm, (size_t size));
+HC_TC_ALIAS(void *, tc_newarray, _Znam, (size_t size));
+HC_TC_ALIAS(void *, tc_new_nothrow, _ZnwmRKSt9nothrow_t, (size_t size, const void *nt));
+HC_TC_ALIAS(void *, tc_newarray_nothrow, _ZnamRKSt9nothrow_t, (size_t size, const void *nt));
+HC_TC_ALIAS(void, tc_delete, _ZdlPv, (void *p));
+HC_TC_ALIAS(void, tc_deletearray, _ZdaPv, (void *p));
+HC_TC_ALIAS(void, tc_delete_sized, _ZdlPvm, (void *p, size_t n));
+HC_TC_ALIAS(void, tc_deletearray_sized, _ZdaPvm, (void *p, size_t n));
+HC_TC_ALIAS(void, tc_delete_nothrow, _ZdlPvRKSt9nothrow_t, (void *p, const void *nt));
+HC_TC_ALIAS(void, tc_deletearray_nothrow, _ZdaPvRKSt9nothrow_t, (void *p, const void *nt));
+HC_TC_ALIAS(void *, tc_new_aligned, _ZnwmSt11align_val_t, (size_t size, size_t align));
+HC_TC_ALIAS(void *, tc_newarray_aligned, _ZnamSt11align_val_t, (size_t size, size_t align));
+HC_TC_ALIAS(void *, tc_new_aligned_nothrow, _ZnwmSt11align_val_tRKSt9nothrow_t,
+            (size_t size, size_t align, const void *nt));
+HC_TC_ALIAS(void *, tc_newarray_aligned_nothrow, _ZnamSt11align_val_tRKSt9nothrow_t,
+            (size_t size, size_t align, const void *nt));
+HC_TC_ALIAS(void, tc_delete_aligned, _ZdlPvSt11align_val_t, (void *p, size_t a));
+HC_TC_ALIAS(void, tc_deletearray_aligned, _ZdaPvSt11align_val_t, (void *p, size_t a));
+HC_TC_ALIAS(void, tc_delete_sized_aligned, _ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a));
+HC_TC_ALIAS(void, tc_deletearray_sized_aligned, _ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a));
+HC_TC_ALIAS(void, tc_delete_aligned_nothrow, _ZdlPvSt11align_val_tRKSt9nothrow_t,
+            (void *p, size_t a, const void *nt));
+HC_TC_ALIAS(void, tc_deletearray_aligned_nothrow, _ZdaPvSt11align_val_tRKSt9nothrow_t,
+            (void *p, size_t a, const void *nt));

@@ -1,0 +1,170 @@
+/* gperftools/malloc_extension.h - gperftools' MallocExtension C++ class,
+ * served by libheapcheck.  Header only: every member is an inline function
+ * over the C API of gperftools/malloc_extension_c.h (and heapcheck.h for the
+ * heap samples), so libheapcheck stays a C library with no C++ runtime.
+ * Code written for gperftools compiles unchanged; objects compiled against
+ * gperftools' own header must be recompiled.
+ *
+ * What each member does here (see docs/profiling.md):
+ *  - GetNumericProperty: generic.current_allocated_bytes, generic.heap_size,
+ *    generic.total_physical_bytes, tcmalloc.pageheap_free_bytes,
+ *    tcmalloc.pageheap_unmapped_bytes, tcmalloc.slack_bytes,
+ *    tcmalloc.central_cache_free_bytes, tcmalloc.transfer_cache_free_bytes,
+ *    tcmalloc.thread_cache_free_bytes, tcmalloc.current_total_thread_cache_bytes,
+ *    tcmalloc.max_total_thread_cache_bytes, tcmalloc.min_per_thread_cache_bytes,
+ *    tcmalloc.metadata_bytes, heapcheck.sample_interval.
+ *    SetNumericProperty: heapcheck.sample_interval only (the thread-cache
+ *    budgets are fixed here; setting them returns false).
+ *  - GetStats: malloc_stats()'s text.  MallocMemoryStats: bytes in use, no
+ *    per-block census (blocks = 0, histogram zero), true.
+ *  - ReleaseFreeMemory / ReleaseToSystem(n): free pages back to the OS.
+ *    MarkThreadIdle / MarkThreadTemporarilyIdle: this thread's cache goes
+ *    back to the central lists; MarkThreadBusy: nothing to do.
+ *  - GetAllocatedSize(p): malloc_usable_size(p); GetEstimatedAllocatedSize(n):
+ *    the size class (or page-rounded size) n would get; GetOwnership(p):
+ *    kOwned when p lies in heapcheck's heap.
+ *  - VerifyAllMemory and the Verify*Memory family: true (no debug
+ *    allocator; the Verify*Memory(p) forms are false for a non-null pointer
+ *    outside the heap).
+ *  - GetHeapSample: the heap profile of the live sampled objects (the text
+ *    hc_heap_profile_get / GetHeapProfile returns, pprof's format).
+ *    GetHeapGrowthStacks: the same profile (heapcheck records no separate
+ *    growth stacks).
+ *  - Ranges, ReadStackTraces, ReadHeapGrowthStackTraces, GetSystemAllocator:
+ *    not available (no call / NULL), as in gperftools' default extension.
+ */
+#ifndef HEAPCHECK_GPERFTOOLS_MALLOC_EXTENSION_H
+#define HEAPCHECK_GPERFTOOLS_MALLOC_EXTENSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <string>
+#include <vector>
+
+#include "../heapcheck.h"
+#include "malloc_extension_c.h"
+
+#ifndef PERFTOOLS_DLL_DECL
+#define PERFTOOLS_DLL_DECL
+#endif
+
+static const int kMallocHistogramSize = 64;
+
+typedef std::string MallocExtensionWriter;
+
+namespace base {
+struct MallocRange;
+}
+
+class SysAllocator {
+ public:
+  SysAllocator() {}
+  virtual ~SysAllocator() {}
+  virtual void *Alloc(size_t size, size_t *actual_size, size_t alignment) = 0;
+};
+
+class MallocExtension {
+ public:
+  virtual ~MallocExtension() {}
+  static void Initialize() {}
+
+  virtual bool VerifyAllMemory() { return MallocExtension_VerifyAllMemory() != 0; }
+  virtual bool VerifyNewMemory(const void *p) { return MallocExtension_VerifyNewMemory(p) != 0; }
+  virtual bool VerifyArrayNewMemory(const void *p) { return MallocExtension_VerifyArrayNewMemory(p) != 0; }
+  virtual bool VerifyMallocMemory(const void *p) { return MallocExtension_VerifyMallocMemory(p) != 0; }
+  virtual bool MallocMemoryStats(int *blocks, size_t *total, int histogram[kMallocHistogramSize]) {
+    return MallocExtension_MallocMemoryStats(blocks, total, histogram) != 0;
+  }
+  virtual void GetStats(char *buffer, int buffer_length) { MallocExtension_GetStats(buffer, buffer_length); }
+  virtual void GetHeapSample(MallocExtensionWriter *writer) {
+    char *p = hc_heap_profile_get();
+    if (!p) return;
+    writer->append(p);
+    free(p);
+  }
+  virtual void GetHeapGrowthStacks(MallocExtensionWriter *writer) { GetHeapSample(writer); }
+
+  typedef void(RangeFunction)(void *, const base::MallocRange *);
+  virtual void Ranges(void *arg, RangeFunction func) {
+    (void)arg;
+    (void)func;
+  }
+
+  virtual bool GetNumericProperty(const char *property, size_t *value) {
+    return MallocExtension_GetNumericProperty(property, value) != 0;
+  }
+  virtual bool SetNumericProperty(const char *property, size_t value) {
+    return MallocExtension_SetNumericProperty(property, value) != 0;
+  }
+  virtual void MarkThreadIdle() { MallocExtension_MarkThreadIdle(); }
+  virtual void MarkThreadBusy() { MallocExtension_MarkThreadBusy(); }
+  virtual SysAllocator *GetSystemAllocator() { return NULL; }
+  virtual void SetSystemAllocator(SysAllocator *a) { (void)a; }
+  virtual void ReleaseToSystem(size_t num_bytes) { MallocExtension_ReleaseToSystem(num_bytes); }
+  virtual void ReleaseFreeMemory() { MallocExtension_ReleaseFreeMemory(); }
+  virtual void SetMemoryReleaseRate(double rate) { MallocExtension_SetMemoryReleaseRate(rate); }
+  virtual double GetMemoryReleaseRate() { return MallocExtension_GetMemoryReleaseRate(); }
+  virtual size_t GetEstimatedAllocatedSize(size_t size) { return MallocExtension_GetEstimatedAllocatedSize(size); }
+  virtual size_t GetAllocatedSize(const void *p) { return MallocExtension_GetAllocatedSize(p); }
+
+  enum Ownership { kUnknownOwnership = 0, kOwned, kNotOwned };
+  virtual Ownership GetOwnership(const void *p) { return static_cast<Ownership>(MallocExtension_GetOwnership(p)); }
+
+  /* The process's extension: heapcheck's, or the one given to Register(). */
+  static MallocExtension *instance() { return *slot_(); }
+  static void Register(MallocExtension *implementation) {
+    if (implementation) *slot_() = implementation;
+  }
+
+  struct FreeListInfo {
+    size_t min_object_size;
+    size_t max_object_size;
+    size_t total_bytes_free;
+    const char *type;
+  };
+  /* One entry per kind of free memory: the page heap (mapped and
+   * released), the central lists and transfer slots, the thread caches. */
+  virtual void GetFreeListSizes(std::vector<FreeListInfo> *v) {
+    static const struct {
+      const char *property, *type;
+    } kinds[] = {{"tcmalloc.pageheap_free_bytes", "tcmalloc.page"},
+                 {"tcmalloc.pageheap_unmapped_bytes", "tcmalloc.page_unmapped"},
+                 {"tcmalloc.central_cache_free_bytes", "tcmalloc.central"},
+                 {"tcmalloc.transfer_cache_free_bytes", "tcmalloc.transfer"},
+                 {"tcmalloc.thread_cache_free_bytes", "tcmalloc.thread"}};
+    v->clear();
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+      FreeListInfo f = {0, static_cast<size_t>(-1), 0, kinds[i].type};
+      MallocExtension_GetNumericProperty(kinds[i].property, &f.total_bytes_free);
+      v->push_back(f);
+    }
+  }
+  virtual void **ReadStackTraces(int *sample_period) {
+    if (sample_period) *sample_period = 0;
+    return NULL;
+  }
+  virtual void **ReadHeapGrowthStackTraces() { return NULL; }
+  virtual size_t GetThreadCacheSize() { return MallocExtension_GetThreadCacheSize(); }
+  virtual void MarkThreadTemporarilyIdle() { MallocExtension_MarkThreadTemporarilyIdle(); }
+
+ private:
+  static MallocExtension **slot_() {
+    static MallocExtension builtin;
+    static MallocExtension *current = &builtin;
+    return &current;
+  }
+};
+
+namespace base {
+struct MallocRange {
+  enum Type { INUSE, FREE, UNMAPPED, UNKNOWN };
+  uintptr_t address;
+  size_t length;
+  Type type;
+  double fraction;
+};
+}  // namespace base
+
+#endif

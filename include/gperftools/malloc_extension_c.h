@@ -1,0 +1,52 @@
+/* gperftools/malloc_extension_c.h - gperftools' MallocExtension C API,
+ * served by libheapcheck (same names and signatures as gperftools 2.10).
+ * Booleans are ints (1 = true).  See gperftools/malloc_extension.h for
+ * what each function does here, and docs/profiling.md. */
+#ifndef HEAPCHECK_GPERFTOOLS_MALLOC_EXTENSION_C_H
+#define HEAPCHECK_GPERFTOOLS_MALLOC_EXTENSION_C_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifndef PERFTOOLS_DLL_DECL
+#define PERFTOOLS_DLL_DECL
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define kMallocExtensionHistogramSize 64
+
+PERFTOOLS_DLL_DECL int MallocExtension_VerifyAllMemory(void);
+PERFTOOLS_DLL_DECL int MallocExtension_VerifyNewMemory(const void *p);
+PERFTOOLS_DLL_DECL int MallocExtension_VerifyArrayNewMemory(const void *p);
+PERFTOOLS_DLL_DECL int MallocExtension_VerifyMallocMemory(const void *p);
+PERFTOOLS_DLL_DECL int MallocExtension_MallocMemoryStats(int *blocks, size_t *total,
+                                                         int histogram[kMallocExtensionHistogramSize]);
+PERFTOOLS_DLL_DECL void MallocExtension_GetStats(char *buffer, int buffer_length);
+PERFTOOLS_DLL_DECL int MallocExtension_GetNumericProperty(const char *property, size_t *value);
+PERFTOOLS_DLL_DECL int MallocExtension_SetNumericProperty(const char *property, size_t value);
+PERFTOOLS_DLL_DECL void MallocExtension_MarkThreadIdle(void);
+PERFTOOLS_DLL_DECL void MallocExtension_MarkThreadBusy(void);
+PERFTOOLS_DLL_DECL void MallocExtension_ReleaseToSystem(size_t num_bytes);
+PERFTOOLS_DLL_DECL void MallocExtension_ReleaseFreeMemory(void);
+PERFTOOLS_DLL_DECL void MallocExtension_SetMemoryReleaseRate(double rate);
+PERFTOOLS_DLL_DECL double MallocExtension_GetMemoryReleaseRate(void);
+PERFTOOLS_DLL_DECL size_t MallocExtension_GetEstimatedAllocatedSize(size_t size);
+PERFTOOLS_DLL_DECL size_t MallocExtension_GetAllocatedSize(const void *p);
+PERFTOOLS_DLL_DECL size_t MallocExtension_GetThreadCacheSize(void);
+PERFTOOLS_DLL_DECL void MallocExtension_MarkThreadTemporarilyIdle(void);
+
+typedef enum {
+  MallocExtension_kUnknownOwnership = 0,
+  MallocExtension_kOwned,
+  MallocExtension_kNotOwned
+} MallocExtension_Ownership;
+PERFTOOLS_DLL_DECL MallocExtension_Ownership MallocExtension_GetOwnership(const void *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

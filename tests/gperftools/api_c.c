@@ -1,0 +1,46 @@
+/* api_c.c - the C headers gperftools ships (malloc_extension_c.h,
+ * tcmalloc.h, heap-profiler.h; stacktrace.h is C++ in gperftools but works
+ * in C here), compiled as C against include/ only, linked with -lheapcheck. */
+#include <gperftools/heap-profiler.h>
+#include <gperftools/malloc_extension_c.h>
+#include <gperftools/stacktrace.h>
+#include <gperftools/tcmalloc.h>
+#include <google/malloc_extension_c.h>
+#include <google/tcmalloc.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../hc_check.h"
+#define EXPECT(c) CHECK((c), "expected")
+
+int main(void) {
+  size_t v = 0, before;
+  EXPECT(MallocExtension_GetNumericProperty("generic.current_allocated_bytes", &before));
+  void *p = tc_malloc(1 << 20);
+  EXPECT(MallocExtension_GetNumericProperty("generic.current_allocated_bytes", &v) && v >= before + (1 << 20));
+  EXPECT(MallocExtension_GetAllocatedSize(p) >= (1 << 20));
+  EXPECT(MallocExtension_GetOwnership(p) == MallocExtension_kOwned);
+  EXPECT(MallocExtension_GetOwnership(&v) == MallocExtension_kNotOwned);
+  tc_free(p);
+  EXPECT(!MallocExtension_GetNumericProperty("generic.nothing", &v));
+  EXPECT(!MallocExtension_SetNumericProperty("generic.heap_size", 1));
+  char buf[4096];
+  MallocExtension_GetStats(buf, sizeof buf);
+  EXPECT(strstr(buf, "MALLOC:") != NULL);
+  MallocExtension_ReleaseFreeMemory();
+  MallocExtension_MarkThreadIdle();
+  EXPECT(MallocExtension_GetThreadCacheSize() == 0);
+  EXPECT(MallocExtension_VerifyAllMemory() == 1);
+  EXPECT(MallocExtension_GetEstimatedAllocatedSize(1) >= 1);
+  int major = 0;
+  EXPECT(strstr(tc_version(&major, NULL, NULL), "heapcheck") && major == 2);
+  void *r[4];
+  EXPECT(GetStackTrace(r, 4, 0) >= 2);
+  char *prof = GetHeapProfile();
+  EXPECT(prof && strncmp(prof, "heap profile:", 13) == 0);
+  free(prof);
+  printf("%s: %d failures\n", __FILE__, failures);
+  return failures ? 1 : 0;
+}
