@@ -284,7 +284,8 @@ void hci_fatal(const char *fmt, ...) {
 
 int hci_log_verbose;
 
-bool hci_log_on(int level) { return hci_log_verbose >= level; }
+/* Read at every message: the program may change it (hc_set_verbosity). */
+bool hci_log_on(int level) { return __atomic_load_n(&hci_log_verbose, __ATOMIC_RELAXED) >= level; }
 
 void hci_log(int level, const char *fmt, ...) {
   if (!hci_log_on(level)) return;

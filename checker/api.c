@@ -65,6 +65,13 @@ hc_public int hc_has_global_check(void) {
   return hci_chk.active && hci_chk.global_check;
 }
 
+hc_public int hc_set_verbosity(int level) {
+  hci_ensure_init();
+  /* gperftools' FLAGS_verbose: read by every message from now on. */
+  __atomic_store_n(&hci_chk.verbose, level, __ATOMIC_RELAXED);
+  return __atomic_exchange_n(&hci_log_verbose, level, __ATOMIC_RELAXED);
+}
+
 // ---- scoped checks ----
 
 hc_public hc_check_t *hc_check_begin(const char *name) {

@@ -99,7 +99,9 @@ static void read_mode(void) {
     }
     return;
   }
-  hci_chk_log(10, "Starting tracking the heap"); /* gperftools' VLOG(10) line; its tests grep it */
+  /* gperftools' VLOG(10) lines whenever HEAPCHECK is set; its tests grep them. */
+  hci_chk_log(10, "MemoryRegionMap Init");
+  hci_chk_log(10, "Starting tracking the heap");
   if (v[0] == '\0') {
     /* gperftools: set but empty turns the checker off, and says so. */
     hci_chk_log(0, "Turning perftools heap leak checking off");
@@ -175,6 +177,7 @@ void hci_chk_options_read(void) {
     hci_chk.no_mapping_roots = true; /* LSan scans only registered regions */
   }
   hci_lsan_apply();
+  hci_log_verbose = hci_chk.verbose; /* LSan mode's default and verbosity= */
   /* Outside as-is the mode decides; a variable that tries to change it is
    * probably a mistake worth a word (gperftools silently ignores it). */
   if (hci_chk.mode != HCI_MODE_AS_IS) {

@@ -72,6 +72,12 @@ void hc_report_top(int fd, int n);
  * allocates.  Returns the number of entries.  (gperftools/stacktrace.h) */
 int hc_stack_trace(void **result, int *sizes, int max_depth, int skip_count);
 
+/* ---- messages ---- */
+/* Sets the message level (PERFTOOLS_VERBOSE, gperftools' FLAGS_verbose: a
+ * message of level L prints when the level is >= L; -4 silences the checker
+ * and the profiler) for every message from now on; returns the old level. */
+int hc_set_verbosity(int level);
+
 /* ---- the leak checker ---- */
 /* Nonzero when HEAPCHECK is set to a mode (including "local"). */
 int hc_is_active(void);

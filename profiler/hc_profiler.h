@@ -50,6 +50,7 @@ void hci_profile_snapshot_free(hci_prof_snap_t *s);
 double hci_profile_estimate_d(double size, double weight); /* bytes a sample of `size` stands for */
 bool hci_profile_pure(uint64_t n, uint64_t wsum, uint64_t rate); /* all n samples taken at `rate` */
 uint64_t hci_profile_alloc_estimate(void);  /* estimated bytes allocated since start */
+uint64_t hci_profile_free_estimate(void);   /* estimated bytes freed since start */
 int64_t hci_profile_inuse_estimate(void);   /* estimated bytes live */
 void hci_profile_counters_lock(void);       /* fork handlers */
 void hci_profile_counters_unlock(void);

@@ -231,10 +231,13 @@ static struct {
   int pid;                        /* getpid() at start, and in a fork child */
   unsigned seq;                   /* last file number (never reset, like gperftools) */
   uint64_t alloc_base;            /* alloc_est_total at start */
+  uint64_t free_base;             /* free_est_total at start */
   uint64_t last_alloc;            /* alloc_est_total at the last dump */
+  uint64_t last_free;             /* free_est_total at the last dump */
   int64_t high_water;             /* in-use bytes at the last high-water dump */
   uint64_t last_time_ns;
   long long alloc_interval, inuse_interval, time_interval; /* 0 = off */
+  long long dealloc_interval;     /* HEAP_PROFILE_DEALLOCATION_INTERVAL; 0 = off */
   bool warned_secure;
 } prof;
 HC_PRIVATE_STATE(prof);
@@ -299,6 +302,7 @@ static int dump_locked(const char *reason, bool outside_malloc) {
     hci_printf("Failed dumping heap profile to %s: %s. Numeric errno is %d\n", name, hci_errno_text(err), err);
   else if (outside_malloc && profile_formats) dump_graphs(name);
   prof.last_alloc = hci_profile_alloc_estimate();
+  prof.last_free = hci_profile_free_estimate();
   int64_t inuse = inuse_now();
   if (inuse > prof.high_water) prof.high_water = inuse;
   prof.last_time_ns = hci_os_now_ns();
@@ -312,6 +316,13 @@ static bool dump_due(char *reason, size_t size) {
   if (prof.alloc_interval > 0 && alloc >= prof.last_alloc + (uint64_t)prof.alloc_interval) {
     hci_snprintf(reason, size, "%llu MB allocated cumulatively, %lld MB currently in use",
                  (unsigned long long)((alloc - prof.alloc_base) >> 20), (long long)(inuse >> 20));
+    return true;
+  }
+  /* gperftools checks this on every free; here at the next sample. */
+  uint64_t freed = hci_profile_free_estimate();
+  if (prof.dealloc_interval > 0 && freed >= prof.last_free + (uint64_t)prof.dealloc_interval) {
+    hci_snprintf(reason, size, "%llu MB freed cumulatively, %lld MB currently in use",
+                 (unsigned long long)((freed - prof.free_base) >> 20), (long long)(inuse >> 20));
     return true;
   }
   if (prof.inuse_interval > 0 && inuse > prof.high_water + prof.inuse_interval) {
@@ -382,6 +393,7 @@ static int start(const char *prefix) {
   memcpy(prof.prefix, prefix, len + 1);
   prof.pid = (int)getpid();
   prof.alloc_base = prof.last_alloc = hci_profile_alloc_estimate();
+  prof.free_base = prof.last_free = hci_profile_free_estimate();
   prof.high_water = 0;
   prof.last_time_ns = hci_os_now_ns();
   atomic_store_explicit(&prof.running, 1, memory_order_release);
@@ -434,6 +446,7 @@ static void read_options(void) {
   prof.alloc_interval = hci_env_int("HEAP_PROFILE_ALLOCATION_INTERVAL", 1ll << 30, 0, 1ll << 50);
   prof.inuse_interval = hci_env_int("HEAP_PROFILE_INUSE_INTERVAL", 100ll << 20, 0, 1ll << 50);
   prof.time_interval = hci_env_int("HEAP_PROFILE_TIME_INTERVAL", 0, 0, 1ll << 31);
+  prof.dealloc_interval = hci_env_int("HEAP_PROFILE_DEALLOCATION_INTERVAL", 0, 0, 1ll << 50);
   read_report_option();
   /* gperftools deletes <prefix>.*.heap at start; our files carry the pid,
    * so runs never overwrite each other, and that would delete the profiles

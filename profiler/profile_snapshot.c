@@ -104,6 +104,7 @@ static struct {
   size_t cap, used;
   uint64_t dropped; /* samples not counted (no memory for the table) */
   _Atomic uint64_t alloc_est_total; /* estimated bytes allocated since start (no lock) */
+  _Atomic uint64_t free_est_total;  /* estimated bytes freed since start (no lock) */
   _Atomic int64_t inuse_est_total;  /* estimated bytes live (no lock) */
 } tab __attribute__((aligned(64)));
 HC_PRIVATE_STATE(tab);
@@ -154,6 +155,11 @@ uint64_t hci_profile_note_alloc(uint32_t stack_id, size_t size, uint64_t weight)
 
 void hci_profile_note_free(uint64_t est) {
   atomic_fetch_sub_explicit(&tab.inuse_est_total, (int64_t)est, memory_order_relaxed);
+  atomic_fetch_add_explicit(&tab.free_est_total, est, memory_order_relaxed);
+}
+
+uint64_t hci_profile_free_estimate(void) {
+  return atomic_load_explicit(&tab.free_est_total, memory_order_relaxed);
 }
 
 static const hci_sample_listener_t listener = {
