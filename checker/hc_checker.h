@@ -128,7 +128,11 @@ typedef struct hci_thread {
   uintptr_t stack_lo, stack_hi; /* range to scan for this thread (filled by hci_world_stop);
                                    0,0 = unknown: the fallback scans every anonymous mapping */
   uintptr_t nstack_lo, nstack_hi; /* the thread's normal stack mapping (when known) */
+  bool traced;               /* ptrace method: attached by the helper task */
+  bool refused;              /* ptrace method: PTRACE_SEIZE said EPERM */
+  int inject_sig;            /* ptrace method: signal caught in a signal-delivery-stop, re-injected */
 } hci_thread_t;
+enum { HCI_STOP_NONE, HCI_STOP_PTRACE, HCI_STOP_SIGNAL }; /* how a world was stopped */
 typedef struct hci_world {
   hci_thread_t *threads;     /* nthreads slots, the checking thread included (is_self) */
   int nthreads, cap;
@@ -140,6 +144,7 @@ typedef struct hci_world {
   bool incomplete;           /* some threads may be missing from threads[] (listing failed or
                                 they kept appearing): roots scan every anonymous mapping */
   hci_maps_t maps;           /* /proc/self/maps read after every thread stopped */
+  int method;                /* HCI_STOP_*: NONE when the checking thread was alone */
 } hci_world_t;
 /* Allocates the world's buffers, reads the options (HEAP_CHECK_STOP_SIGNAL,
  * HEAP_CHECK_STOP_TIMEOUT_MS), computes the TLS geometry and installs the
@@ -169,6 +174,37 @@ int hci_stop_signal(void);
  * to hci_world_set_self_regs.  Returns the number of words written. */
 int hci_capture_regs(uintptr_t *regs, int max);
 void hci_world_set_self_regs(hci_world_t *w, const uintptr_t *regs, int n);
+
+/* Copies the SIMD components of a standard-format XSAVE area of xsize bytes
+ * (upper ymm, zmm) after regs[0..n); returns the new count (x86-64). */
+int hci_xsave_copy(uintptr_t *regs, int n, const void *xsave, size_t xsize);
+/* 1 when task tid of this process is a zombie (a group leader that called
+ * pthread_exit), 0 when it is not, -1 when that cannot be read. */
+int hci_task_zombie(int tid);
+
+/* ======================= stop_ptrace.c ======================= */
+/* Calls fn(ctx, tid) for every task listed by the directory descriptor fd
+ * (read again from its start); returns the count or -1.  Raw system calls
+ * only: usable from the helper task. */
+int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx);
+/* requires: as hci_world_stop; w->threads[0] is the checking thread.
+ * Stops every other thread with the ptrace helper task (see the file's
+ * comment), filling w->threads.  Returns 0, or -1 with *why set when ptrace
+ * cannot be used (then nothing is stopped and w->nthreads is 1). */
+int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why);
+/* Detaches every thread and reaps the helper. */
+void hci_ptrace_resume(hci_world_t *w);
+
+/* ======================= proc_fds.c ======================= */
+/* The /proc files a check reads, with descriptors kept from start-up for
+ * when the program has none left (see the file's comment). */
+enum { HCI_PROC_TASK, HCI_PROC_MAPS, HCI_PROC_N };
+/* Opens and keeps them (checker start-up; again in a forked child). */
+void hci_proc_keep(void);
+/* A descriptor of the file at its start: a fresh one, or the kept one when
+ * no descriptor is free (*is_kept).  -1 when neither works. */
+int hci_proc_open(int which, bool *is_kept);
+void hci_proc_close(int fd, bool is_kept);
 
 /* ======================= roots.c ======================= */
 /* A root range [lo, hi): every word in it may point into the heap.  kind is
