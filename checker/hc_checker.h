@@ -189,8 +189,9 @@ int hci_task_zombie(int tid);
 int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx);
 /* requires: as hci_world_stop; w->threads[0] is the checking thread.
  * Stops every other thread with the ptrace helper task (see the file's
- * comment), filling w->threads.  Returns 0, or -1 with *why set when ptrace
- * cannot be used (then nothing is stopped and w->nthreads is 1). */
+ * comment), filling w->threads.  Returns 0; -1 with *why set when ptrace
+ * cannot be used (refused); -2 when it cannot be used for now (no memory,
+ * process limit).  On error nothing is stopped and w->nthreads is 1. */
 int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why);
 /* Detaches every thread and reaps the helper. */
 void hci_ptrace_resume(hci_world_t *w);
@@ -303,6 +304,7 @@ typedef struct hci_chk_opts {
   int exit_code;             /* HEAP_CHECK_EXIT_CODE (default 1) */
   bool keep_status;          /* HEAPCHECK_KEEP_STATUS: leaks do not change the exit status */
   bool dump_profile;         /* write the leak profile file (HEAP_CHECK_DUMP_DIRECTORY set, or asked) */
+  int error_exit_code;       /* HEAP_CHECK_ERROR_EXIT_CODE (default 125): the check could not complete */
   int verbose;               /* PERFTOOLS_VERBOSE, raised to 1 by HEAPCHECK_VERBOSE=1 */
   const char *suppressions;  /* HEAPCHECK_SUPPRESSIONS / HEAP_CHECK_SUPPRESSIONS file, or NULL */
 } hci_chk_opts_t;
@@ -344,6 +346,7 @@ typedef struct hci_flood_params {
   uintptr_t self_sp;         /* the checking thread's stack is scanned from here up */
   const uintptr_t *self_regs;/* the checking thread's callee-saved registers at the entry */
   int self_nregs;
+  bool hold;                 /* leave the world stopped after the flood: the caller resumes it */
 } hci_flood_params_t;
 typedef struct hci_flood_result {
   hci_leak_t *leaks;         /* hci_os_map'ed; direct and indirect, unsorted */
@@ -360,6 +363,8 @@ typedef struct hci_flood_result {
   size_t skipped_ranges;
   int nthreads;
   bool oom;                  /* a buffer could not be mapped: results are partial */
+  char incomplete[200];      /* why the check could not complete (oom, threads not stopped or
+                                not listed, stacks not found); "" when it did */
   uint64_t t_stop_ns, t_flood_ns; /* time to stop the world, to flood and classify */
   uint64_t t_setup_ns, t_roots_ns, t_extra_ns, t_classify_ns; /* parts of t_flood_ns */
   uint64_t t_flood_cpu_ns;   /* CPU time of the flood (the machine may be loaded) */
@@ -427,9 +432,12 @@ typedef struct hci_check_req {
   uintptr_t self_sp;         /* frame address at the public entry point */
   const uintptr_t *self_regs;
   int self_nregs;
+  bool hold;                 /* the final at-exit check: when it fails, the world stays stopped
+                                until the process ends */
 } hci_check_req_t;
 /* Runs one check (see the order at the top of this file).  Returns 1 when
- * nothing leaked, 0 otherwise; *bytes and *objects get the unsuppressed totals. */
+ * nothing leaked, 0 otherwise (leaks, or a check that could not complete:
+ * said in an error, never "No leaks found"); *bytes and *objects get the unsuppressed totals. */
 int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects);
 /* Whole-program check state for the C API. */
 int hci_chk_global_now(uintptr_t self_sp, const uintptr_t *regs, int nregs);

@@ -366,10 +366,7 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
   job.timeout_ns = (long long)timeout_ms * 1000000ll;
   job.w = w;
   job.stack = hci_os_map(HELPER_STACK);
-  if (!job.stack) {
-    *why = "no memory for the helper's stack";
-    return -1;
-  }
+  if (!job.stack) return -2; /* no memory now: signals for this stop only */
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -378,9 +375,9 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
   int err = errno;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (tid <= 0) {
-    errno = err;
-    *why = "cannot create the helper task (clone failed)";
     reap_helper();
+    if (err == ENOMEM || err == EAGAIN) return -2;
+    *why = "cannot create the helper task (clone failed)";
     return -1;
   }
   job.helper = tid;
