@@ -43,7 +43,6 @@
 #include <signal.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -165,17 +164,17 @@ static hci_thread_t *slot_of(int tid) {
   return NULL;
 }
 
-/* Grows the slot array with raw mmap (the checking thread is waiting). */
+/* Grows the slot array (the checking thread is waiting in a raw futex
+ * call: hci_os_map's save and restore of errno in its TLS races nothing). */
 static bool helper_grow(int need) {
   hci_world_t *w = job.w;
   int ncap = w->cap * 2;
   while (ncap < need) ncap *= 2;
-  size_t bytes = (size_t)ncap * sizeof(hci_thread_t);
-  long p = raw6(SYS_mmap, 0, (long)bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p < 0 && p > -4096) return false;
-  memcpy((void *)p, w->threads, (size_t)w->nthreads * sizeof(hci_thread_t));
-  RAW(SYS_munmap, w->threads, (size_t)w->cap * sizeof(hci_thread_t), 0, 0);
-  w->threads = (hci_thread_t *)p;
+  hci_thread_t *p = hci_os_map((size_t)ncap * sizeof(hci_thread_t));
+  if (!p) return false;
+  memcpy(p, w->threads, (size_t)w->nthreads * sizeof(hci_thread_t));
+  hci_os_unmap(w->threads, (size_t)w->cap * sizeof(hci_thread_t));
+  w->threads = p;
   w->cap = ncap;
   return true;
 }
