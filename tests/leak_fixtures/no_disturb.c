@@ -17,7 +17,7 @@
  *              its SIG_IGN for SIGRTMAX-4 survive checks (run with either
  *              HEAP_CHECK_STOP_SIGNAL); the handler still gets raise().
  *  pause-exit  main sits in pause(), a worker calls exit(3) (argument
- *              "leak": after leaking 3 objects).
+ *              "leak": after leaking 3 objects; "leak0": leaks, then exit(0)).
  *  few         4 sleeping threads, 3 scoped checks, then a leak at exit
  *              (run under strace/gdb, or with "seccomp": a filter that makes
  *              ptrace fail with EPERM).
@@ -250,6 +250,7 @@ static void *leaf_leak(void) {
   return p;
 }
 
+static int exiter_status = 3;
 static void *exiter(void *arg) {
   usleep(100000); /* main is in pause() by now */
   if (arg) {
@@ -259,7 +260,7 @@ static void *exiter(void *arg) {
       (void)p;
     }
   }
-  exit(3);
+  exit(exiter_status);
 }
 
 static int pause_exit(bool leak) {
@@ -362,7 +363,10 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "stress")) return stress();
   if (!strcmp(s, "sigwait")) return sigwait_scenario();
   if (!strcmp(s, "handler")) return handler_scenario();
-  if (!strcmp(s, "pause-exit")) return pause_exit(!strcmp(arg, "leak"));
+  if (!strcmp(s, "pause-exit")) {
+    if (!strcmp(arg, "leak0")) exiter_status = 0;
+    return pause_exit(!strncmp(arg, "leak", 4));
+  }
   if (!strcmp(s, "few")) return few(!strcmp(arg, "seccomp"));
   if (!strcmp(s, "rlimit-as")) return rlimit_as();
   if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
