@@ -113,6 +113,16 @@ run HEAPCHECK=normal HEAP_CHECK_ERROR_EXIT_CODE=77 "$fx" rlimit-as
 expect_rc 77
 has 'Exiting with error code 77 because the leak check could not complete'
 
+# A thread that blocks every signal: stopped by ptrace (no leak, status 0);
+# the signal fallback cannot stop it, and says so with its own status.
+run HEAPCHECK=normal "$fx" blocked
+expect_rc 0
+has 'No leaks found for check "_main_"'
+run HEAPCHECK=normal HEAP_CHECK_STOP_METHOD=signal HEAP_CHECK_STOP_TIMEOUT_MS=200 "$fx" blocked
+expect_rc 125
+has_re 'could not complete: 1 thread \(tid [0-9]+\) could not be stopped'
+lacks 'No leaks found'
+
 # No descriptor left: the thread's object is still found (no false leak).
 run HEAPCHECK=normal "$fx" fd-exhaust
 expect_rc 0

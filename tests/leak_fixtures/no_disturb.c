@@ -21,6 +21,9 @@
  *  few         4 sleeping threads, 3 scoped checks, then a leak at exit
  *              (run under strace/gdb, or with "seccomp": a filter that makes
  *              ptrace fail with EPERM).
+ *  blocked     a thread that blocks every signal keeps an object on its
+ *              stack; main returns 0 (ptrace: it stops, no leak; signal
+ *              fallback: it cannot be stopped, the check fails).
  *  rlimit-as   200000 live objects, then RLIMIT_AS at the current size.
  *  fd-exhaust  a thread keeps an object only on its stack; every descriptor
  *              is used up; then the exit check.
@@ -344,6 +347,20 @@ static void *holder(void *arg) {
   return NULL;
 }
 
+static void *blocked_holder(void *arg) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  return holder(arg);
+}
+
+static int blocked(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, blocked_holder, NULL);
+  while (!atomic_load(&hold_ready)) usleep(1000);
+  return 0;
+}
+
 static int fd_exhaust(void) {
   pthread_t t;
   pthread_create(&t, NULL, holder, NULL);
@@ -369,6 +386,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(s, "few")) return few(!strcmp(arg, "seccomp"));
   if (!strcmp(s, "rlimit-as")) return rlimit_as();
+  if (!strcmp(s, "blocked")) return blocked();
   if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
   fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust\n",
           argv[0]);
