@@ -78,6 +78,14 @@ for method in ptrace signal; do
   has 'SUMMARY: heapcheck: 144 bytes leaked in 3 allocations'
 done
 
+# The program traces a child of its own: its waitpid(-1) sees only that
+# child, its checks work (ptrace stop of a tracer thread).
+run HEAPCHECK=normal "$fx" tracer
+expect_rc 0
+has_re 'tracer: [0-9]+ events, child exited 7'
+lacks 'FAIL'
+lacks "$ptrace_warning"
+
 # ptrace refused: the signal fallback, named in one warning; checks still work.
 run HEAPCHECK=normal "$fx" few seccomp
 expect_rc 1

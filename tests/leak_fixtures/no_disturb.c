@@ -24,6 +24,9 @@
  *  blocked     a thread that blocks every signal keeps an object on its
  *              stack; main returns 0 (ptrace: it stops, no leak; signal
  *              fallback: it cannot be stopped, the check fails).
+ *  tracer      the program ptraces a child of its own (PTRACE_TRACEME) from a
+ *              thread while main runs checks; that thread's waitpid() sees
+ *              the child's stops and exit, never the checker's helper.
  *  rlimit-as   200000 live objects, then RLIMIT_AS at the current size.
  *  fd-exhaust  a thread keeps an object only on its stack; every descriptor
  *              is used up; then the exit check.
@@ -46,7 +49,9 @@
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -361,6 +366,55 @@ static int blocked(void) {
   return 0;
 }
 
+static _Atomic int tracer_events, tracer_done;
+static pid_t traced_child;
+static void *tracer_thread(void *arg) {
+  (void)arg;
+  /* Forked here: the tracer of a PTRACE_TRACEME child is the thread that forked it. */
+  traced_child = fork();
+  if (traced_child == 0) {
+    ptrace(PTRACE_TRACEME, 0, 0, 0);
+    for (int i = 0; i < 20; i++) {
+      raise(SIGUSR1); /* a signal-delivery-stop for the parent each time */
+      usleep(5000);
+    }
+    _exit(7);
+  }
+  int st, stops = 0;
+  for (;;) {
+    pid_t r = waitpid(-1, &st, 0); /* any child: only ours may show up */
+    if (r != traced_child) {
+      printf("FAIL: waitpid(-1) returned %d (errno %d)\n", (int)r, errno);
+      break;
+    }
+    atomic_fetch_add(&tracer_events, 1);
+    if (WIFEXITED(st)) {
+      atomic_store(&tracer_done, WEXITSTATUS(st) == 7 ? 1 : 2);
+      break;
+    }
+    if (WIFSTOPPED(st)) {
+      stops++;
+      ptrace(PTRACE_CONT, r, 0, 0);
+    }
+  }
+  return NULL;
+}
+
+static int tracer(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, tracer_thread, NULL);
+  for (int i = 0; i < 10; i++) {
+    hc_check_t *c = hc_check_begin("tracer");
+    hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+    usleep(10000);
+  }
+  pthread_join(t, NULL);
+  printf("tracer: %d events, child %s\n", atomic_load(&tracer_events),
+         atomic_load(&tracer_done) == 1 ? "exited 7" : "lost");
+  return atomic_load(&tracer_done) == 1 ? 0 : 2;
+}
+
 static int fd_exhaust(void) {
   pthread_t t;
   pthread_create(&t, NULL, holder, NULL);
@@ -387,6 +441,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "few")) return few(!strcmp(arg, "seccomp"));
   if (!strcmp(s, "rlimit-as")) return rlimit_as();
   if (!strcmp(s, "blocked")) return blocked();
+  if (!strcmp(s, "tracer")) return tracer();
   if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
   fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust\n",
           argv[0]);
