@@ -24,7 +24,11 @@
 
 #define KEEP_FROM 100
 
-static const char *const paths[HCI_PROC_N] = {"/proc/self/task", "/proc/self/maps"};
+/* The maps through the calling thread: /proc/self/maps is empty once the
+ * main thread has called pthread_exit (it names the group leader, whose mm
+ * is gone); /proc/thread-self needs Linux 3.17, else the old path. */
+static const char *const paths[HCI_PROC_N] = {"/proc/self/task", "/proc/thread-self/maps"};
+static const char *const old_paths[HCI_PROC_N] = {"/proc/self/task", "/proc/self/maps"};
 static const int flags[HCI_PROC_N] = {O_RDONLY | O_DIRECTORY | O_CLOEXEC, O_RDONLY | O_CLOEXEC};
 
 static struct {
@@ -39,6 +43,10 @@ static int open_retry(int which) {
   int fd;
   do fd = open(paths[which], flags[which]);
   while (fd < 0 && errno == EINTR);
+  if (fd < 0 && errno == ENOENT) {
+    do fd = open(old_paths[which], flags[which]);
+    while (fd < 0 && errno == EINTR);
+  }
   return fd;
 }
 
