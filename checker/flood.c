@@ -838,35 +838,6 @@ static uint64_t thread_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* A check whose roots are not all known cannot say "no leaks" (nor trust
- * its leaks): the first reason, in words. */
-static void why_incomplete(const hci_world_t *w, hci_flood_result_t *r) {
-  char *b = r->incomplete;
-  size_t n = sizeof r->incomplete;
-  if (w->incomplete) {
-    hci_snprintf(b, n, "not every thread could be listed (/proc/self/task unreadable, or threads kept appearing)");
-  } else if (w->nnot_stopped) {
-    int tid = 0;
-    for (int i = 0; i < w->nthreads && !tid; i++)
-      if (atomic_load(&w->threads[i].state) == HCI_T_NOT_STOPPED) tid = w->threads[i].tid;
-    hci_snprintf(b, n, "%d thread%s (tid %d%s) could not be stopped (%s)", w->nnot_stopped,
-                 w->nnot_stopped == 1 ? "" : "s", tid, w->nnot_stopped == 1 ? "" : ", ...",
-                 w->method == HCI_STOP_SIGNAL ? "they block the stop signal and ptrace is not available"
-                                             : "stuck in the kernel past HEAP_CHECK_STOP_TIMEOUT_MS");
-  } else if (w->maps.n == 0) {
-    hci_snprintf(b, n, "/proc/self/maps could not be read, so no thread stack can be bounded");
-  } else {
-    for (int i = 0; i < w->nthreads; i++) {
-      const hci_thread_t *t = &w->threads[i];
-      if (t->stopped && !t->is_self && !t->stack_hi) {
-        hci_snprintf(b, n, "the stack of thread %d could not be found (sp %p is in no mapping)", t->tid,
-                     (void *)t->sp);
-        break;
-      }
-    }
-  }
-}
-
 typedef struct stopped_call {
   hci_world_t *w;
   const hci_flood_params_t *p;
@@ -883,7 +854,7 @@ static int stopped_check(void *arg) {
   uint64_t t0 = hci_os_now_ns();
   c->r->not_stopped = hci_world_stop(c->w);
   c->r->nthreads = c->w->nthreads;
-  why_incomplete(c->w, c->r);
+  hci_world_why_incomplete(c->w, c->r->incomplete, sizeof c->r->incomplete);
   if (c->p->self_nregs > 0) hci_world_set_self_regs(c->w, c->p->self_regs, c->p->self_nregs);
   uint64_t t1 = hci_os_now_ns(), c1 = thread_cpu_ns();
   flood_all(c->w, &f);

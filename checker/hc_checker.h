@@ -158,6 +158,9 @@ int hci_world_init(hci_world_t *w);
  * of threads that did not stop, plus one when w->incomplete (0 = the whole
  * world is stopped and every thread is in w->threads). */
 int hci_world_stop(hci_world_t *w);
+/* After hci_world_stop: why a check on this world cannot complete (threads
+ * not listed or not stopped, no maps, a stack not found), or "" in b. */
+void hci_world_why_incomplete(const hci_world_t *w, char *b, size_t n);
 /* Lets every stopped thread run again.  After it returns no handler touches w. */
 void hci_world_resume(hci_world_t *w);
 /* Frees what hci_world_init allocated (after resume). */

@@ -696,6 +696,33 @@ void hci_world_resume(hci_world_t *w) {
   w->active = false;
 }
 
+/* A check whose roots are not all known cannot say "no leaks" (nor trust
+ * its leaks): the first reason, in words. */
+void hci_world_why_incomplete(const hci_world_t *w, char *b, size_t n) {
+  if (w->incomplete) {
+    hci_snprintf(b, n, "not every thread could be listed (/proc/self/task unreadable, or threads kept appearing)");
+  } else if (w->nnot_stopped) {
+    int tid = 0;
+    for (int i = 0; i < w->nthreads && !tid; i++)
+      if (atomic_load(&w->threads[i].state) == HCI_T_NOT_STOPPED) tid = w->threads[i].tid;
+    hci_snprintf(b, n, "%d thread%s (tid %d%s) could not be stopped (%s)", w->nnot_stopped,
+                 w->nnot_stopped == 1 ? "" : "s", tid, w->nnot_stopped == 1 ? "" : ", ...",
+                 w->method == HCI_STOP_SIGNAL ? "they block the stop signal and ptrace is not available"
+                                             : "stuck in the kernel past HEAP_CHECK_STOP_TIMEOUT_MS");
+  } else if (w->maps.n == 0) {
+    hci_snprintf(b, n, "/proc/self/maps could not be read, so no thread stack can be bounded");
+  } else {
+    for (int i = 0; i < w->nthreads; i++) {
+      const hci_thread_t *t = &w->threads[i];
+      if (t->stopped && !t->is_self && !t->stack_hi) {
+        hci_snprintf(b, n, "the stack of thread %d could not be found (sp %p is in no mapping)", t->tid,
+                     (void *)t->sp);
+        break;
+      }
+    }
+  }
+}
+
 /* ---------------------------------------------------------------- helpers */
 
 struct loader_call {
