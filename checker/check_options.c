@@ -31,6 +31,7 @@ hci_chk_opts_t hci_chk = {
     .run_under_gdb = true,
     .exit_code = 1,
     .check_at_exit = true,
+    .error_exit_code = 125,
 };
 
 
@@ -166,6 +167,7 @@ void hci_chk_options_read(void) {
   hci_chk.run_under_gdb = hci_env_bool("HEAP_CHECK_RUN_UNDER_GDB", true);
   hci_chk.exit_code = (int)hci_env_int("HEAP_CHECK_EXIT_CODE", 1, 0, 255);
   hci_chk.keep_status = hci_env_bool("HEAPCHECK_KEEP_STATUS", false);
+  hci_chk.error_exit_code = (int)hci_env_int("HEAP_CHECK_ERROR_EXIT_CODE", 125, 0, 255);
   read_suppressions();
   if (hci_chk.lsan) {
     /* LSan's defaults, before LSAN_OPTIONS: exit status 23, every record,

@@ -855,13 +855,17 @@ static int stopped_check(void *arg) {
   uint64_t t0 = hci_os_now_ns();
   c->r->not_stopped = hci_world_stop(c->w);
   c->r->nthreads = c->w->nthreads;
+  hci_world_why_incomplete(c->w, c->r->incomplete, sizeof c->r->incomplete);
   if (c->p->self_nregs > 0) hci_world_set_self_regs(c->w, c->p->self_regs, c->p->self_nregs);
   uint64_t t1 = hci_os_now_ns(), c1 = thread_cpu_ns();
   flood_all(c->w, &f);
   drop_marks(&f);
   uint64_t t2 = hci_os_now_ns();
   c->r->t_flood_cpu_ns = thread_cpu_ns() - c1;
-  hci_world_resume(c->w);
+  if (c->r->oom && !c->r->incomplete[0])
+    hci_snprintf(c->r->incomplete, sizeof c->r->incomplete,
+                 "out of memory for the check's own buffers (RLIMIT_AS, or the address space is full)");
+  if (!c->p->hold) hci_world_resume(c->w);
   hci_unlock_all();
   c->r->t_stop_ns = (t1 - t0) + (hci_os_now_ns() - t2);
   c->r->t_flood_ns = t2 - t1;

@@ -128,7 +128,11 @@ typedef struct hci_thread {
   uintptr_t stack_lo, stack_hi; /* range to scan for this thread (filled by hci_world_stop);
                                    0,0 = unknown: the fallback scans every anonymous mapping */
   uintptr_t nstack_lo, nstack_hi; /* the thread's normal stack mapping (when known) */
+  bool traced;               /* ptrace method: attached by the helper task */
+  bool refused;              /* ptrace method: PTRACE_SEIZE said EPERM */
+  int inject_sig;            /* ptrace method: signal caught in a signal-delivery-stop, re-injected */
 } hci_thread_t;
+enum { HCI_STOP_NONE, HCI_STOP_PTRACE, HCI_STOP_SIGNAL }; /* how a world was stopped */
 typedef struct hci_world {
   hci_thread_t *threads;     /* nthreads slots, the checking thread included (is_self) */
   int nthreads, cap;
@@ -140,6 +144,7 @@ typedef struct hci_world {
   bool incomplete;           /* some threads may be missing from threads[] (listing failed or
                                 they kept appearing): roots scan every anonymous mapping */
   hci_maps_t maps;           /* /proc/self/maps read after every thread stopped */
+  int method;                /* HCI_STOP_*: NONE when the checking thread was alone */
 } hci_world_t;
 /* Allocates the world's buffers, reads the options (HEAP_CHECK_STOP_SIGNAL,
  * HEAP_CHECK_STOP_TIMEOUT_MS), computes the TLS geometry and installs the
@@ -153,6 +158,9 @@ int hci_world_init(hci_world_t *w);
  * of threads that did not stop, plus one when w->incomplete (0 = the whole
  * world is stopped and every thread is in w->threads). */
 int hci_world_stop(hci_world_t *w);
+/* After hci_world_stop: why a check on this world cannot complete (threads
+ * not listed or not stopped, no maps, a stack not found), or "" in b. */
+void hci_world_why_incomplete(const hci_world_t *w, char *b, size_t n);
 /* Lets every stopped thread run again.  After it returns no handler touches w. */
 void hci_world_resume(hci_world_t *w);
 /* Frees what hci_world_init allocated (after resume). */
@@ -169,6 +177,38 @@ int hci_stop_signal(void);
  * to hci_world_set_self_regs.  Returns the number of words written. */
 int hci_capture_regs(uintptr_t *regs, int max);
 void hci_world_set_self_regs(hci_world_t *w, const uintptr_t *regs, int n);
+
+/* Copies the SIMD components of a standard-format XSAVE area of xsize bytes
+ * (upper ymm, zmm) after regs[0..n); returns the new count (x86-64). */
+int hci_xsave_copy(uintptr_t *regs, int n, const void *xsave, size_t xsize);
+/* 1 when task tid of this process is a zombie (a group leader that called
+ * pthread_exit), 0 when it is not, -1 when that cannot be read. */
+int hci_task_zombie(int tid);
+
+/* ======================= stop_ptrace.c ======================= */
+/* Calls fn(ctx, tid) for every task listed by the directory descriptor fd
+ * (read again from its start); returns the count or -1.  Raw system calls
+ * only: usable from the helper task. */
+int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx);
+/* requires: as hci_world_stop; w->threads[0] is the checking thread.
+ * Stops every other thread with the ptrace helper task (see the file's
+ * comment), filling w->threads.  Returns 0; -1 with *why set when ptrace
+ * cannot be used (refused); -2 when it cannot be used for now (no memory,
+ * process limit).  On error nothing is stopped and w->nthreads is 1. */
+int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why);
+/* Detaches every thread and reaps the helper. */
+void hci_ptrace_resume(hci_world_t *w);
+
+/* ======================= proc_fds.c ======================= */
+/* The /proc files a check reads, with descriptors kept from start-up for
+ * when the program has none left (see the file's comment). */
+enum { HCI_PROC_TASK, HCI_PROC_MAPS, HCI_PROC_N };
+/* Opens and keeps them (checker start-up; again in a forked child). */
+void hci_proc_keep(void);
+/* A descriptor of the file at its start: a fresh one, or the kept one when
+ * no descriptor is free (*is_kept).  -1 when neither works. */
+int hci_proc_open(int which, bool *is_kept);
+void hci_proc_close(int fd, bool is_kept);
 
 /* ======================= roots.c ======================= */
 /* A root range [lo, hi): every word in it may point into the heap.  kind is
@@ -272,6 +312,7 @@ typedef struct hci_chk_opts {
   int exit_code;             /* HEAP_CHECK_EXIT_CODE (default 1) */
   bool keep_status;          /* HEAPCHECK_KEEP_STATUS: leaks do not change the exit status */
   bool dump_profile;         /* write the leak profile file (HEAP_CHECK_DUMP_DIRECTORY set, or asked) */
+  int error_exit_code;       /* HEAP_CHECK_ERROR_EXIT_CODE (default 125): the check could not complete */
   int verbose;               /* PERFTOOLS_VERBOSE, raised to 1 by HEAPCHECK_VERBOSE=1 */
   const char *suppressions;  /* HEAPCHECK_SUPPRESSIONS / HEAP_CHECK_SUPPRESSIONS file, or NULL */
   /* LeakSanitizer's options (lsan.c) and what they need of the checker. */
@@ -343,6 +384,7 @@ typedef struct hci_flood_params {
   uintptr_t self_sp;         /* the checking thread's stack is scanned from here up */
   const uintptr_t *self_regs;/* the checking thread's callee-saved registers at the entry */
   int self_nregs;
+  bool hold;                 /* leave the world stopped after the flood: the caller resumes it */
 } hci_flood_params_t;
 typedef struct hci_flood_result {
   hci_leak_t *leaks;         /* hci_os_map'ed; direct and indirect, unsorted */
@@ -359,6 +401,8 @@ typedef struct hci_flood_result {
   size_t skipped_ranges;
   int nthreads;
   bool oom;                  /* a buffer could not be mapped: results are partial */
+  char incomplete[200];      /* why the check could not complete (oom, threads not stopped or
+                                not listed, stacks not found); "" when it did */
   uint64_t t_stop_ns, t_flood_ns; /* time to stop the world, to flood and classify */
   uint64_t t_setup_ns, t_roots_ns, t_extra_ns, t_classify_ns; /* parts of t_flood_ns */
   uint64_t t_flood_cpu_ns;   /* CPU time of the flood (the machine may be loaded) */
@@ -426,9 +470,12 @@ typedef struct hci_check_req {
   uintptr_t self_sp;         /* frame address at the public entry point */
   const uintptr_t *self_regs;
   int self_nregs;
+  bool hold;                 /* the final at-exit check: when it fails, the world stays stopped
+                                until the process ends */
 } hci_check_req_t;
 /* Runs one check (see the order at the top of this file).  Returns 1 when
- * nothing leaked, 0 otherwise; *bytes and *objects get the unsuppressed totals. */
+ * nothing leaked, 0 otherwise (leaks, or a check that could not complete:
+ * said in an error, never "No leaks found"); *bytes and *objects get the unsuppressed totals. */
 int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects);
 /* Whole-program check state for the C API. */
 int hci_chk_global_now(uintptr_t self_sp, const uintptr_t *regs, int nregs);

@@ -49,6 +49,9 @@ static struct {
   bool traced_noted;
   bool have_status;             /* exit_status is the status given to exit() */
   int exit_status;
+  bool incomplete;              /* the last check could not complete */
+  hci_world_t held;             /* a failing final check's world, still stopped */
+  bool holding;
   ssize_t g_bytes, g_objects;   /* last whole-program check; -1 = none yet */
   int (*real_main)(int, char **, char **);
   /* Where the program ended: the stack pointer of the frame that called
@@ -223,12 +226,27 @@ static void log_timing(const hci_check_req_t *req, const hci_flood_result_t *r, 
               req->name, a, b, c, d);
 }
 
+static bool program_failed(void);
+
+/* A check that could not complete: said plainly, never "No leaks found". */
+static void say_incomplete(const hci_check_req_t *req, const char *why) {
+  hci_chk_log(HCI_LOG_ERROR,
+              "heapcheck: error: leak check \"%s\" could not complete: %s. Its result is unknown: this is "
+              "not a \"no leaks\" result",
+              req->name, why);
+  if (req->hold && !hci_chk.keep_status && !program_failed())
+    hci_chk_log(HCI_LOG_ERROR, "Exiting with error code %d because the leak check could not complete "
+                               "(HEAP_CHECK_ERROR_EXIT_CODE)", hci_chk.error_exit_code);
+}
+
 int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
   *bytes = *objects = 0;
+  L.incomplete = false;
   hci_world_t w;
   if (hci_world_init(&w) != 0) {
-    hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: out of memory: leak check \"%s\" not run", req->name);
-    return 1;
+    L.incomplete = true;
+    say_incomplete(req, "out of memory for the check's own buffers");
+    return 0;
   }
   hci_lock(&hci_chk_lock);
   setup_once();
@@ -253,41 +271,78 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
       .self_sp = req->self_sp,
       .self_regs = req->self_regs,
       .self_nregs = req->self_nregs,
+      .hold = req->hold,
   };
   hci_flood_result_t r;
   int passes = 0, rc;
   /* Suppressed stacks become roots and the check is redone, so what only
-   * they reach is not reported as indirect leaks (LSan does the same). */
-  while ((rc = hci_flood_check(&w, &p, &r)) == 0 && ++passes < 8 && hci_supp_any() && r.nleaks &&
-         apply_suppressions(&r, true))
+   * they reach is not reported as indirect leaks (LSan does the same).
+   * With req->hold the world stays stopped through the report when the
+   * process is to end on it: the symbolizer's lock is taken before the stop,
+   * like the allocator's, so no stopped thread holds it. */
+  for (;;) {
+    if (p.hold) hci_symbolizer_lock();
+    rc = hci_flood_check(&w, &p, &r);
+    if (p.hold) hci_symbolizer_unlock();
+    if (rc != 0 || !(++passes < 8 && hci_supp_any() && r.nleaks && apply_suppressions(&r, true))) break;
     hci_flood_result_free(&r);
+    hci_world_resume(&w);
+  }
   if (rc != 0) {
+    hci_world_resume(&w);
     hci_unlock(&hci_chk_lock);
     hci_world_destroy(&w);
-    return 1;
+    L.incomplete = true;
+    say_incomplete(req, "the threads could not be stopped");
+    return 0;
   }
   if (hci_supp_any()) apply_suppressions(&r, true);
-  if (r.oom) hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: out of memory during leak check \"%s\": results are partial", req->name);
+  bool incomplete = r.incomplete[0] != 0;
+  /* Passing: the program goes on, and so do its threads. */
+  if (!incomplete && r.nleaks == 0) hci_world_resume(&w);
   uint64_t t0 = hci_os_now_ns();
   hci_report_in_t in = {
       .name = req->name, .leaks = r.leaks, .nleaks = r.nleaks, .bytes = r.leaked_bytes,
       .reach_objects = r.reach_objects, .reach_bytes = r.reach_bytes,
       .possible_objects = r.possible_objects, .possible_bytes = r.possible_bytes,
-      .whole_program = req->whole_program, .at_exit = req->at_exit, .symbolize = req->symbolize,
+      .whole_program = req->whole_program, .at_exit = req->at_exit && !incomplete, .symbolize = req->symbolize,
   };
-  if (req->report) hci_report_print(&in);
-  hci_fmt_check(&in); /* HEAPCHECK_REPORT's files (json, sarif, svg, folded, suppressions) */
+  /* Incomplete: the leaks it found are shown, never a "no leaks" result. */
+  if (r.nleaks || !incomplete) {
+    if (req->report) hci_report_print(&in);
+    hci_fmt_check(&in); /* HEAPCHECK_REPORT's files (json, sarif, svg, folded, suppressions) */
+  }
+  if (incomplete) say_incomplete(req, r.incomplete);
   log_timing(req, &r, passes, hci_os_now_ns() - t0);
   *bytes = (ssize_t)r.leaked_bytes;
   *objects = (ssize_t)r.nleaks;
-  int ok = r.nleaks == 0;
+  int ok = r.nleaks == 0 && !incomplete;
+  L.incomplete = incomplete;
   /* Freed first: the next flood scans the program's anonymous mappings,
    * and this array (one) holds the leaks' addresses. */
   hci_flood_result_free(&r);
-  if (!ok && hci_chk.test_pointer_alignment) test_alignment(&w, &p);
+  if (*objects > 0 && hci_chk.test_pointer_alignment) {
+    hci_world_resume(&w);
+    test_alignment(&w, &p);
+  }
   hci_unlock(&hci_chk_lock);
-  hci_world_destroy(&w);
+  /* A failing check with hold: the world stays stopped until the caller
+   * _exits (no other thread races the report) or calls release_held. */
+  if (w.active) {
+    L.held = w;
+    L.holding = true;
+  } else {
+    hci_world_destroy(&w);
+  }
   return ok;
+}
+
+/* The process goes on after a failing final check: its threads too. */
+static void release_held(void) {
+  if (!L.holding) return;
+  L.holding = false;
+  hci_world_resume(&L.held);
+  hci_world_destroy(&L.held);
 }
 
 // ---- the whole-program check ----
@@ -305,6 +360,9 @@ static int global_check(uintptr_t sp, bool at_exit, ssize_t *bytes, ssize_t *obj
       .whole_program = true,
       .at_exit = at_exit && !hci_chk.identify_leaks && !hci_chk.keep_status && !program_failed() &&
                  !hci_chk.no_leak_exit,
+      /* A failing final check keeps the world stopped through its report,
+       * and until _exit when the process ends on it. */
+      .hold = at_exit,
       .report = true,
       .symbolize = true,
       .self_sp = sp,
@@ -370,23 +428,37 @@ static hc_noinline void final_check(uintptr_t sp, bool from_api) {
   int ok = global_check(sp, true, &bytes, &objects);
   hci_tree_note(bytes, objects);
   if (ok) return;
+  /* The other threads are still stopped (hold): stdio was flushed before
+   * the check, and flushing again could wait for a lock a stopped thread
+   * holds. */
+  if (L.incomplete) {
+    if (!hci_chk.keep_status && !program_failed()) _exit(hci_chk.error_exit_code);
+    release_held(); /* the program's own status stays */
+    return;
+  }
   if (hci_chk.identify_leaks) {
     hci_chk_log(HCI_LOG_FATAL, "Whole-program memory leaks found.");
     abort(); /* gperftools: a core dump to look at the objects listed above */
   }
   /* Under the launcher, descendants keep their own status (a leaking
    * compiler must not fail the build); the launcher decides at the end. */
-  if (hci_chk.keep_status) return;
+  if (hci_chk.keep_status) {
+    release_held();
+    return;
+  }
   if (program_failed()) {
     /* HEAP_CHECK_EXIT_CODE replaces only a successful status: a failing
      * program (a compiler that found an error) keeps its own. */
     hci_chk_log(HCI_LOG_ERROR,
                 "heapcheck: the program exits with status %d: kept (HEAP_CHECK_EXIT_CODE applies only to status 0)",
                 L.exit_status & 0xff);
+    release_held();
     return;
   }
-  if (hci_chk.no_leak_exit) return; /* LSan's exitcode=0 */
-  fflush(NULL);
+  if (hci_chk.no_leak_exit) { /* LSan's exitcode=0 */
+    release_held();
+    return;
+  }
   _exit(hci_chk.exit_code);
 }
 
@@ -497,6 +569,8 @@ void hci_checker_init(void) {
   /* The report must reach the original stderr even if the program closes
    * fd 2 at exit (coreutils' close_stdout does), or HEAPCHECK_LOG_PATH. */
   hci_log_stream_open();
+  /* A check must run when the program has used up its descriptors. */
+  hci_proc_keep();
   hci_record_all = 1;
   hci_tc_set_fastpath(false);
   /* Not from every descendant of a launcher tree (a build runs thousands). */

@@ -35,26 +35,25 @@ static bool grow(void **buf, size_t *cap, size_t used, size_t min) {
 }
 
 static int read_all(hci_maps_t *m, size_t *len) {
-  int fd;
-  do fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  while (fd < 0 && errno == EINTR);
+  bool kept; /* a descriptor kept from start-up when the program has none left */
+  int fd = hci_proc_open(HCI_PROC_MAPS, &kept);
   if (fd < 0) return -1;
   size_t used = 0;
   for (;;) {
     if (m->buf_cap - used < 4096 && !grow((void **)&m->buf, &m->buf_cap, used, BUF_MIN)) {
-      close(fd);
+      hci_proc_close(fd, kept);
       return -1;
     }
     ssize_t r = read(fd, m->buf + used, m->buf_cap - used - 1);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
-      close(fd);
+      hci_proc_close(fd, kept);
       return -1;
     }
     if (r == 0) break;
     used += (size_t)r;
   }
-  close(fd);
+  hci_proc_close(fd, kept);
   m->buf[used] = '\0';
   *len = used;
   return 0;

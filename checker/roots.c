@@ -219,8 +219,9 @@ void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned w
       continue;
     }
     /* Not stopped: it runs, so any part of its stack may be live. */
-    hci_warn("thread %d did not stop for the leak check (it blocks signal %d or is stuck); "
-             "%s treated as roots", t->tid, hci_stop_signal(),
+    hci_warn("thread %d did not stop for the leak check (%s); "
+             "%s treated as roots", t->tid,
+             w->method == HCI_STOP_SIGNAL ? "it blocks the stop signal or is stuck" : "stuck in the kernel",
              t->stack_hi && t->tp ? "its whole stack and TLS are"
                                   : "its stack is unknown: every anonymous writable mapping is");
     if (stacks && t->stack_hi) {

@@ -1,28 +1,40 @@
-/* stop_world.c - stopping every other thread of the process with a signal.
+/* stop_world.c - stopping every other thread of the process.
  *
- * Protocol (design decision D11; Boehm's signal scheme, LSan's re-listing):
+ * Two methods (design decisions D11, D11b):
+ *  - ptrace (the default): a helper task attaches to every thread with
+ *    PTRACE_SEIZE + PTRACE_INTERRUPT and reads its registers (stop_ptrace.c).
+ *    No signal is involved: handlers, masks and sigwait threads of the
+ *    program never see the stop, restartable system calls restart.
+ *  - signals (the fallback when ptrace is refused - another tracer such as
+ *    gdb or strace, seccomp, Yama, a non-dumpable process - or when
+ *    HEAP_CHECK_STOP_METHOD=signal): the protocol below.  Named in one
+ *    warning the first time it is used.
+ * When the checking thread is alone, nothing is stopped at all.
+ *
+ * Signal protocol (Boehm's signal scheme, LSan's re-listing):
  *  1. The caller holds the checker lock and every allocator lock and runs
  *     inside hci_with_loader_lock, so no thread we stop can hold one of them.
- *  2. List /proc/self/task with raw getdents64 (opendir mallocs) and send
- *     each other thread one queued real-time signal (rt_tgsigqueueinfo, the
- *     slot index as a hint in si_value).
+ *  2. Install our handler for the stop signal (the program's action is put
+ *     back at resume), list /proc/self/task with raw getdents64 (opendir
+ *     mallocs) and send each other thread one queued real-time signal
+ *     (rt_tgsigqueueinfo, the slot index as a hint in si_value).
  *  3. The handler saves errno, finds its slot (by tid), copies sp, pc, the
  *     thread pointer and the registers of the interrupted context into it,
  *     marks it STOPPED, bumps the ack counter and futex-wakes the checker,
- *     then futex-waits until `released` reaches its stop generation.
+ *     then futex-waits until `released` reaches its stop generation.  A
+ *     signal that is not ours (another sender) goes to the program's handler.
  *  4. Re-list the tasks until no new tid appears: a thread that was running
  *     when it was signalled may have created threads before it stopped.
  *  5. Threads that do not answer by the deadline (HEAP_CHECK_STOP_TIMEOUT_MS,
  *     default 1000: they block the signal or are stuck in the kernel) are
  *     NOT_STOPPED; those that vanish (tgkill(0) says ESRCH) or are zombies
- *     are EXITED.  Unlike D11's first draft, NOT_STOPPED threads are not
- *     skipped: roots.c scans their whole stack and TLS (found through the
- *     thread-cache registry's tp) or every anonymous mapping, so they can
- *     only hide leaks, never invent one.  Their signal stays queued; the
- *     next stop does not queue another while it is still pending.
+ *     are EXITED.  A check with a NOT_STOPPED thread is incomplete (leaks.c
+ *     says so and fails); roots.c still scans their whole stack and TLS.
  *  6. Read /proc/self/maps and compute every thread's stack range.
  *  7. Resume: unpublish the slots, wait until no handler is inside its slot
- *     section, then publish `released` and wake everybody.
+ *     section, publish `released` and wake everybody, then set the stop
+ *     signal to SIG_IGN (which discards the signals still queued for
+ *     threads that never took them) and restore the program's action.
  *
  * Invariants:
  *  - A handler writes a slot only after moving it SIGNALLED -> FILLING with a
@@ -57,11 +69,11 @@
 #include "hc_checker.h"
 
 #define MAX_PASSES 32            /* re-listing rounds before giving up on thread creators */
+#define SIG_MAGIC 0x4863u        /* high half of si_value: the signal is ours */
 #define POLL_MIN_NS 250000ull    /* unanswered threads are checked for exit after this, */
 #define POLL_MAX_NS 10000000ull  /* then at doubling intervals up to this */
 #define DEFAULT_TIMEOUT_MS 1000
 #define RED_ZONE 128             /* x86-64 and aarch64 leaf functions may use this much below sp */
-#define MAX_LATE 64              /* threads that did not answer last time, to avoid re-queueing */
 
 extern void *__libc_stack_end;
 
@@ -70,7 +82,11 @@ static struct {
   _Atomic int ready;
   int signo;
   int timeout_ms;
-  bool warned_handler;
+  bool use_ptrace;                /* cleared for good when ptrace is refused */
+  bool yama;                      /* Yama restricts ptrace: allow the helper with PR_SET_PTRACER */
+  bool warned_fallback;
+  struct sigaction saved;         /* the program's action for signo, during a signal stop */
+  bool installed;
   /* handler <-> checker words; futex words are ints */
   _Atomic(hci_thread_t *) slots;  /* published slot array, NULL outside a stop */
   _Atomic int nslots;
@@ -78,8 +94,7 @@ static struct {
   _Atomic int released;           /* generation released last; handlers wait for it */
   _Atomic int acks;               /* bumped by every acknowledging handler (futex word) */
   _Atomic int inside;             /* handlers currently in their slot section */
-  int late[MAX_LATE];             /* tids that did not answer in the last stop */
-  int nlate;
+  _Atomic int pid;                /* ours, for telling our signals from the program's */
 } stw;
 HC_PRIVATE_STATE(stw);
 
@@ -115,13 +130,10 @@ static void xstate_init(void) {
   }
 }
 
-static int copy_xstate(uintptr_t *regs, int n, const void *fp) {
-  const char *base = fp;
-  uint32_t magic, xsize;
+int hci_xsave_copy(uintptr_t *regs, int n, const void *xsave, size_t xsize) {
+  const char *base = xsave;
   uint64_t bv;
-  memcpy(&magic, base + FP_SW_BYTES, 4);
-  if (magic != FP_XSTATE_MAGIC) return n;
-  memcpy(&xsize, base + FP_SW_BYTES + 16, 4);
+  if (xsize < XSAVE_HEADER + 8) return n;
   memcpy(&bv, base + XSAVE_HEADER, 8);
   for (int i = 0; i < 3; i++) {
     uint32_t off = xcomp[i].off, size = xcomp[i].size;
@@ -131,6 +143,22 @@ static int copy_xstate(uintptr_t *regs, int n, const void *fp) {
     memcpy(&regs[n], base + off, (size_t)words * sizeof(uintptr_t));
     n += words;
   }
+  return n;
+}
+
+static int copy_xstate(uintptr_t *regs, int n, const void *fp) {
+  const char *base = fp;
+  uint32_t magic, xsize;
+  memcpy(&magic, base + FP_SW_BYTES, 4);
+  if (magic != FP_XSTATE_MAGIC) return n;
+  memcpy(&xsize, base + FP_SW_BYTES + 16, 4);
+  return hci_xsave_copy(regs, n, fp, xsize);
+}
+#else
+int hci_xsave_copy(uintptr_t *regs, int n, const void *xsave, size_t xsize) {
+  (void)regs;
+  (void)xsave;
+  (void)xsize;
   return n;
 }
 #endif
@@ -185,17 +213,31 @@ static hci_thread_t *find_slot(hci_thread_t *slots, int n, int tid, int hint) {
   return NULL;
 }
 
+/* The program's own handler for a signal of that number that we did not send. */
+static void chain(int sig, siginfo_t *si, void *uctx) {
+  const struct sigaction *o = &stw.saved;
+  if (o->sa_flags & SA_SIGINFO) {
+    if (o->sa_sigaction) o->sa_sigaction(sig, si, uctx);
+  } else if (o->sa_handler != SIG_DFL && o->sa_handler != SIG_IGN) {
+    o->sa_handler(sig);
+  }
+}
+
 static void stop_handler(int sig, siginfo_t *si, void *uctx) {
-  (void)sig;
   int saved_errno = errno;
+  uintptr_t value = si ? (uintptr_t)si->si_value.sival_ptr : 0;
+  if (!si || si->si_code != SI_QUEUE || si->si_pid != atomic_load(&stw.pid) || value >> 32 != SIG_MAGIC) {
+    chain(sig, si, uctx);
+    errno = saved_errno;
+    return;
+  }
   atomic_fetch_add(&stw.inside, 1);
   hci_thread_t *slots = atomic_load(&stw.slots);
   int gen = atomic_load(&stw.gen);
   bool wait = false;
   if (slots) {
     int n = atomic_load_explicit(&stw.nslots, memory_order_acquire);
-    int hint = si && si->si_code == SI_QUEUE ? si->si_value.sival_int : -1;
-    hci_thread_t *me = find_slot(slots, n, gettid_raw(), hint);
+    hci_thread_t *me = find_slot(slots, n, gettid_raw(), (int)(uint32_t)value);
     if (me) {
       int expect = HCI_T_SIGNALLED;
       if (atomic_compare_exchange_strong(&me->state, &expect, HCI_T_FILLING)) {
@@ -230,37 +272,57 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
 
 int hci_stop_signal(void) { return stw.signo; }
 
+/* For the signal stop only: our handler replaces the program's action
+ * until restore_handler puts it back. */
 static void install_handler(void) {
-  struct sigaction sa, old;
+  struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = stop_handler;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   /* Nothing else may run on this thread while it is parked: a handler of
    * the program's could move a pointer out of the scanned range. */
   sigfillset(&sa.sa_mask);
-  if (sigaction(stw.signo, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO) &&
-      old.sa_sigaction == stop_handler)
-    return;
-  if (!stw.warned_handler && sigaction(stw.signo, NULL, &old) == 0 &&
-      (old.sa_flags & SA_SIGINFO ? old.sa_sigaction != NULL
-                                 : old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
-    stw.warned_handler = true;
-    hci_warn("the program handles signal %d, which the leak checker uses to stop threads; "
-             "set HEAP_CHECK_STOP_SIGNAL to a free one", stw.signo);
-  }
-  sigaction(stw.signo, &sa, NULL);
+  if (sigaction(stw.signo, &sa, &stw.saved) == 0) stw.installed = true;
+}
+
+static void restore_handler(void) {
+  if (!stw.installed) return;
+  /* SIG_IGN discards what is still queued for threads that block the signal
+   * (it would reach the program's action later); then the program's own. */
+  struct sigaction ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(stw.signo, &ign, NULL);
+  sigaction(stw.signo, &stw.saved, NULL);
+  stw.installed = false;
 }
 
 static void read_options(void) {
   int def = SIGRTMAX - 3;
-  int s = (int)hci_env_int("HEAP_CHECK_STOP_SIGNAL", def, 1, SIGRTMAX);
-  /* 32 and 33 are glibc's cancellation and setxid signals. */
-  if (s == SIGKILL || s == SIGSTOP || s == 32 || s == 33 || s == SIGSEGV || s == SIGBUS) {
-    hci_warn("HEAP_CHECK_STOP_SIGNAL=%d cannot be used; using %d", s, def);
+  /* Only a real-time signal: an ordinary one (SIGINT, SIGCHLD, SIGTERM...)
+   * means something to the program or its environment.  glibc reserves the
+   * two below SIGRTMIN (cancellation, setxid). */
+  int s = (int)hci_env_int("HEAP_CHECK_STOP_SIGNAL", def, 1, 64);
+  if (s < SIGRTMIN || s > SIGRTMAX) {
+    hci_warn("HEAP_CHECK_STOP_SIGNAL=%d is not a real-time signal (%d..%d); using %d", s, SIGRTMIN, SIGRTMAX,
+             def);
     s = def;
   }
   stw.signo = s;
   stw.timeout_ms = (int)hci_env_int("HEAP_CHECK_STOP_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, 1, 600000);
+  stw.use_ptrace = true;
+  const char *m = hci_env_get("HEAP_CHECK_STOP_METHOD");
+  if (m && *m && strcmp(m, "ptrace") != 0) {
+    if (strcmp(m, "signal") == 0) stw.use_ptrace = false;
+    else hci_warn("HEAP_CHECK_STOP_METHOD=%s is neither ptrace nor signal; using ptrace", m);
+  }
+  char buf[16];
+  int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    stw.yama = n > 0 && buf[0] != '0';
+    close(fd);
+  }
 }
 
 static void stw_init_once(void) {
@@ -278,49 +340,6 @@ static void stw_init_once(void) {
     atomic_store_explicit(&stw.ready, 1, memory_order_release);
   }
   hci_unlock(&stw.init_lock);
-}
-
-/* ---------------------------------------------------------------- tasks */
-
-struct dirent64_raw {
-  uint64_t d_ino;
-  int64_t d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
-
-/* Calls fn(ctx, tid) for every task; returns the count, or -1. */
-static int list_tasks(void (*fn)(void *, int), void *ctx) {
-  int fd;
-  do fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  while (fd < 0 && errno == EINTR);
-  if (fd < 0) return -1;
-  char buf[4096] __attribute__((aligned(8)));
-  int count = 0;
-  for (;;) {
-    long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    for (long off = 0; off < n;) {
-      const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + off);
-      off += d->d_reclen;
-      int tid = 0;
-      const char *c = d->d_name;
-      if (*c < '0' || *c > '9') continue;
-      while (*c >= '0' && *c <= '9') tid = tid * 10 + (*c++ - '0');
-      if (*c || tid <= 0) continue;
-      count++;
-      if (fn) fn(ctx, tid);
-    }
-  }
-  close(fd);
-  return count;
-}
-
-static void count_fn(void *ctx, int tid) {
-  (void)ctx;
-  (void)tid;
 }
 
 /* ---------------------------------------------------------------- slots */
@@ -348,9 +367,12 @@ static bool grow_slots(hci_world_t *w, int need) {
 
 int hci_world_init(hci_world_t *w) {
   stw_init_once();
-  install_handler();
+  hci_proc_keep();
   memset(w, 0, sizeof *w);
-  int n = list_tasks(count_fn, NULL);
+  bool kept;
+  int fd = hci_proc_open(HCI_PROC_TASK, &kept);
+  int n = hci_tasks_read(fd, NULL, NULL);
+  hci_proc_close(fd, kept);
   if (!grow_slots(w, 2 * (n > 0 ? n : 1) + 16)) return -1;
   hci_maps_read(&w->maps); /* sizes the buffers now, so the stop rarely maps any */
   return 0;
@@ -386,63 +408,30 @@ static void collect_fn(void *ctx, int tid) {
   c->tids[c->ntids++] = tid;
 }
 
-/* True when sig is pending for thread tid (SigPnd of its status file). */
-static bool signal_pending(int tid, int sig) {
-  char path[64], buf[2048];
-  hci_snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  const char *p = strstr(buf, "SigPnd:");
-  if (!p) return false;
-  p += 7;
-  while (*p == ' ' || *p == '\t') p++;
-  const char *e = p;
-  while ((*e >= '0' && *e <= '9') || (*e >= 'a' && *e <= 'f')) e++;
-  /* bit sig-1 counted from the end of the hex string */
-  int bit = sig - 1;
-  const char *digit = e - 1 - bit / 4;
-  if (digit < p) return false;
-  int v = *digit <= '9' ? *digit - '0' : *digit - 'a' + 10;
-  return (v >> (bit % 4)) & 1;
-}
-
-/* 'Z' or 'X' in /proc/self/task/tid/stat: a zombie thread group leader
- * (it called pthread_exit) never runs a handler again. */
-static bool is_zombie(int tid) {
+int hci_task_zombie(int tid) {
   char path[64], buf[512];
   hci_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return true;
+  if (fd < 0) return errno == ENOENT || errno == ESRCH ? 1 : -1;
   ssize_t n = read(fd, buf, sizeof buf - 1);
   close(fd);
-  if (n <= 0) return true;
+  if (n <= 0) return 1; /* reaped meanwhile */
   buf[n] = '\0';
+  /* 'Z' or 'X' after the command: a zombie thread group leader (it called
+   * pthread_exit) never runs again. */
   const char *p = strrchr(buf, ')');
   return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-static bool was_late(int tid) {
-  for (int i = 0; i < stw.nlate; i++)
-    if (stw.late[i] == tid) return true;
-  return false;
-}
-
 static void send_stop(hci_world_t *w, int idx, int pid) {
   hci_thread_t *t = &w->threads[idx];
-  /* A thread that ignored the last stop may still have that signal queued:
-   * it will serve for this stop too, and the queue does not grow. */
-  if (was_late(t->tid) && signal_pending(t->tid, stw.signo)) return;
   siginfo_t si;
   memset(&si, 0, sizeof si);
   si.si_signo = stw.signo;
   si.si_code = SI_QUEUE;
   si.si_pid = pid;
   si.si_uid = getuid();
-  si.si_value.sival_int = idx;
+  si.si_value.sival_ptr = (void *)((uintptr_t)SIG_MAGIC << 32 | (uint32_t)idx);
   if (syscall(SYS_rt_tgsigqueueinfo, pid, t->tid, stw.signo, &si) == 0) return;
   int expect = HCI_T_SIGNALLED;
   int to = errno == ESRCH ? HCI_T_EXITED : HCI_T_NOT_STOPPED; /* EAGAIN: queue full */
@@ -482,7 +471,7 @@ static void wait_acks(hci_world_t *w, int from, int to, int pid) {
     hci_thread_t *t = &w->threads[i];
     int expect = HCI_T_SIGNALLED;
     if (atomic_load(&t->state) == HCI_T_SIGNALLED)
-      atomic_compare_exchange_strong(&t->state, &expect, is_zombie(t->tid) ? HCI_T_EXITED : HCI_T_NOT_STOPPED);
+      atomic_compare_exchange_strong(&t->state, &expect, hci_task_zombie(t->tid) == 1 ? HCI_T_EXITED : HCI_T_NOT_STOPPED);
     /* FILLING finishes in a few instructions. */
     while (atomic_load(&t->state) == HCI_T_FILLING) sched_yield();
   }
@@ -583,34 +572,18 @@ static void thread_ranges(const hci_world_t *w, hci_thread_t *t, int pid) {
 
 /* ---------------------------------------------------------------- stop/resume */
 
-int hci_world_stop(hci_world_t *w) {
-  HC_CHECK(atomic_load(&stw.ready) && w->threads, "hci_world_stop without hci_world_init");
-  HC_CHECK(!w->active, "hci_world_stop: the world is already stopped");
-  int pid = getpid();
-  int self = gettid_raw();
-  w->nthreads = 0;
-  w->nstopped = w->nnot_stopped = w->nexited = 0;
-  w->incomplete = false;
-  w->gen = (unsigned)atomic_fetch_add(&stw.gen, 1) + 1;
-  w->active = true;
-
-  hci_thread_t *me = &w->threads[0];
-  memset(me, 0, sizeof *me);
-  me->tid = self;
-  atomic_store(&me->state, HCI_T_SELF);
-  me->is_self = me->stopped = true;
-  me->sp = (uintptr_t)__builtin_frame_address(0);
-  me->tp = (uintptr_t)__builtin_thread_pointer();
-  w->nthreads = 1;
+/* The signal method: every thread but us, listed through taskfd. */
+static void signal_stop(hci_world_t *w, int taskfd, int pid) {
+  install_handler();
+  atomic_store(&stw.pid, pid);
   atomic_store(&stw.nslots, 1);
   atomic_store(&stw.slots, w->threads);
-
   int tids_cap = 4096;
   int *tids = hci_os_map((size_t)tids_cap * sizeof(int));
   w->incomplete = true; /* until a listing finds no new thread */
   for (int pass = 0; tids && pass < MAX_PASSES; pass++) {
     struct collect c = {w, tids, 0, tids_cap, false};
-    if (list_tasks(collect_fn, &c) < 0) break;
+    if (hci_tasks_read(taskfd, collect_fn, &c) < 0) break;
     if (c.ntids == 0) {
       w->incomplete = false;
       break;
@@ -630,9 +603,58 @@ int hci_world_stop(hci_world_t *w) {
     if (c.overflow) pass--; /* more tids than the buffer: not a new round of creation */
   }
   if (tids) hci_os_unmap(tids, (size_t)tids_cap * sizeof(int));
+}
+
+static void signal_resume(hci_world_t *w) {
+  atomic_store(&stw.slots, NULL);
+  atomic_store(&stw.nslots, 0);
+  while (atomic_load(&stw.inside)) sched_yield();
+  atomic_store(&stw.released, (int)w->gen);
+  futex(&stw.released, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+  restore_handler();
+}
+
+int hci_world_stop(hci_world_t *w) {
+  HC_CHECK(atomic_load(&stw.ready) && w->threads, "hci_world_stop without hci_world_init");
+  HC_CHECK(!w->active, "hci_world_stop: the world is already stopped");
+  int pid = getpid();
+  int self = gettid_raw();
+  w->nthreads = 0;
+  w->nstopped = w->nnot_stopped = w->nexited = 0;
+  w->incomplete = false;
+  w->method = HCI_STOP_NONE;
+  w->gen = (unsigned)atomic_fetch_add(&stw.gen, 1) + 1;
+  w->active = true;
+
+  hci_thread_t *me = &w->threads[0];
+  memset(me, 0, sizeof *me);
+  me->tid = self;
+  atomic_store(&me->state, HCI_T_SELF);
+  me->is_self = me->stopped = true;
+  me->sp = (uintptr_t)__builtin_frame_address(0);
+  me->tp = (uintptr_t)__builtin_thread_pointer();
+  w->nthreads = 1;
+
+  bool kept;
+  int taskfd = hci_proc_open(HCI_PROC_TASK, &kept);
+  int ntasks = hci_tasks_read(taskfd, NULL, NULL);
+  const char *why = NULL;
+  if (ntasks < 0) {
+    w->incomplete = true; /* no task list: other threads may exist */
+  } else if (ntasks > 1) {
+    /* Alone, no thread can appear: nothing to stop.  Otherwise ptrace,
+     * unless it was refused once; then signals. */
+    if (stw.use_ptrace && hci_ptrace_stop(w, pid, taskfd, stw.timeout_ms, stw.yama, &why) == 0) {
+      w->method = HCI_STOP_PTRACE;
+    } else {
+      if (why) stw.use_ptrace = false;
+      w->method = HCI_STOP_SIGNAL;
+      signal_stop(w, taskfd, pid);
+    }
+  }
+  hci_proc_close(taskfd, kept);
 
   hci_maps_read(&w->maps);
-  stw.nlate = 0;
   for (int i = 0; i < w->nthreads; i++) {
     hci_thread_t *t = &w->threads[i];
     int s = atomic_load_explicit(&t->state, memory_order_acquire);
@@ -647,12 +669,18 @@ int hci_world_stop(hci_world_t *w) {
       w->nnot_stopped++;
       t->tp = lookup_registry_tp(t->tid);
       t->in_registry = t->tp != 0;
-      if (stw.nlate < MAX_LATE) stw.late[stw.nlate++] = t->tid;
     } else if (s == HCI_T_EXITED) {
       w->nexited++;
       continue;
     }
     thread_ranges(w, t, pid);
+  }
+  /* Warnings write(2) to the diagnostic descriptor: no lock. */
+  if (why && !stw.warned_fallback) {
+    stw.warned_fallback = true;
+    hci_warn("leak checks cannot stop threads with ptrace (%s); they use signal %d instead, which interrupts "
+             "some system calls of other threads (see \"Stopping threads\" in docs/leak-checking.md)",
+             why, stw.signo);
   }
   if (w->incomplete) {
     hci_warn("could not list every thread (out of memory, /proc unreadable, or threads keep appearing)");
@@ -663,12 +691,36 @@ int hci_world_stop(hci_world_t *w) {
 
 void hci_world_resume(hci_world_t *w) {
   if (!w->active) return;
-  atomic_store(&stw.slots, NULL);
-  atomic_store(&stw.nslots, 0);
-  while (atomic_load(&stw.inside)) sched_yield();
-  atomic_store(&stw.released, (int)w->gen);
-  futex(&stw.released, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+  if (w->method == HCI_STOP_PTRACE) hci_ptrace_resume(w);
+  else if (w->method == HCI_STOP_SIGNAL) signal_resume(w);
   w->active = false;
+}
+
+/* A check whose roots are not all known cannot say "no leaks" (nor trust
+ * its leaks): the first reason, in words. */
+void hci_world_why_incomplete(const hci_world_t *w, char *b, size_t n) {
+  if (w->incomplete) {
+    hci_snprintf(b, n, "not every thread could be listed (/proc/self/task unreadable, or threads kept appearing)");
+  } else if (w->nnot_stopped) {
+    int tid = 0;
+    for (int i = 0; i < w->nthreads && !tid; i++)
+      if (atomic_load(&w->threads[i].state) == HCI_T_NOT_STOPPED) tid = w->threads[i].tid;
+    hci_snprintf(b, n, "%d thread%s (tid %d%s) could not be stopped (%s)", w->nnot_stopped,
+                 w->nnot_stopped == 1 ? "" : "s", tid, w->nnot_stopped == 1 ? "" : ", ...",
+                 w->method == HCI_STOP_SIGNAL ? "they block the stop signal and ptrace is not available"
+                                             : "stuck in the kernel past HEAP_CHECK_STOP_TIMEOUT_MS");
+  } else if (w->maps.n == 0) {
+    hci_snprintf(b, n, "/proc/self/maps could not be read, so no thread stack can be bounded");
+  } else {
+    for (int i = 0; i < w->nthreads; i++) {
+      const hci_thread_t *t = &w->threads[i];
+      if (t->stopped && !t->is_self && !t->stack_hi) {
+        hci_snprintf(b, n, "the stack of thread %d could not be found (sp %p is in no mapping)", t->tid,
+                     (void *)t->sp);
+        break;
+      }
+    }
+  }
 }
 
 /* ---------------------------------------------------------------- helpers */

@@ -65,6 +65,10 @@ void hci_symbolizer_note_exe(void);
 /* Takes note of the loaded modules (called just before dlclose), so those
  * it unloads stay known to the symbolizer. */
 void hci_symbolizer_before_dlclose(void);
+/* The symbolizer's lock, taken by a check that keeps the world stopped
+ * while it reports (no stopped thread may hold it). */
+void hci_symbolizer_lock(void);
+void hci_symbolizer_unlock(void);
 
 /* ======================= internal: elf_reader.c ======================= */
 /* A validated ELF64 little-endian image.  Headers are read with memcpy, so

@@ -704,6 +704,8 @@ static void lookup(uintptr_t pc, hci_frame_t *f) {
 static void fork_prepare(void) { hci_lock(&S.lock); }
 static void fork_parent(void) { hci_unlock(&S.lock); }
 static void fork_child(void) { hci_lock_reset(&S.lock); }
+void hci_symbolizer_lock(void) { hci_lock(&S.lock); }
+void hci_symbolizer_unlock(void) { hci_unlock(&S.lock); }
 
 bool hci_symbolize(uintptr_t pc, hci_frame_t *out) {
   memset(out, 0, sizeof *out);

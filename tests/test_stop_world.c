@@ -18,6 +18,9 @@
  * pthread_join) is stopped like any other ([stack] and __libc_stack_end).
  * After each resume the spinners move again, the reader reads, the sleeper
  * sleeps and the waiter wakes.  200 stop/resume rounds.
+ * Run twice: with the ptrace stop (the default: the blockers stop like the
+ * others, nanosleep never sees EINTR) and with HEAP_CHECK_STOP_METHOD=signal
+ * (argument "signal": the blockers do not stop and are scanned whole).
  * Nothing between stop and resume calls malloc or stdio: failures are
  * formatted with hci_snprintf into a static buffer and printed afterwards. */
 #include <errno.h>
@@ -327,9 +330,19 @@ typedef struct stop_ctx {
   int nnot;
 } stop_ctx_t;
 
+static bool use_ptrace;
+
 static void check_thread(const hci_thread_t *t, int i, bool phase_b, int round) {
   const tinfo_t *ti = &info[i];
   bool blocker = i == T_BLOCK_REG || i == T_BLOCK_ANON;
+  if (blocker && use_ptrace) {
+    /* ptrace stops a thread whatever its signal mask. */
+    if (!t->stopped) FAILF("round %d: %s (tid %d) did not stop with ptrace", round, tname[i], t->tid);
+    else if (ti->magic_addr < t->stack_lo || ti->magic_addr >= t->stack_hi)
+      FAILF("round %d: %s stack range [%p,%p) misses its local %p", round, tname[i], (void *)t->stack_lo,
+            (void *)t->stack_hi, (void *)ti->magic_addr);
+    return;
+  }
   if (blocker) {
     if (t->stopped || atomic_load(&t->state) != HCI_T_NOT_STOPPED)
       FAILF("round %d: %s (tid %d) blocks every signal but state is %d", round, tname[i], t->tid,
@@ -350,7 +363,10 @@ static void check_thread(const hci_thread_t *t, int i, bool phase_b, int round) 
     if (!t->on_altstack || t->sp < ti->alt_lo || t->sp >= ti->alt_hi)
       FAILF("round %d: in-handler sp %p not on its altstack [%p,%p) (on_altstack=%d)", round, (void *)t->sp,
             (void *)ti->alt_lo, (void *)ti->alt_hi, t->on_altstack);
-    if (t->stack_lo < ti->alt_lo || t->stack_hi > ti->alt_hi || t->stack_lo > t->sp)
+    /* The signal stop knows the altstack's bounds; ptrace sees only sp, and
+     * scans from there to the end of its mapping (maybe merged with others). */
+    if (use_ptrace ? t->stack_lo > t->sp || t->stack_hi < ti->alt_hi
+                   : t->stack_lo < ti->alt_lo || t->stack_hi > ti->alt_hi || t->stack_lo > t->sp)
       FAILF("round %d: in-handler stack range [%p,%p) not within its altstack", round, (void *)t->stack_lo,
             (void *)t->stack_hi);
     if (t->nstack_lo > ti->magic_addr || t->nstack_hi <= ti->magic_addr)
@@ -408,8 +424,10 @@ static int stop_cb(void *arg) {
     if (i == T_MAIN) present = c->main_is_target;
     if (present && seen[i] != 1) FAILF("round %d: %s listed %d times", c->round, tname[i], seen[i]);
   }
-  if (c->phase_b && c->nnot != 2) FAILF("round %d: %d threads did not stop, expected 2", c->round, c->nnot);
-  if (!c->phase_b && c->nnot != 0) FAILF("round %d: %d threads did not stop", c->round, c->nnot);
+  int want_method = use_ptrace ? HCI_STOP_PTRACE : HCI_STOP_SIGNAL;
+  if (w->method != want_method) FAILF("round %d: stopped with method %d, expected %d", c->round, w->method, want_method);
+  int want_not = c->phase_b && !use_ptrace ? 2 : 0;
+  if (c->nnot != want_not) FAILF("round %d: %d threads did not stop, expected %d", c->round, c->nnot, want_not);
   check_all_listed(w);
 
   struct rctx r;
@@ -419,7 +437,7 @@ static int stop_cb(void *arg) {
     bool present = (i != T_BLOCK_REG && i != T_BLOCK_ANON) || c->phase_b;
     if (i == T_MAIN) present = c->main_is_target;
     if (present && !r.covered[i]) FAILF("round %d: no root range covers %s's local", c->round, tname[i]);
-    bool blocker = i == T_BLOCK_REG || i == T_BLOCK_ANON;
+    bool blocker = (i == T_BLOCK_REG || i == T_BLOCK_ANON) && !use_ptrace;
     if (present && blocker && !r.unstable[i])
       FAILF("round %d: %s runs but its range is not marked unstable", c->round, tname[i]);
   }
@@ -521,8 +539,10 @@ static void *phase_d(void *arg) {
   return NULL;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
+  use_ptrace = !(argc > 1 && strcmp(argv[1], "signal") == 0);
+  if (!use_ptrace) setenv("HEAP_CHECK_STOP_METHOD", "signal", 1);
   record_self(&info[T_MAIN], T_MAIN);
   volatile uint64_t magic = STACK_MAGIC + T_MAIN;
   info[T_MAIN].magic_addr = (uintptr_t)&magic;
@@ -548,7 +568,7 @@ int main(void) {
     fprintf(stderr, "FAIL: hci_world_init\n");
     return 1;
   }
-  printf("stop signal %d, tls [tp%+ld, tp%+ld), pthread %zu\n", hci_stop_signal(),
+  printf("method %s, stop signal %d, tls [tp%+ld, tp%+ld), pthread %zu\n", use_ptrace ? "ptrace" : "signal", hci_stop_signal(),
          (long)hci_tls_geometry()->lo_off, (long)hci_tls_geometry()->hi_off, hci_tls_geometry()->pthread_size);
 
   /* Phase A: every thread answers. */
@@ -571,7 +591,8 @@ int main(void) {
   pthread_join(b2, NULL);
   atomic_store(&info[T_BLOCK_REG].tid, 0);
   atomic_store(&info[T_BLOCK_ANON].tid, 0);
-  printf("phase B: blockers reported as not stopped and scanned whole\n");
+  printf(use_ptrace ? "phase B: blockers stopped like the others\n"
+                    : "phase B: blockers reported as not stopped and scanned whole\n");
 
   /* Phase C: after the stale signals were delivered, stopping still works. */
   for (int round = ROUNDS + 3; round < ROUNDS + 13; round++) one_stop(&w, false, round);
@@ -593,6 +614,10 @@ int main(void) {
   pthread_mutex_unlock(&mu);
   for (int i = 0; i < T_MAIN; i++) pthread_join(th[i], NULL);
   hci_world_destroy(&w);
+  if (use_ptrace && atomic_load(&sleep_eintr)) {
+    fprintf(stderr, "FAIL: nanosleep returned EINTR %d times under the ptrace stop\n", atomic_load(&sleep_eintr));
+    return 1;
+  }
   if (atomic_load(&read_errors) || atomic_load(&sleep_errors)) {
     fprintf(stderr, "FAIL: read errors %d, nanosleep errors %d\n", atomic_load(&read_errors),
             atomic_load(&sleep_errors));

@@ -1,0 +1,109 @@
+/* proc_fds.c - the /proc files a leak check reads (/proc/self/task and
+ * /proc/self/maps), with descriptors for them kept from start-up.
+ *
+ * A check must run when the program has used up its descriptors (EMFILE):
+ * without the task list no thread could be stopped, without the maps no
+ * stack could be bounded.  So the checker opens both once at start-up and
+ * keeps them above the program's usual range (F_DUPFD_CLOEXEC from 100,
+ * close-on-exec).  A check opens a fresh descriptor first (so a kept number
+ * the program has closed and reused is never touched) and uses a kept one
+ * only when that fails; a kept descriptor is used only while its device,
+ * inode, close-on-exec flag and owning pid are still the ones recorded when
+ * it was opened (after fork the child's kept ones describe the parent: they
+ * are reopened lazily).  Reading from offset 0 again (lseek) gives a fresh
+ * snapshot of either file.
+ *
+ * Locks: none; callers hold the checker lock (one check at a time).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hc_checker.h"
+
+#define KEEP_FROM 100
+
+/* The maps through the calling thread: /proc/self/maps is empty once the
+ * main thread has called pthread_exit (it names the group leader, whose mm
+ * is gone); /proc/thread-self needs Linux 3.17, else the old path. */
+static const char *const paths[HCI_PROC_N] = {"/proc/self/task", "/proc/thread-self/maps"};
+static const char *const old_paths[HCI_PROC_N] = {"/proc/self/task", "/proc/self/maps"};
+static const int flags[HCI_PROC_N] = {O_RDONLY | O_DIRECTORY | O_CLOEXEC, O_RDONLY | O_CLOEXEC};
+
+static struct {
+  int fd[HCI_PROC_N];
+  dev_t dev[HCI_PROC_N];
+  ino_t ino[HCI_PROC_N];
+  int pid;
+} kept = {{-1, -1}, {0, 0}, {0, 0}, 0};
+HC_PRIVATE_STATE(kept);
+
+static int open_retry(int which) {
+  int fd;
+  do fd = open(paths[which], flags[which]);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0 && errno == ENOENT) {
+    do fd = open(old_paths[which], flags[which]);
+    while (fd < 0 && errno == EINTR);
+  }
+  return fd;
+}
+
+static bool still_ours(int which) {
+  int fd = kept.fd[which];
+  if (fd < 0) return false;
+  struct stat st;
+  int fl = fcntl(fd, F_GETFD);
+  return fl >= 0 && (fl & FD_CLOEXEC) && fstat(fd, &st) == 0 && st.st_dev == kept.dev[which] &&
+         st.st_ino == kept.ino[which];
+}
+
+static void keep_one(int which) {
+  int fd = open_retry(which);
+  if (fd < 0) return;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, KEEP_FROM);
+  close(fd);
+  struct stat st;
+  if (high < 0 || fstat(high, &st) != 0) {
+    if (high >= 0) close(high);
+    return;
+  }
+  kept.fd[which] = high;
+  kept.dev[which] = st.st_dev;
+  kept.ino[which] = st.st_ino;
+}
+
+void hci_proc_keep(void) {
+  int saved = errno;
+  int pid = getpid();
+  if (kept.pid != pid) {
+    /* Inherited through fork: they describe the parent.  Ours to close only
+     * while they are still what we opened. */
+    for (int i = 0; i < HCI_PROC_N; i++) {
+      if (still_ours(i)) close(kept.fd[i]);
+      kept.fd[i] = -1;
+    }
+    kept.pid = pid;
+  }
+  for (int i = 0; i < HCI_PROC_N; i++)
+    if (kept.fd[i] < 0) keep_one(i);
+  errno = saved;
+}
+
+int hci_proc_open(int which, bool *is_kept) {
+  *is_kept = false;
+  int fd = open_retry(which);
+  if (fd >= 0 || (errno != EMFILE && errno != ENFILE)) return fd;
+  int saved = errno;
+  if (kept.pid == getpid() && still_ours(which) && lseek(kept.fd[which], 0, SEEK_SET) == 0) {
+    *is_kept = true;
+    return kept.fd[which];
+  }
+  errno = saved;
+  return -1;
+}
+
+void hci_proc_close(int fd, bool is_kept) {
+  if (fd >= 0 && !is_kept) close(fd);
+}

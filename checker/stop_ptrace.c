@@ -1,0 +1,419 @@
+/* stop_ptrace.c - stopping the world without signals (design decision D11b,
+ * the way LeakSanitizer and gperftools' thread lister do it).
+ *
+ * A helper task shares our address space but is not a thread of the
+ * process: clone(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED) with exit
+ * signal 0, so the program never gets a SIGCHLD for it and its wait() or
+ * waitpid(-1) never reaps it (only __WALL waits see such a child); its own
+ * mmap'ed stack; every signal blocked (inherited from the checking thread,
+ * which blocks them around clone), and PR_SET_PDEATHSIG(SIGKILL) so it dies
+ * with the checking thread.  It runs only raw system calls (no errno, no
+ * libc lock, no malloc: it runs on the checking thread's TLS).
+ *
+ * Protocol (job.phase is the futex word):
+ *  1. The checking thread, holding every lock (see hc_checker.h), maps the
+ *     stack, clones the helper, allows it as our tracer (PR_SET_PTRACER when
+ *     Yama restricts ptrace) and sets phase GO.
+ *  2. The helper lists /proc/<pid>/task through the descriptor it was given,
+ *     and for every thread but the checking one: PTRACE_SEIZE (no signal)
+ *     and PTRACE_INTERRUPT; then it reaps the stops with wait4(__WALL),
+ *     reads the registers (PTRACE_GETREGSET: NT_PRSTATUS, the SIMD state,
+ *     the thread pointer) into the thread's slot, and lists again until no
+ *     new thread appears (a thread may create threads before it stops).
+ *     ESRCH or an exit report: the thread left (EXITED).  EPERM: refused
+ *     (a zombie group leader, another tracer, seccomp, non-dumpable).
+ *     No stop by the deadline (HEAP_CHECK_STOP_TIMEOUT_MS): NOT_STOPPED.
+ *  3. It sets phase STOPPED and waits.  The checking thread scans.
+ *  4. Resume: phase RELEASE; the helper detaches every stopped thread
+ *     (re-injecting a signal it caught in a signal-delivery-stop) and exits;
+ *     the checking thread reaps it (wait4 __WALL on its pid) and unmaps its
+ *     stack.  Threads still running when the helper exits are detached by
+ *     the kernel.  At the exit check the world may stay stopped: the helper
+ *     then waits until the process ends (PR_SET_PDEATHSIG).
+ * A stop interrupts no system call that the kernel restarts (sleep,
+ * nanosleep, poll, select, pause, sigsuspend, read, futex waits...): they
+ * resume as if nothing happened.  The kernel still returns EINTR from
+ * epoll_wait, sigtimedwait and socket calls with SO_RCVTIMEO/SO_SNDTIMEO
+ * after any stop (gdb and strace attaching do the same, see signal(7)).
+ *
+ * Locks: none; the caller holds every allocator lock and the loader lock.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <linux/futex.h>
+
+#include "hc_checker.h"
+
+#define HELPER_STACK (64u << 10)
+#define MAX_PASSES 32
+#define POLL_MIN_NS 20000ll
+#define POLL_MAX_NS 5000000ll
+
+enum { PH_WAIT, PH_GO, PH_STOPPED, PH_RELEASE };
+
+static struct {
+  _Atomic int phase;
+  int pid, self, taskfd;
+  long long timeout_ns;
+  hci_world_t *w;
+  int refused;          /* threads that answered PTRACE_SEIZE with EPERM */
+  int helper;           /* its pid, 0 when none */
+  void *stack;
+  bool settled;         /* a listing found no new thread */
+  bool list_failed;
+} job;
+HC_PRIVATE_STATE(job);
+
+/* ---------------------------------------------------------------- raw system calls */
+
+static long raw6(long n, long a, long b, long c, long d, long e, long f) {
+#if defined(__x86_64__)
+  long ret;
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  __asm__ __volatile__("syscall"
+                       : "=a"(ret)
+                       : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                       : "rcx", "r11", "memory");
+  return ret;
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = n;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ __volatile__("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
+  return x0;
+#else
+#error "stop_ptrace.c: system calls of this architecture"
+#endif
+}
+#define RAW(n, a, b, c, d) raw6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+
+static long long now_ns(void) {
+  struct timespec ts;
+  RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &ts, 0, 0);
+  return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void nap(long long ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)};
+  RAW(SYS_nanosleep, &ts, 0, 0, 0);
+}
+
+static void futex_wait(_Atomic int *w, int val, long long ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)};
+  RAW(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, ns > 0 ? &ts : NULL);
+}
+
+static void futex_wake(_Atomic int *w) { RAW(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, 0); }
+
+/* ---------------------------------------------------------------- task lists */
+
+struct dirent64_raw {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx) {
+  if (fd < 0 || RAW(SYS_lseek, fd, 0, SEEK_SET, 0) < 0) return -1;
+  char buf[4096] __attribute__((aligned(8)));
+  int count = 0;
+  for (;;) {
+    long n = RAW(SYS_getdents64, fd, buf, sizeof buf, 0);
+    if (n == -EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) break;
+    for (long off = 0; off < n;) {
+      const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + off);
+      off += d->d_reclen;
+      int tid = 0;
+      const char *c = d->d_name;
+      if (*c < '0' || *c > '9') continue;
+      while (*c >= '0' && *c <= '9') tid = tid * 10 + (*c++ - '0');
+      if (*c || tid <= 0) continue;
+      count++;
+      if (fn) fn(ctx, tid);
+    }
+  }
+  return count;
+}
+
+/* ---------------------------------------------------------------- the helper */
+
+static hci_thread_t *slot_of(int tid) {
+  hci_world_t *w = job.w;
+  for (int i = 1; i < w->nthreads; i++)
+    if (w->threads[i].tid == tid) return &w->threads[i];
+  return NULL;
+}
+
+/* Grows the slot array (the checking thread is waiting in a raw futex
+ * call: hci_os_map's save and restore of errno in its TLS races nothing). */
+static bool helper_grow(int need) {
+  hci_world_t *w = job.w;
+  int ncap = w->cap * 2;
+  while (ncap < need) ncap *= 2;
+  hci_thread_t *p = hci_os_map((size_t)ncap * sizeof(hci_thread_t));
+  if (!p) return false;
+  memcpy(p, w->threads, (size_t)w->nthreads * sizeof(hci_thread_t));
+  hci_os_unmap(w->threads, (size_t)w->cap * sizeof(hci_thread_t));
+  w->threads = p;
+  w->cap = ncap;
+  return true;
+}
+
+static void seize_fn(void *ctx, int tid) {
+  int *fresh = ctx;
+  hci_world_t *w = job.w;
+  if (tid == job.self || slot_of(tid)) return;
+  if (w->nthreads == w->cap && !helper_grow(w->nthreads + 1)) {
+    job.list_failed = true;
+    return;
+  }
+  hci_thread_t *t = &w->threads[w->nthreads++];
+  memset(t, 0, sizeof *t);
+  t->tid = tid;
+  (*fresh)++;
+  long r = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0);
+  if (r == 0) {
+    t->traced = true;
+    r = RAW(SYS_ptrace, PTRACE_INTERRUPT, tid, 0, 0);
+    atomic_store(&t->state, HCI_T_SIGNALLED); /* an exit is reported by wait4 too */
+    return;
+  }
+  if (r == -EPERM) {
+    t->refused = true;
+    job.refused++;
+  }
+  atomic_store(&t->state, r == -ESRCH ? HCI_T_EXITED : HCI_T_NOT_STOPPED);
+}
+
+static void read_regs(hci_thread_t *t) {
+  int n = 0;
+#if defined(__x86_64__)
+  struct user_regs_struct g;
+  struct iovec io = {&g, sizeof g};
+  if (RAW(SYS_ptrace, PTRACE_GETREGSET, t->tid, NT_PRSTATUS, &io) == 0) {
+    t->sp = g.rsp;
+    t->pc = g.rip;
+    t->tp = g.fs_base;
+    const unsigned long long *v = (const unsigned long long *)&g;
+    for (size_t i = 0; i < sizeof g / sizeof *v && n < HCI_MAX_REGS; i++) t->regs[n++] = (uintptr_t)v[i];
+  }
+  char xs[4096] __attribute__((aligned(64)));
+  io.iov_base = xs;
+  io.iov_len = sizeof xs;
+  if (RAW(SYS_ptrace, PTRACE_GETREGSET, t->tid, NT_X86_XSTATE, &io) == 0 && io.iov_len >= 512) {
+    for (int i = 0; i < 16 && n + 2 <= HCI_MAX_REGS; i++, n += 2) memcpy(&t->regs[n], xs + 160 + 16 * i, 16);
+    n = hci_xsave_copy(t->regs, n, xs, io.iov_len);
+  } else {
+    struct user_fpregs_struct f;
+    io.iov_base = &f;
+    io.iov_len = sizeof f;
+    if (RAW(SYS_ptrace, PTRACE_GETREGSET, t->tid, NT_PRFPREG, &io) == 0)
+      for (int i = 0; i < 16 && n + 2 <= HCI_MAX_REGS; i++, n += 2) memcpy(&t->regs[n], &f.xmm_space[4 * i], 16);
+  }
+#elif defined(__aarch64__)
+  struct user_regs_struct g;
+  struct iovec io = {&g, sizeof g};
+  if (RAW(SYS_ptrace, PTRACE_GETREGSET, t->tid, NT_PRSTATUS, &io) == 0) {
+    t->sp = g.sp;
+    t->pc = g.pc;
+    for (int i = 0; i < 31; i++) t->regs[n++] = (uintptr_t)g.regs[i];
+    t->regs[n++] = (uintptr_t)g.sp;
+    t->regs[n++] = (uintptr_t)g.pc;
+  }
+  struct user_fpsimd_struct f;
+  io.iov_base = &f;
+  io.iov_len = sizeof f;
+  if (RAW(SYS_ptrace, PTRACE_GETREGSET, t->tid, NT_PRFPREG, &io) == 0)
+    for (int i = 0; i < 32 && n + 2 <= HCI_MAX_REGS; i++, n += 2) memcpy(&t->regs[n], &f.vregs[i], 16);
+  uint64_t tls = 0;
+  io.iov_base = &tls;
+  io.iov_len = sizeof tls;
+  if (RAW(SYS_ptrace, PTRACE_GETREGSET, t->tid, NT_ARM_TLS, &io) == 0) t->tp = (uintptr_t)tls;
+#endif
+  t->nregs = n;
+}
+
+static bool pending_stops(int from) {
+  for (int i = from; i < job.w->nthreads; i++)
+    if (atomic_load(&job.w->threads[i].state) == HCI_T_SIGNALLED) return true;
+  return false;
+}
+
+/* Reaps stop and exit reports until every thread from `from` on answered. */
+static void collect_stops(int from, long long deadline) {
+  long long poll = POLL_MIN_NS;
+  while (pending_stops(from)) {
+    int st = 0;
+    long r = RAW(SYS_wait4, -1, &st, __WALL | WNOHANG, 0);
+    if (r == -EINTR) continue;
+    if (r < 0) break; /* ECHILD: no tracee left */
+    if (r > 0) {
+      hci_thread_t *t = slot_of((int)r);
+      if (!t) continue;
+      if (WIFSTOPPED(st)) {
+        /* PTRACE_EVENT_STOP: our interrupt, or a group-stop (kept on detach);
+         * event 0: a signal-delivery-stop, its signal is re-injected. */
+        if ((st >> 16) == 0) t->inject_sig = WSTOPSIG(st);
+        read_regs(t);
+        atomic_store(&t->state, HCI_T_STOPPED);
+      } else if (WIFEXITED(st) || WIFSIGNALED(st)) {
+        t->traced = false;
+        atomic_store(&t->state, HCI_T_EXITED);
+      }
+      poll = POLL_MIN_NS;
+      continue;
+    }
+    long long now = now_ns();
+    if (now >= deadline) break;
+    nap(poll < deadline - now ? poll : deadline - now);
+    if (poll < POLL_MAX_NS) poll *= 2;
+  }
+  for (int i = from; i < job.w->nthreads; i++) {
+    int expect = HCI_T_SIGNALLED;
+    atomic_compare_exchange_strong(&job.w->threads[i].state, &expect, HCI_T_NOT_STOPPED);
+  }
+}
+
+static void detach_all(void) {
+  hci_world_t *w = job.w;
+  for (int i = 1; i < w->nthreads; i++) {
+    hci_thread_t *t = &w->threads[i];
+    if (!t->traced) continue;
+    RAW(SYS_ptrace, PTRACE_DETACH, t->tid, 0, t->inject_sig);
+    t->traced = false;
+  }
+}
+
+static int helper_main(void *arg) {
+  (void)arg;
+  RAW(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
+  if (RAW(SYS_getppid, 0, 0, 0, 0) != job.pid) return 0; /* the checking thread is gone already */
+  while (atomic_load(&job.phase) == PH_WAIT) futex_wait(&job.phase, PH_WAIT, 0);
+  if (atomic_load(&job.phase) == PH_GO) {
+    long long deadline = now_ns() + job.timeout_ns;
+    for (int pass = 0; pass < MAX_PASSES && !job.list_failed; pass++) {
+      int fresh = 0, from = job.w->nthreads;
+      if (hci_tasks_read(job.taskfd, seize_fn, &fresh) < 0) {
+        job.list_failed = true;
+        break;
+      }
+      if (fresh == 0) {
+        job.settled = true;
+        break;
+      }
+      collect_stops(from, deadline);
+    }
+    atomic_store(&job.phase, PH_STOPPED);
+    futex_wake(&job.phase);
+    while (atomic_load(&job.phase) == PH_STOPPED) futex_wait(&job.phase, PH_STOPPED, 0);
+  }
+  detach_all();
+  return 0;
+}
+
+/* ---------------------------------------------------------------- checking thread */
+
+/* Waits for the helper to leave `phase`; false when it died. */
+static bool wait_helper(int phase) {
+  while (atomic_load(&job.phase) == phase) {
+    futex_wait(&job.phase, phase, 50000000ll);
+    int st;
+    if (atomic_load(&job.phase) == phase && RAW(SYS_wait4, job.helper, &st, __WALL | WNOHANG, 0) == job.helper) {
+      job.helper = 0;
+      return false;
+    }
+  }
+  return true;
+}
+
+static void reap_helper(void) {
+  if (job.helper > 0) {
+    int st;
+    while (RAW(SYS_wait4, job.helper, &st, __WALL, 0) == -EINTR) {
+    }
+  }
+  job.helper = 0;
+  if (job.stack) hci_os_unmap(job.stack, HELPER_STACK);
+  job.stack = NULL;
+}
+
+int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why) {
+  memset(&job, 0, sizeof job);
+  job.pid = pid;
+  job.self = w->threads[0].tid;
+  job.taskfd = taskfd;
+  job.timeout_ns = (long long)timeout_ms * 1000000ll;
+  job.w = w;
+  job.stack = hci_os_map(HELPER_STACK);
+  if (!job.stack) return -2; /* no memory now: signals for this stop only */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int tid = clone(helper_main, (char *)job.stack + HELPER_STACK, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED,
+                  NULL);
+  int err = errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (tid <= 0) {
+    reap_helper();
+    if (err == ENOMEM || err == EAGAIN) return -2;
+    *why = "cannot create the helper task (clone failed)";
+    return -1;
+  }
+  job.helper = tid;
+  if (yama) RAW(SYS_prctl, PR_SET_PTRACER, tid, 0, 0);
+  atomic_store(&job.phase, PH_GO);
+  futex_wake(&job.phase);
+  if (!wait_helper(PH_GO)) {
+    *why = "the helper task died";
+    reap_helper();
+    w->nthreads = 1;
+    return -1;
+  }
+  if (job.refused) {
+    /* A zombie group leader refuses too: that one is simply gone. */
+    int real = 0;
+    for (int i = 1; i < w->nthreads; i++) {
+      hci_thread_t *t = &w->threads[i];
+      if (!t->refused) continue;
+      int z = hci_task_zombie(t->tid);
+      if (z == 1) atomic_store(&t->state, HCI_T_EXITED);
+      else real++;
+    }
+    if (real) {
+      hci_ptrace_resume(w);
+      w->nthreads = 1;
+      *why = "ptrace is refused (another tracer, seccomp, Yama or a non-dumpable process)";
+      return -1;
+    }
+  }
+  w->incomplete = !job.settled;
+  return 0;
+}
+
+void hci_ptrace_resume(hci_world_t *w) {
+  (void)w;
+  if (job.helper <= 0) return;
+  atomic_store(&job.phase, PH_RELEASE);
+  futex_wake(&job.phase);
+  reap_helper();
+}

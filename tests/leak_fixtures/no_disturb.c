@@ -1,0 +1,449 @@
+/* no_disturb.c - the checker must not disturb the program it checks
+ * (issue 9 points 1 and 7).  Run by test_no_disturb.sh; argv[1] names the
+ * scenario, the script reads the exit status and the report:
+ *
+ *  stress      50 threads allocate and block in sleep, nanosleep, poll,
+ *              epoll_wait, select, sigsuspend, recv with a timeout,
+ *              sigtimedwait, pause, read, cond waits, while main runs 20
+ *              scoped checks; exits 0 with the threads still blocked (the
+ *              exit check must stop them and find their objects).  Prints the
+ *              EINTR count of every call; exits 2 when one the kernel restarts
+ *              after a stop saw EINTR, or when one of the three it does not
+ *              (epoll_wait, SO_RCVTIMEO recv, sigtimedwait) saw more than one
+ *              per check.
+ *  sigwait     a thread in sigwaitinfo() on a full set gets SIGUSR1 sent by
+ *              main after checks, and nothing else (exit 2 otherwise).
+ *  handler     the program's handler for the stop signal (SIGRTMAX-3) and
+ *              its SIG_IGN for SIGRTMAX-4 survive checks (run with either
+ *              HEAP_CHECK_STOP_SIGNAL); the handler still gets raise().
+ *  pause-exit  main sits in pause(), a worker calls exit(3) (argument
+ *              "leak": after leaking 3 objects; "leak0": leaks, then exit(0)).
+ *  few         4 sleeping threads, 3 scoped checks, then a leak at exit
+ *              (run under strace/gdb, or with "seccomp": a filter that makes
+ *              ptrace fail with EPERM).
+ *  blocked     a thread that blocks every signal keeps an object on its
+ *              stack; main returns 0 (ptrace: it stops, no leak; signal
+ *              fallback: it cannot be stopped, the check fails).
+ *  tracer      the program ptraces a child of its own (PTRACE_TRACEME) from a
+ *              thread while main runs checks; that thread's waitpid() sees
+ *              the child's stops and exit, never the checker's helper.
+ *  rlimit-as   200000 live objects, then RLIMIT_AS at the current size.
+ *  fd-exhaust  a thread keeps an object only on its stack; every descriptor
+ *              is used up; then the exit check.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heapcheck.h"
+
+enum { C_SLEEP, C_NANOSLEEP, C_POLL, C_SELECT, C_SIGSUSPEND, C_PAUSE, C_READ, C_COND, C_RECV, C_EPOLL,
+       C_RECV_TIMEO, C_SIGTIMEDWAIT, NCALLS };
+#define FIRST_NOT_RESTARTED C_EPOLL
+static const char *const call_name[NCALLS] = {"sleep", "nanosleep", "poll", "select", "sigsuspend", "pause",
+                                              "read", "cond_wait", "recv", "epoll_wait", "recv_timeo",
+                                              "sigtimedwait"};
+#define NTHREADS 50
+#define NCHECKS 20
+
+static _Atomic int eintr[NCALLS], calls[NCALLS], started, quit;
+static int pipefd[2], sock[NTHREADS][2];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+
+static void on_usr2(int sig) { (void)sig; }
+
+static void *blocker(void *arg) {
+  int k = (int)(intptr_t)arg, c = k % NCALLS;
+  /* A live object reachable only from this stack. */
+  char *volatile mine = malloc(64 + (size_t)k);
+  strcpy(mine, "alive");
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  if (c == C_SIGTIMEDWAIT) pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+  if (c == C_RECV_TIMEO) {
+    struct timeval tv = {0, 200000};
+    setsockopt(sock[k][0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  atomic_fetch_add(&started, 1);
+  while (!atomic_load(&quit)) {
+    free(malloc(32)); /* allocate between waits */
+    int r = 0;
+    char b;
+    errno = 0;
+    switch (c) {
+    case C_SLEEP: r = sleep(1) ? -1 : 0; if (r) errno = EINTR; break;
+    case C_NANOSLEEP: { struct timespec ts = {0, 300000000}; r = nanosleep(&ts, NULL); break; }
+    case C_POLL: r = poll(NULL, 0, 300); break;
+    case C_SELECT: { struct timeval tv = {0, 300000}; r = select(0, NULL, NULL, NULL, &tv); break; }
+    case C_SIGSUSPEND: { sigset_t none; sigemptyset(&none); r = sigsuspend(&none); break; }
+    case C_PAUSE: r = pause(); break;
+    case C_READ: r = (int)read(pipefd[0], &b, 1); break;
+    case C_COND: {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 300000000;
+      if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+      pthread_mutex_lock(&mu);
+      int e = pthread_cond_timedwait(&cv, &mu, &ts);
+      pthread_mutex_unlock(&mu);
+      if (e == EINTR) r = -1, errno = EINTR;
+      break;
+    }
+    case C_RECV: r = (int)recv(sock[k][0], &b, 1, 0); break;
+    case C_EPOLL: { struct epoll_event ev; r = epoll_wait(ep, &ev, 1, 300); break; }
+    case C_RECV_TIMEO: r = (int)recv(sock[k][0], &b, 1, 0); if (r < 0 && errno == EAGAIN) r = 0; break;
+    case C_SIGTIMEDWAIT: {
+      struct timespec ts = {0, 300000000};
+      r = sigtimedwait(&usr2, NULL, &ts);
+      if (r < 0 && errno == EAGAIN) r = 0;
+      break;
+    }
+    }
+    /* At quit, main wakes us with SIGUSR2: that EINTR is ours. */
+    if (r < 0 && errno == EINTR && !atomic_load(&quit)) atomic_fetch_add(&eintr[c], 1);
+    atomic_fetch_add(&calls[c], 1);
+  }
+  if (strcmp(mine, "alive") != 0) abort();
+  return NULL;
+}
+
+static int stress(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr2; /* no SA_RESTART: only a real signal interrupts */
+  sigaction(SIGUSR2, &sa, NULL);
+  if (pipe(pipefd) != 0) return 9;
+  pthread_t t[NTHREADS];
+  for (int k = 0; k < NTHREADS; k++) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock[k]) != 0) return 9;
+    pthread_create(&t[k], NULL, blocker, (void *)(intptr_t)k);
+  }
+  while (atomic_load(&started) < NTHREADS) usleep(1000);
+  usleep(100000);
+  int failed_checks = 0;
+  for (int i = 0; i < NCHECKS; i++) {
+    hc_check_t *c = hc_check_begin("stress");
+    void *p = malloc(100);
+    free(p);
+    if (!hc_check_end(c, HC_CHECK_REPORT)) failed_checks++;
+    hc_check_free(c);
+    usleep(20000);
+  }
+  int bad = 0;
+  for (int c = 0; c < NCALLS; c++) {
+    int n = atomic_load(&eintr[c]);
+    printf("%-12s calls %4d EINTR %d\n", call_name[c], atomic_load(&calls[c]), n);
+    /* Not restarted by the kernel: at most one EINTR per thread and check. */
+    int threads = NTHREADS / NCALLS + (c < NTHREADS % NCALLS);
+    int allowed = c < FIRST_NOT_RESTARTED ? 0 : NCHECKS * threads;
+    if (n > allowed) {
+      printf("FAIL: %s returned EINTR %d times (allowed %d)\n", call_name[c], n, allowed);
+      bad = 1;
+    }
+  }
+  printf("scoped checks failed: %d\n", failed_checks);
+  fflush(stdout);
+  /* Exit with every thread still blocked: the exit check must stop them all. */
+  return bad ? 2 : failed_checks ? 3 : 0;
+}
+
+/* ---------------------------------------------------------------- sigwait */
+
+static _Atomic int got_usr1, got_other;
+static void *sigwaiter(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  atomic_fetch_add(&started, 1);
+  for (;;) {
+    siginfo_t si;
+    int s = sigwaitinfo(&all, &si);
+    if (s == SIGUSR1) {
+      atomic_store(&got_usr1, 1);
+      return NULL;
+    }
+    if (s > 0) atomic_store(&got_other, s);
+  }
+}
+
+static int sigwait_scenario(void) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL); /* every thread: only the sigwaiter takes signals */
+  pthread_t t;
+  pthread_create(&t, NULL, sigwaiter, NULL);
+  while (!atomic_load(&started)) usleep(1000);
+  for (int i = 0; i < 5; i++) {
+    hc_check_t *c = hc_check_begin("sigwait");
+    hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+  }
+  kill(getpid(), SIGUSR1);
+  pthread_join(t, NULL);
+  printf("sigwait: SIGUSR1 %d, other signal %d\n", atomic_load(&got_usr1), atomic_load(&got_other));
+  return atomic_load(&got_usr1) && !atomic_load(&got_other) ? 0 : 2;
+}
+
+/* ---------------------------------------------------------------- handler */
+
+static _Atomic int handled;
+static void prog_handler(int sig) {
+  (void)sig;
+  atomic_fetch_add(&handled, 1);
+}
+
+static void *sleeper(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&started, 1);
+  for (;;) pause();
+  return NULL;
+}
+
+static int handler_scenario(void) {
+  struct sigaction sa, ign, now;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = prog_handler;
+  sigaction(SIGRTMAX - 3, &sa, NULL);
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGRTMAX - 4, &ign, NULL);
+  pthread_t t;
+  for (int i = 0; i < 3; i++) pthread_create(&t, NULL, sleeper, NULL);
+  while (atomic_load(&started) < 3) usleep(1000);
+  for (int i = 0; i < 3; i++) {
+    hc_check_t *c = hc_check_begin("handler");
+    hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+  }
+  int bad = 0;
+  sigaction(SIGRTMAX - 3, NULL, &now);
+  if (now.sa_handler != prog_handler) printf("FAIL: the handler of SIGRTMAX-3 was replaced\n"), bad = 1;
+  sigaction(SIGRTMAX - 4, NULL, &now);
+  if (now.sa_handler != SIG_IGN) printf("FAIL: SIG_IGN of SIGRTMAX-4 was replaced\n"), bad = 1;
+  if (atomic_load(&handled)) printf("FAIL: the program's handler ran %d times during checks\n", handled), bad = 1;
+  raise(SIGRTMAX - 3);
+  raise(SIGRTMAX - 4);
+  if (atomic_load(&handled) != 1) printf("FAIL: raise(SIGRTMAX-3) ran the handler %d times\n", handled), bad = 1;
+  printf("handler: %s\n", bad ? "changed" : "kept");
+  return bad ? 2 : 0;
+}
+
+/* ---------------------------------------------------------------- pause + exit(3) */
+
+static void *leaf_leak(void) {
+  void *p = malloc(48);
+  return p;
+}
+
+static int exiter_status = 3;
+static void *exiter(void *arg) {
+  usleep(100000); /* main is in pause() by now */
+  if (arg) {
+    for (int i = 0; i < 3; i++) {
+      void *volatile p = leaf_leak();
+      p = NULL;
+      (void)p;
+    }
+  }
+  exit(exiter_status);
+}
+
+static int pause_exit(bool leak) {
+  pthread_t t;
+  pthread_create(&t, NULL, exiter, leak ? (void *)1 : NULL);
+  pause();
+  return 0; /* woken: our exit(0) would race the worker's exit(3) */
+}
+
+/* ---------------------------------------------------------------- few threads */
+
+static void *napper(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&started, 1);
+  for (;;) {
+    struct timespec ts = {0, 50000000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static void no_ptrace(void) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ptrace, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    perror("seccomp");
+    exit(9);
+  }
+}
+
+static int few(bool seccomp) {
+  if (seccomp) no_ptrace();
+  pthread_t t;
+  for (int i = 0; i < 4; i++) pthread_create(&t, NULL, napper, NULL);
+  while (atomic_load(&started) < 4) usleep(1000);
+  int ok = 0;
+  for (int i = 0; i < 3; i++) {
+    hc_check_t *c = hc_check_begin("few");
+    ok += hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+  }
+  printf("few: %d of 3 scoped checks passed\n", ok);
+  fflush(stdout);
+  void *volatile p = leaf_leak();
+  p = NULL;
+  (void)p;
+  return ok == 3 ? 0 : 2;
+}
+
+/* ---------------------------------------------------------------- limits */
+
+static void **keep;
+static int rlimit_as(void) {
+  enum { N = 200000 };
+  keep = malloc(N * sizeof *keep);
+  for (int i = 0; i < N; i++) keep[i] = malloc(16 + (size_t)(i % 64));
+  /* The address space in use now, plus a little: the check's buffers fail. */
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long pages = 0;
+  if (!f || fscanf(f, "%lu", &pages) != 1) return 9;
+  fclose(f);
+  struct rlimit rl = {pages * 4096ul + (1ul << 20), RLIM_INFINITY};
+  if (setrlimit(RLIMIT_AS, &rl) != 0) return 9;
+  printf("rlimit-as: limit set at %lu MiB\n", (unsigned long)(rl.rlim_cur >> 20));
+  fflush(stdout);
+  return 0;
+}
+
+static _Atomic int hold_ready;
+static void *holder(void *arg) {
+  (void)arg;
+  char *volatile mine = malloc(4000);
+  strcpy(mine, "held by a thread's stack only");
+  atomic_store(&hold_ready, 1);
+  for (;;) pause();
+  return NULL;
+}
+
+static void *blocked_holder(void *arg) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  return holder(arg);
+}
+
+static int blocked(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, blocked_holder, NULL);
+  while (!atomic_load(&hold_ready)) usleep(1000);
+  return 0;
+}
+
+static _Atomic int tracer_events, tracer_done;
+static pid_t traced_child;
+static void *tracer_thread(void *arg) {
+  (void)arg;
+  /* Forked here: the tracer of a PTRACE_TRACEME child is the thread that forked it. */
+  traced_child = fork();
+  if (traced_child == 0) {
+    ptrace(PTRACE_TRACEME, 0, 0, 0);
+    for (int i = 0; i < 20; i++) {
+      raise(SIGUSR1); /* a signal-delivery-stop for the parent each time */
+      usleep(5000);
+    }
+    _exit(7);
+  }
+  int st, stops = 0;
+  for (;;) {
+    pid_t r = waitpid(-1, &st, 0); /* any child: only ours may show up */
+    if (r != traced_child) {
+      printf("FAIL: waitpid(-1) returned %d (errno %d)\n", (int)r, errno);
+      break;
+    }
+    atomic_fetch_add(&tracer_events, 1);
+    if (WIFEXITED(st)) {
+      atomic_store(&tracer_done, WEXITSTATUS(st) == 7 ? 1 : 2);
+      break;
+    }
+    if (WIFSTOPPED(st)) {
+      stops++;
+      ptrace(PTRACE_CONT, r, 0, 0);
+    }
+  }
+  return NULL;
+}
+
+static int tracer(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, tracer_thread, NULL);
+  for (int i = 0; i < 10; i++) {
+    hc_check_t *c = hc_check_begin("tracer");
+    hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+    usleep(10000);
+  }
+  pthread_join(t, NULL);
+  printf("tracer: %d events, child %s\n", atomic_load(&tracer_events),
+         atomic_load(&tracer_done) == 1 ? "exited 7" : "lost");
+  return atomic_load(&tracer_done) == 1 ? 0 : 2;
+}
+
+static int fd_exhaust(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, holder, NULL);
+  while (!atomic_load(&hold_ready)) usleep(1000);
+  int n = 0;
+  while (open("/dev/null", O_RDONLY) >= 0) n++;
+  int e = errno;
+  printf("fd-exhaust: opened %d descriptors, then %s\n", n, strerror(e));
+  fflush(stdout);
+  return e == EMFILE ? 0 : 9;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const char *s = argc > 1 ? argv[1] : "";
+  const char *arg = argc > 2 ? argv[2] : "";
+  if (!strcmp(s, "stress")) return stress();
+  if (!strcmp(s, "sigwait")) return sigwait_scenario();
+  if (!strcmp(s, "handler")) return handler_scenario();
+  if (!strcmp(s, "pause-exit")) {
+    if (!strcmp(arg, "leak0")) exiter_status = 0;
+    return pause_exit(!strncmp(arg, "leak", 4));
+  }
+  if (!strcmp(s, "few")) return few(!strcmp(arg, "seccomp"));
+  if (!strcmp(s, "rlimit-as")) return rlimit_as();
+  if (!strcmp(s, "blocked")) return blocked();
+  if (!strcmp(s, "tracer")) return tracer();
+  if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust\n",
+          argv[0]);
+  return 9;
+}
