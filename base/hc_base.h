@@ -43,51 +43,6 @@ static inline void hci_cpu_relax(void) {
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
   __asm__ __volatile__("yield");
-/* ======================= out.c ======================= */
-/* Buffered writer on a file descriptor (reports, profile files). */
-typedef struct hci_out {
-  int fd;
-  size_t len;
-  bool failed;               /* a write failed (disk full...) */
-  char buf[8192];
-} hci_out_t;
-void hci_out_printf(hci_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void hci_out_flush(hci_out_t *o);
-/* Raw output on an hci_out_t, JSON strings (NULL -> null), XML text. */
-void hci_out_put(hci_out_t *o, const char *s, size_t n);
-void hci_out_puts(hci_out_t *o, const char *s);
-void hci_out_json_str(hci_out_t *o, const char *s);
-void hci_out_xml(hci_out_t *o, const char *s);
-hci_out_t *hci_out_new(int fd);            /* hci_os_map'ed writer on fd, or NULL */
-bool hci_out_close(hci_out_t *o, const char *path); /* flush, close fd, free; false on error (logged at HCI_LOG_ERROR) */
-/* Expands %p (pid), %n (name, '/' -> '_') and %% of a file template. */
-void hci_fmt_path(char *buf, size_t size, const char *tmpl, const char *name);
-/* Creates path afresh: unlink, O_CREAT|O_EXCL|O_NOFOLLOW, 0600.  -1 (logged at HCI_LOG_ERROR)
- * on failure or in a setuid program. */
-int hci_fmt_create(const char *path, const char *what);
-
-/* ======================= output.c: level-gated messages ======================= */
-/* gperftools' message levels: a message of level L prints iff the
- * verbosity (PERFTOOLS_VERBOSE, set by the checker's options) >= L. */
-enum { HCI_LOG_FATAL = -4, HCI_LOG_ERROR = -3, HCI_LOG_WARNING = -2, HCI_LOG_INFO = -1 };
-extern int hci_log_verbose;
-bool hci_log_on(int level);
-void hci_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* ======================= report_opts.c ======================= */
-/* HEAPCHECK_REPORT, parsed once (docs/report-formats.md): a comma-separated
- * list of top[:N], json:FILE, sarif:FILE, svg:FILE, folded:FILE,
- * suppressions[:FILE], old:AGE[:PERIOD], peak.  No malloc. */
-typedef struct hci_report_opts {
-  int top_n;                 /* top[:N]: at exit; 0 = off */
-  const char *json, *sarif, *svg, *folded; /* file templates (%p pid, %n check name) or NULL */
-  const char *supp_file;     /* suppressions:FILE: append every record's suppression */
-  bool supp_print;           /* suppressions: print one under each record of the text report */
-  uint64_t old_age_ns, old_period_ns; /* old:AGE:PERIOD; 0 = off */
-  bool peak;                 /* peak: a live-sample snapshot at each new high-water mark */
-} hci_report_opts_t;
-const hci_report_opts_t *hci_report_opts(void);
-
 #endif
 }
 
