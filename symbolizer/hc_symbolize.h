@@ -217,6 +217,10 @@ bool hci_dwarf_lookup(const hci_line_index_t *idx, const hci_dwarf_sects_t *s, u
                       char *file, size_t file_size, int *line);
 void hci_dwarf_index_free(hci_line_index_t *idx);
 
+/* ======================= internal: sym_path.c ======================= */
+/* Lexically removes "." and "dir/.." from an absolute path, in place. */
+void hci_sym_normalize_path(char *p);
+
 /* ======================= frames_json.c ======================= */
 /* The stack as a JSON array of frames {address, module, offset, function,
  * function_offset, file, line} (docs/report-formats.md). */

@@ -591,35 +591,6 @@ static const char *unversioned(const char *name) {
   return s ? s : name;
 }
 
-/* Lexically removes "." and "dir/.." from an absolute path, in place:
- * "/build/../src/a.c" reads better in a report than what the compiler
- * recorded (a build directory joined with a relative source path). */
-static void normalize_path(char *p) {
-  if (p[0] != '/') return;
-  size_t out = 0; /* p[0..out) is the normalized prefix, without a trailing '/' */
-  size_t starts[256];
-  size_t depth = 0;
-  const char *in = p;
-  while (*in) {
-    while (*in == '/') in++;
-    const char *comp = in;
-    while (*in && *in != '/') in++;
-    size_t len = (size_t)(in - comp);
-    if (len == 0 || (len == 1 && comp[0] == '.')) continue;
-    if (len == 2 && comp[0] == '.' && comp[1] == '.') {
-      if (depth > 0) out = starts[--depth];
-      continue;
-    }
-    if (depth == sizeof starts / sizeof *starts) return; /* absurd depth: leave it as it was */
-    starts[depth++] = out;
-    p[out++] = '/';
-    memmove(p + out, comp, len);
-    out += len;
-  }
-  if (out == 0) p[out++] = '/';
-  p[out] = 0;
-}
-
 /* ---- inlined frames ---- */
 
 #define MAX_INLINED 16
@@ -629,7 +600,7 @@ static void set_call_site(module_t *m, size_t unit, const hci_inline_t *in, hci_
   f->file = NULL;
   f->line = 0;
   if (!hci_dwarf_file(&m->lines, &m->dw, unit, in->call_file, file, sizeof file)) return;
-  normalize_path(file);
+  hci_sym_normalize_path(file);
   if (file[0]) f->file = intern(file);
   f->line = f->file && in->call_line <= 0x7fffffff ? (int)in->call_line : 0;
 }
@@ -692,7 +663,7 @@ static void lookup(uintptr_t pc, hci_frame_t *f) {
   char file[PATH_BUF];
   int line;
   if (m->lines.n && hci_dwarf_lookup(&m->lines, &m->dw, addr, file, sizeof file, &line)) {
-    normalize_path(file);
+    hci_sym_normalize_path(file);
     if (file[0]) f->file = intern(file);
     f->line = f->file ? line : 0;
   }

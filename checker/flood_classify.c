@@ -1,0 +1,193 @@
+/* flood_classify.c - after the roots (steps 5-6 of flood.c): "possibly
+ * lost" objects, the leaks in scope, and valgrind's direct/indirect
+ * classification with the bytes each direct leak owns.
+ * Invariants and locks: flood_internal.h; runs with the world stopped.
+ */
+#include "flood_internal.h"
+
+// ---- classification floods (leaks only: few objects, plain code) ----
+
+/* The mark of the live object v points into (same interior rules as the
+ * main flood) and its start/size; NULL for anything else. */
+static uint8_t *resolve(flood_t *f, uintptr_t v, uintptr_t *start, size_t *size) {
+  if (v - f->heap_lo >= f->heap_span) return NULL;
+  const hc_pm_entry_t *pe = hci_pagemap_find(v);
+  hc_span_t *s = pe ? (hc_span_t *)pe->span : NULL;
+  if (!s || !s->marks) return NULL;
+  unsigned cls = (unsigned)(pe->info & HC_PM_CLASS_MASK);
+  uintptr_t inner;
+  uint8_t *mk;
+  if (cls) {
+    const hc_class_info_t *ci = &hci_classes[cls];
+    uintptr_t off = v - (pe->info & ~HC_PM_CLASS_MASK);
+    uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
+    if (idx >= s->carved || s->objmeta[idx].stack_id == HC_STACK_NONE) return NULL;
+    *size = small_size(s, idx, ci);
+    inner = off - (uintptr_t)idx * ci->size;
+    *start = v - inner;
+    mk = &s->marks[idx];
+  } else {
+    if (s->state != HC_SPAN_LARGE || s->meta.stack_id == HC_STACK_NONE) return NULL;
+    *size = s->req_size;
+    inner = v - s->start;
+    *start = s->start;
+    mk = &s->marks[0];
+  }
+  if (inner && (inner >= *size || inner > f->maxoff)) return NULL;
+  return mk;
+}
+
+/* The leak starting at addr (leaks sorted by address), or NULL. */
+static hci_leak_t *find_leak(flood_t *f, uintptr_t addr) {
+  hci_leak_t *v = f->r->leaks;
+  size_t lo = 0, hi = f->r->nleaks;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].addr < addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < f->r->nleaks && v[lo].addr == addr ? &v[lo] : NULL;
+}
+
+/* Classification flood from the current leader (valgrind's "clique"): a leak
+ * reached for the first time becomes indirect and the leader owns it; an
+ * earlier leader reached becomes indirect too, and what it owned moves to
+ * this one (its objects are not scanned again).  Words are read at their
+ * address + delta. */
+void hci_fl_scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta) {
+  uintptr_t a = (uintptr_t)f->p->align;
+  hci_leak_t *leader = f->leader;
+  for (uintptr_t q = (lo + a - 1) & ~(a - 1); q + sizeof(uintptr_t) <= hi; q += a) {
+    uintptr_t v, start;
+    size_t size;
+    memcpy(&v, (const void *)(q + delta), sizeof v);
+    uint8_t *mk = resolve(f, v, &start, &size);
+    if (!mk || !(*mk & M_LEAK) || start == leader->addr) continue;
+    if (!(*mk & M_COVERED)) {
+      *mk |= M_COVERED | M_INDIRECT;
+      leader->owned_bytes += size;
+      leader->owned_objects++;
+      push(f, start, size);
+    } else if (!(*mk & M_INDIRECT)) {
+      *mk |= M_INDIRECT;
+      hci_leak_t *old = find_leak(f, start);
+      if (old) {
+        leader->owned_bytes += old->size + old->owned_bytes;
+        leader->owned_objects += 1 + old->owned_objects;
+        old->owned_bytes = old->owned_objects = 0;
+      }
+    }
+  }
+}
+
+// ---- possibly lost ----
+
+static bool in_scope(const flood_t *f, uint16_t epoch);
+
+/* After every root: objects still pending were reached only through
+ * interior pointers.  They and everything they reach (not already live) are
+ * "possibly lost" (valgrind's term): alive for the verdict, counted apart. */
+void hci_fl_flood_possible(flood_t *f) {
+  if (!f->npending) return;
+  f->live_mark = M_LIVE | M_POSSIBLE;
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    uint8_t *mk = s->marks;
+    if (!mk) continue;
+    size_t n = span_slots(s);
+    for (size_t k = 0; k < n; k++) {
+      if (mk[k] != M_PENDING) continue;
+      mk[k] = M_LIVE | M_POSSIBLE;
+      if (s->state == HC_SPAN_LARGE) push(f, s->start, s->req_size);
+      else push(f, s->start + (uintptr_t)k * hci_classes[s->cls].size, small_size(s, (uint32_t)k, &hci_classes[s->cls]));
+      hci_fl_drain(f);
+    }
+  }
+  f->live_mark = M_LIVE;
+  /* Count the ones in the check's scope. */
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    uint8_t *mk = s->marks;
+    if (!mk) continue;
+    if (s->state == HC_SPAN_LARGE) {
+      if ((mk[0] & M_POSSIBLE) && in_scope(f, s->meta.epoch)) {
+        f->r->possible_objects++;
+        f->r->possible_bytes += s->req_size;
+      }
+      continue;
+    }
+    for (uint32_t k = 0; k < s->carved; k++)
+      if ((mk[k] & M_POSSIBLE) && in_scope(f, s->objmeta[k].epoch)) {
+        f->r->possible_objects++;
+        f->r->possible_bytes += small_size(s, k, &hci_classes[s->cls]);
+      }
+  }
+}
+
+// ---- classification ----
+
+static bool in_scope(const flood_t *f, uint16_t epoch) {
+  return f->p->report_all || (uint16_t)(epoch - f->p->base_epoch) < 0x8000u;
+}
+
+/* Every object still unmarked is unreachable (free ones were marked by
+ * push_extra_roots): a leak when in scope. */
+void hci_fl_collect_leaks(flood_t *f) {
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    uint8_t *mk = s->marks;
+    if (!mk) continue;
+    if (s->state == HC_SPAN_LARGE) {
+      if (mk[0]) continue;
+      if (!in_scope(f, s->meta.epoch)) mk[0] = M_OLD;
+      else if (hci_fl_add_leak(f, s->start, s->req_size, s->meta.stack_id)) mk[0] = M_LEAK;
+      continue;
+    }
+    const hc_class_info_t *ci = &hci_classes[s->cls];
+    for (uint32_t k = next_zero(mk, 0, s->carved); k < s->carved; k = next_zero(mk, k + 1, s->carved)) {
+      if (mk[k]) continue;
+      if (!in_scope(f, s->objmeta[k].epoch)) mk[k] = M_OLD;
+      else if (hci_fl_add_leak(f, s->start + (uintptr_t)k * ci->size, small_size(s, k, ci), s->objmeta[k].stack_id))
+        mk[k] = M_LEAK;
+    }
+  }
+}
+
+static uint8_t *leak_mark(flood_t *f, const hci_leak_t *l) {
+  uintptr_t start;
+  size_t size;
+  return resolve(f, l->addr, &start, &size);
+}
+
+static int cmp_leak_addr(const void *a, const void *b) {
+  const hci_leak_t *x = a, *y = b;
+  return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* valgrind's rule: in address order, every leak not yet reached from an
+ * earlier one leads a flood over the leaks it reaches; those are indirect,
+ * and an earlier leader it reaches becomes indirect too.  What stays direct
+ * is one leak per leaked structure (the lowest-addressed member of each
+ * strongly connected component that no other leak points to), and each
+ * direct leak owns the bytes of the indirect ones it keeps. */
+void hci_fl_classify(flood_t *f) {
+  hci_flood_result_t *r = f->r;
+  hci_chk_sort(r->leaks, r->nleaks, sizeof *r->leaks, cmp_leak_addr);
+  f->covered_mode = 1;
+  for (size_t i = 0; i < r->nleaks; i++) {
+    uint8_t *mk = leak_mark(f, &r->leaks[i]);
+    if (!mk || (*mk & M_COVERED)) continue;
+    *mk |= M_COVERED;
+    f->leader = &r->leaks[i];
+    push(f, r->leaks[i].addr, r->leaks[i].size);
+    hci_fl_drain(f);
+  }
+  f->covered_mode = 0;
+  for (size_t i = 0; i < r->nleaks; i++) {
+    uint8_t *mk = leak_mark(f, &r->leaks[i]);
+    r->leaks[i].kind = mk && (*mk & M_INDIRECT) ? HCI_LEAK_INDIRECT : HCI_LEAK_DIRECT;
+    if (r->leaks[i].kind == HCI_LEAK_INDIRECT) r->leaks[i].owned_bytes = r->leaks[i].owned_objects = 0;
+    r->leaked_bytes += r->leaks[i].size;
+  }
+}
+

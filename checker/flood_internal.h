@@ -1,0 +1,133 @@
+/* flood_internal.h - what the modules of one leak check's flood share
+ * (flood.c: driver, memory, marks; flood_scan.c: the scan loop and safe
+ * reads; flood_roots.c: roots; flood_classify.c: possibly lost, leaks,
+ * direct/indirect).  Only checker/flood*.c include it.
+ *
+ * Invariants: outside a check every span's marks pointer is NULL; marks and
+ * the frontier live in hci_os_map memory (the meta arena lock is held by
+ * hci_lock_all); nothing here calls malloc, stdio or takes a lock.
+ */
+#ifndef HC_FLOOD_INTERNAL_H
+#define HC_FLOOD_INTERNAL_H
+
+#include <string.h>
+
+#include "hc_checker.h"
+
+// ---- mark byte ----
+#define M_LIVE 0x01     /* reachable (or a root) and scanned */
+#define M_FREE 0x02     /* no live object there (seen during the check) */
+#define M_LEAK 0x04     /* unreachable and in the check's scope */
+#define M_OLD 0x08      /* unreachable, allocated before the check's start */
+#define M_INDIRECT 0x10 /* a leak another leak points to */
+#define M_COVERED 0x20  /* reached from a direct leak (classification) */
+#define M_PENDING 0x40  /* reached so far only by a pointer into its middle: not scanned yet */
+#define M_POSSIBLE 0x80 /* with M_LIVE: reached only through chains with an interior pointer */
+
+#define SCRATCH ((size_t)64 << 10)
+#define SCRATCH_MAP (SCRATCH + 4096) /* scan_copy reads up to 14 bytes past a SCRATCH piece */
+#define PCACHE 256                   /* pages drain_careful keeps copied (1 MiB) */
+
+typedef struct work {
+  uintptr_t lo;
+  size_t size;
+} work_t;
+
+typedef struct ldso_ent {
+  uint32_t id;
+  uint8_t is_root;
+} ldso_ent_t;
+#define LDSO_CACHE 4096
+
+typedef struct flood {
+  const hci_flood_params_t *p;
+  hci_flood_result_t *r;
+  uintptr_t heap_lo, heap_span;   /* prefilter: v - heap_lo < heap_span */
+  uintptr_t maxoff;               /* interior offset limit */
+  hc_span_t **spans;              /* spans in use */
+  size_t nspans, spans_map;
+  uint8_t *marks;
+  size_t marks_map;
+  work_t *stack;                  /* the frontier */
+  size_t sp, cap;
+  ldso_ent_t *ldso;               /* stack id -> allocated by ld.so / suppressed */
+  uintptr_t *scratch;             /* SCRATCH bytes: safe copies of unstable root ranges */
+  uint8_t covered_mode;           /* drain(): main flood (0) or classification (1) */
+  /* What may be read: the readable mappings of the snapshot taken with the
+   * world stopped, merged and sorted (rd); cur_lo/cur_hi is
+   * the one the last read fell in (the fast path: two compares a range). */
+  hci_readable_t rd;
+  uintptr_t cur_lo, cur_hi;
+  bool careful;                   /* a thread runs: mappings may change, every read is copied */
+  uintptr_t skip_end;             /* end of the last range skipped */
+  uintptr_t bat_lo, bat_hi;       /* drain_careful's last readable mapping */
+  uint8_t *pcache;                /* drain_careful's page copies... */
+  uintptr_t *pc_page;             /* ...and the page each one holds */
+  hci_leak_t *leader;             /* classification: the leak whose flood runs */
+  bool track_possible;            /* no offset limit: interior-only objects are "possibly lost" */
+  uint8_t live_mark;              /* what consider() marks: M_LIVE, or M_LIVE | M_POSSIBLE */
+  size_t npending;                /* objects marked M_PENDING (some may have become live since) */
+} flood_t;
+
+/* Objects and root ranges are scanned CHUNK bytes at a time, the rest pushed
+ * back first: what a chunk reaches is scanned before the remainder, so the
+ * frontier stays small even for a table of millions of pointers (every
+ * frontier page costs a page fault). */
+#define CHUNK ((size_t)4096)
+
+// ---- flood.c: memory ----
+bool hci_fl_grow_stack(flood_t *f);
+bool hci_fl_add_leak(flood_t *f, uintptr_t addr, size_t size, uint32_t stack);
+
+static inline void push(flood_t *f, uintptr_t lo, size_t size) {
+  if (hc_unlikely(f->sp == f->cap) && !hci_fl_grow_stack(f)) return;
+  f->stack[f->sp].lo = lo;
+  f->stack[f->sp].size = size;
+  f->sp++;
+}
+
+static inline size_t span_slots(const hc_span_t *s) {
+  if (s->state == HC_SPAN_LARGE) return 1;
+  return s->objmeta ? s->carved : 0; /* no records: nothing to mark or report */
+}
+
+static inline size_t small_size(const hc_span_t *s, uint32_t idx, const hc_class_info_t *ci) {
+  return ci->size - (atomic_load_explicit(&s->objmeta[idx].xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK);
+}
+
+/* Index of the first zero mark in mk[k..n) (n when none): 8 marks per step,
+ * since after the flood nearly every mark is set. */
+static inline uint32_t next_zero(const uint8_t *mk, uint32_t k, uint32_t n) {
+  while (k + 8 <= n) {
+    uint64_t x;
+    memcpy(&x, mk + k, sizeof x);
+    if ((x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull) break; /* has a zero byte */
+    k += 8;
+  }
+  while (k < n && mk[k]) k++;
+  return k;
+}
+
+// ---- flood_scan.c: the scan loop, safe reads ----
+void hci_fl_setup_readable(flood_t *f, const hci_maps_t *maps);
+/* Scans the words of [lo, hi), reading each at its address + delta. */
+void hci_fl_scan_main(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta);
+/* Scans [lo, hi) of memory the checker does not own (main flood). */
+void hci_fl_scan_range(flood_t *f, uintptr_t lo, uintptr_t hi);
+/* Scans every object on the frontier until it is empty. */
+void hci_fl_drain(flood_t *f);
+
+// ---- flood_roots.c ----
+void hci_fl_root_cb(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind);
+void hci_fl_scan_region(flood_t *f, const hci_maps_t *maps, uintptr_t lo, uintptr_t hi);
+void hci_fl_push_ignored(flood_t *f);
+void hci_fl_push_extra_roots(flood_t *f);
+
+// ---- flood_classify.c ----
+/* The classification flood's scan of [lo, hi) (words read at + delta). */
+void hci_fl_scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta);
+void hci_fl_flood_possible(flood_t *f);
+void hci_fl_collect_leaks(flood_t *f);
+void hci_fl_classify(flood_t *f);
+
+#endif

@@ -1,0 +1,156 @@
+/* flood_roots.c - the roots of a flood: root ranges from roots.c (unstable
+ * ones through hci_copy_safe), registered regions, ignored objects, and the
+ * objects allocated by ld.so or by a suppressed stack (steps 3-4 of flood.c).
+ * Invariants and locks: flood_internal.h; runs with the world stopped.
+ */
+#include <sys/mman.h>
+
+#include "flood_internal.h"
+
+// ---- roots ----
+
+/* A range that may vanish or was never touched (the program's own mappings,
+ * running threads' stacks): copied SCRATCH bytes at a time with
+ * hci_copy_safe, skipping pages that were never touched (mincore: a
+ * reservation of terabytes costs nothing). */
+static void scan_copied(flood_t *f, uintptr_t lo, uintptr_t hi) {
+  if (!f->scratch) f->scratch = hci_os_map(SCRATCH_MAP);
+  if (!f->scratch) {
+    f->r->oom = true;
+    return;
+  }
+  unsigned char vec[SCRATCH / 4096];
+  for (uintptr_t a = lo & ~(uintptr_t)7; a < hi;) {
+    uintptr_t end = (a & ~(uintptr_t)(SCRATCH - 1)) + SCRATCH;
+    if (end > hi) end = hi;
+    uintptr_t page = a & ~(uintptr_t)4095;
+    if (mincore((void *)page, end - page, vec) == 0) {
+      /* Scan only the resident pages of [a, end). */
+      for (uintptr_t p = page; p < end; p += 4096) {
+        if (!(vec[(p - page) / 4096] & 1)) continue;
+        uintptr_t l = p > a ? p : a, h = p + 4096 < end ? p + 4096 : end;
+        size_t n = h - l;
+        hci_copy_safe(f->scratch, l, n);
+        hci_fl_scan_main(f, (uintptr_t)f->scratch, (uintptr_t)f->scratch + n, 0);
+      }
+    } else {
+      size_t n = end - a;
+      hci_copy_safe(f->scratch, a, n);
+      hci_fl_scan_main(f, (uintptr_t)f->scratch, (uintptr_t)f->scratch + n, 0);
+    }
+    hci_fl_drain(f);
+    a = end;
+  }
+}
+
+void hci_fl_root_cb(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind) {
+  flood_t *f = ctx;
+  if (lo >= hi) return;
+  if (hci_root_kind_unstable(kind)) {
+    scan_copied(f, lo, hi);
+    return;
+  }
+  if (f->p->align == (int)sizeof(uintptr_t)) { /* 8-aligned chunk boundaries: see hci_fl_drain() */
+    uintptr_t a = (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
+    if (a < hi) push(f, a, hi - a);
+  } else {
+    hci_fl_scan_range(f, lo, hi);
+  }
+  hci_fl_drain(f);
+}
+
+/* A registered region, clipped to readable mappings (it may be stale). */
+void hci_fl_scan_region(flood_t *f, const hci_maps_t *maps, uintptr_t lo, uintptr_t hi) {
+  if (maps->n == 0) return; /* cannot tell what is mapped: skip rather than fault */
+  for (int i = 0; i < maps->n; i++) {
+    const hci_map_t *m = &maps->v[i];
+    if (m->hi <= lo || m->lo >= hi) continue;
+    if (!(m->flags & HCI_MAP_R) || (m->flags & (HCI_MAP_SPECIAL | HCI_MAP_DEVICE))) continue;
+    /* A region may be a file mapping (SIGBUS past the file's end) or be
+     * unmapped by a thread that runs: read through a copy. */
+    scan_copied(f, lo > m->lo ? lo : m->lo, hi < m->hi ? hi : m->hi);
+  }
+}
+
+/* Objects flagged HC_OBJ_IGNORED (IgnoreObject, Disabler) are roots. */
+void hci_fl_push_ignored(flood_t *f) {
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    if (!s->marks) continue;
+    if (s->state == HC_SPAN_LARGE) {
+      if (s->meta.stack_id && (atomic_load_explicit(&s->meta.xflags, memory_order_relaxed) & HC_OBJ_IGNORED) &&
+          !s->marks[0]) {
+        s->marks[0] = M_LIVE;
+        f->r->reach_objects++;
+        f->r->reach_bytes += s->req_size;
+        push(f, s->start, s->req_size);
+      }
+      continue;
+    }
+    const hc_class_info_t *ci = &hci_classes[s->cls];
+    for (uint32_t k = 0; k < s->carved; k++) {
+      if (!s->objmeta[k].stack_id || s->marks[k]) continue;
+      if (!(atomic_load_explicit(&s->objmeta[k].xflags, memory_order_relaxed) & HC_OBJ_IGNORED)) continue;
+      size_t size = small_size(s, k, ci);
+      s->marks[k] = M_LIVE;
+      f->r->reach_objects++;
+      f->r->reach_bytes += size;
+      push(f, s->start + (uintptr_t)k * ci->size, size);
+    }
+    hci_fl_drain(f);
+  }
+  hci_fl_drain(f);
+}
+
+/* Allocated by the dynamic loader (its first frame is in ld.so: DTV,
+ * dynamic TLS blocks, link maps) or by a suppressed stack.  Cached per id. */
+static bool extra_root(flood_t *f, uint32_t id) {
+  ldso_ent_t *c = f->ldso ? &f->ldso[id % LDSO_CACHE] : NULL;
+  if (c && c->id == id) return c->is_root;
+  const uintptr_t *pcs;
+  int n = hci_depot_get(id, &pcs);
+  bool root = (n > 0 && !f->p->no_ld_roots && hci_pc_in_ldso(pcs[0])) || hci_supp_is_suppressed(id);
+  if (c) {
+    c->id = id;
+    c->is_root = root;
+  }
+  return root;
+}
+
+void hci_fl_push_extra_roots(flood_t *f) {
+  f->ldso = hci_os_map(LDSO_CACHE * sizeof(ldso_ent_t));
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    uint8_t *mk = s->marks;
+    if (!mk) continue;
+    if (s->state == HC_SPAN_LARGE) {
+      if (mk[0]) continue;
+      if (!s->meta.stack_id) mk[0] = M_FREE;
+      else if (extra_root(f, s->meta.stack_id)) {
+        mk[0] = M_LIVE;
+        f->r->reach_objects++;
+        f->r->reach_bytes += s->req_size;
+        push(f, s->start, s->req_size);
+        hci_fl_drain(f);
+      }
+      continue;
+    }
+    const hc_class_info_t *ci = &hci_classes[s->cls];
+    for (uint32_t k = next_zero(mk, 0, s->carved); k < s->carved; k = next_zero(mk, k + 1, s->carved)) {
+      if (mk[k]) continue;
+      uint32_t id = s->objmeta[k].stack_id;
+      if (!id) {
+        mk[k] = M_FREE;
+        continue;
+      }
+      if (!extra_root(f, id)) continue;
+      size_t size = small_size(s, k, ci);
+      mk[k] = M_LIVE;
+      f->r->reach_objects++;
+      f->r->reach_bytes += size;
+      push(f, s->start + (uintptr_t)k * ci->size, size);
+      hci_fl_drain(f);
+    }
+  }
+}
+

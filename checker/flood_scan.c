@@ -1,0 +1,256 @@
+/* flood_scan.c - the flood's hot loop and its safe reads: consider() (one
+ * pagemap lookup, a mark byte, the object's record per word that points into
+ * the heap), the frontier's drain, and reads of memory the checker does not
+ * own clipped to the readable mappings of the stopped world's snapshot (a
+ * copy when a thread still runs).
+ * Invariants and locks: flood_internal.h; runs with the world stopped.
+ */
+#include "flood_internal.h"
+
+// ---- the main flood ----
+
+/* v lies in the heap's address range: mark and push the object it points
+ * into when that object is live and not yet marked. */
+static inline __attribute__((always_inline)) void consider(flood_t *f, uintptr_t v) {
+  const hc_pm_entry_t *pe = hci_pagemap_find(v);
+  if (!pe) return;
+  hc_span_t *s = (hc_span_t *)pe->span;
+  if (!s) return;
+  uint8_t *mk = s->marks;
+  if (!mk) return;
+  uintptr_t info = pe->info;
+  unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+  uintptr_t inner, start;
+  size_t size;
+  uint8_t *m;
+  if (hc_likely(cls)) {
+    const hc_class_info_t *ci = &hci_classes[cls];
+    uintptr_t off = v - (info & ~HC_PM_CLASS_MASK);
+    uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
+    if (idx >= s->carved || (mk[idx] & ~M_PENDING)) return;
+    m = &mk[idx];
+    if (s->objmeta[idx].stack_id == HC_STACK_NONE) {
+      *m = M_FREE;
+      return;
+    }
+    size = small_size(s, idx, ci);
+    inner = off - (uintptr_t)idx * ci->size;
+    start = v - inner;
+  } else {
+    if (s->state != HC_SPAN_LARGE || (mk[0] & ~M_PENDING)) return;
+    m = &mk[0];
+    if (s->meta.stack_id == HC_STACK_NONE) {
+      *m = M_FREE;
+      return;
+    }
+    inner = v - s->start;
+    size = s->req_size;
+    start = s->start;
+  }
+  if (inner) {
+    if (inner >= size) return;
+    if (f->live_mark == M_LIVE) {
+      /* The main flood: an interior pointer only makes the object pending
+       * (valgrind: "possibly lost" unless a start pointer reaches it too). */
+      if (f->track_possible) {
+        if (!*m) f->npending++;
+        *m = M_PENDING;
+        return;
+      }
+      if (inner > f->maxoff) return;
+    }
+  }
+  *m = f->live_mark;
+  if (f->live_mark == M_LIVE) {
+    f->r->reach_objects++;
+    f->r->reach_bytes += size;
+  }
+  push(f, start, size);
+}
+
+/* Scans the words of [lo, hi) (addresses of the program), reading each at
+ * its address + delta (0, or a copy in scratch). */
+void hci_fl_scan_main(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta) {
+  const uintptr_t hlo = f->heap_lo, hspan = f->heap_span;
+  size_t words = 0;
+  if (f->p->align == (int)sizeof(uintptr_t)) {
+    const uintptr_t *w =
+        (const uintptr_t *)(((lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1)) + delta);
+    const uintptr_t *end = (const uintptr_t *)((hi & ~(uintptr_t)(sizeof(uintptr_t) - 1)) + delta);
+    words = w < end ? (size_t)(end - w) : 0;
+    for (; w < end; w++) {
+      uintptr_t v = *w;
+      if (hc_likely(v - hlo >= hspan)) continue;
+      consider(f, v);
+    }
+  } else {
+    uintptr_t a = (uintptr_t)f->p->align;
+    for (uintptr_t q = (lo + a - 1) & ~(a - 1); q + sizeof(uintptr_t) <= hi; q += a, words++) {
+      uintptr_t v;
+      memcpy(&v, (const void *)(q + delta), sizeof v);
+      if (v - hlo >= hspan) continue;
+      consider(f, v);
+    }
+  }
+  f->r->scanned_words += words;
+}
+
+// ---- safe reads ----
+
+/* The readable mappings of the snapshot (hci_world_stop read it after every
+ * thread stopped), merged; none when it could not be read. */
+void hci_fl_setup_readable(flood_t *f, const hci_maps_t *maps) {
+  f->careful = f->r->not_stopped > 0;
+  if (!hci_readable_build(&f->rd, maps)) f->careful = true; /* nothing known: copy everything */
+}
+
+/* [at, at + n) was not scanned; a range that continues the last one (the
+ * next chunk of the same hole) is not counted again. */
+static hc_noinline void skipped(flood_t *f, uintptr_t at, size_t n) {
+  f->r->skipped_bytes += n;
+  if (at != f->skip_end) f->r->skipped_ranges++;
+  f->skip_end = at + n;
+}
+
+/* mode 0: main flood; 2: classification (scan_leaks; obj: the leak's start). */
+static inline void scan_direct(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj, uintptr_t delta) {
+  (void)obj;
+  if (mode == 0) hci_fl_scan_main(f, lo, hi, delta);
+  else hci_fl_scan_leaks(f, lo, hi, delta);
+}
+
+/* [lo, hi) through a fault-proof copy, SCRATCH bytes (page-aligned pieces)
+ * at a time; a page that cannot be read is skipped and counted. */
+static void scan_copy(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj) {
+  if (!f->scratch) f->scratch = hci_os_map(SCRATCH_MAP);
+  if (!f->scratch) {
+    f->r->oom = true;
+    return;
+  }
+  for (uintptr_t c = lo; c < hi;) {
+    uintptr_t e = (c & ~(uintptr_t)(SCRATCH - 1)) + SCRATCH;
+    if (e > hi) e = hi;
+    uintptr_t base = c & ~(uintptr_t)7;
+    /* 7 bytes more: a word that starts before e may end after it. */
+    uintptr_t want_end = hi - e >= 7 ? e + 7 : hi;
+    size_t got = hci_os_read(f->scratch, base, want_end - base);
+    uintptr_t delta = (uintptr_t)f->scratch - base;
+    if (base + got > c) scan_direct(f, c, base + got, mode, obj, delta);
+    if (base + got < e) { /* the page at base + got cannot be read */
+      uintptr_t bad = base + got > c ? base + got : c, next = (bad & ~(uintptr_t)4095) + 4096;
+      if (next > hi) next = hi;
+      skipped(f, bad, next - bad);
+      c = next;
+      continue;
+    }
+    c = e;
+  }
+}
+
+/* Reads [lo, hi) of memory the checker does not own: only the parts that
+ * the snapshot says are readable (a PROT_NONE guard page, an munmap'ed hole
+ * inside a block, a PROT_NONE page among globals are skipped and counted),
+ * directly while the world is stopped, through a copy when a thread still
+ * runs (it may change its mappings at any moment). */
+static hc_noinline void scan_slow(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj) {
+  const hci_readable_t *rd = &f->rd;
+  if (rd->n == 0) {
+    scan_copy(f, lo, hi, mode, obj);
+    return;
+  }
+  uintptr_t at = lo;
+  for (size_t i = hci_readable_first(rd, lo); i < rd->n && rd->lo[i] < hi; i++) {
+    uintptr_t l = lo > rd->lo[i] ? lo : rd->lo[i], h = hi < rd->hi[i] ? hi : rd->hi[i];
+    if (l > at) skipped(f, at, l - at);
+    if (f->careful) {
+      scan_copy(f, l, h, mode, obj);
+    } else {
+      f->cur_lo = rd->lo[i];
+      f->cur_hi = rd->hi[i];
+      scan_direct(f, l, h, mode, obj, 0);
+    }
+    at = h;
+  }
+  if (at < hi) skipped(f, at, hi - at);
+}
+
+static inline void scan_checked(flood_t *f, uintptr_t lo, uintptr_t hi, int mode, uintptr_t obj) {
+  if (hc_likely(lo >= f->cur_lo && hi <= f->cur_hi)) scan_direct(f, lo, hi, mode, obj, 0);
+  else scan_slow(f, lo, hi, mode, obj);
+}
+
+/* [lo, hi) lies in one readable mapping of the snapshot (bat_lo/bat_hi:
+ * the last one found). */
+static bool in_readable(flood_t *f, uintptr_t lo, uintptr_t hi) {
+  if (lo >= f->bat_lo && hi <= f->bat_hi) return true;
+  size_t a = hci_readable_first(&f->rd, lo);
+  if (a == f->rd.n || f->rd.lo[a] > lo || hi > f->rd.hi[a]) return false;
+  f->bat_lo = f->rd.lo[a];
+  f->bat_hi = f->rd.hi[a];
+  return true;
+}
+
+/* The copy of the page at page (hci_os_read, once while it stays in the
+ * direct-mapped cache), or NULL when it cannot be read. */
+static const uint8_t *page_copy(flood_t *f, uintptr_t page) {
+  size_t i = (size_t)(page >> 12) & (PCACHE - 1);
+  uint8_t *d = f->pcache + i * 4096;
+  if (f->pc_page[i] == page) return d;
+  f->pc_page[i] = 0;
+  if (hci_os_read(d, page, 4096) != 4096) return NULL;
+  f->pc_page[i] = page;
+  return d;
+}
+
+/* The main flood while a thread runs (careful): every object is read from
+ * copies of its pages, each page copied once with one process_vm_readv
+ * (objects are small and packed: a syscall per object would cost 10 times
+ * as much).  Objects not inside one readable mapping go through scan_slow. */
+static hc_noinline void drain_careful(flood_t *f) {
+  if (!f->pcache) {
+    f->pcache = hci_os_map(PCACHE * 4096 + PCACHE * sizeof(uintptr_t));
+    if (f->pcache) f->pc_page = (uintptr_t *)(f->pcache + PCACHE * 4096);
+  }
+  while (f->sp) {
+    work_t w = f->stack[--f->sp];
+    if (w.size > CHUNK && f->p->align == (int)sizeof(uintptr_t)) {
+      push(f, w.lo + CHUNK, w.size - CHUNK);
+      w.size = CHUNK;
+    }
+    uintptr_t hi = w.lo + w.size;
+    /* Words that cross a page boundary need unaligned pointers (align < 8). */
+    if (!f->pcache || f->p->align != (int)sizeof(uintptr_t) || !in_readable(f, w.lo, hi)) {
+      scan_slow(f, w.lo, hi, 0, 0);
+      continue;
+    }
+    for (uintptr_t a = w.lo; a < hi;) {
+      uintptr_t page = a & ~(uintptr_t)4095, e = page + 4096 < hi ? page + 4096 : hi;
+      const uint8_t *d = page_copy(f, page);
+      if (d) hci_fl_scan_main(f, a, e, (uintptr_t)d - page);
+      else skipped(f, a, e - a);
+      a = e;
+    }
+  }
+}
+
+void hci_fl_drain(flood_t *f) {
+  if (f->careful && !f->covered_mode) {
+    drain_careful(f);
+    return;
+  }
+  while (f->sp) {
+    work_t w = f->stack[--f->sp];
+    if (f->sp) __builtin_prefetch((const void *)f->stack[f->sp - 1].lo); /* next object's first line */
+    if (f->covered_mode) {
+      scan_checked(f, w.lo, w.lo + w.size, 2, w.lo);
+      continue;
+    }
+    if (w.size > CHUNK && f->p->align == (int)sizeof(uintptr_t)) {
+      push(f, w.lo + CHUNK, w.size - CHUNK);
+      w.size = CHUNK;
+    }
+    scan_checked(f, w.lo, w.lo + w.size, 0, 0);
+  }
+}
+
+void hci_fl_scan_range(flood_t *f, uintptr_t lo, uintptr_t hi) { scan_checked(f, lo, hi, 0, 0); }
