@@ -23,6 +23,7 @@
 int hci_record_all;
 _Atomic uint16_t hci_epoch = 1;
 hci_samples_t hci_samples;
+HC_PRIVATE_STATE(hci_samples); /* links to spans (metadata): not a root */
 /* Told about sampled objects (the profiler registers it at start-up). */
 static const hci_sample_listener_t *_Atomic sample_listener;
 
@@ -129,7 +130,7 @@ static uint32_t record_stack(hc_tcache_t *tc, uintptr_t ra) {
 
 static uint16_t new_flags(hc_tcache_t *tc, size_t slack) {
   uint16_t f = (uint16_t)(slack & HC_OBJ_SLACK_MASK);
-  if (tc && tc->disable_depth > 0) f |= HC_OBJ_IGNORED;
+  if (tc && tc->chk.disable_depth > 0) f |= HC_OBJ_IGNORED;
   return f;
 }
 

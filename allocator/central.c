@@ -14,6 +14,7 @@
 #include "hc_internal.h"
 
 hc_central_t hci_central[HC_NUM_CLASSES];
+HC_PRIVATE_STATE(hci_central); /* free objects and spans only: not a root */
 
 /* Bytes held in transfer slots, all classes together: bounded so that freed
  * memory gets back to spans (and from there to the page heap and the OS)

@@ -20,6 +20,7 @@
 #include "hc_base.h"
 #include "hc_stacks.h"
 #include "hc_types.h"
+#include "hc_heap_view.h"
 
 /* ======================= meta.c (base/): span records ======================= */
 static inline hc_span_t *hci_span_new(void) { return hci_meta_alloc(sizeof(hc_span_t)); } /* zeroed */
@@ -41,19 +42,7 @@ static inline unsigned hci_size_class(size_t size) { return hci_class_lookup[hci
  * object start without touching the span.  Every page of every span, free
  * or in use, maps to its span.  Readers take no lock; writers hold the
  * page-heap lock.  Leaves are never freed. */
-typedef struct hc_pm_entry {
-  uintptr_t span;  /* hc_span_t * of the page, or 0 */
-  uintptr_t info;  /* SMALL: span start | class; else 0 */
-} hc_pm_entry_t;
-extern _Atomic(hc_pm_entry_t *) hci_pagemap_root[HC_PM_ROOT_LEN];
-#define HC_PM_CLASS_MASK ((uintptr_t)0xff)
-static inline const hc_pm_entry_t *hci_pagemap_find(uintptr_t addr) {
-  uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
-  if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return NULL;
-  hc_pm_entry_t *leaf = atomic_load_explicit(&hci_pagemap_root[root], memory_order_acquire);
-  if (hc_unlikely(leaf == NULL)) return NULL;
-  return &leaf[(addr >> HC_PAGE_SHIFT) & (HC_PM_LEAF_LEN - 1)];
-}
+/* hc_pm_entry_t, hci_pagemap_root, hci_pagemap_find: hc_heap_view.h. */
 static inline hc_span_t *hci_pagemap_span(uintptr_t addr) {
   const hc_pm_entry_t *e = hci_pagemap_find(addr);
   return e ? (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED) : NULL;
@@ -153,6 +142,14 @@ extern _Atomic uint64_t hci_sample_interval;  /* mean bytes between samples; 0 =
 void hci_sampler_reset(hc_tcache_t *tc);
 uint64_t hci_sampler_next_gap(hc_tcache_t *tc);
 void hci_sampler_init(void);
+/* Sets the mean sampling interval (0 = off) for every thread: this one
+ * redraws, others cut a longer pending gap.  Returns the previous mean.
+ * The one writer of other threads' sample_left outside their own paths. */
+size_t hci_sampler_set_interval(size_t bytes);
+uint64_t hci_sampler_interval(void);
+/* This thread's next allocation takes a sample (async-signal-safe; no
+ * effect while recording every allocation). */
+void hci_sampler_sample_next(void);
 
 /* ======================= alloc.c ======================= */
 /* Entry points behind the exported family; ra = the caller's return address
@@ -215,23 +212,26 @@ typedef void (*hci_startup_fn)(void);
 /* Every allocator lock, in the documented order (after the caller's own). */
 void hci_lock_all(void);
 void hci_unlock_all(void);
-/* Live object containing addr (interior pointers allowed).  Returns false for
- * free memory and non-heap addresses.  Safe with all locks held. */
-typedef struct hci_obj {
-  uintptr_t start;        /* first byte */
-  size_t size;            /* requested size when known, else usable size */
-  hc_objmeta_t *meta;     /* record (NULL when the object has none) */
-  hc_span_t *span;
-  uint32_t index;         /* object index in its span (0 for LARGE) */
-} hci_obj_t;
-bool hci_find_object(uintptr_t addr, hci_obj_t *out);
-/* Calls fn for every allocated object that has a record (stack_id != 0).
- * requires: all allocator locks held (hci_lock_all) or the world stopped. */
-typedef void (*hci_obj_fn)(void *ctx, const hci_obj_t *obj);
-void hci_for_each_object(hci_obj_fn fn, void *ctx);
-/* Calls fn for every span in use (SMALL and LARGE).  Same requirement. */
-typedef void (*hci_span_fn)(void *ctx, hc_span_t *s);
-void hci_for_each_span(hci_span_fn fn, void *ctx);
+/* The heap view (hci_heap_find, hci_heap_for_each_*, ...): hc_heap_view.h. */
+
+/* ======================= alloc_ctl.c: setters for the layers above ======================= */
+/* Every allocation records its stack from now on, fast paths off (the
+ * checker's start-up; once, for good). */
+void hci_alloc_set_recording(void);
+bool hci_alloc_recording(void);
+/* A new checker epoch (objects allocated from now on carry it). */
+uint16_t hci_alloc_next_epoch(void);
+/* The calling thread's Disabler nesting: begin is false when the thread has
+ * no cache (exiting), end is false without a matching begin. */
+bool hci_alloc_disable_begin(void);
+int hci_alloc_disable_depth(void);
+bool hci_alloc_disable_end(void);
+/* Thread pointer (TLS base) of the live thread tid, 0 when unknown.
+ * requires: the registry lock (hci_lock_all). */
+uintptr_t hci_alloc_thread_tp(int tid);
+/* malloc_trim: this thread's cache, transfer slots, sample stash and free
+ * pages back; 1 when memory went back to the OS. */
+int hci_alloc_trim(void);
 
 /* ======================= stats.c ======================= */
 struct hc_stats;

@@ -72,7 +72,8 @@ typedef struct hc_span {
   uint32_t carved;          /* SMALL: objects carved so far (lazy carving from start) */
   uint8_t is_zeroed;        /* just allocated from released/fresh pages: all bytes are zero */
   hc_objmeta_t *objmeta;    /* SMALL in checker mode: one record per object, else NULL */
-  uint8_t *marks;           /* checker: flood tags per object, only during a check */
+  uint8_t *tags;            /* owned by the layer that installed them (the checker's flood
+                               marks, only during a check); never read by the allocator */
   /* LARGE objects keep their record here */
   hc_objmeta_t meta;        /* stack id, epoch, flags of the single object */
   size_t req_size;          /* LARGE: bytes requested (exact, for reports and profiles) */
@@ -111,7 +112,9 @@ typedef struct hc_tcache {
   int tid;                  /* owning kernel thread id */
   uintptr_t tp;             /* owning thread's thread pointer (TLS base), for the checker */
   int in_alloc;             /* recursion guard for the slow path (unwinder, depot) */
-  int disable_depth;        /* Disabler nesting: > 0 marks new objects ignored */
+  struct {                  /* the checker's fields (alloc_ctl.c writes them on its behalf) */
+    int disable_depth;      /* Disabler nesting: > 0 marks new objects ignored */
+  } chk;
   bool is_static;           /* the shared empty cache (never written by any fast path) */
   hc_unwind_memo_t memo;    /* last DWARF walk of an allocation stack (only under in_alloc) */
 } hc_tcache_t;

@@ -85,7 +85,7 @@ hc_public int MallocExtension_GetNumericProperty(const char *name, size_t *value
 hc_public int MallocExtension_SetNumericProperty(const char *name, size_t value) {
   if (!name) return 0;
   if (strcmp(name, "heapcheck.sample_interval") == 0) {
-    hc_set_sample_interval(value);
+    hci_sampler_set_interval(value);
     return 1;
   }
   return 0; /* unknown, or read-only here */

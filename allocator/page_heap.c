@@ -16,6 +16,7 @@
 #include "usdt.h"
 
 hc_pageheap_t hci_pageheap;
+HC_PRIVATE_STATE(hci_pageheap);
 
 /* Committed free bytes above which release starts: an eighth of the memory
  * in use, clamped to [HC_RELEASE_MIN, HC_RELEASE_MAX] (hc_config.h).
@@ -231,7 +232,6 @@ void hci_ph_free_locked(hc_span_t *s) {
     s = join(s, next);
   }
   s->objmeta = NULL;
-  s->marks = NULL;
   s->freelist = NULL;
   s->allocated = s->carved = 0;
   s->is_sampled = 0;

@@ -11,6 +11,7 @@
 #include "hc_internal.h"
 
 _Atomic(hc_pm_entry_t *) hci_pagemap_root[HC_PM_ROOT_LEN];
+HC_PRIVATE_STATE(hci_pagemap_root); /* 1 MiB of metadata pointers: not a root */
 
 static hc_pm_entry_t *leaf_for(uintptr_t page, bool create) {
   size_t i = page >> HC_PM_LEAF_BITS;

@@ -80,6 +80,33 @@ uint64_t hci_sampler_next_gap(hc_tcache_t *tc) {
   unsigned __int128 g = (unsigned __int128)neg_log2_q16(q) * 45426u * mean;
   return (uint64_t)(g >> 32) + 1;
 }
+size_t hci_sampler_set_interval(size_t bytes) {
+  hci_ensure_init();
+  uint64_t old = atomic_exchange_explicit(&hci_sample_interval, (uint64_t)bytes, memory_order_relaxed);
+  if (hci_record_all) return (size_t)old;
+  hc_tcache_t *me = hci_tc;
+  if (!me->is_static) hci_sampler_reset(me); /* this thread draws with the new mean now */
+  if (bytes) {
+    /* Other threads: cut a longer pending gap (e.g. "never" while sampling
+     * was off) to the new mean; they redraw when it runs out. */
+    hci_lock(&hci_tc_registry_lock);
+    for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next) {
+      if (tc == me) continue;
+      if (__atomic_load_n(&tc->sample_left, __ATOMIC_RELAXED) > (int64_t)bytes)
+        __atomic_store_n(&tc->sample_left, (int64_t)bytes, __ATOMIC_RELAXED);
+    }
+    hci_unlock(&hci_tc_registry_lock);
+  }
+  return (size_t)old;
+}
+
+uint64_t hci_sampler_interval(void) { return atomic_load_explicit(&hci_sample_interval, memory_order_relaxed); }
+
+void hci_sampler_sample_next(void) {
+  hc_tcache_t *tc = hci_tc;
+  if (!tc->is_static && !hci_record_all) __atomic_store_n(&tc->sample_left, -1, __ATOMIC_RELAXED);
+}
+
 
 void hci_sampler_reset(hc_tcache_t *tc) {
   if (sample_seed) { /* splitmix64 of seed + n: distinct well-mixed states */

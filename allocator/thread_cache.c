@@ -29,6 +29,7 @@
 
 HC_TLS hc_tcache_t *hci_tc = &hci_tc_empty;
 hc_tcache_t hci_tc_empty = {.is_static = true};
+HC_PRIVATE_STATE(hci_tc_empty);
 hci_lock_t hci_tc_registry_lock;
 hc_tcache_t *hci_tc_registry;
 

@@ -1,5 +1,5 @@
-/* walk.c - services for the checker and the profiler: take every lock,
- * find the object containing an address, enumerate objects and spans.
+/* walk.c - services for the checker and the profiler: take every lock, and
+ * the heap view's iterators (hc_heap_view.h: the lookups are inline there).
  *
  * Enumeration reads the pagemap and spans without locks of its own, so the
  * caller must hold every allocator lock (hci_lock_all) or have stopped the
@@ -28,40 +28,9 @@ void hci_unlock_all(void) {
   if (hci_depot_unlock) hci_depot_unlock();
 }
 
-bool hci_find_object(uintptr_t addr, hci_obj_t *out) {
-  const hc_pm_entry_t *e = hci_pagemap_find(addr);
-  if (!e || !e->span) return false;
-  hc_span_t *s = (hc_span_t *)e->span;
-  unsigned cls = (unsigned)(e->info & HC_PM_CLASS_MASK);
-  if (cls) {
-    const hc_class_info_t *ci = &hci_classes[cls];
-    if (s->state != HC_SPAN_SMALL) return false;
-    uintptr_t off = addr - s->start;
-    uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
-    if (idx >= s->carved) return false;
-    out->start = s->start + (uintptr_t)idx * ci->size;
-    out->span = s;
-    out->index = idx;
-    out->meta = s->objmeta ? &s->objmeta[idx] : NULL;
-    if (out->meta && out->meta->stack_id == HC_STACK_NONE) return false;
-    out->size = out->meta ? ci->size - (atomic_load_explicit(&out->meta->xflags, memory_order_relaxed) &
-                                        HC_OBJ_SLACK_MASK)
-                          : ci->size;
-    return true;
-  }
-  if (s->state != HC_SPAN_LARGE || addr < s->start || addr >= s->start + (s->npages << HC_PAGE_SHIFT))
-    return false;
-  out->start = s->start;
-  out->span = s;
-  out->index = 0;
-  out->meta = &s->meta;
-  out->size = s->req_size;
-  return true;
-}
-
 /* Spans are found by walking the pagemap: every page of every span maps to
  * it, so a span is visited at its first page. */
-static void walk_spans(hci_span_fn fn, void *ctx) {
+static void walk_spans(hci_heap_span_fn fn, void *ctx) {
   for (size_t r = 0; r < HC_PM_ROOT_LEN; r++) {
     hc_pm_entry_t *leaf = atomic_load_explicit(&hci_pagemap_root[r], memory_order_acquire);
     if (!leaf) continue;
@@ -76,16 +45,16 @@ static void walk_spans(hci_span_fn fn, void *ctx) {
   }
 }
 
-void hci_for_each_span(hci_span_fn fn, void *ctx) { walk_spans(fn, ctx); }
+void hci_heap_for_each_span(hci_heap_span_fn fn, void *ctx) { walk_spans(fn, ctx); }
 
 typedef struct obj_walk {
-  hci_obj_fn fn;
+  hci_heap_obj_fn fn;
   void *ctx;
 } obj_walk_t;
 
 static void visit_span_objects(void *arg, hc_span_t *s) {
   obj_walk_t *w = arg;
-  hci_obj_t o;
+  hci_heap_obj_t o;
   o.span = s;
   if (s->state == HC_SPAN_LARGE) {
     if (s->meta.stack_id == HC_STACK_NONE) return;
@@ -109,7 +78,22 @@ static void visit_span_objects(void *arg, hc_span_t *s) {
   }
 }
 
-void hci_for_each_object(hci_obj_fn fn, void *ctx) {
+void hci_heap_for_each_object(hci_heap_obj_fn fn, void *ctx) {
   obj_walk_t w = {fn, ctx};
   walk_spans(visit_span_objects, &w);
+}
+
+void hci_heap_bounds(uintptr_t *lo, uintptr_t *hi) {
+  *lo = hci_pageheap.lo;
+  *hi = hci_pageheap.hi > hci_pageheap.lo ? hci_pageheap.hi : hci_pageheap.lo;
+}
+
+void hci_heap_samples_lock(void) { hci_lock(&hci_samples.lock); }
+void hci_heap_samples_unlock(void) { hci_unlock(&hci_samples.lock); }
+
+void hci_heap_for_each_sample(hci_heap_sample_fn fn, void *ctx) {
+  for (hc_span_t *s = hci_samples.head; s; s = s->snext) {
+    hci_heap_sample_t v = {s->meta.stack_id, s->req_size, s->weight ? s->weight : 1, s->alloc_time, s->sample_est};
+    if (!fn(ctx, &v)) return;
+  }
 }

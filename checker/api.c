@@ -96,7 +96,7 @@ hc_public hc_check_t *hc_check_begin(const char *name) {
   c->active = hci_chk.active;
   /* A new epoch: this thread's next allocation carries it (program order);
    * other threads' allocations racing with this call may fall either side. */
-  if (c->active) c->epoch = (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
+  if (c->active) c->epoch = hci_alloc_next_epoch();
   return c;
 }
 
@@ -185,8 +185,8 @@ hc_public void hc_cancel_global_check(void) {
 
 /* The record of the live object containing p, within the interior-pointer
  * limit, or NULL.  requires: hci_chk_lock. */
-static hc_objmeta_t *find_record(const void *p, hci_obj_t *o) {
-  if (!p || !hci_find_object((uintptr_t)p, o) || !o->meta || o->meta->stack_id == HC_STACK_NONE) return NULL;
+static hc_objmeta_t *find_record(const void *p, hci_heap_obj_t *o) {
+  if (!p || !hci_heap_find((uintptr_t)p, o) || !o->meta || o->meta->stack_id == HC_STACK_NONE) return NULL;
   uintptr_t inner = (uintptr_t)p - o->start;
   size_t size = o->size ? o->size : 1;
   if (inner >= size) return NULL;
@@ -195,7 +195,7 @@ static hc_objmeta_t *find_record(const void *p, hci_obj_t *o) {
 }
 
 int hci_api_ignore(const void *p, size_t *size) {
-  hci_obj_t o;
+  hci_heap_obj_t o;
   hci_lock(&hci_chk_lock);
   hc_objmeta_t *m = find_record(p, &o);
   uint16_t old = 0;
@@ -225,7 +225,7 @@ hc_public int hc_ignore_object(const void *p) {
 hc_public int hc_unignore_object(const void *p) {
   hci_ensure_init();
   if (!hci_chk.active) return 0;
-  hci_obj_t o;
+  hci_heap_obj_t o;
   hci_lock(&hci_chk_lock);
   hc_objmeta_t *m = find_record(p, &o);
   uint16_t old = m ? atomic_load_explicit(&m->xflags, memory_order_relaxed) : 0;
@@ -248,24 +248,15 @@ hc_public int hc_unignore_object(const void *p) {
 
 hc_public void hc_disable_begin(void) {
   hci_ensure_init();
-  hc_tcache_t *tc = hci_tc_get();
-  if (!tc) return; /* thread exiting: its allocations bypass the cache and are recorded plainly */
-  tc->disable_depth++;
+  if (!hci_alloc_disable_begin()) return; /* thread exiting: its allocations are recorded plainly */
   atomic_store_explicit(&hci_api_any_ignored, 1, memory_order_relaxed);
 }
 
-int hci_api_disable_depth(void) {
-  hc_tcache_t *tc = hci_tc;
-  return tc->is_static ? 0 : tc->disable_depth;
-}
+int hci_api_disable_depth(void) { return hci_alloc_disable_depth(); }
 
 hc_public void hc_disable_end(void) {
-  hc_tcache_t *tc = hci_tc;
-  if (tc->is_static || tc->disable_depth <= 0) {
+  if (!hci_alloc_disable_end())
     hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: hc_disable_end() without a matching hc_disable_begin() on this thread");
-    return;
-  }
-  tc->disable_depth--;
 }
 
 // ---- root regions ----

@@ -2,8 +2,8 @@
  * reachable from the roots, then classify what is not (design D13, D14).
  *
  *   1. lock every allocator lock, stop the world (hci_world_stop);
- *   2. list the spans in use and give each a mark array (one byte per carved
- *      object, one per large span) in memory from hci_os_map;
+ *   2. list the spans in use (the heap view) and give each a mark array (its
+ *      tags: one byte per carved object, one per large span) from hci_os_map;
  *   3. roots: ignored objects, registered regions, globals and threads (as
  *      the mode says); each root range is scanned and the frontier drained;
  *   4. objects allocated by ld.so (DTV, dynamic TLS) and objects whose stack
@@ -89,33 +89,31 @@ static void collect_span(void *ctx, hc_span_t *s) {
   if (f->nspans * sizeof(hc_span_t *) < f->spans_map) f->spans[f->nspans++] = s;
 }
 
-
 static bool setup_marks(flood_t *f) {
   f->nspans = 0;
-  hci_for_each_span(count_span, f);
+  hci_heap_for_each_span(count_span, f);
   size_t n = f->nspans + 16;
   f->spans_map = (n * sizeof(hc_span_t *) + 4095) & ~(size_t)4095;
   f->spans = hci_os_map(f->spans_map);
   if (!f->spans) return false;
   f->nspans = 0;
-  hci_for_each_span(collect_span, f);
+  hci_heap_for_each_span(collect_span, f);
   size_t total = 0;
-  for (size_t i = 0; i < f->nspans; i++) total += span_slots(f->spans[i]);
+  for (size_t i = 0; i < f->nspans; i++) total += hci_heap_span_slots(f->spans[i]);
   f->marks_map = (total + 4096) & ~(size_t)4095;
   f->marks = hci_os_map(f->marks_map);
   if (!f->marks) return false;
   size_t at = 0;
   for (size_t i = 0; i < f->nspans; i++) {
-    hc_span_t *s = f->spans[i];
-    size_t k = span_slots(s);
-    s->marks = k ? f->marks + at : NULL;
+    size_t k = hci_heap_span_slots(f->spans[i]); /* 0: no records, nothing to mark or report */
+    hci_heap_set_span_tags(f->spans[i], k ? f->marks + at : NULL);
     at += k;
   }
   return true;
 }
 
 static void drop_marks(flood_t *f) {
-  for (size_t i = 0; i < f->nspans; i++) f->spans[i]->marks = NULL;
+  for (size_t i = 0; i < f->nspans; i++) hci_heap_set_span_tags(f->spans[i], NULL);
   if (f->marks) hci_os_unmap(f->marks, f->marks_map);
   if (f->spans) hci_os_unmap(f->spans, f->spans_map);
   if (f->stack) hci_os_unmap(f->stack, f->cap * sizeof(work_t));
@@ -135,8 +133,9 @@ static void flood_all(hci_world_t *w, flood_t *f) {
     r->oom = true;
     return;
   }
-  f->heap_lo = hci_pageheap.lo;
-  f->heap_span = hci_pageheap.hi > hci_pageheap.lo ? hci_pageheap.hi - hci_pageheap.lo : 0;
+  uintptr_t heap_hi;
+  hci_heap_bounds(&f->heap_lo, &heap_hi);
+  f->heap_span = heap_hi - f->heap_lo;
   f->maxoff = p->max_offset < 0 ? UINTPTR_MAX : (uintptr_t)p->max_offset;
   hci_fl_setup_readable(f, &w->maps);
   f->track_possible = p->max_offset < 0;

@@ -11,30 +11,15 @@
  * main flood) and its start/size; NULL for anything else. */
 static uint8_t *resolve(flood_t *f, uintptr_t v, uintptr_t *start, size_t *size) {
   if (v - f->heap_lo >= f->heap_span) return NULL;
-  const hc_pm_entry_t *pe = hci_pagemap_find(v);
-  hc_span_t *s = pe ? (hc_span_t *)pe->span : NULL;
-  if (!s || !s->marks) return NULL;
-  unsigned cls = (unsigned)(pe->info & HC_PM_CLASS_MASK);
-  uintptr_t inner;
-  uint8_t *mk;
-  if (cls) {
-    const hc_class_info_t *ci = &hci_classes[cls];
-    uintptr_t off = v - (pe->info & ~HC_PM_CLASS_MASK);
-    uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
-    if (idx >= s->carved || s->objmeta[idx].stack_id == HC_STACK_NONE) return NULL;
-    *size = small_size(s, idx, ci);
-    inner = off - (uintptr_t)idx * ci->size;
-    *start = v - inner;
-    mk = &s->marks[idx];
-  } else {
-    if (s->state != HC_SPAN_LARGE || s->meta.stack_id == HC_STACK_NONE) return NULL;
-    *size = s->req_size;
-    inner = v - s->start;
-    *start = s->start;
-    mk = &s->marks[0];
-  }
+  hci_heap_slot_t o;
+  if (!hci_heap_locate(v, &o)) return NULL;
+  uint8_t *mk = hci_heap_span_tags(o.span);
+  if (!mk || !hci_heap_slot_live(&o)) return NULL;
+  *size = hci_heap_slot_size(&o);
+  *start = o.start;
+  uintptr_t inner = v - o.start;
   if (inner && (inner >= *size || inner > f->maxoff)) return NULL;
-  return mk;
+  return &mk[o.index];
 }
 
 /* The leak starting at addr (leaks sorted by address), or NULL. */
@@ -90,16 +75,17 @@ static bool in_scope(const flood_t *f, uint16_t epoch);
 void hci_fl_flood_possible(flood_t *f) {
   if (!f->npending) return;
   f->live_mark = M_LIVE | M_POSSIBLE;
+  hci_heap_slot_t o;
   for (size_t i = 0; i < f->nspans; i++) {
     hc_span_t *s = f->spans[i];
-    uint8_t *mk = s->marks;
+    uint8_t *mk = hci_heap_span_tags(s);
     if (!mk) continue;
-    size_t n = span_slots(s);
-    for (size_t k = 0; k < n; k++) {
+    uint32_t n = (uint32_t)hci_heap_span_slots(s);
+    for (uint32_t k = 0; k < n; k++) {
       if (mk[k] != M_PENDING) continue;
       mk[k] = M_LIVE | M_POSSIBLE;
-      if (s->state == HC_SPAN_LARGE) push(f, s->start, s->req_size);
-      else push(f, s->start + (uintptr_t)k * hci_classes[s->cls].size, small_size(s, (uint32_t)k, &hci_classes[s->cls]));
+      hci_heap_span_slot(s, k, &o);
+      push(f, o.start, hci_heap_slot_size(&o));
       hci_fl_drain(f);
     }
   }
@@ -107,20 +93,16 @@ void hci_fl_flood_possible(flood_t *f) {
   /* Count the ones in the check's scope. */
   for (size_t i = 0; i < f->nspans; i++) {
     hc_span_t *s = f->spans[i];
-    uint8_t *mk = s->marks;
+    uint8_t *mk = hci_heap_span_tags(s);
     if (!mk) continue;
-    if (s->state == HC_SPAN_LARGE) {
-      if ((mk[0] & M_POSSIBLE) && in_scope(f, s->meta.epoch)) {
-        f->r->possible_objects++;
-        f->r->possible_bytes += s->req_size;
-      }
-      continue;
+    uint32_t n = (uint32_t)hci_heap_span_slots(s);
+    for (uint32_t k = 0; k < n; k++) {
+      if (!(mk[k] & M_POSSIBLE)) continue;
+      hci_heap_span_slot(s, k, &o);
+      if (!in_scope(f, hci_heap_slot_record(&o)->epoch)) continue;
+      f->r->possible_objects++;
+      f->r->possible_bytes += hci_heap_slot_size(&o);
     }
-    for (uint32_t k = 0; k < s->carved; k++)
-      if ((mk[k] & M_POSSIBLE) && in_scope(f, s->objmeta[k].epoch)) {
-        f->r->possible_objects++;
-        f->r->possible_bytes += small_size(s, k, &hci_classes[s->cls]);
-      }
   }
 }
 
@@ -133,22 +115,17 @@ static bool in_scope(const flood_t *f, uint16_t epoch) {
 /* Every object still unmarked is unreachable (free ones were marked by
  * push_extra_roots): a leak when in scope. */
 void hci_fl_collect_leaks(flood_t *f) {
+  hci_heap_slot_t o;
   for (size_t i = 0; i < f->nspans; i++) {
     hc_span_t *s = f->spans[i];
-    uint8_t *mk = s->marks;
+    uint8_t *mk = hci_heap_span_tags(s);
     if (!mk) continue;
-    if (s->state == HC_SPAN_LARGE) {
-      if (mk[0]) continue;
-      if (!in_scope(f, s->meta.epoch)) mk[0] = M_OLD;
-      else if (hci_fl_add_leak(f, s->start, s->req_size, s->meta.stack_id)) mk[0] = M_LEAK;
-      continue;
-    }
-    const hc_class_info_t *ci = &hci_classes[s->cls];
-    for (uint32_t k = next_zero(mk, 0, s->carved); k < s->carved; k = next_zero(mk, k + 1, s->carved)) {
-      if (mk[k]) continue;
-      if (!in_scope(f, s->objmeta[k].epoch)) mk[k] = M_OLD;
-      else if (hci_fl_add_leak(f, s->start + (uintptr_t)k * ci->size, small_size(s, k, ci), s->objmeta[k].stack_id))
-        mk[k] = M_LEAK;
+    uint32_t n = (uint32_t)hci_heap_span_slots(s);
+    for (uint32_t k = next_zero(mk, 0, n); k < n; k = next_zero(mk, k + 1, n)) {
+      hci_heap_span_slot(s, k, &o);
+      const hc_objmeta_t *rec = hci_heap_slot_record(&o);
+      if (!in_scope(f, rec->epoch)) mk[k] = M_OLD;
+      else if (hci_fl_add_leak(f, o.start, hci_heap_slot_size(&o), rec->stack_id)) mk[k] = M_LEAK;
     }
   }
 }

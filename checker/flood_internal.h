@@ -3,7 +3,9 @@
  * reads; flood_roots.c: roots; flood_classify.c: possibly lost, leaks,
  * direct/indirect).  Only checker/flood*.c include it.
  *
- * Invariants: outside a check every span's marks pointer is NULL; marks and
+ * The heap is read only through the heap view (hc_heap_view.h); the marks
+ * are the view's per-slot tags, owned by the flood.
+ * Invariants: outside a check no span has tags; marks and
  * the frontier live in hci_os_map memory (the meta arena lock is held by
  * hci_lock_all); nothing here calls malloc, stdio or takes a lock.
  */
@@ -44,7 +46,7 @@ typedef struct flood {
   hci_flood_result_t *r;
   uintptr_t heap_lo, heap_span;   /* prefilter: v - heap_lo < heap_span */
   uintptr_t maxoff;               /* interior offset limit */
-  hc_span_t **spans;              /* spans in use */
+  hc_span_t **spans;              /* spans in use (heap view handles; tags: the marks) */
   size_t nspans, spans_map;
   uint8_t *marks;
   size_t marks_map;
@@ -86,13 +88,12 @@ static inline void push(flood_t *f, uintptr_t lo, size_t size) {
   f->sp++;
 }
 
-static inline size_t span_slots(const hc_span_t *s) {
-  if (s->state == HC_SPAN_LARGE) return 1;
-  return s->objmeta ? s->carved : 0; /* no records: nothing to mark or report */
-}
-
-static inline size_t small_size(const hc_span_t *s, uint32_t idx, const hc_class_info_t *ci) {
-  return ci->size - (atomic_load_explicit(&s->objmeta[idx].xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK);
+/* A root or a newly reached object: marked live, counted, on the frontier. */
+static inline void mark_live(flood_t *f, uint8_t *m, uintptr_t start, size_t size) {
+  *m = M_LIVE;
+  f->r->reach_objects++;
+  f->r->reach_bytes += size;
+  push(f, start, size);
 }
 
 /* Index of the first zero mark in mk[k..n) (n when none): 8 marks per step,

@@ -74,32 +74,21 @@ void hci_fl_scan_region(flood_t *f, const hci_maps_t *maps, uintptr_t lo, uintpt
 
 /* Objects flagged HC_OBJ_IGNORED (IgnoreObject, Disabler) are roots. */
 void hci_fl_push_ignored(flood_t *f) {
+  hci_heap_slot_t o;
   for (size_t i = 0; i < f->nspans; i++) {
     hc_span_t *s = f->spans[i];
-    if (!s->marks) continue;
-    if (s->state == HC_SPAN_LARGE) {
-      if (s->meta.stack_id && (atomic_load_explicit(&s->meta.xflags, memory_order_relaxed) & HC_OBJ_IGNORED) &&
-          !s->marks[0]) {
-        s->marks[0] = M_LIVE;
-        f->r->reach_objects++;
-        f->r->reach_bytes += s->req_size;
-        push(f, s->start, s->req_size);
-      }
-      continue;
-    }
-    const hc_class_info_t *ci = &hci_classes[s->cls];
-    for (uint32_t k = 0; k < s->carved; k++) {
-      if (!s->objmeta[k].stack_id || s->marks[k]) continue;
-      if (!(atomic_load_explicit(&s->objmeta[k].xflags, memory_order_relaxed) & HC_OBJ_IGNORED)) continue;
-      size_t size = small_size(s, k, ci);
-      s->marks[k] = M_LIVE;
-      f->r->reach_objects++;
-      f->r->reach_bytes += size;
-      push(f, s->start + (uintptr_t)k * ci->size, size);
+    uint8_t *mk = hci_heap_span_tags(s);
+    if (!mk) continue;
+    uint32_t n = (uint32_t)hci_heap_span_slots(s);
+    for (uint32_t k = 0; k < n; k++) {
+      if (mk[k]) continue;
+      hci_heap_span_slot(s, k, &o);
+      const hc_objmeta_t *rec = hci_heap_slot_record(&o);
+      if (!rec->stack_id || !(atomic_load_explicit(&rec->xflags, memory_order_relaxed) & HC_OBJ_IGNORED)) continue;
+      mark_live(f, &mk[k], o.start, hci_heap_slot_size(&o));
     }
     hci_fl_drain(f);
   }
-  hci_fl_drain(f);
 }
 
 /* Allocated by the dynamic loader (its first frame is in ld.so: DTV,
@@ -119,36 +108,21 @@ static bool extra_root(flood_t *f, uint32_t id) {
 
 void hci_fl_push_extra_roots(flood_t *f) {
   f->ldso = hci_os_map(LDSO_CACHE * sizeof(ldso_ent_t));
+  hci_heap_slot_t o;
   for (size_t i = 0; i < f->nspans; i++) {
     hc_span_t *s = f->spans[i];
-    uint8_t *mk = s->marks;
+    uint8_t *mk = hci_heap_span_tags(s);
     if (!mk) continue;
-    if (s->state == HC_SPAN_LARGE) {
-      if (mk[0]) continue;
-      if (!s->meta.stack_id) mk[0] = M_FREE;
-      else if (extra_root(f, s->meta.stack_id)) {
-        mk[0] = M_LIVE;
-        f->r->reach_objects++;
-        f->r->reach_bytes += s->req_size;
-        push(f, s->start, s->req_size);
-        hci_fl_drain(f);
-      }
-      continue;
-    }
-    const hc_class_info_t *ci = &hci_classes[s->cls];
-    for (uint32_t k = next_zero(mk, 0, s->carved); k < s->carved; k = next_zero(mk, k + 1, s->carved)) {
-      if (mk[k]) continue;
-      uint32_t id = s->objmeta[k].stack_id;
+    uint32_t n = (uint32_t)hci_heap_span_slots(s);
+    for (uint32_t k = next_zero(mk, 0, n); k < n; k = next_zero(mk, k + 1, n)) {
+      hci_heap_span_slot(s, k, &o);
+      uint32_t id = hci_heap_slot_record(&o)->stack_id;
       if (!id) {
         mk[k] = M_FREE;
         continue;
       }
       if (!extra_root(f, id)) continue;
-      size_t size = small_size(s, k, ci);
-      mk[k] = M_LIVE;
-      f->r->reach_objects++;
-      f->r->reach_bytes += size;
-      push(f, s->start + (uintptr_t)k * ci->size, size);
+      mark_live(f, &mk[k], o.start, hci_heap_slot_size(&o));
       hci_fl_drain(f);
     }
   }

@@ -12,41 +12,18 @@
 /* v lies in the heap's address range: mark and push the object it points
  * into when that object is live and not yet marked. */
 static inline __attribute__((always_inline)) void consider(flood_t *f, uintptr_t v) {
-  const hc_pm_entry_t *pe = hci_pagemap_find(v);
-  if (!pe) return;
-  hc_span_t *s = (hc_span_t *)pe->span;
-  if (!s) return;
-  uint8_t *mk = s->marks;
+  hci_heap_slot_t o;
+  if (!hci_heap_locate(v, &o)) return;
+  uint8_t *mk = hci_heap_span_tags(o.span);
   if (!mk) return;
-  uintptr_t info = pe->info;
-  unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
-  uintptr_t inner, start;
-  size_t size;
-  uint8_t *m;
-  if (hc_likely(cls)) {
-    const hc_class_info_t *ci = &hci_classes[cls];
-    uintptr_t off = v - (info & ~HC_PM_CLASS_MASK);
-    uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
-    if (idx >= s->carved || (mk[idx] & ~M_PENDING)) return;
-    m = &mk[idx];
-    if (s->objmeta[idx].stack_id == HC_STACK_NONE) {
-      *m = M_FREE;
-      return;
-    }
-    size = small_size(s, idx, ci);
-    inner = off - (uintptr_t)idx * ci->size;
-    start = v - inner;
-  } else {
-    if (s->state != HC_SPAN_LARGE || (mk[0] & ~M_PENDING)) return;
-    m = &mk[0];
-    if (s->meta.stack_id == HC_STACK_NONE) {
-      *m = M_FREE;
-      return;
-    }
-    inner = v - s->start;
-    size = s->req_size;
-    start = s->start;
+  uint8_t *m = &mk[o.index];
+  if (*m & ~M_PENDING) return;
+  if (!hci_heap_slot_live(&o)) {
+    *m = M_FREE;
+    return;
   }
+  size_t size = hci_heap_slot_size(&o);
+  uintptr_t inner = v - o.start, start = o.start;
   if (inner) {
     if (inner >= size) return;
     if (f->live_mark == M_LIVE) {

@@ -3,8 +3,8 @@
  * Prototypes are grouped by the .c file that defines them, one section per
  * module (add yours with a small edit, never reformat the others).
  * Everything here has hidden visibility.  The checker (checker/) sees the
- * layers below it: base/, stacks/, allocator/ (hc_internal.h: locks,
- * pagemap, walk services) and symbolizer/ (hc_symbolize.h); never the
+ * layers below it: base/, stacks/, allocator/ (hc_internal.h: locks; the
+ * heap only through the heap view, hc_heap_view.h) and symbolizer/ (hc_symbolize.h); never the
  * profiler or the runtime (its include path names neither).
  *
  * The order of a whole-program check, as the modules below expect it:

@@ -128,17 +128,13 @@ extern const hci_state_range_t __stop_hc_state_ranges[] __attribute__((visibilit
 static void setup_once(void) {
   if (L.setup_done) return;
   L.setup_done = true;
-  /* Allocator state points only at metadata or at free objects: scanning it
-   * is wasted time (the pagemap root alone is 1 MiB). */
-  hci_roots_exclude((uintptr_t)hci_central, (uintptr_t)(hci_central + HC_NUM_CLASSES));
-  hci_roots_exclude((uintptr_t)&hci_pageheap, (uintptr_t)(&hci_pageheap + 1));
-  hci_roots_exclude((uintptr_t)hci_pagemap_root, (uintptr_t)(hci_pagemap_root + HC_PM_ROOT_LEN));
-  hci_roots_exclude((uintptr_t)&hci_tc_empty, (uintptr_t)(&hci_tc_empty + 1));
-  hci_roots_exclude((uintptr_t)&hci_samples, (uintptr_t)(&hci_samples + 1));
   hci_roots_exclude((uintptr_t)&L, (uintptr_t)(&L + 1));
   hci_roots_exclude((uintptr_t)&hci_chk, (uintptr_t)(&hci_chk + 1));
-  /* Every module's registered private state (HC_PRIVATE_STATE): needed when
-   * the library is linked statically, harmless (already covered) otherwise. */
+  /* Every module's registered private state (HC_PRIVATE_STATE; the
+   * allocator's central lists, page heap, pagemap root, empty cache and
+   * sample list among them: they point only at metadata or free objects):
+   * needed when the library is linked statically, harmless (already
+   * covered) otherwise. */
   for (const hci_state_range_t *r = __start_hc_state_ranges; r < __stop_hc_state_ranges; r++)
     hci_roots_exclude((uintptr_t)r->addr, (uintptr_t)r->addr + r->size);
   int index = 0;
@@ -512,7 +508,7 @@ __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
 
 static hc_noinline int start_main(int argc, char **argv, char **envp) {
   if (hci_chk.baseline_at_main)
-    L.base_epoch = (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
+    L.base_epoch = hci_alloc_next_epoch();
   /* Registered after every global constructor: runs before their destructors. */
   register_exit_check();
   int rc = L.real_main(argc, argv, envp);
@@ -571,28 +567,21 @@ void hci_checker_init(void) {
   hci_log_stream_open();
   /* A check must run when the program has used up its descriptors. */
   hci_proc_keep();
-  hci_record_all = 1;
-  hci_tc_set_fastpath(false);
+  hci_alloc_set_recording();
   /* Not from every descendant of a launcher tree (a build runs thousands). */
   if (!hci_log_stream_in_tree() || hci_log_stream_tree_top())
     hci_chk_log(0, "WARNING: Perftools heap leak checker is active -- Performance may suffer");
 }
 
-static void ignore_span(void *ctx, hc_span_t *s) {
+static void ignore_object(void *ctx, const hci_heap_obj_t *o) {
   (void)ctx;
-  if (s->state == HC_SPAN_LARGE) {
-    if (s->meta.stack_id) atomic_fetch_or_explicit(&s->meta.xflags, HC_OBJ_IGNORED, memory_order_relaxed);
-    return;
-  }
-  if (!s->objmeta) return;
-  for (uint32_t k = 0; k < s->carved; k++)
-    if (s->objmeta[k].stack_id) atomic_fetch_or_explicit(&s->objmeta[k].xflags, HC_OBJ_IGNORED, memory_order_relaxed);
+  atomic_fetch_or_explicit(&o->meta->xflags, HC_OBJ_IGNORED, memory_order_relaxed);
 }
 
 /* Every live object becomes an ignored one (a root). */
 static void ignore_startup_objects(void) {
   hci_lock_all();
-  hci_for_each_span(ignore_span, NULL);
+  hci_heap_for_each_object(ignore_object, NULL);
   hci_unlock_all();
   atomic_store_explicit(&hci_api_any_ignored, 1, memory_order_relaxed);
 }
@@ -621,7 +610,7 @@ __attribute__((constructor)) static void checker_late_ctor(void) {
    * (static link): minimal's baseline is now, and the atexit check runs
    * after the destructors of constructors that ran before this one. */
   if (hci_chk.baseline_at_main)
-    L.base_epoch = (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
+    L.base_epoch = hci_alloc_next_epoch();
   register_exit_check();
 }
 

@@ -166,7 +166,7 @@ static void anon_fallback(const hci_maps_t *maps, hci_root_fn fn, void *ctx) {
     const hci_map_t *m = &maps->v[i];
     uint32_t need = HCI_MAP_R | HCI_MAP_W | HCI_MAP_PRIVATE | HCI_MAP_ANON;
     if ((m->flags & need) != need || !scannable(m)) continue;
-    if (hci_pagemap_span(m->lo) || hci_pagemap_span(m->hi - 1)) continue; /* the heap */
+    if (hci_heap_owns(m->lo) || hci_heap_owns(m->hi - 1)) continue; /* the heap */
     if (hci_meta_owns && (hci_meta_owns(m->lo) || hci_meta_owns(m->hi - 1))) continue;
     cut(&s, m->lo, m->hi, 0);
   }
@@ -333,7 +333,7 @@ void hci_roots_mappings(const hci_world_t *w, hci_root_fn fn, void *ctx) {
       if (have && ohi <= a) have = hci_os_owned_next(a, &olo, &ohi);
       uintptr_t skip_to = 0;
       if (have && olo <= a) skip_to = (ohi + 4095) & ~(uintptr_t)4095;
-      else if (hci_pagemap_span(a)) skip_to = a + 4096;
+      else if (hci_heap_owns(a)) skip_to = a + 4096;
       else
         for (int j = 0; j < k.n; j++)
           if (a >= k.lo[j] && a < k.hi[j] && k.hi[j] > skip_to) skip_to = k.hi[j];

@@ -480,26 +480,16 @@ static void wait_acks(hci_world_t *w, int from, int to, int pid) {
 /* ---------------------------------------------------------------- ranges */
 
 static uintptr_t lookup_registry_tp(int tid) {
-  /* requires: hci_tc_registry_lock (held through hci_lock_all). */
-  for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
-    if (tc->tid == tid && tc->tp) return tc->tp;
-  return 0;
+  return hci_alloc_thread_tp(tid); /* requires: the registry lock (held through hci_lock_all) */
 }
 
 /* The heap object holding addr: a stack the program allocated with malloc
  * (pthread_attr_setstack, coroutines) is scanned within its object only. */
 static bool heap_object(uintptr_t addr, uintptr_t *lo, uintptr_t *hi) {
-  hc_span_t *s = hci_pagemap_span(addr);
-  if (!s) return false;
-  if (s->state == HC_SPAN_LARGE) {
-    *lo = s->start;
-    *hi = s->start + s->npages * HC_PAGE_SIZE;
-    return true;
-  }
-  if (s->state != HC_SPAN_SMALL || s->cls == 0) return false;
-  uintptr_t size = hci_classes[s->cls].size;
-  *lo = s->start + (addr - s->start) / size * size;
-  *hi = *lo + size;
+  hci_heap_slot_t o;
+  if (!hci_heap_locate(addr, &o)) return false;
+  *lo = o.start;
+  *hi = o.start + hci_heap_slot_bytes(&o);
   return true;
 }
 

@@ -24,7 +24,7 @@
  * checker stops threads with one).
  * A forked child has no reporter thread (documented).
  *
- * Locks: hci_samples.lock while copying the samples (no allocation under
+ * Locks: the sample lock (hci_heap_samples_lock) while copying the samples (no allocation under
  * it: the table is sized before), then none but the symbolizer's.
  */
 #include <errno.h>
@@ -79,6 +79,41 @@ static void sort_sites(old_site_t *v, size_t n) {
     }
 }
 
+typedef struct collect_ctx {
+  old_site_t *t;
+  size_t cap, used;
+  uint64_t after, before;
+  uint64_t *total_samples;
+  bool overflow;
+} collect_ctx_t;
+
+static bool collect_sample(void *arg, const hci_heap_sample_t *s) {
+  collect_ctx_t *c = arg;
+  old_site_t *t = c->t;
+  uint64_t at = s->alloc_time;
+  if (at <= c->after || at > c->before) return true;
+  uint32_t id = s->stack_id;
+  size_t i = (id * 2654435761u) & (c->cap - 1);
+  while (t[i].samples && t[i].stack_id != id) i = (i + 1) & (c->cap - 1);
+  if (!t[i].samples) {
+    if ((c->used + 1) * 4 > c->cap * 3) {
+      c->overflow = true;
+      return false;
+    }
+    c->used++;
+    t[i].stack_id = id;
+    t[i].oldest = t[i].youngest = at;
+  }
+  t[i].samples++;
+  double est = s->est ? (double)s->est : (double)s->size;
+  t[i].est_bytes += est;
+  t[i].est_n += s->size ? est / (double)s->size : 1;
+  if (at < t[i].oldest) t[i].oldest = at;
+  if (at > t[i].youngest) t[i].youngest = at;
+  (*c->total_samples)++;
+  return true;
+}
+
 /* The live samples allocated in (after, before], per stack, sorted by
  * estimated bytes; *n sites, *map bytes to free.  NULL when there are none
  * or memory ran out (*n = 0). */
@@ -91,34 +126,11 @@ static old_site_t *collect(uint64_t after, uint64_t before, size_t *n, size_t *m
     size_t bytes = cap * sizeof(old_site_t);
     old_site_t *t = hci_meta_alloc(bytes);
     if (!t) return NULL;
-    bool overflow = false;
-    size_t used = 0;
-    hci_lock(&hci_samples.lock);
-    for (hc_span_t *s = hci_samples.head; s && !overflow; s = s->snext) {
-      uint64_t at = s->alloc_time;
-      if (at <= after || at > before) continue;
-      uint32_t id = s->meta.stack_id;
-      size_t i = (id * 2654435761u) & (cap - 1);
-      while (t[i].samples && t[i].stack_id != id) i = (i + 1) & (cap - 1);
-      if (!t[i].samples) {
-        if ((used + 1) * 4 > cap * 3) {
-          overflow = true;
-          break;
-        }
-        used++;
-        t[i].stack_id = id;
-        t[i].oldest = t[i].youngest = at;
-      }
-      t[i].samples++;
-      double est = s->sample_est ? (double)s->sample_est : (double)s->req_size;
-      t[i].est_bytes += est;
-      t[i].est_n += s->req_size ? est / (double)s->req_size : 1;
-      if (at < t[i].oldest) t[i].oldest = at;
-      if (at > t[i].youngest) t[i].youngest = at;
-      (*total_samples)++;
-    }
-    hci_unlock(&hci_samples.lock);
-    if (overflow) {
+    collect_ctx_t c = {t, cap, 0, after, before, total_samples, false};
+    hci_heap_samples_lock();
+    hci_heap_for_each_sample(collect_sample, &c);
+    hci_heap_samples_unlock();
+    if (c.overflow) {
       hci_meta_free(t, bytes);
       cap *= 4;
       *total_samples = 0;
@@ -317,7 +329,7 @@ void hci_old_start(void) {
     hci_warn("HEAPCHECK_ACK_SIGNAL needs HEAPCHECK_REPORT=old:AGE[:PERIOD]; ignored");
     want_ack = false;
   }
-  if (hci_record_all && (O.period_ns || O.peak))
+  if (hci_alloc_recording() && (O.period_ns || O.peak))
     hci_warn("HEAPCHECK_REPORT=old/peak: the checker is on, so nothing is sampled and the reports will be empty");
   if (sem_init(&O.wake, 0, 0) != 0) return;
   hci_log_stream_open();

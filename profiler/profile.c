@@ -2,13 +2,13 @@
  * HEAPPROFILE dumps, hc_heap_profile_* and gperftools' HeapProfiler* calls.
  *
  * Data:
- *  - live samples: the spans on hci_samples.head (alloc.c), each with its
+ *  - live samples: the sampled objects of the heap view (hci_heap_for_each_sample), each with its
  *    stack id, requested size, weight (the mean sampling interval it was
  *    taken with) and allocation time;
  *  - cumulative sample counters per (stack id, size bin), kept by
  *    hci_profile_note_alloc in profile_snapshot.c;
  *  - with the checker on every object has a record: the snapshot walks all
- *    of them (hci_for_each_object) and the profile is exact.
+ *    of them (hci_heap_for_each_object) and the profile is exact.
  *
  * Un-sampling.  The sampler is a Poisson process over allocated bytes with
  * mean T, so an object of s bytes is sampled with probability
@@ -22,7 +22,7 @@
  * written per stack with the `heapprofile` header, which pprof leaves alone.
  *
  * Locks, in order: prof.lock (dump state, file names) -> hci_lock_all() or
- * hci_samples.lock -> tab.lock (counters) -> metadata arena.  tab.lock is
+ * the sample lock -> tab.lock (counters) -> metadata arena.  tab.lock is
  * taken in malloc's sampled slow path with no allocator lock held; the two
  * are never nested the other way.  Fork: prepare takes prof.lock and
  * tab.lock (before the allocator's own handler takes its locks).
@@ -358,8 +358,7 @@ void hci_profiler_on_sample(void) {
 static void on_profile_signal(int sig) {
   (void)sig;
   atomic_store_explicit(&sig_pending, 1, memory_order_release);
-  hc_tcache_t *tc = hci_tc;
-  if (!tc->is_static && !hci_record_all) __atomic_store_n(&tc->sample_left, -1, __ATOMIC_RELAXED);
+  hci_sampler_sample_next();
 }
 
 static void install_signal(void) {
@@ -399,7 +398,7 @@ static int start(const char *prefix) {
   atomic_store_explicit(&prof.running, 1, memory_order_release);
   hci_unlock(&prof.lock);
   hci_printf("Starting tracking the heap\n");
-  if (atomic_load_explicit(&hci_sample_interval, memory_order_relaxed) == 0 && !hci_record_all)
+  if (hci_sampler_interval() == 0 && !hci_alloc_recording())
     hci_warn("heap profiling with sampling off (HEAPCHECK_SAMPLE_PARAMETER=0): profiles will be empty");
   return 0;
 }
@@ -482,7 +481,7 @@ __attribute__((constructor)) static void profile_constructor(void) {
 /* Live bytes for the exit message: exact with the checker on (nothing is
  * sampled then), else the sampled estimate. */
 static int64_t exit_inuse(void) {
-  if (!hci_record_all) return inuse_now();
+  if (!hci_alloc_recording()) return inuse_now();
   hci_prof_snap_t snap;
   if (hci_profile_snapshot(&snap, true) < 0) return 0;
   int64_t sum = 0;
@@ -513,7 +512,7 @@ static void report_graphs_at_exit(void) {
 
 __attribute__((destructor)) static void profile_at_exit(void) {
   if (report_top_n > 0) hc_report_top(diag_fd(), report_top_n);
-  if (!hci_record_all) report_graphs_at_exit(); /* with the checker on, each check writes its own */
+  if (!hci_alloc_recording()) report_graphs_at_exit(); /* with the checker on, each check writes its own */
   if (!atomic_load_explicit(&prof.running, memory_order_acquire)) return;
   char reason[64];
   int64_t inuse = exit_inuse();
@@ -529,25 +528,7 @@ __attribute__((destructor)) static void profile_at_exit(void) {
 
 // ---- public API ----
 
-hc_public size_t hc_set_sample_interval(size_t bytes) {
-  hci_ensure_init();
-  uint64_t old = atomic_exchange_explicit(&hci_sample_interval, (uint64_t)bytes, memory_order_relaxed);
-  if (hci_record_all) return (size_t)old;
-  hc_tcache_t *me = hci_tc;
-  if (!me->is_static) hci_sampler_reset(me); /* this thread draws with the new mean now */
-  if (bytes) {
-    /* Other threads: cut a longer pending gap (e.g. "never" while sampling
-     * was off) to the new mean; they redraw when it runs out. */
-    hci_lock(&hci_tc_registry_lock);
-    for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next) {
-      if (tc == me) continue;
-      if (__atomic_load_n(&tc->sample_left, __ATOMIC_RELAXED) > (int64_t)bytes)
-        __atomic_store_n(&tc->sample_left, (int64_t)bytes, __ATOMIC_RELAXED);
-    }
-    hci_unlock(&hci_tc_registry_lock);
-  }
-  return (size_t)old;
-}
+hc_public size_t hc_set_sample_interval(size_t bytes) { return hci_sampler_set_interval(bytes); }
 
 hc_public int hc_heap_profile_start(const char *prefix) {
   hci_ensure_init();

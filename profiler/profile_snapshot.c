@@ -11,7 +11,7 @@
  * to well under 1%.
  *
  * Locks: tab.lock guards the counters; it is taken in malloc's sampled slow
- * path with no allocator lock held, and after hci_samples.lock or
+ * path with no allocator lock held, and after the sample lock or
  * hci_lock_all() when snapshotting (never the other way).  Memory comes
  * from the metadata arena only.
  */
@@ -226,34 +226,49 @@ static int cmp_site(const void *a, const void *b) {
   return kx < ky ? -1 : kx > ky;
 }
 
+static bool count_sample(void *arg, const hci_heap_sample_t *s) {
+  (void)s;
+  (*(size_t *)arg)++;
+  return true;
+}
+
+typedef struct copy_ctx {
+  live_t *v;
+  size_t cap, i;
+  bool more;
+} copy_ctx_t;
+
+static bool copy_sample(void *arg, const hci_heap_sample_t *s) {
+  copy_ctx_t *c = arg;
+  if (c->i == c->cap) {
+    c->more = true;
+    return false;
+  }
+  live_t *l = &c->v[c->i++];
+  l->key = KEY(s->stack_id, size_bin(s->size));
+  l->size = s->size;
+  l->weight = s->weight;
+  l->time = s->alloc_time;
+  return true;
+}
+
 /* Copies the live samples; the list is counted first so the copy needs no
- * allocation under hci_samples.lock. */
+ * allocation under the sample lock. */
 static live_t *copy_live(size_t *n, size_t *bytes) {
   for (int attempt = 0;; attempt++) {
     size_t count = 0;
-    hci_lock(&hci_samples.lock);
-    for (hc_span_t *s = hci_samples.head; s; s = s->snext) count++;
-    hci_unlock(&hci_samples.lock);
+    hci_heap_samples_lock();
+    hci_heap_for_each_sample(count_sample, &count);
+    hci_heap_samples_unlock();
     size_t cap = count + count / 4 + 16;
     live_t *v = hci_meta_alloc(cap * sizeof *v);
     if (!v) return NULL;
-    size_t i = 0;
-    bool more = false;
-    hci_lock(&hci_samples.lock);
-    for (hc_span_t *s = hci_samples.head; s; s = s->snext) {
-      if (i == cap) {
-        more = true;
-        break;
-      }
-      v[i].key = KEY(s->meta.stack_id, size_bin(s->req_size));
-      v[i].size = s->req_size;
-      v[i].weight = s->weight ? s->weight : 1;
-      v[i].time = s->alloc_time;
-      i++;
-    }
-    hci_unlock(&hci_samples.lock);
-    if (!more || attempt == 3) { /* a list still growing that fast is cut short */
-      *n = i;
+    copy_ctx_t c = {v, cap, 0, false};
+    hci_heap_samples_lock();
+    hci_heap_for_each_sample(copy_sample, &c);
+    hci_heap_samples_unlock();
+    if (!c.more || attempt == 3) { /* a list still growing that fast is cut short */
+      *n = c.i;
       *bytes = cap * sizeof *v;
       return v;
     }
@@ -330,7 +345,7 @@ static int snapshot_sampled(hci_prof_snap_t *snap, bool per_stack) {
   }
   heap_sort(lv, nl, sizeof *lv, cmp_key);
   heap_sort(bk, nb, sizeof *bk, cmp_key);
-  uint64_t rate = atomic_load_explicit(&hci_sample_interval, memory_order_relaxed);
+  uint64_t rate = hci_sampler_interval();
   if (rate == 0) rate = nl ? lv[0].weight : HC_DEFAULT_SAMPLE_INTERVAL;
   size_t n = 0, i = 0, j = 0;
   bool exact = rate == 1;
@@ -378,7 +393,7 @@ typedef struct exact_ctx {
   uint64_t objects;
 } exact_ctx_t;
 
-static void exact_visit(void *arg, const hci_obj_t *o) {
+static void exact_visit(void *arg, const hci_heap_obj_t *o) {
   exact_ctx_t *c = arg;
   uint32_t id = o->meta ? o->meta->stack_id : HC_STACK_UNKNOWN;
   size_t i = slot_of(id, c->cap);
@@ -395,7 +410,7 @@ static void exact_visit(void *arg, const hci_obj_t *o) {
   l->n++;
   l->bytes += o->size;
   c->objects++;
-  uint64_t t = o->span->state == HC_SPAN_LARGE && o->span->is_sampled ? o->span->alloc_time : 0;
+  uint64_t t = hci_heap_obj_alloc_time(o);
   if (t && (!l->oldest_ns || t < l->oldest_ns)) l->oldest_ns = t;
 }
 
@@ -406,7 +421,7 @@ static int snapshot_exact(hci_prof_snap_t *snap) {
     exact_ctx_t c = {hci_meta_alloc(cap * sizeof(hci_prof_site_t)), cap, 0, false, 0};
     if (!c.v) return -1;
     hci_lock_all();
-    hci_for_each_object(exact_visit, &c);
+    hci_heap_for_each_object(exact_visit, &c);
     hci_unlock_all();
     if (c.overflow) { /* the depot grew while we walked: retry bigger */
       hci_meta_free(c.v, cap * sizeof(hci_prof_site_t));
@@ -436,7 +451,7 @@ static int snapshot_exact(hci_prof_snap_t *snap) {
 
 int hci_profile_snapshot(hci_prof_snap_t *snap, bool per_stack) {
   memset(snap, 0, sizeof *snap);
-  return hci_record_all ? snapshot_exact(snap) : snapshot_sampled(snap, per_stack);
+  return hci_alloc_recording() ? snapshot_exact(snap) : snapshot_sampled(snap, per_stack);
 }
 
 void hci_profile_snapshot_free(hci_prof_snap_t *snap) {

@@ -163,11 +163,7 @@ hc_public void malloc_stats(void) { hci_stats_print(2); }
 
 hc_public int malloc_trim(size_t pad) {
   (void)pad;
-  hc_tcache_t *tc = hci_tc;
-  if (!tc->is_static) hci_tc_flush(tc);
-  hci_central_drain();
-  hci_sample_stash_drain();
-  return hci_ph_release(0) > 0;
+  return hci_alloc_trim();
 }
 
 /* Accepted and ignored (heapcheck tunes itself), but fired as glibc's

@@ -232,8 +232,8 @@ static bool seen_insert(uintptr_t s) {
 static void flood_range(uintptr_t lo, uintptr_t hi) {
   for (uintptr_t a = (lo + 7) & ~(uintptr_t)7; a + 8 <= hi; a += 8) {
     uintptr_t w = *(volatile uintptr_t *)a;
-    hci_obj_t o;
-    if (w < 4096 || !hci_find_object(w, &o)) continue;
+    hci_heap_obj_t o;
+    if (w < 4096 || !hci_heap_find(w, &o)) continue;
     if (nobjs < MAX_OBJS && seen_insert(o.start)) {
       objs[nobjs] = o.start;
       objsz[nobjs] = o.size;

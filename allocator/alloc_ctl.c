@@ -1,0 +1,58 @@
+/* alloc_ctl.c - the allocator's setters and per-thread accessors for the
+ * layers above (checker, profiler, runtime): they change the allocator's
+ * state only through these functions, never by writing its globals or
+ * another module's fields of a thread cache (tests/test_layers.sh checks
+ * that no object above names allocator data).
+ *
+ * Per-thread state is split by owner (hc_tcache_t): free lists (alloc.c,
+ * thread_cache.c), sampler (sampler.c), unwinder memo (stacks/, under
+ * in_alloc), the checker's fields (chk: written here on its behalf, read by
+ * the allocation slow path).
+ * Locks: none of its own; hci_alloc_thread_tp requires the registry lock
+ * (held through hci_lock_all).
+ */
+#include "hc_internal.h"
+
+void hci_alloc_set_recording(void) {
+  hci_record_all = 1;
+  hci_tc_set_fastpath(false);
+}
+
+bool hci_alloc_recording(void) { return hci_record_all != 0; }
+
+uint16_t hci_alloc_next_epoch(void) {
+  return (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
+}
+
+bool hci_alloc_disable_begin(void) {
+  hc_tcache_t *tc = hci_tc_get();
+  if (!tc) return false; /* thread exiting: its allocations bypass the cache and are recorded plainly */
+  tc->chk.disable_depth++;
+  return true;
+}
+
+int hci_alloc_disable_depth(void) {
+  hc_tcache_t *tc = hci_tc;
+  return tc->is_static ? 0 : tc->chk.disable_depth;
+}
+
+bool hci_alloc_disable_end(void) {
+  hc_tcache_t *tc = hci_tc;
+  if (tc->is_static || tc->chk.disable_depth <= 0) return false;
+  tc->chk.disable_depth--;
+  return true;
+}
+
+uintptr_t hci_alloc_thread_tp(int tid) {
+  for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
+    if (tc->tid == tid && tc->tp) return tc->tp;
+  return 0;
+}
+
+int hci_alloc_trim(void) {
+  hc_tcache_t *tc = hci_tc;
+  if (!tc->is_static) hci_tc_flush(tc);
+  hci_central_drain();
+  hci_sample_stash_drain();
+  return hci_ph_release(0) > 0;
+}

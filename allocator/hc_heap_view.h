@@ -1,0 +1,218 @@
+/* hc_heap_view.h - the heap view: the one door through which the layers
+ * above the allocator (checker, profiler, runtime) read the heap (after
+ * LeakSanitizer's lsan_common.h: PointsIntoChunk, the chunk's metadata,
+ * ForEachChunk).
+ *
+ *   hci_heap_locate(addr, &slot)    address -> the object slot holding it
+ *                                   (span, slot number, start), no record read
+ *   hci_heap_slot_record/size/...   that slot's record (stack, epoch, flags)
+ *                                   and requested size
+ *   hci_heap_find(addr, &obj)       address -> live object (start, size,
+ *                                   record): locate + record in one call
+ *   hci_heap_for_each_span/object   iterators over the spans in use and the
+ *                                   live objects with a record
+ *   hci_heap_span_*                 a span's slots, for loops over them
+ *   hci_heap_*_tags                 the per-slot tag bytes of the layer that
+ *                                   stopped the world (the checker's marks)
+ *   hci_heap_sample_*               the live sampled objects (profiles)
+ *
+ * Rules of the seam:
+ *  - layers above read spans, the pagemap and the page heap only through
+ *    these functions; hc_span_t is opaque to them (a handle passed back);
+ *  - the records (hc_objmeta_t) are written by the allocator (malloc and
+ *    free of the owning thread); a layer above may only set or clear
+ *    HC_OBJ_IGNORED in xflags (atomically);
+ *  - tags belong to the caller that installed them: the allocator never
+ *    reads or writes them; they are installed with every allocator lock
+ *    held (or the world stopped) and removed before the locks are released;
+ *  - iterators and lookups take no lock: the caller holds every allocator
+ *    lock (hci_lock_all) or has stopped the world with them held, except
+ *    the sample list, guarded by hci_heap_samples_lock;
+ *  - nothing here calls malloc, stdio or takes a lock, and nothing reads
+ *    the program's memory (only the allocator's metadata).
+ */
+#ifndef HC_HEAP_VIEW_H
+#define HC_HEAP_VIEW_H
+
+#include "hc_types.h"
+
+/* The pieces of hc_internal.h this header builds on. */
+extern const hc_class_info_t hci_classes[HC_NUM_CLASSES];
+
+/* ---- one slot ---- */
+typedef struct hci_heap_slot {
+  hc_span_t *span;  /* handle of its span */
+  uintptr_t start;  /* first byte of the slot (the object's start when live) */
+  uint32_t index;   /* slot number in the span (0 for a large span) */
+  uint32_t cls;     /* size class; 0 for a large span */
+} hci_heap_slot_t;
+
+/* The slot holding addr (interior addresses too) in a span in use: a carved
+ * slot of a small span, or the one slot of a large span (any byte of its
+ * pages).  False for free pages, a small span's uncarved tail and
+ * addresses outside the heap.  Reads the pagemap and the span only. */
+static inline __attribute__((always_inline)) bool hci_heap_locate(uintptr_t addr, hci_heap_slot_t *o);
+
+/* The slot's record, or NULL for a small span without records (made before
+ * recording began). */
+static inline hc_objmeta_t *hci_heap_slot_record(const hci_heap_slot_t *o);
+/* True when the slot holds a live recorded object. */
+static inline bool hci_heap_slot_live(const hci_heap_slot_t *o);
+/* Requested size of the slot's object (exact for recorded objects and large
+ * spans), the class size when the span has no records. */
+static inline size_t hci_heap_slot_size(const hci_heap_slot_t *o);
+/* Bytes the slot spans (class size; a large span's pages). */
+static inline size_t hci_heap_slot_bytes(const hci_heap_slot_t *o);
+
+/* ---- the whole answer ---- */
+typedef struct hci_heap_obj {
+  uintptr_t start;     /* first byte */
+  size_t size;         /* requested size when known, else usable size */
+  hc_objmeta_t *meta;  /* record (NULL when the object has none) */
+  hc_span_t *span;     /* handle of its span */
+  uint32_t index;      /* slot number in its span (0 for a large span) */
+} hci_heap_obj_t;
+
+/* The live object containing addr (interior pointers allowed): false for
+ * free memory, a free slot and non-heap addresses.  The object of a small
+ * span without records counts as live (nothing says otherwise). */
+static inline bool hci_heap_find(uintptr_t addr, hci_heap_obj_t *out);
+/* True when addr lies in a page the allocator owns (in use or free). */
+static inline bool hci_heap_owns(uintptr_t addr);
+/* Bounds of every heap mapping: no heap object lies outside [*lo, *hi). */
+void hci_heap_bounds(uintptr_t *lo, uintptr_t *hi);
+/* Allocation time (ns since process start) of a sampled large object, else 0. */
+static inline uint64_t hci_heap_obj_alloc_time(const hci_heap_obj_t *o);
+
+/* ---- iterators (every allocator lock held, or the world stopped) ---- */
+/* fn for every span in use (small and large). */
+typedef void (*hci_heap_span_fn)(void *ctx, hc_span_t *s);
+void hci_heap_for_each_span(hci_heap_span_fn fn, void *ctx);
+/* fn for every live object with a record (stack_id != 0). */
+typedef void (*hci_heap_obj_fn)(void *ctx, const hci_heap_obj_t *obj);
+void hci_heap_for_each_object(hci_heap_obj_fn fn, void *ctx);
+
+/* Slots of span s that have records: 1 for a large span, the carved ones of
+ * a small span with records, 0 for a small span without. */
+static inline size_t hci_heap_span_slots(const hc_span_t *s);
+/* Slot k < hci_heap_span_slots(s) of span s. */
+static inline void hci_heap_span_slot(hc_span_t *s, uint32_t k, hci_heap_slot_t *o);
+
+/* ---- tags: one byte per slot, owned by the caller ---- */
+static inline uint8_t *hci_heap_span_tags(const hc_span_t *s);
+/* tags: hci_heap_span_slots(s) bytes, or NULL to remove them. */
+static inline void hci_heap_set_span_tags(hc_span_t *s, uint8_t *tags);
+
+/* ---- sampled objects (guarded by hci_heap_samples_lock) ---- */
+typedef struct hci_heap_sample {
+  uint32_t stack_id;
+  size_t size;         /* requested */
+  uint64_t weight;     /* mean sampling interval it was drawn with (>= 1) */
+  uint64_t alloc_time; /* ns since process start */
+  uint64_t est;        /* bytes it stands for (the listener's estimate; 0: none) */
+} hci_heap_sample_t;
+void hci_heap_samples_lock(void);
+void hci_heap_samples_unlock(void);
+/* fn for every live sampled object; returns false to stop. */
+typedef bool (*hci_heap_sample_fn)(void *ctx, const hci_heap_sample_t *s);
+void hci_heap_for_each_sample(hci_heap_sample_fn fn, void *ctx);
+
+/* ======================= inline definitions ======================= */
+
+/* The pagemap (pagemap.c); see hc_internal.h. */
+typedef struct hc_pm_entry {
+  uintptr_t span;  /* hc_span_t * of the page, or 0 */
+  uintptr_t info;  /* SMALL: span start | class; else 0 */
+} hc_pm_entry_t;
+extern _Atomic(hc_pm_entry_t *) hci_pagemap_root[HC_PM_ROOT_LEN];
+#define HC_PM_CLASS_MASK ((uintptr_t)0xff)
+static inline const hc_pm_entry_t *hci_pagemap_find(uintptr_t addr) {
+  uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
+  if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return NULL;
+  hc_pm_entry_t *leaf = atomic_load_explicit(&hci_pagemap_root[root], memory_order_acquire);
+  if (hc_unlikely(leaf == NULL)) return NULL;
+  return &leaf[(addr >> HC_PAGE_SHIFT) & (HC_PM_LEAF_LEN - 1)];
+}
+
+static inline __attribute__((always_inline)) bool hci_heap_locate(uintptr_t addr, hci_heap_slot_t *o) {
+  const hc_pm_entry_t *pe = hci_pagemap_find(addr);
+  if (!pe) return false;
+  hc_span_t *s = (hc_span_t *)pe->span;
+  if (!s) return false;
+  uintptr_t info = pe->info;
+  unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+  o->span = s;
+  o->cls = cls;
+  if (hc_likely(cls)) {
+    const hc_class_info_t *ci = &hci_classes[cls];
+    uintptr_t base = info & ~HC_PM_CLASS_MASK, off = addr - base;
+    uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
+    if (idx >= s->carved) return false;
+    o->index = idx;
+    o->start = base + (uintptr_t)idx * ci->size;
+    return true;
+  }
+  if (s->state != HC_SPAN_LARGE) return false;
+  o->index = 0;
+  o->start = s->start;
+  return true;
+}
+
+static inline hc_objmeta_t *hci_heap_slot_record(const hci_heap_slot_t *o) {
+  if (!o->cls) return &o->span->meta;
+  return o->span->objmeta ? &o->span->objmeta[o->index] : NULL;
+}
+
+static inline bool hci_heap_slot_live(const hci_heap_slot_t *o) {
+  const hc_objmeta_t *m = hci_heap_slot_record(o);
+  return m && m->stack_id != HC_STACK_NONE;
+}
+
+static inline size_t hci_heap_slot_size(const hci_heap_slot_t *o) {
+  if (!o->cls) return o->span->req_size;
+  const hc_objmeta_t *m = hci_heap_slot_record(o);
+  return hci_classes[o->cls].size - (m ? (atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK) : 0);
+}
+
+static inline size_t hci_heap_slot_bytes(const hci_heap_slot_t *o) {
+  return o->cls ? hci_classes[o->cls].size : o->span->npages << HC_PAGE_SHIFT;
+}
+
+static inline bool hci_heap_find(uintptr_t addr, hci_heap_obj_t *out) {
+  hci_heap_slot_t o;
+  if (!hci_heap_locate(addr, &o)) return false;
+  hc_objmeta_t *m = hci_heap_slot_record(&o);
+  if (m && m->stack_id == HC_STACK_NONE && o.cls) return false;
+  out->start = o.start;
+  out->size = hci_heap_slot_size(&o);
+  out->meta = m;
+  out->span = o.span;
+  out->index = o.index;
+  return true;
+}
+
+static inline bool hci_heap_owns(uintptr_t addr) {
+  const hc_pm_entry_t *e = hci_pagemap_find(addr);
+  return e && __atomic_load_n(&e->span, __ATOMIC_RELAXED) != 0;
+}
+
+static inline uint64_t hci_heap_obj_alloc_time(const hci_heap_obj_t *o) {
+  return o->span->state == HC_SPAN_LARGE && o->span->is_sampled ? o->span->alloc_time : 0;
+}
+
+static inline size_t hci_heap_span_slots(const hc_span_t *s) {
+  if (s->state == HC_SPAN_LARGE) return 1;
+  return s->objmeta ? s->carved : 0;
+}
+
+static inline void hci_heap_span_slot(hc_span_t *s, uint32_t k, hci_heap_slot_t *o) {
+  o->span = s;
+  o->index = k;
+  o->cls = s->state == HC_SPAN_LARGE ? 0 : s->cls;
+  o->start = s->start + (o->cls ? (uintptr_t)k * hci_classes[o->cls].size : 0);
+}
+
+static inline uint8_t *hci_heap_span_tags(const hc_span_t *s) { return s->tags; }
+static inline void hci_heap_set_span_tags(hc_span_t *s, uint8_t *tags) { s->tags = tags; }
+
+#endif

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test_layers.sh - the seams between the layers hold in the built objects and
+# in the sources (docs/design.md, "Folders" and "The heap view").
+#
+# Usage: test_layers.sh NM SOURCE_DIR base.a stacks.a allocator.a symbolizer.a
+#                       checker.a profiler.a runtime.a entry.a
+#
+# 1. No object of a layer references a symbol defined by a layer above it
+#    (base < stacks < allocator < symbolizer < checker|profiler < runtime).
+# 2. The checker and the profiler reference no writable allocator data
+#    (globals the allocator owns are reached through its setters and the heap
+#    view); read-only tables and the pagemap root the inline view reads are
+#    allowed.
+# 3. No source above allocator/ reads span, pagemap or page-heap internals:
+#    the heap view (allocator/hc_heap_view.h) is the one door.
+# Exit status 0 when all hold; 1 with every violation printed.
+set -u
+NM=$1 SRC=$2
+shift 2
+names=(base stacks allocator symbolizer checker profiler runtime entry)
+declare -A lib rank
+ranks=(0 1 2 3 4 4 5 5)
+for i in "${!names[@]}"; do
+  lib[${names[$i]}]=$1
+  rank[${names[$i]}]=${ranks[$i]}
+  shift
+done
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Defined (global) and undefined symbols of each layer.
+for n in "${names[@]}"; do
+  "$NM" -g --defined-only "${lib[$n]}" 2>/dev/null | awk 'NF >= 3 {print $2, $3}' | sort -u -k2 >"$tmp/$n.def"
+  "$NM" -g --undefined-only "${lib[$n]}" 2>/dev/null | awk '{print $NF}' | sort -u >"$tmp/$n.undef"
+  [ -s "$tmp/$n.def" ] || { echo "FAIL: no symbols read from ${lib[$n]}"; fail=1; }
+done
+
+# 1. Calls point down.
+for n in "${names[@]}"; do
+  for m in "${names[@]}"; do
+    [ "${rank[$m]}" -gt "${rank[$n]}" ] || continue
+    # The project's own names only (the malloc family and dlclose are libc's too).
+    awk '$2 ~ /^(hci?_|_Z.*HeapLeakChecker|MallocExtension|__lsan_)/ {print $2}' "$tmp/$m.def" | sort -u >"$tmp/m.names"
+    bad=$(comm -12 "$tmp/$n.undef" "$tmp/m.names")
+    if [ -n "$bad" ]; then
+      echo "FAIL: $n/ references symbols of $m/ (a layer above):" $bad
+      fail=1
+    fi
+  done
+done
+
+# 2. No writable allocator data referenced from above (types B, D: bss and data).
+# Read by inline code of the allocator's headers (hci_ensure_init, the heap view).
+allowed='hci_pagemap_root|hci_init_state'
+allowed="^($allowed)\$"
+awk '$1 ~ /^[BDbdS]$/ {print $2}' "$tmp/allocator.def" | sort -u >"$tmp/alloc.data"
+for n in checker profiler; do
+  bad=$(comm -12 "$tmp/$n.undef" "$tmp/alloc.data" | grep -Ev "$allowed")
+  if [ -n "$bad" ]; then
+    echo "FAIL: $n/ references allocator data directly (use the allocator's accessors):" $bad
+    fail=1
+  fi
+done
+
+# 3. The heap view is the one door.
+pat='hci_pagemap_find|hci_pagemap_span|hci_pagemap_class|hc_pm_entry_t|->objmeta|->carved|->req_size|->snext|hci_samples\.|hci_pageheap\.|->is_sampled|->sample_est|HC_SPAN_(SMALL|LARGE|FREE|STASHED)'
+hits=$(grep -nE "$pat" "$SRC"/checker/*.[ch] "$SRC"/profiler/*.[ch] "$SRC"/runtime/*.[ch] "$SRC"/symbolizer/*.[ch] 2>/dev/null)
+if [ -n "$hits" ]; then
+  echo "FAIL: heap internals read outside allocator/ (use hc_heap_view.h):"
+  echo "$hits"
+  fail=1
+fi
+
+[ $fail = 0 ] && echo "layers: calls point down, no allocator data written from above, heap read through the view"
+exit $fail
