@@ -306,7 +306,7 @@ static unsigned aligned_class(size_t size, size_t align) {
   return 0;
 }
 
-static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, bool zero) {
+static void *alloc_object(size_t size, size_t align, uintptr_t ra, int flags, bool zero) {
   hci_ensure_init();
   if (hc_unlikely(size > HC_MAX_REQUEST)) return enomem(size, align, zero);
   hc_tcache_t *tc = hci_tc_get();
@@ -319,10 +319,17 @@ static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, b
       if (hci_record_all) {
         tc->sample_left = INT64_MIN / 2;
       } else {
-        uint64_t interval = tc->sample_interval;
-        tc->sample_left = (int64_t)hci_sampler_next_gap(tc);
-        sample = interval != 0 && !tc->in_alloc;
-        weight = interval;
+        /* With malloc hooks on, the count runs on top of HC_HOOK_BIAS
+         * (malloc_hook.c): take the bias off, put it back after. */
+        int64_t left = tc->sample_left;
+        if (left < HC_HOOK_BIAS / 2) left -= HC_HOOK_BIAS;
+        if (left < 0) {
+          uint64_t interval = tc->sample_interval;
+          left = (int64_t)hci_sampler_next_gap(tc);
+          sample = interval != 0 && !tc->in_alloc;
+          weight = interval;
+        }
+        tc->sample_left = hci_hooks_on ? hci_hook_biased(left) : left;
       }
     }
   }
@@ -341,6 +348,13 @@ static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, b
     *(void **)p = NULL;
   }
   if (zero) memset(p, 0, size);
+  return p;
+}
+
+/* Every allocation that is not the fast path's; runs the new hooks. */
+static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, bool zero) {
+  void *p = alloc_object(size, align, ra, flags, zero);
+  if (hc_unlikely(hci_hooks_on)) hci_hook_run_new(p, size); /* NULL too, as gperftools */
   return p;
 }
 
@@ -408,7 +422,8 @@ static void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
  * instructions longer.  Everything else goes on to hci_free_slow. */
 void hci_free_miss(void *p, uintptr_t ra) {
   if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
-  const hc_pm_entry_t *e = hci_record_all ? NULL : hci_pagemap_find((uintptr_t)p); /* checker: every free is slow */
+  /* checker and malloc hooks: every free is slow */
+  const hc_pm_entry_t *e = hci_record_all | hci_hooks_on ? NULL : hci_pagemap_find((uintptr_t)p);
   if (hc_likely(e != NULL)) {
     uintptr_t info = __atomic_load_n(&e->info, __ATOMIC_RELAXED);
     unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
@@ -431,6 +446,7 @@ void hci_free_miss(void *p, uintptr_t ra) {
 }
 
 void hci_free_slow(void *p, uintptr_t ra) {
+  if (hc_unlikely(hci_hooks_on)) hci_hook_run_delete(p); /* NULL too, as gperftools */
   if (!p) return;
   if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
   hc_span_t *s = hci_pagemap_span((uintptr_t)p);
@@ -456,7 +472,20 @@ size_t hci_usable_size(const void *p) {
   if (cls) return hci_record_all ? hci_requested_size(p) : hci_classes[cls].size;
   if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
     bad_pointer("malloc_usable_size", p, HC_RA(), "not allocated by heapcheck");
-  return hci_record_all ? s->req_size : s->npages << HC_PAGE_SHIFT;
+  if (hci_record_all) return s->req_size;
+  /* A sampled small object has a page of its own but the size its class
+   * would give it: the usable size never depends on sampling (nallocx). */
+  if (s->is_sampled && s->req_size <= HC_MAX_SMALL) return hci_alloc_size_for(s->req_size, 0);
+  return s->npages << HC_PAGE_SHIFT;
+}
+
+size_t hci_alloc_size_for(size_t size, size_t align) {
+  if (hci_record_all) return size; /* checker mode: the usable size is the requested one */
+  unsigned cls = align <= 16 ? (size <= HC_MAX_SMALL ? hci_size_class(size) : 0)
+                 : align <= HC_PAGE_SIZE ? aligned_class(size, align) : 0;
+  if (cls) return hci_classes[cls].size;
+  if (size > HC_MAX_REQUEST) return 0;
+  return size <= HC_PAGE_SIZE ? HC_PAGE_SIZE : (size + HC_PAGE_SIZE - 1) & ~(size_t)(HC_PAGE_SIZE - 1);
 }
 
 size_t hci_requested_size(const void *p) {

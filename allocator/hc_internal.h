@@ -92,6 +92,16 @@ bool hci_ph_grow(hc_span_t *s, size_t npages);
 void hci_ph_free_locked(hc_span_t *s);
 /* Set the pagemap class of every page of an allocated span (SMALL spans). */
 void hci_ph_set_class(hc_span_t *s, unsigned cls);
+/* The heap grows from fn instead of mmap (gperftools' SysAllocator); NULL
+ * restores mmap.  fn(ctx, size, &actual, align) returns size bytes or more
+ * (actual), aligned, or NULL; it runs under the page-heap lock. */
+typedef void *(*hci_sys_alloc_fn)(void *ctx, size_t size, size_t *actual, size_t align);
+void hci_ph_set_sys_alloc(hci_sys_alloc_fn fn, void *ctx);
+/* tcmalloc.heap_limit_mb (in bytes, 0 = none: the heap fails to grow past
+ * it once every free page is back with the OS) and
+ * tcmalloc.aggressive_memory_decommit (freed pages go back at once). */
+void hci_ph_set_limits(size_t limit_bytes, bool aggressive_decommit);
+void hci_ph_get_limits(size_t *limit_bytes, bool *aggressive_decommit);
 /* Gives up to max_bytes of free committed pages back to the OS (0 = all). */
 size_t hci_ph_release(size_t max_bytes);
 /* Committed free bytes above which hci_ph_free releases (down to half of it):
@@ -130,6 +140,10 @@ void hci_tc_flush(hc_tcache_t *tc);
 /* Sets lists[].lim of every live cache from cap[] (normal) or 0 (checker). */
 void hci_tc_set_fastpath(bool enabled);
 size_t hci_tc_total_bytes(void);
+/* tcmalloc.max_total_thread_cache_bytes: what all caches hold together
+ * (clamped to [HC_TC_BUDGET_MIN, 1 GiB]); caches adopt it as they grow. */
+void hci_tc_set_budget_total(size_t bytes);
+size_t hci_tc_budget_total(void);
 size_t hci_tc_count(void);
 void hci_tc_fork_child(void);
 /* Creates the thread-exit key (called by hci_init). */
@@ -160,6 +174,9 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra);
 void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra); /* align: power of two */
 void hci_free_ra(void *p, uintptr_t ra);
 size_t hci_usable_size(const void *p);
+/* The usable size malloc (align <= 16) or memalign would give a request
+ * (nallocx, GetEstimatedAllocatedSize); 0 when it would fail. */
+size_t hci_alloc_size_for(size_t size, size_t align);
 /* Requested size of a live object (exact in checker mode and for large objects). */
 size_t hci_requested_size(const void *p);
 /* Recording state. 0 = off; otherwise every allocation records its stack. */
@@ -257,5 +274,34 @@ typedef struct hci_sample_listener {
   void (*on_free)(uint64_t est);
 } hci_sample_listener_t;
 void hci_alloc_set_sample_listener(const hci_sample_listener_t *l);
+
+/* ======================= malloc_hook.c ======================= */
+/* gperftools' MallocHook lists (the exported API is runtime/malloc_hooks.c).
+ * Kinds of hook; each has HCI_HOOK_SLOTS - 1 slots for Add and the last for
+ * the deprecated singular Set. */
+enum {
+  HCI_HOOK_NEW, HCI_HOOK_DELETE, HCI_HOOK_PREMMAP, HCI_HOOK_MMAP, HCI_HOOK_MMAP_REPLACE,
+  HCI_HOOK_MUNMAP, HCI_HOOK_MUNMAP_REPLACE, HCI_HOOK_MREMAP, HCI_HOOK_PRESBRK, HCI_HOOK_SBRK,
+  HCI_HOOK_KINDS
+};
+#define HCI_HOOK_SLOTS 8
+typedef void (*hci_hook_fn)(void);
+/* sample_left is held below HC_HOOK_BIAS / 2 while new/delete hooks are on
+ * (the sampler counts down on top of the bias). */
+#define HC_HOOK_BIAS (INT64_MIN / 4)
+/* left with the bias on: negative whatever the gap ("never" included). */
+static inline int64_t hci_hook_biased(int64_t left) {
+  if (left > ((int64_t)1 << 59)) left = (int64_t)1 << 59;
+  return left + HC_HOOK_BIAS;
+}
+extern int hci_hooks_on;  /* a new or delete hook is installed */
+bool hci_hook_add(int kind, hci_hook_fn fn);     /* false: NULL or no free slot */
+bool hci_hook_remove(int kind, hci_hook_fn fn);  /* false: not installed */
+hci_hook_fn hci_hook_set_singular(int kind, hci_hook_fn fn); /* returns the previous one */
+hci_hook_fn hci_hook_get_singular(int kind);
+int hci_hook_get(int kind, hci_hook_fn *out, int max);  /* the installed hooks, in slot order */
+bool hci_hook_any(int kind);
+void hci_hook_run_new(const void *p, size_t size);
+void hci_hook_run_delete(const void *p);
 
 #endif

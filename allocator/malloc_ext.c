@@ -8,87 +8,114 @@
  * (hci_stats_get), read without stopping anyone: each is exact on its own,
  * the set is a snapshot only when no other thread allocates.
  *
- * Properties (GetNumericProperty), as tcmalloc defines them:
- *   generic.current_allocated_bytes   bytes held by the program
- *   generic.heap_size                 bytes mapped for the heap (in use, free, released)
- *   generic.total_physical_bytes      mapped - released + metadata
- *   tcmalloc.pageheap_free_bytes      free pages still backed by memory
- *   tcmalloc.pageheap_unmapped_bytes  free pages given back to the OS
- *   tcmalloc.slack_bytes              the two together
- *   tcmalloc.central_cache_free_bytes free objects in the central lists' spans
- *   tcmalloc.transfer_cache_free_bytes free objects in the transfer slots
- *   tcmalloc.thread_cache_free_bytes, tcmalloc.current_total_thread_cache_bytes
- *                                     free objects in thread caches
- *   tcmalloc.max_total_thread_cache_bytes  the thread caches' total budget
- *   tcmalloc.min_per_thread_cache_bytes    one cache's least budget
- *   tcmalloc.metadata_bytes           bytes mapped for metadata
- *   heapcheck.sample_interval         mean bytes between samples (writable)
- * Only heapcheck.sample_interval is writable; the budgets are compile-time
- * constants here, so SetNumericProperty on them returns false.
+ * Properties: the table `props` below (docs/profiling.md says what each
+ * is); writable are tcmalloc's three (thread caches' total budget,
+ * aggressive decommit, heap limit) and heapcheck.sample_interval.  Also
+ * nallocx, Ranges (hc_malloc_ranges), the system allocator the heap grows
+ * from (SetSystemAllocator).
  *
- * Locks: those hci_stats_get takes; none held across calls.  No malloc.
+ * Locks: those hci_stats_get takes, the page-heap lock (Ranges), release_lock
+ * (ReleaseToSystem's account) before the page heap; none held across calls.
+ * No malloc.
  */
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "hc_internal.h"
+#include "gperftools/malloc_extension_c.h"
+#include "gperftools/nallocx.h"
 #include "heapcheck.h"
 
-typedef enum { OWN_UNKNOWN = 0, OWN_OWNED, OWN_NOT_OWNED } ownership_t;
 
 // ---- properties ----
 
-static bool property(const char *name, const hc_stats_t *st, size_t *v) {
-  size_t slots = hci_central_slot_bytes();
-  static const struct {
-    const char *name;
-    int which;
-  } props[] = {
-      {"generic.current_allocated_bytes", 0}, {"generic.heap_size", 1},
-      {"generic.total_physical_bytes", 2},    {"tcmalloc.pageheap_free_bytes", 3},
-      {"tcmalloc.pageheap_unmapped_bytes", 4}, {"tcmalloc.slack_bytes", 5},
-      {"tcmalloc.central_cache_free_bytes", 6}, {"tcmalloc.transfer_cache_free_bytes", 7},
-      {"tcmalloc.thread_cache_free_bytes", 8}, {"tcmalloc.current_total_thread_cache_bytes", 8},
-      {"tcmalloc.max_total_thread_cache_bytes", 9}, {"tcmalloc.min_per_thread_cache_bytes", 10},
-      {"tcmalloc.metadata_bytes", 11},         {"heapcheck.sample_interval", 12},
-  };
-  for (size_t i = 0; i < sizeof props / sizeof props[0]; i++) {
-    if (strcmp(name, props[i].name) != 0) continue;
-    switch (props[i].which) {
-      case 0: *v = st->in_use; break;
-      case 1: *v = st->heap_mapped; break;
-      case 2: *v = st->heap_mapped - st->heap_released + st->metadata; break;
-      case 3: *v = st->page_heap_free; break;
-      case 4: *v = st->heap_released; break;
-      case 5: *v = st->page_heap_free + st->heap_released; break;
-      case 6: *v = st->central_free > slots ? st->central_free - slots : 0; break;
-      case 7: *v = slots; break;
-      case 8: *v = st->thread_cache_free; break;
-      case 9: *v = HC_TC_BUDGET_TOTAL; break;
-      case 10: *v = HC_TC_BUDGET_MIN; break;
-      case 11: *v = st->metadata; break;
-      default: *v = (size_t)atomic_load_explicit(&hci_sample_interval, memory_order_relaxed); break;
-    }
-    return true;
+enum {
+  P_ALLOCATED, P_HEAP_SIZE, P_PHYSICAL, P_PH_FREE, P_PH_UNMAPPED, P_PH_COMMITTED, P_SLACK, P_CENTRAL,
+  P_TRANSFER, P_THREAD, P_MAX_TC, P_MIN_TC, P_METADATA, P_AGGRESSIVE, P_HEAP_LIMIT, P_SAMPLE_INTERVAL
+};
+static const struct {
+  const char *name;
+  int which;
+  bool writable;
+} props[] = {
+    {"generic.current_allocated_bytes", P_ALLOCATED, false},
+    {"generic.heap_size", P_HEAP_SIZE, false},
+    {"generic.total_physical_bytes", P_PHYSICAL, false},
+    {"tcmalloc.pageheap_free_bytes", P_PH_FREE, false},
+    {"tcmalloc.pageheap_unmapped_bytes", P_PH_UNMAPPED, false},
+    {"tcmalloc.pageheap_committed_bytes", P_PH_COMMITTED, false},
+    {"tcmalloc.slack_bytes", P_SLACK, false},
+    {"tcmalloc.central_cache_free_bytes", P_CENTRAL, false},
+    {"tcmalloc.transfer_cache_free_bytes", P_TRANSFER, false},
+    {"tcmalloc.thread_cache_free_bytes", P_THREAD, false},
+    {"tcmalloc.current_total_thread_cache_bytes", P_THREAD, false},
+    {"tcmalloc.max_total_thread_cache_bytes", P_MAX_TC, true},
+    {"tcmalloc.min_per_thread_cache_bytes", P_MIN_TC, false},
+    {"tcmalloc.metadata_bytes", P_METADATA, false},
+    {"tcmalloc.aggressive_memory_decommit", P_AGGRESSIVE, true},
+    {"tcmalloc.heap_limit_mb", P_HEAP_LIMIT, true},
+    {"heapcheck.sample_interval", P_SAMPLE_INTERVAL, true},
+};
+
+static int find_property(const char *name) {
+  for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
+    if (strcmp(name, props[i].name) == 0) return (int)i;
+  return -1;
+}
+
+static size_t property(int which, const hc_stats_t *st) {
+  size_t slots = hci_central_slot_bytes(), limit;
+  bool aggressive;
+  switch (which) {
+    case P_ALLOCATED: return st->in_use;
+    case P_HEAP_SIZE: return st->heap_mapped;
+    case P_PHYSICAL: return st->heap_mapped - st->heap_released + st->metadata;
+    case P_PH_FREE: return st->page_heap_free;
+    case P_PH_UNMAPPED: return st->heap_released;
+    case P_PH_COMMITTED: return st->heap_mapped - st->heap_released;
+    case P_SLACK: return st->page_heap_free + st->heap_released;
+    case P_CENTRAL: return st->central_free > slots ? st->central_free - slots : 0;
+    case P_TRANSFER: return slots;
+    case P_THREAD: return st->thread_cache_free;
+    case P_MAX_TC: return hci_tc_budget_total();
+    case P_MIN_TC: return HC_TC_BUDGET_MIN;
+    case P_METADATA: return st->metadata;
+    case P_AGGRESSIVE: hci_ph_get_limits(&limit, &aggressive); return aggressive;
+    case P_HEAP_LIMIT: hci_ph_get_limits(&limit, &aggressive); return limit >> 20;
+    default: return (size_t)atomic_load_explicit(&hci_sample_interval, memory_order_relaxed);
   }
-  return false;
 }
 
 hc_public int MallocExtension_GetNumericProperty(const char *name, size_t *value) {
   if (!name || !value) return 0;
+  int i = find_property(name);
+  if (i < 0) return 0;
   hc_stats_t st;
-  hci_stats_get(&st);
-  return property(name, &st, value);
+  if (props[i].which <= P_METADATA) hci_stats_get(&st); /* the counters only when one is asked */
+  *value = property(props[i].which, &st);
+  return 1;
 }
 
+/* The writable properties are tcmalloc's three (the thread caches' total
+ * budget, aggressive decommit, the heap limit) and heapcheck's sampling
+ * interval; any other name, known or not, returns false, as in tcmalloc. */
 hc_public int MallocExtension_SetNumericProperty(const char *name, size_t value) {
   if (!name) return 0;
-  if (strcmp(name, "heapcheck.sample_interval") == 0) {
-    hci_sampler_set_interval(value);
-    return 1;
+  int i = find_property(name);
+  if (i < 0 || !props[i].writable) return 0;
+  size_t limit;
+  bool aggressive;
+  hci_ph_get_limits(&limit, &aggressive);
+  switch (props[i].which) {
+    case P_MAX_TC: hci_tc_set_budget_total(value); break;
+    case P_AGGRESSIVE: hci_ph_set_limits(limit, value != 0); break;
+    case P_HEAP_LIMIT:
+      hci_ph_set_limits(value > (SIZE_MAX >> 20) ? SIZE_MAX & ~(((size_t)1 << 20) - 1) : value << 20, aggressive);
+      break;
+    default: hci_sampler_set_interval(value); break;
   }
-  return 0; /* unknown, or read-only here */
+  return 1;
 }
 
 // ---- statistics ----
@@ -128,14 +155,32 @@ hc_public void MallocExtension_MarkThreadTemporarilyIdle(void) { MallocExtension
 
 hc_public void MallocExtension_MarkThreadBusy(void) {}
 
+/* Spans go back whole, so a call may release more than asked: the excess
+ * counts against the next calls (tcmalloc's extra_bytes_released_), and a
+ * program calling ReleaseToSystem(n) periodically releases n per period. */
+static size_t extra_released;
+static hci_lock_t release_lock;
+
 hc_public void MallocExtension_ReleaseToSystem(size_t num_bytes) {
-  if (num_bytes) hci_ph_release(num_bytes);
+  hci_lock(&release_lock);
+  if (num_bytes <= extra_released) {
+    extra_released -= num_bytes;
+  } else {
+    num_bytes -= extra_released;
+    /* at least one page: less would release nothing (tcmalloc's rule) */
+    size_t done = hci_ph_release(num_bytes < HC_PAGE_SIZE ? HC_PAGE_SIZE : num_bytes);
+    extra_released = done > num_bytes ? done - num_bytes : 0;
+  }
+  hci_unlock(&release_lock);
 }
 
 hc_public void MallocExtension_ReleaseFreeMemory(void) {
   hci_central_drain();
   hci_sample_stash_drain();
+  hci_lock(&release_lock);
   hci_ph_release(0);
+  extra_released = 0;
+  hci_unlock(&release_lock);
 }
 
 static double release_rate = 1.0; /* accepted and reported; release is by threshold here */
@@ -146,15 +191,19 @@ hc_public void MallocExtension_SetMemoryReleaseRate(double rate) {
 
 hc_public double MallocExtension_GetMemoryReleaseRate(void) { return release_rate; }
 
-hc_public size_t MallocExtension_GetEstimatedAllocatedSize(size_t size) {
-  if (size <= HC_MAX_SMALL) return hci_classes[hci_size_class(size ? size : 1)].size;
-  return (size + HC_PAGE_SIZE - 1) & ~(HC_PAGE_SIZE - 1);
+hc_public size_t MallocExtension_GetEstimatedAllocatedSize(size_t size) { return hci_alloc_size_for(size, 0); }
+
+/* <gperftools/nallocx.h>: only MALLOCX_LG_ALIGN (the low 6 bits), as gperftools. */
+hc_public size_t tc_nallocx(size_t size, int flags) {
+  int lg = flags & 63;
+  return hci_alloc_size_for(size, lg < 63 ? (size_t)1 << lg : 0);
 }
+hc_public size_t nallocx(size_t size, int flags) __attribute__((alias("tc_nallocx")));
 
 hc_public size_t MallocExtension_GetAllocatedSize(const void *p) { return p ? hci_usable_size(p) : 0; }
 
-hc_public int MallocExtension_GetOwnership(const void *p) {
-  return p && hci_pagemap_span((uintptr_t)p) ? OWN_OWNED : OWN_NOT_OWNED;
+hc_public MallocExtension_Ownership MallocExtension_GetOwnership(const void *p) {
+  return p && hci_pagemap_span((uintptr_t)p) ? MallocExtension_kOwned : MallocExtension_kNotOwned;
 }
 
 hc_public size_t MallocExtension_GetThreadCacheSize(void) {
@@ -171,6 +220,71 @@ hc_public int MallocExtension_VerifyAllMemory(void) { return 1; }
 hc_public int MallocExtension_VerifyNewMemory(const void *p) { return !p || hci_pagemap_span((uintptr_t)p) != NULL; }
 hc_public int MallocExtension_VerifyArrayNewMemory(const void *p) { return MallocExtension_VerifyNewMemory(p); }
 hc_public int MallocExtension_VerifyMallocMemory(const void *p) { return MallocExtension_VerifyNewMemory(p); }
+
+// ---- Ranges ----
+
+/* The heap's page runs in address order: in use (small-object spans with
+ * the fraction of their bytes allocated), free, free and given back.  The
+ * stash of one-page sample spans counts as free.  Read under the page-heap
+ * lock 16 at a time, fn called without it (as tcmalloc). */
+static int next_ranges(uintptr_t *page, hc_malloc_range_t *out, int max) {
+  int n = 0;
+  hci_lock(&hci_pageheap.lock);
+  uintptr_t end = hci_pageheap.hi >> HC_PAGE_SHIFT;
+  if (*page < (hci_pageheap.lo >> HC_PAGE_SHIFT)) *page = hci_pageheap.lo >> HC_PAGE_SHIFT;
+  while (n < max && *page < end) {
+    hc_pm_entry_t *leaf =
+        atomic_load_explicit(&hci_pagemap_root[*page >> HC_PM_LEAF_BITS], memory_order_acquire);
+    if (!leaf) {
+      *page = ((*page >> HC_PM_LEAF_BITS) + 1) << HC_PM_LEAF_BITS;
+      continue;
+    }
+    hc_span_t *s = (hc_span_t *)leaf[*page & (HC_PM_LEAF_LEN - 1)].span;
+    if (!s) {
+      ++*page;
+      continue;
+    }
+    hc_malloc_range_t *r = &out[n++];
+    r->address = s->start;
+    r->length = s->npages << HC_PAGE_SHIFT;
+    r->fraction = 0;
+    switch (s->state) {
+      case HC_SPAN_FREE: r->type = s->is_released ? HC_RANGE_UNMAPPED : HC_RANGE_FREE; break;
+      case HC_SPAN_STASHED: r->type = HC_RANGE_FREE; break;
+      case HC_SPAN_SMALL:
+        r->type = HC_RANGE_INUSE;
+        r->fraction = (double)s->allocated * hci_classes[s->cls].size / (double)r->length;
+        break;
+      default: r->type = HC_RANGE_INUSE; break;
+    }
+    *page = (s->start >> HC_PAGE_SHIFT) + s->npages;
+  }
+  hci_unlock(&hci_pageheap.lock);
+  return n;
+}
+
+hc_public void hc_malloc_ranges(void (*fn)(void *arg, const hc_malloc_range_t *r), void *arg) {
+  if (!fn) return;
+  uintptr_t page = 0;
+  hc_malloc_range_t batch[16];
+  int n;
+  while ((n = next_ranges(&page, batch, 16)) > 0)
+    for (int i = 0; i < n; i++) fn(arg, &batch[i]);
+}
+
+// ---- the system allocator (MallocExtension::Get/SetSystemAllocator) ----
+
+hc_public void *hc_system_alloc_default(size_t size, size_t *actual, size_t align) {
+  if (align < HC_PAGE_SIZE) align = HC_PAGE_SIZE;
+  void *p = hci_os_map_aligned(size, align);
+  if (p && actual) *actual = size;
+  return p;
+}
+
+hc_public void hc_set_system_allocator(void *(*fn)(void *ctx, size_t size, size_t *actual, size_t align),
+                                       void *ctx) {
+  hci_ph_set_sys_alloc(fn, ctx);
+}
 
 // ---- tc_version ----
 

@@ -73,18 +73,84 @@ static hc_span_t *find_fit(size_t n) {
   return best;
 }
 
+/* gperftools' SysAllocator (MallocExtension::SetSystemAllocator): the
+ * program's function that the heap grows from instead of mmap, called with
+ * the page-heap lock held (as tcmalloc does); it must not allocate. */
+static hci_sys_alloc_fn sys_alloc;
+static void *sys_alloc_ctx;
+
+void hci_ph_set_sys_alloc(hci_sys_alloc_fn fn, void *ctx) {
+  hci_lock(&ph->lock);
+  sys_alloc = fn;
+  sys_alloc_ctx = ctx;
+  hci_unlock(&ph->lock);
+}
+
+/* requires: lock.  Memory for the heap: `*bytes` or more (updated), aligned. */
+static void *sys_map(size_t *bytes, size_t need, size_t align) {
+  if (!sys_alloc) return hci_os_map_aligned(*bytes, align);
+  for (;;) { /* the grow size, then only what is needed, as tcmalloc */
+    size_t actual = *bytes;
+    void *mem = sys_alloc(sys_alloc_ctx, *bytes, &actual, align);
+    if (mem && ((uintptr_t)mem & (align - 1)) == 0 && actual >= *bytes) {
+      *bytes = actual & ~(size_t)(HC_PAGE_SIZE - 1);
+      return mem;
+    }
+    if (*bytes <= need) return NULL;
+    *bytes = need;
+  }
+}
+
+/* tcmalloc.heap_limit_mb and tcmalloc.aggressive_memory_decommit
+ * (MallocExtension::SetNumericProperty).  Guarded by the lock. */
+static size_t heap_limit; /* bytes backed by memory the heap may reach; 0 = none */
+static bool aggressive;   /* every freed span goes back to the OS at once */
+
+static size_t release_locked(size_t max_bytes);
+static size_t release_span(hc_span_t *s);
+
+static size_t committed(void) { return ph->mapped_bytes - (ph->released_pages << HC_PAGE_SHIFT); }
+
+/* requires: lock.  False when growing by `bytes` would pass the heap
+ * limit even after every free page went back to the OS (as tcmalloc's
+ * EnsureLimit). */
+static bool within_limit(size_t bytes) {
+  if (!heap_limit || committed() + bytes <= heap_limit) return true;
+  release_locked(0);
+  return committed() + bytes <= heap_limit;
+}
+
+void hci_ph_set_limits(size_t limit_bytes, bool aggressive_decommit) {
+  hci_lock(&ph->lock);
+  ensure_lists();
+  heap_limit = limit_bytes;
+  aggressive = aggressive_decommit; /* from the next free on, as tcmalloc */
+  hci_unlock(&ph->lock);
+}
+
+void hci_ph_get_limits(size_t *limit_bytes, bool *aggressive_decommit) {
+  hci_lock(&ph->lock);
+  *limit_bytes = heap_limit;
+  *aggressive_decommit = aggressive;
+  hci_unlock(&ph->lock);
+}
+
 /* requires: lock.  Maps at least n pages from the OS as one free span. */
 static bool grow(size_t n, size_t align) {
   size_t bytes = n << HC_PAGE_SHIFT;
   if (bytes < HC_HEAP_GROW_MIN) bytes = HC_HEAP_GROW_MIN;
   if (align < HC_PAGE_SIZE) align = HC_PAGE_SIZE;
-  void *mem = hci_os_map_aligned(bytes, align);
+  if (!within_limit(bytes)) {
+    bytes = n << HC_PAGE_SHIFT; /* only what is needed */
+    if (!within_limit(bytes)) return false;
+  }
+  void *mem = sys_map(&bytes, n << HC_PAGE_SHIFT, align);
   if (!mem) return false;
   uintptr_t start = (uintptr_t)mem;
   hc_span_t *s = hci_span_new();
   if (!s || !hci_pagemap_set(start >> HC_PAGE_SHIFT, bytes >> HC_PAGE_SHIFT, s, 0)) {
     if (s) hci_span_delete(s);
-    hci_os_unmap(mem, bytes);
+    if (!sys_alloc) hci_os_unmap(mem, bytes); /* the program's memory stays the program's */
     return false;
   }
   s->start = start;
@@ -240,8 +306,6 @@ void hci_ph_free_locked(hc_span_t *s) {
   put_free(s);
 }
 
-static size_t release_locked(size_t max_bytes);
-
 static size_t release_threshold(void) {
   size_t t = ph->inuse_bytes / 8;
   return t < RELEASE_MIN ? RELEASE_MIN : t > RELEASE_MAX ? RELEASE_MAX : t;
@@ -257,11 +321,25 @@ size_t hci_ph_release_threshold(void) {
 void hci_ph_free(hc_span_t *s) {
   hci_lock(&ph->lock);
   ph->inuse_bytes -= s->npages << HC_PAGE_SHIFT;
-  hci_ph_free_locked(s);
+  uintptr_t start = s->start;
+  hci_ph_free_locked(s); /* s may be merged into a neighbour */
   size_t threshold = release_threshold();
-  if ((ph->free_pages << HC_PAGE_SHIFT) > threshold)
+  hc_span_t *f = aggressive ? hci_pagemap_span(start) : NULL; /* the run holding it now */
+  if (f && f->state == HC_SPAN_FREE && !f->is_released) release_span(f); /* aggressive decommit: this run, at once */
+  else if ((ph->free_pages << HC_PAGE_SHIFT) > threshold)
     release_locked((ph->free_pages << HC_PAGE_SHIFT) - threshold / 2);
   hci_unlock(&ph->lock);
+}
+
+/* requires: lock; s free, committed, on a list.  Returns its bytes. */
+static size_t release_span(hc_span_t *s) {
+  size_t bytes = s->npages << HC_PAGE_SHIFT;
+  take_free(s);
+  hci_os_release((void *)s->start, bytes);
+  HC_USDT_MEMORY_HEAP_LESS(s->start, bytes);
+  s->is_released = 1;
+  hci_ph_free_locked(s); /* merges with released neighbours */
+  return bytes;
 }
 
 /* requires: lock.  Releases committed free spans, longest runs first.
@@ -276,12 +354,7 @@ static size_t release_locked(size_t max_bytes) {
       hc_span_t *s = h->next;
       while (s != h && s->is_released) s = s->next;
       if (s == h || (max_bytes && done >= max_bytes)) break;
-      take_free(s);
-      hci_os_release((void *)s->start, s->npages << HC_PAGE_SHIFT);
-      HC_USDT_MEMORY_HEAP_LESS(s->start, s->npages << HC_PAGE_SHIFT);
-      s->is_released = 1;
-      done += s->npages << HC_PAGE_SHIFT;
-      hci_ph_free_locked(s); /* merges with released neighbours */
+      done += release_span(s);
     }
   }
   return done;

@@ -120,4 +120,5 @@ void hci_sampler_reset(hc_tcache_t *tc) {
     return;
   }
   tc->sample_left = (int64_t)hci_sampler_next_gap(tc);
+  if (hci_hooks_on) tc->sample_left = hci_hook_biased(tc->sample_left); /* malloc hooks: every allocation is slow */
 }

@@ -47,9 +47,19 @@ static uint32_t cap_limit(unsigned cls) {
   return lim;
 }
 
+static size_t budget_total = HC_TC_BUDGET_TOTAL; /* tcmalloc.max_total_thread_cache_bytes */
+
+void hci_tc_set_budget_total(size_t bytes) {
+  if (bytes < HC_TC_BUDGET_MIN) bytes = HC_TC_BUDGET_MIN;
+  if (bytes > ((size_t)1 << 30)) bytes = (size_t)1 << 30;
+  __atomic_store_n(&budget_total, bytes, __ATOMIC_RELAXED);
+}
+
+size_t hci_tc_budget_total(void) { return __atomic_load_n(&budget_total, __ATOMIC_RELAXED); }
+
 static size_t budget_now(void) {
   size_t n = __atomic_load_n(&tc_live, __ATOMIC_RELAXED);
-  size_t b = HC_TC_BUDGET_TOTAL / (n ? n : 1);
+  size_t b = hci_tc_budget_total() / (n ? n : 1);
   if (b < HC_TC_BUDGET_MIN) b = HC_TC_BUDGET_MIN;
   if (b > HC_TC_BUDGET_MAX) b = HC_TC_BUDGET_MAX;
   return b;

@@ -165,6 +165,9 @@ bool hci_env_word_is(const char *value, const char *word);
 bool hci_is_secure(void);
 
 /* ======================= os.c ======================= */
+/* mmap/munmap as system calls (never the exported, hooked symbols). */
+void *hci_os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int hci_os_munmap(void *p, size_t len);
 void *hci_os_map(size_t size);                 /* anonymous RW mapping or NULL; errno preserved */
 void *hci_os_map_aligned(size_t size, size_t align); /* aligned anonymous RW mapping or NULL */
 void hci_os_unmap(void *p, size_t size);

@@ -75,16 +75,25 @@ bool hci_os_owned_next(uintptr_t addr, uintptr_t *lo, uintptr_t *hi) {
 
 bool hci_os_owned_complete(void) { return !atomic_load(&os_reg.lost); }
 
+/* The system calls themselves, not the mmap/munmap symbols: the library
+ * exports those to run gperftools' mmap hooks (runtime/malloc_hooks.c),
+ * and a program's hook must never run under an allocator lock. */
+void *hci_os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+int hci_os_munmap(void *p, size_t len) { return (int)syscall(SYS_munmap, p, len); }
+
 static void *raw_map(size_t size) {
   int saved = errno;
-  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *p = hci_os_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   errno = saved;
   return p == MAP_FAILED ? NULL : p;
 }
 
 static void raw_unmap(void *p, size_t size) {
   int saved = errno;
-  munmap(p, size);
+  hci_os_munmap(p, size);
   errno = saved;
 }
 

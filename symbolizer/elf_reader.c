@@ -111,11 +111,11 @@ bool hci_elf_open_file(hci_elf_t *e, const char *path, uint64_t *dev, uint64_t *
     return false;
   }
   size_t size = (size_t)st.st_size;
-  void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  void *map = hci_os_mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
   if (map == MAP_FAILED) return false;
   if (!hci_elf_open_buffer(e, map, size)) {
-    munmap(map, size);
+    hci_os_munmap(map, size);
     memset(e, 0, sizeof *e);
     return false;
   }
@@ -127,7 +127,7 @@ bool hci_elf_open_file(hci_elf_t *e, const char *path, uint64_t *dev, uint64_t *
 }
 
 void hci_elf_close(hci_elf_t *e) {
-  if (e->map) munmap(e->map, e->map_size);
+  if (e->map) hci_os_munmap(e->map, e->map_size);
   memset(e, 0, sizeof *e);
 }
 

@@ -13,11 +13,15 @@
  *    tcmalloc.thread_cache_free_bytes, tcmalloc.current_total_thread_cache_bytes,
  *    tcmalloc.max_total_thread_cache_bytes, tcmalloc.min_per_thread_cache_bytes,
  *    tcmalloc.metadata_bytes, heapcheck.sample_interval.
- *    SetNumericProperty: heapcheck.sample_interval only (the thread-cache
- *    budgets are fixed here; setting them returns false).
+ *    tcmalloc.pageheap_committed_bytes, tcmalloc.aggressive_memory_decommit,
+ *    tcmalloc.heap_limit_mb.  SetNumericProperty:
+ *    tcmalloc.max_total_thread_cache_bytes, tcmalloc.aggressive_memory_decommit,
+ *    tcmalloc.heap_limit_mb, heapcheck.sample_interval; false for any other.
  *  - GetStats: malloc_stats()'s text.  MallocMemoryStats: bytes in use, no
  *    per-block census (blocks = 0, histogram zero), true.
- *  - ReleaseFreeMemory / ReleaseToSystem(n): free pages back to the OS.
+ *  - ReleaseFreeMemory / ReleaseToSystem(n): free pages back to the OS
+ *    (what a call releases beyond n counts against the next, as tcmalloc).
+ *  - Ranges: every run of heap pages (INUSE, FREE, UNMAPPED).
  *    MarkThreadIdle / MarkThreadTemporarilyIdle: this thread's cache goes
  *    back to the central lists; MarkThreadBusy: nothing to do.
  *  - GetAllocatedSize(p): malloc_usable_size(p); GetEstimatedAllocatedSize(n):
@@ -30,8 +34,8 @@
  *    hc_heap_profile_get / GetHeapProfile returns, pprof's format).
  *    GetHeapGrowthStacks: the same profile (heapcheck records no separate
  *    growth stacks).
- *  - Ranges, ReadStackTraces, ReadHeapGrowthStackTraces, GetSystemAllocator:
- *    not available (no call / NULL), as in gperftools' default extension.
+ *  - GetSystemAllocator / SetSystemAllocator: the heap grows from the
+ *    given SysAllocator instead of mmap.
  */
 #ifndef HEAPCHECK_GPERFTOOLS_MALLOC_EXTENSION_H
 #define HEAPCHECK_GPERFTOOLS_MALLOC_EXTENSION_H
@@ -87,10 +91,8 @@ class MallocExtension {
   virtual void GetHeapGrowthStacks(MallocExtensionWriter *writer) { GetHeapSample(writer); }
 
   typedef void(RangeFunction)(void *, const base::MallocRange *);
-  virtual void Ranges(void *arg, RangeFunction func) {
-    (void)arg;
-    (void)func;
-  }
+  /* Every run of heap pages, in address order: in use, free, unmapped. */
+  virtual void Ranges(void *arg, RangeFunction func);
 
   virtual bool GetNumericProperty(const char *property, size_t *value) {
     return MallocExtension_GetNumericProperty(property, value) != 0;
@@ -100,8 +102,15 @@ class MallocExtension {
   }
   virtual void MarkThreadIdle() { MallocExtension_MarkThreadIdle(); }
   virtual void MarkThreadBusy() { MallocExtension_MarkThreadBusy(); }
-  virtual SysAllocator *GetSystemAllocator() { return NULL; }
-  virtual void SetSystemAllocator(SysAllocator *a) { (void)a; }
+  /* The allocator the heap grows from: heapcheck's mmap, or the one given
+   * to SetSystemAllocator (called with the page-heap lock held: it must
+   * not allocate; its memory is never given back). */
+  virtual SysAllocator *GetSystemAllocator() { return *sys_slot_(); }
+  virtual void SetSystemAllocator(SysAllocator *a) {
+    if (!a) return;
+    *sys_slot_() = a;
+    hc_set_system_allocator(&sys_alloc_call_, a);
+  }
   virtual void ReleaseToSystem(size_t num_bytes) { MallocExtension_ReleaseToSystem(num_bytes); }
   virtual void ReleaseFreeMemory() { MallocExtension_ReleaseFreeMemory(); }
   virtual void SetMemoryReleaseRate(double rate) { MallocExtension_SetMemoryReleaseRate(rate); }
@@ -150,6 +159,20 @@ class MallocExtension {
   virtual void MarkThreadTemporarilyIdle() { MallocExtension_MarkThreadTemporarilyIdle(); }
 
  private:
+  class DefaultSysAllocator_ : public SysAllocator {
+   public:
+    virtual void *Alloc(size_t size, size_t *actual_size, size_t alignment) {
+      return hc_system_alloc_default(size, actual_size, alignment);
+    }
+  };
+  static SysAllocator **sys_slot_() {
+    static DefaultSysAllocator_ builtin;
+    static SysAllocator *current = &builtin;
+    return &current;
+  }
+  static void *sys_alloc_call_(void *ctx, size_t size, size_t *actual, size_t align) {
+    return static_cast<SysAllocator *>(ctx)->Alloc(size, actual, align);
+  }
   static MallocExtension **slot_() {
     static MallocExtension builtin;
     static MallocExtension *current = &builtin;
@@ -166,5 +189,26 @@ struct MallocRange {
   double fraction;
 };
 }  // namespace base
+
+namespace heapcheck_detail_ {
+struct RangeCall {
+  void *arg;
+  MallocExtension::RangeFunction *func;
+};
+inline void range_call(void *ctx, const hc_malloc_range_t *r) {
+  RangeCall *c = static_cast<RangeCall *>(ctx);
+  base::MallocRange m;
+  m.address = r->address;
+  m.length = r->length;
+  m.type = static_cast<base::MallocRange::Type>(r->type);
+  m.fraction = r->fraction;
+  c->func(c->arg, &m);
+}
+}  // namespace heapcheck_detail_
+
+inline void MallocExtension::Ranges(void *arg, RangeFunction func) {
+  heapcheck_detail_::RangeCall c = {arg, func};
+  hc_malloc_ranges(&heapcheck_detail_::range_call, &c);
+}
 
 #endif

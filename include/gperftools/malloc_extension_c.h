@@ -6,6 +6,7 @@
 #define HEAPCHECK_GPERFTOOLS_MALLOC_EXTENSION_C_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #ifndef PERFTOOLS_DLL_DECL
@@ -44,6 +45,22 @@ typedef enum {
   MallocExtension_kNotOwned
 } MallocExtension_Ownership;
 PERFTOOLS_DLL_DECL MallocExtension_Ownership MallocExtension_GetOwnership(const void *p);
+
+/* heapcheck's own, behind MallocExtension::Ranges: fn is called once per
+ * run of heap pages, in address order (types as base::MallocRange's). */
+enum { HC_RANGE_INUSE, HC_RANGE_FREE, HC_RANGE_UNMAPPED, HC_RANGE_UNKNOWN };
+typedef struct hc_malloc_range {
+  uintptr_t address;
+  size_t length;
+  int type;
+  double fraction; /* in-use small-object runs: the part of the bytes allocated */
+} hc_malloc_range_t;
+void hc_malloc_ranges(void (*fn)(void *arg, const hc_malloc_range_t *r), void *arg);
+
+/* heapcheck's own, behind MallocExtension::Get/SetSystemAllocator: the
+ * default (mmap) and the function the heap grows from. */
+void *hc_system_alloc_default(size_t size, size_t *actual, size_t align);
+void hc_set_system_allocator(void *(*fn)(void *ctx, size_t size, size_t *actual, size_t align), void *ctx);
 
 #ifdef __cplusplus
 }

@@ -123,7 +123,11 @@ static void test_extension() {
   size_t v = 0;
   EXPECT(!ext->GetNumericProperty("no.such_property", &v));
   EXPECT(!ext->SetNumericProperty("generic.heap_size", 1));
-  EXPECT(!ext->SetNumericProperty("tcmalloc.max_total_thread_cache_bytes", 1 << 20));
+  EXPECT(!ext->SetNumericProperty("tcmalloc.pageheap_free_bytes", 1));
+  EXPECT(!ext->SetNumericProperty("no.such_property", 1));
+  EXPECT(ext->SetNumericProperty("tcmalloc.max_total_thread_cache_bytes", 64u << 20));
+  EXPECT(prop("tcmalloc.max_total_thread_cache_bytes") == (64u << 20));
+  EXPECT(ext->SetNumericProperty("tcmalloc.max_total_thread_cache_bytes", 32u << 20));
   size_t rate = prop("heapcheck.sample_interval");
   EXPECT(ext->SetNumericProperty("heapcheck.sample_interval", 1 << 20));
   EXPECT(prop("heapcheck.sample_interval") == (1u << 20));

@@ -1,0 +1,2 @@
+/* google/malloc_hook_c.h - gperftools' old include path; see gperftools/malloc_hook_c.h. */
+#include "../gperftools/malloc_hook_c.h"

@@ -1,0 +1,269 @@
+// hooks_ext.cc - a gperftools user's program for the parts of the API that
+// reach into the allocator: MallocHook (new/delete hooks from every entry
+// point, the mmap/mremap/munmap/sbrk hooks, slots, the singular Set*Hook),
+// nallocx, the writable properties (thread-cache budget, aggressive
+// decommit, heap limit), ReleaseToSystem's accounting, Ranges and
+// SetSystemAllocator.  Compiled against include/ only, linked with
+// -lheapcheck alone.  Exits 0 when every check holds.
+#include <gperftools/malloc_extension.h>
+#include <gperftools/malloc_hook.h>
+#include <gperftools/malloc_hook_c.h>
+#include <gperftools/nallocx.h>
+#include <gperftools/tcmalloc.h>
+#include <google/malloc_hook.h>
+#include <google/malloc_hook_c.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <new>
+
+#include "../hc_check.h"
+#define EXPECT(c) CHECK((c), "expected")
+
+static const int MB = 1 << 20;
+static void *volatile sink;
+/* malloc and free, kept (a compiler may drop a plain free(malloc(n))) */
+static void churn(size_t n) {
+  sink = malloc(n);
+  free(sink);
+}
+static volatile int news, deletes, mmaps, munmaps, mremaps, sbrks, premmaps;
+static const void *volatile last_new;
+static volatile size_t last_size;
+static void on_new(const void *p, size_t n) {
+  news++;
+  last_new = p;
+  last_size = n;
+}
+static void on_delete(const void *) { deletes++; }
+static void on_new2(const void *, size_t) { news += 100; }
+static void on_premmap(const void *, size_t, int, int, int, off_t) { premmaps++; }
+static void on_mmap(const void *, const void *, size_t, int, int, int, off_t) { mmaps++; }
+static void on_munmap(const void *, size_t) { munmaps++; }
+static void on_mremap(const void *, const void *, size_t, size_t, int, const void *) { mremaps++; }
+static void on_sbrk(const void *, ptrdiff_t) { sbrks++; }
+
+// Each allocation function runs the new hook once with its size, each
+// free the delete hook once.
+#define ONE_NEW(expr, n)                                   \
+  do {                                                     \
+    int before = news;                                     \
+    void *p_ = (expr);                                     \
+    EXPECT(news == before + 1 && last_new == p_);          \
+    EXPECT(last_size == (size_t)(n));                      \
+    (void)p_;                                              \
+  } while (0)
+
+static void *thread_alloc(void *) {
+  int before = news;
+  churn(24);
+  return (void *)(intptr_t)(news - before);
+}
+
+static void test_hooks() {
+  EXPECT(!MallocHook::AddNewHook(NULL));
+  EXPECT(MallocHook::AddNewHook(&on_new));
+  EXPECT(MallocHook::AddDeleteHook(&on_delete));
+  void *p;
+  ONE_NEW(p = malloc(10), 10);
+  int d = deletes;
+  free(p);
+  EXPECT(deletes == d + 1);
+  ONE_NEW(p = calloc(3, 7), 21);
+  ONE_NEW(p = realloc(p, 30000), 30000); /* moves: new hook, then delete of the old block */
+  free(p);
+  ONE_NEW(p = memalign(64, 50), 50);
+  free(p);
+  EXPECT(posix_memalign(&p, 32, 40) == 0);
+  free(p);
+  ONE_NEW(p = valloc(60), 60);
+  free(p);
+  ONE_NEW(p = tc_malloc(70), 70);
+  tc_free(p);
+  ONE_NEW(p = new char[100], 100);
+  d = deletes;
+  delete[] static_cast<char *>(p);
+  EXPECT(deletes == d + 1);
+  ONE_NEW(p = new (std::nothrow) char, 1);
+  delete static_cast<char *>(p);
+  ONE_NEW(p = malloc(3 * MB), 3 * MB); /* a large object too */
+  free(p);
+  // Another thread sees the hooks at once (its cache was made after).
+  pthread_t t;
+  void *r = NULL;
+  pthread_create(&t, NULL, thread_alloc, NULL);
+  pthread_join(t, &r);
+  EXPECT((intptr_t)r == 1);
+  // A second hook runs next to the first; the singular one too.
+  EXPECT(MallocHook::AddNewHook(&on_new2));
+  int before = news;
+  churn(5);
+  EXPECT(news == before + 101);
+  EXPECT(MallocHook::RemoveNewHook(&on_new2));
+  EXPECT(!MallocHook::RemoveNewHook(&on_new2));
+  EXPECT(MallocHook::SetNewHook(&on_new2) == NULL);
+  EXPECT(MallocHook::GetNewHook() == &on_new2);
+  before = news;
+  churn(5);
+  EXPECT(news == before + 101);
+  EXPECT(MallocHook_SetNewHook(NULL) == &on_new2);
+  // Seven slots, as gperftools.
+  int added = 0;
+  while (added < 10 && MallocHook::AddNewHook(&on_new2)) added++;
+  EXPECT(added == 6); /* on_new holds the seventh */
+  for (int i = 0; i < added; i++) EXPECT(MallocHook::RemoveNewHook(&on_new2));
+  EXPECT(MallocHook::RemoveNewHook(&on_new));
+  EXPECT(MallocHook::RemoveDeleteHook(&on_delete));
+  before = news;
+  d = deletes;
+  churn(10);
+  EXPECT(news == before && deletes == d);
+  // The memory calls.
+  EXPECT(MallocHook::AddPreMmapHook(&on_premmap));
+  EXPECT(MallocHook::AddMmapHook(&on_mmap));
+  EXPECT(MallocHook::AddMunmapHook(&on_munmap));
+  EXPECT(MallocHook::AddMremapHook(&on_mremap));
+  EXPECT(MallocHook::AddSbrkHook(&on_sbrk));
+  void *m = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  EXPECT(m != MAP_FAILED && mmaps == 1 && premmaps == 1);
+  m = mremap(m, 4 * 4096, 2 * 4096, 0);
+  EXPECT(m != MAP_FAILED && mremaps == 1);
+  EXPECT(munmap(m, 2 * 4096) == 0 && munmaps == 1);
+  EXPECT(mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 1) == MAP_FAILED); /* unaligned offset */
+  int mm = mmaps;
+  churn(64 * MB); /* heapcheck's own mappings run no hook */
+  EXPECT(mmaps == mm);
+  void *b = sbrk(4096);
+  EXPECT(b != (void *)-1 && sbrks == 1);
+  sbrk(-4096);
+  sbrk(0);
+  EXPECT(sbrks == 2); /* no hook for a query */
+  MallocHook::RemovePreMmapHook(&on_premmap);
+  MallocHook::RemoveMmapHook(&on_mmap);
+  MallocHook::RemoveMunmapHook(&on_munmap);
+  MallocHook::RemoveMremapHook(&on_mremap);
+  MallocHook::RemoveSbrkHook(&on_sbrk);
+}
+
+static void test_nallocx() {
+  /* In checker mode usable sizes are the requested ones, aligned or not. */
+  const char *hc = getenv("HEAPCHECK");
+  bool checker = hc && *hc;
+  for (size_t size = 0; size <= (2 << 20); size += 4093) {
+    void *p = malloc(size);
+    EXPECT(nallocx(size, 0) >= size && nallocx(size, 0) == MallocExtension::instance()->GetAllocatedSize(p));
+    free(p);
+    for (int lg = 0; lg < 14; lg += 3) {
+      p = tc_memalign((size_t)1 << lg, size);
+      size_t n = tc_nallocx(size, MALLOCX_LG_ALIGN(lg));
+      EXPECT(n >= size && (checker || n % ((size_t)1 << lg) == 0) && n == MallocExtension::instance()->GetAllocatedSize(p));
+      free(p);
+    }
+  }
+}
+
+static size_t prop(const char *name) {
+  size_t v = 0;
+  EXPECT(MallocExtension::instance()->GetNumericProperty(name, &v));
+  return v;
+}
+
+struct RangeFind {
+  uintptr_t p;
+  base::MallocRange::Type type;
+  size_t len;
+  int found;
+};
+static void on_range(void *arg, const base::MallocRange *r) {
+  RangeFind *f = static_cast<RangeFind *>(arg);
+  if (f->p >= r->address && f->p < r->address + r->length) {
+    f->found++;
+    f->type = r->type;
+    f->len = r->length;
+  }
+}
+static base::MallocRange::Type range_of(uintptr_t p, size_t *len) {
+  RangeFind f = {p, base::MallocRange::UNKNOWN, 0, 0};
+  MallocExtension::instance()->Ranges(&f, on_range);
+  EXPECT(f.found == 1);
+  *len = f.len;
+  return f.type;
+}
+
+static void test_release_and_ranges() {
+  MallocExtension *ext = MallocExtension::instance();
+  /* volatile: the compiler may not drop a malloc/free pair */
+  void *volatile a = malloc(MB), *volatile b = malloc(MB);
+  uintptr_t a_addr = reinterpret_cast<uintptr_t>(a); /* looked up after the free */
+  size_t len = 0;
+  EXPECT(range_of(a_addr, &len) == base::MallocRange::INUSE && len >= (size_t)MB);
+  ext->ReleaseFreeMemory();
+  size_t start = prop("tcmalloc.pageheap_unmapped_bytes");
+  ext->ReleaseToSystem(MB);
+  EXPECT(prop("tcmalloc.pageheap_unmapped_bytes") == start);
+  free(a);
+  EXPECT(range_of(a_addr, &len) == base::MallocRange::FREE);
+  ext->ReleaseToSystem(MB / 2); /* the whole span goes: MB/2 more than asked */
+  EXPECT(prop("tcmalloc.pageheap_unmapped_bytes") == start + MB);
+  EXPECT(range_of(a_addr, &len) == base::MallocRange::UNMAPPED);
+  ext->ReleaseToSystem(MB / 4); /* paid for by the last call */
+  EXPECT(prop("tcmalloc.pageheap_unmapped_bytes") == start + MB);
+  // Aggressive decommit: a freed span goes back at once.
+  size_t old = 9;
+  EXPECT(ext->GetNumericProperty("tcmalloc.aggressive_memory_decommit", &old) && old == 0);
+  EXPECT(ext->SetNumericProperty("tcmalloc.aggressive_memory_decommit", 1));
+  EXPECT(prop("tcmalloc.aggressive_memory_decommit") == 1);
+  free(b);
+  size_t unmapped = prop("tcmalloc.pageheap_unmapped_bytes");
+  CHECK(unmapped == start + 2 * MB, "unmapped %zu, expected %zu", unmapped, start + 2 * MB);
+  EXPECT(prop("tcmalloc.pageheap_free_bytes") == 0);
+  EXPECT(ext->SetNumericProperty("tcmalloc.aggressive_memory_decommit", 0));
+  // The heap limit: growth fails past it, and works again when lifted.
+  EXPECT(prop("tcmalloc.heap_limit_mb") == 0);
+  EXPECT(ext->SetNumericProperty("tcmalloc.heap_limit_mb", 256));
+  void *volatile big = malloc(512u * MB);
+  EXPECT(big == NULL);
+  EXPECT(ext->SetNumericProperty("tcmalloc.heap_limit_mb", 0));
+  big = malloc(512u * MB);
+  EXPECT(big != NULL);
+  free(big);
+}
+
+// SetSystemAllocator: the heap grows from the program's allocator.
+struct CountingSysAlloc : public SysAllocator {
+  SysAllocator *child;
+  int calls;
+  bool fail;
+  void *Alloc(size_t size, size_t *actual, size_t align) {
+    calls++;
+    return fail ? NULL : child->Alloc(size, actual, align);
+  }
+};
+static CountingSysAlloc sys;
+
+static void test_sys_alloc() {
+  MallocExtension *ext = MallocExtension::instance();
+  SysAllocator *def = ext->GetSystemAllocator();
+  EXPECT(def != NULL);
+  sys.child = def;
+  ext->SetSystemAllocator(&sys);
+  EXPECT(ext->GetSystemAllocator() == &sys);
+  void *volatile p = malloc(700u * MB); /* more than any free run: the heap grows */
+  EXPECT(p != NULL && sys.calls >= 1);
+  free(p);
+  sys.fail = true;
+  EXPECT((sink = malloc((size_t)4 << 30)) == NULL); /* more than all the free runs */
+  sys.fail = false;
+  ext->SetSystemAllocator(def);
+}
+
+int main() {
+  test_hooks();
+  test_nallocx();
+  test_release_and_ranges();
+  test_sys_alloc();
+  return failures != 0;
+}
