@@ -272,7 +272,10 @@ static hc_cold hc_noinline void *enomem(size_t size, size_t align, bool zero) {
 
 static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintptr_t ra, uint64_t weight,
                                bool zero) {
-  size_t npages = (size + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
+  /* A sampled small object spans its class size: its usable size is the
+   * class's, as unsampled (hci_usable_size). */
+  size_t span_bytes = weight && size <= HC_MAX_SMALL && align <= HC_PAGE_SIZE ? hci_alloc_size_for(size, align) : size;
+  size_t npages = (span_bytes + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
   if (npages == 0) npages = 1;
   hc_span_t *s = weight && npages == 1 && align <= HC_PAGE_SIZE ? stash_pop() : NULL;
   if (!s) s = align > HC_PAGE_SIZE ? hci_ph_alloc_aligned(npages, align) : hci_ph_alloc(npages);
@@ -475,7 +478,10 @@ size_t hci_usable_size(const void *p) {
   if (hci_record_all) return s->req_size;
   /* A sampled small object has a page of its own but the size its class
    * would give it: the usable size never depends on sampling (nallocx). */
-  if (s->is_sampled && s->req_size <= HC_MAX_SMALL) return hci_alloc_size_for(s->req_size, 0);
+  if (s->is_sampled && s->req_size <= HC_MAX_SMALL) {
+    size_t n = hci_alloc_size_for(s->req_size, 0);
+    return n < (s->npages << HC_PAGE_SHIFT) ? n : s->npages << HC_PAGE_SHIFT; /* aligned: never past the span */
+  }
   return s->npages << HC_PAGE_SHIFT;
 }
 
