@@ -91,8 +91,14 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
    * re-entry (a signal handler's allocation would otherwise share it). */
   hc_tcache_t *tc = hci_tc;
   hc_unwind_memo_t *memo = !tc->is_static && tc->in_alloc ? &tc->memo : NULL;
-  if (dwarf) n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra, memo);
-  else n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
+  if (dwarf) {
+    n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra, memo);
+    /* The same frames as the last walk: the same id, without hashing them. */
+    if (memo && memo->same && memo->id) return memo->id;
+  } else {
+    n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
+  }
+  if (memo) memo->id = 0;
   i = find_pc(pcs, n, ra);
   if (can_dwarf && !dwarf && n - i <= 1) {
     /* The frame-pointer chain ends at the caller of malloc (its caller
@@ -110,7 +116,9 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
     pcs[0] = ra;
     return hci_depot_put(pcs, ra ? 1 : 0);
   }
-  return hci_depot_put(pcs + i, n - i < stack_depth_max ? n - i : stack_depth_max);
+  uint32_t id = hci_depot_put(pcs + i, n - i < stack_depth_max ? n - i : stack_depth_max);
+  if (memo && dwarf) memo->id = id;
+  return id;
 }
 
 uint32_t hci_capture_stack(void) {

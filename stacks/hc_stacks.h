@@ -12,17 +12,25 @@
 #include "hc_base.h"
 
 
-/* The last DWARF walk of a thread (unwind_dwarf.c): its starting registers,
- * every stack word it read and the frames it found.  A walk from the same
- * registers over the same words finds the same frames (rules are a function
- * of the PC), so the next capture from that point checks the words instead
- * of walking again: consecutive allocations from one call site cost a few
- * loads per frame instead of a rule lookup each. */
+/* The last DWARF walk of a thread (unwind_dwarf.c): the registers at each
+ * frame it passed, every stack word it read and the frames it found.  A
+ * walk from the same registers over the same words finds the same frames
+ * (rules are a function of the PC), so a later capture that reaches one of
+ * these frames with the same registers checks the words the rest of the
+ * walk read instead of walking on: consecutive allocations that share their
+ * outer callers cost a few steps plus one compare per outer word instead of
+ * a rule lookup per frame. */
 #define HC_UNWIND_MEMO_LOADS 96
 typedef struct hc_unwind_memo {
   uintptr_t ra, rsp, rbp;  /* the walk's start: malloc's caller */
   uint32_t gen;            /* rule-cache generation it was made in; 0 = empty */
   int n, nloads;           /* frames in pcs, words in addr/val */
+  int max;                 /* the frame limit it was walked with */
+  uint8_t end;             /* why it stopped (unwind_dwarf.c's END_*) */
+  bool same;               /* the last walk found the frames of the one before it */
+  uint32_t id;             /* the caller's: the depot id of those frames (0: none) */
+  uint8_t li[HC_MAX_STACK_DEPTH];   /* frame k's first word: addr[li[k]] */
+  uintptr_t srsp[HC_MAX_STACK_DEPTH], srbp[HC_MAX_STACK_DEPTH]; /* rsp, rbp at frame k (pcs[k]) */
   uintptr_t addr[HC_UNWIND_MEMO_LOADS], val[HC_UNWIND_MEMO_LOADS];
   uintptr_t pcs[HC_MAX_STACK_DEPTH];
 } hc_unwind_memo_t;

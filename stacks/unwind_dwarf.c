@@ -151,10 +151,16 @@ typedef struct regs {
   bool exact;        /* rip is a PC, not a return address */
 } regs_t;
 
-/* The stack words a walk read, for the memo (NULL when not kept). */
+/* What a walk read and where it passed, for the memo (NULL when not kept):
+ * the words in addr/val (cap of them), the registers of each frame. */
 typedef struct walk_log {
-  hc_unwind_memo_t *m;
-  bool spoiled; /* too many words, or a signal frame (its stack may move) */
+  uintptr_t *addr, *val;
+  int cap, nloads;
+  uintptr_t *srsp, *srbp; /* frame k's rsp/rbp, k < scap */
+  uint8_t *li;            /* frame k's first word */
+  int scap;
+  bool spoiled; /* too many words or frames, or a signal frame (its stack may move) */
+  bool bounds;  /* a word was outside the stack */
 } walk_log_t;
 
 /* [lo, hi): the readable stack; a read of 8 bytes at a must fit. */
@@ -165,17 +171,37 @@ static inline bool load_word(uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t 
 }
 
 static inline bool load_logged(walk_log_t *log, uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t *out) {
-  if (!load_word(lo, hi, a, out)) return false;
+  if (!load_word(lo, hi, a, out)) {
+    if (log) log->bounds = true;
+    return false;
+  }
   if (log) {
-    if (log->m->nloads < HC_UNWIND_MEMO_LOADS) {
-      log->m->addr[log->m->nloads] = a;
-      log->m->val[log->m->nloads++] = *out;
+    if (log->nloads < log->cap) {
+      log->addr[log->nloads] = a;
+      log->val[log->nloads++] = *out;
     } else {
       log->spoiled = true;
     }
   }
   return true;
 }
+
+/* Frame k of the walk has registers r; its words start at the next load. */
+static inline void log_frame(walk_log_t *log, int k, const regs_t *r) {
+  if (!log) return;
+  if (k >= log->scap) {
+    log->spoiled = true;
+    return;
+  }
+  log->srsp[k] = r->rsp;
+  log->srbp[k] = r->rbp;
+  log->li[k] = (uint8_t)log->nloads;
+}
+
+/* Why a walk stopped: the outermost frame or a rule that ends it (both a
+ * function of the frame), the frame limit, or a word outside the stack
+ * (which depends on where the walk started). */
+enum { END_OUTER = 0, END_MAX = 1, END_FAIL = 2 };
 
 /* One step: the caller's registers from r.  False ends the walk.  [*lo, *hi)
  * is the stack being walked; a signal frame may move it to the interrupted
@@ -240,17 +266,31 @@ static bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p
   return true;
 }
 
-static int dwarf_walk(uintptr_t *pcs, int max, int skip, regs_t r, walk_log_t *log) {
+/* Walks from r, frame index k0 (for the log) on; *end says why it stopped. */
+static int dwarf_walk(uintptr_t *pcs, int max, int skip, regs_t r, walk_log_t *log, int k0, int *end) {
   uintptr_t lo = r.rsp;
   uintptr_t hi = hci_unwind_stack_hi(lo);
+  *end = END_FAIL;
   if (hi < lo + sizeof(uintptr_t)) return 0;
+  *end = END_OUTER;
   cache_ent_t *cache = cache_get();
   int n = 0;
-  for (int steps = 0; n < max && steps < MAX_STEPS; steps++) {
-    if (!step(cache, &r, &lo, &hi, log)) break;
+  for (int steps = 0; steps < MAX_STEPS; steps++) {
+    if (n >= max) {
+      *end = END_MAX;
+      break;
+    }
+    if (!step(cache, &r, &lo, &hi, log)) {
+      if (log && log->bounds) *end = END_FAIL;
+      break;
+    }
     if (r.rip < 4096) break; /* outermost frame */
-    if (skip > 0) skip--;
-    else pcs[n++] = r.rip;
+    if (skip > 0) {
+      skip--;
+    } else {
+      log_frame(log, k0 + n, &r);
+      pcs[n++] = r.rip;
+    }
   }
   return n;
 }
@@ -274,7 +314,8 @@ hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
                    : "=&r"(r.rip), "=&r"(r.rsp), "=&r"(r.rbp));
   r.exact = true;
   /* The first step yields the return address into our caller: drop it too. */
-  int n = dwarf_walk(pcs, max, skip + 1, r, NULL);
+  int end;
+  int n = dwarf_walk(pcs, max, skip + 1, r, NULL, 0, &end);
   __asm__ volatile("" ::: "memory");
   return n;
 }
@@ -285,21 +326,108 @@ hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
  * the 4-5 CFI lookups for allocator frames are saved. */
 #define ALLOCATOR_FRAMES 8
 
-/* Whether memo holds the walk from r over the words as they are now. */
-static bool memo_holds(const hc_unwind_memo_t *m, const regs_t *r, int max) {
-  if (m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed) || m->ra != r->rip || m->rsp != r->rsp ||
-      m->rbp != r->rbp || m->n > max)
-    return false;
-  /* The words lie in this thread's stack above rsp, which is readable:
-   * they were read from it, and the stack above rsp has not moved. */
-  uintptr_t hi = hci_unwind_stack_hi(r->rsp);
-  for (int i = 0; i < m->nloads; i++) {
+/* Whether the words memo's walk read from word `from` on are unchanged and
+ * still inside [lo, hi). */
+static bool words_hold(const hc_unwind_memo_t *m, int from, uintptr_t lo, uintptr_t hi) {
+  for (int i = from; i < m->nloads; i++) {
     uintptr_t a = m->addr[i], v;
-    if (a < r->rsp || a > hi - sizeof(uintptr_t)) return false;
+    if (a < lo || a > hi - sizeof(uintptr_t)) return false;
     memcpy(&v, (const void *)a, sizeof v);
     if (v != m->val[i]) return false;
   }
   return true;
+}
+
+/* A walk's first frames, kept aside while the memo still holds the last walk. */
+#define PRE_FRAMES 24
+#define PRE_LOADS 48
+typedef struct prefix {
+  uintptr_t addr[PRE_LOADS], val[PRE_LOADS];
+  uintptr_t srsp[PRE_FRAMES], srbp[PRE_FRAMES];
+  uint8_t li[PRE_FRAMES];
+} prefix_t;
+
+/* pcs[0, c) and p are a fresh walk from r0 whose frame c has the registers
+ * of memo frame j, and the words the memo's walk read from there on are
+ * unchanged: the rest of the walk is the memo's.  Completes pcs and makes
+ * the memo this walk.  Returns the frame count. */
+static int splice(hc_unwind_memo_t *m, uintptr_t *pcs, int max, const regs_t *r0, const prefix_t *p, int c, int nl,
+                  int j) {
+  int n = c + (m->n - j);
+  int end = m->end;
+  if (n > max) {
+    n = max;
+    end = END_MAX;
+  }
+  int from = m->li[j];
+  int tail_loads = m->nloads - from;
+  /* The words of frames past n are not needed (the walk stops there); all
+   * that follow frame j's are kept, which is conservative. */
+  memcpy(pcs + c, m->pcs + j, (size_t)(n - c) * sizeof *pcs);
+  if (nl + tail_loads > HC_UNWIND_MEMO_LOADS) {
+    m->gen = 0; /* this walk's words do not fit: no memo */
+    return n;
+  }
+  if (c != j) {
+    memmove(m->pcs + c, m->pcs + j, (size_t)(n - c) * sizeof *m->pcs);
+    memmove(m->srsp + c, m->srsp + j, (size_t)(n - c) * sizeof *m->srsp);
+    memmove(m->srbp + c, m->srbp + j, (size_t)(n - c) * sizeof *m->srbp);
+    memmove(m->li + c, m->li + j, (size_t)(n - c));
+  }
+  if (nl != from) {
+    memmove(m->addr + nl, m->addr + from, (size_t)tail_loads * sizeof *m->addr);
+    memmove(m->val + nl, m->val + from, (size_t)tail_loads * sizeof *m->val);
+    for (int k = c; k < n; k++) m->li[k] = (uint8_t)(m->li[k] - from + nl);
+  }
+  memcpy(m->pcs, pcs, (size_t)c * sizeof *pcs);
+  memcpy(m->srsp, p->srsp, (size_t)c * sizeof *m->srsp);
+  memcpy(m->srbp, p->srbp, (size_t)c * sizeof *m->srbp);
+  memcpy(m->li, p->li, (size_t)c);
+  memcpy(m->addr, p->addr, (size_t)nl * sizeof *m->addr);
+  memcpy(m->val, p->val, (size_t)nl * sizeof *m->val);
+  m->ra = r0->rip;
+  m->rsp = r0->rsp;
+  m->rbp = r0->rbp;
+  m->n = n;
+  m->nloads = nl + tail_loads;
+  m->end = (uint8_t)end;
+  return n;
+}
+
+/* The walk from r0 (pcs[0] = its rip) with the memo of the last one: up to
+ * PRE_FRAMES fresh steps, each followed by a look for the same frame in
+ * the memo.  Returns -1 when no frame matched (the caller walks afresh). */
+static int walk_memo(uintptr_t *pcs, int max, const regs_t *r0, hc_unwind_memo_t *m) {
+  if (m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed) || m->max != max || m->n <= 0) return -1;
+  prefix_t p;
+  walk_log_t log = {.addr = p.addr, .val = p.val, .cap = PRE_LOADS, .srsp = p.srsp, .srbp = p.srbp,
+                    .li = p.li, .scap = PRE_FRAMES, .spoiled = false};
+  regs_t r = *r0;
+  uintptr_t lo = r.rsp, hi = hci_unwind_stack_hi(lo);
+  if (hi < lo + sizeof(uintptr_t)) return -1;
+  /* A walk that stopped at a word below its start could go on from a lower
+   * start: only a start at or above it reproduces the stop. */
+  bool ends_same = m->end != END_FAIL || lo >= m->rsp;
+  cache_ent_t *cache = cache_get();
+  log_frame(&log, 0, &r);
+  pcs[0] = r.rip;
+  int c = 0, j = 0;
+  for (;;) {
+    while (j < m->n && m->srsp[j] < r.rsp) j++;
+    if (j < m->n && m->srsp[j] == r.rsp && m->pcs[j] == r.rip && m->srbp[j] == r.rbp && !r.exact && ends_same &&
+        !(m->end == END_MAX && c < j) && words_hold(m, m->li[j], lo, hi)) {
+      bool same = c == j && memcmp(pcs, m->pcs, (size_t)c * sizeof *pcs) == 0;
+      int n = splice(m, pcs, max, r0, &p, c, log.nloads, j);
+      m->same = same;
+      return n;
+    }
+    if (c + 1 >= max || c + 1 >= PRE_FRAMES || !step(cache, &r, &lo, &hi, &log) || log.spoiled || r.rip < 4096 ||
+        lo != r0->rsp)
+      return -1;
+    c++;
+    log_frame(&log, c, &r);
+    pcs[c] = r.rip;
+  }
 }
 
 hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo) {
@@ -312,22 +440,27 @@ hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_un
     n = hci_unwind_dwarf(pcs, max, 0);
   } else {
     regs_t r = {.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
-    if (memo && memo_holds(memo, &r, max)) {
-      memcpy(pcs, memo->pcs, (size_t)memo->n * sizeof *pcs);
-      n = memo->n;
-    } else {
-      walk_log_t log = {.m = memo, .spoiled = false};
+    n = memo ? walk_memo(pcs, max, &r, memo) : -1;
+    if (n < 0) {
+      walk_log_t log = {.spoiled = false};
       if (memo) {
         memo->gen = 0; /* empty while it is rewritten */
-        memo->nloads = 0;
+        memo->same = false;
+        log = (walk_log_t){.addr = memo->addr, .val = memo->val, .cap = HC_UNWIND_MEMO_LOADS, .srsp = memo->srsp,
+                           .srbp = memo->srbp, .li = memo->li, .scap = HC_MAX_STACK_DEPTH, .spoiled = false};
+        log_frame(&log, 0, &r);
       }
+      int end;
       pcs[0] = ra;
-      n = 1 + dwarf_walk(pcs + 1, max - 1, 0, r, memo ? &log : NULL);
+      n = 1 + dwarf_walk(pcs + 1, max - 1, 0, r, memo ? &log : NULL, 1, &end);
       if (memo && !log.spoiled) {
         memo->ra = r.rip;
         memo->rsp = r.rsp;
         memo->rbp = r.rbp;
         memo->n = n;
+        memo->nloads = log.nloads;
+        memo->max = max;
+        memo->end = (uint8_t)end;
         memcpy(memo->pcs, pcs, (size_t)n * sizeof *pcs);
         memo->gen = atomic_load_explicit(&rule_gen, memory_order_relaxed);
       }

@@ -557,6 +557,66 @@ static void test_env(void) {
   unsetenv("HEAPCHECK_UNWINDER");
 }
 
+
+/* ---- the memo of the last walk: a later walk that meets one of its frames
+ * takes the rest from it; every such walk must equal a fresh one ---- */
+
+static hc_unwind_memo_t memo_t;
+static volatile int memo_sink;
+
+NOINL static int memo_capture(uintptr_t *pcs, hc_unwind_memo_t *memo) {
+  int n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, RA(), memo);
+  BARRIER();
+  return n;
+}
+
+/* Recurses d levels, through one of two call sites per level (bit i of
+ * path), then captures with the memo and without it from one call site. */
+NOINL static int memo_deep(int d, unsigned path, int *bad) {
+  volatile char pad[16 + (d % 3) * 16]; /* frames of different sizes */
+  pad[0] = (char)d;
+  int r;
+  if (d > 0 && (path & 1)) {
+    r = memo_deep(d - 1, path >> 1, bad);
+  } else if (d > 0) {
+    memo_sink++;
+    r = memo_deep(d - 1, path >> 1, bad);
+  } else {
+    uintptr_t got[2][HC_MAX_STACK_DEPTH];
+    int n[2];
+    for (int m = 0; m < 2; m++) n[m] = memo_capture(got[m], m == 0 ? &memo_t : NULL);
+    /* frame 0 is the call site of memo_capture: two of them when unrolled */
+    if (n[0] != n[1] || n[0] < 1 || memcmp(got[0] + 1, got[1] + 1, (size_t)(n[0] - 1) * sizeof(uintptr_t)) != 0) {
+      if (*bad == 0) {
+        dump("with the memo", got[0], n[0]);
+        dump("fresh", got[1], n[1]);
+      }
+      ++*bad;
+    }
+    r = n[1];
+  }
+  BARRIER();
+  return r + pad[0] * 0;
+}
+
+static void test_memo(void) {
+  memset(&memo_t, 0, sizeof memo_t);
+  int bad = 0, shallow = 0, deep = 0;
+  unsigned seed = 12345;
+  for (int k = 0; k < 3000; k++) {
+    seed = seed * 1103515245u + 12345u;
+    /* mostly shallow, sometimes past the frame limit (HC_MAX_STACK_DEPTH) */
+    int d = (k % 7 == 0) ? 50 + (int)(seed >> 27) : (int)((seed >> 16) % 24);
+    unsigned path = (k % 5 == 0) ? (unsigned)k : (seed >> 4);
+    int n = memo_deep(d, path, &bad);
+    if (n >= HC_MAX_STACK_DEPTH) deep++;
+    else shallow++;
+  }
+  CHECK(bad == 0, "memo walks differ from fresh walks in %d of 3000 captures", bad);
+  CHECK(deep > 0 && shallow > 0, "both shapes ran (%d at the frame limit, %d shorter)", deep, shallow);
+  CHECK(memo_t.gen != 0 && memo_t.n > 0, "the memo holds a walk");
+}
+
 int main(void) {
   CHECK(hci_unwind_dwarf_available(), "_dl_find_object is present on glibc >= 2.35");
   int unwinders[2] = {HC_UNWIND_FP, HC_UNWIND_DWARF};
@@ -574,6 +634,7 @@ int main(void) {
   }
   test_fp_junk();
   test_sampled_nofp();
+  test_memo();
   test_stress();
   test_env();
   if (failures) {
