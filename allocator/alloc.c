@@ -160,13 +160,13 @@ static void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size, ui
 
 /* Pops an object of class cls from tc (refilling it), or straight from
  * central when the thread has no cache. */
-static void *pop_small(hc_tcache_t *tc, unsigned cls) {
+static void *pop_small(hc_tcache_t *tc, unsigned cls, uintptr_t ra) {
   if (!tc) {
     hc_chain_t ch;
     if (!hci_central_remove(cls, 1, &ch)) return NULL;
     void *p = ch.head;
     if (ch.n > 1) { /* a whole transfer chain: keep one, give the rest back */
-      hc_chain_t rest = {*(void **)p, ch.tail, ch.n - 1};
+      hc_chain_t rest = {hc_fl_next(p, 0), ch.tail, ch.n - 1};
       hci_central_insert(cls, &rest);
     }
     return p;
@@ -174,7 +174,7 @@ static void *pop_small(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->lists[cls];
   void *p = l->head;
   if (p) {
-    l->head = *(void **)p;
+    l->head = hc_fl_next(p, ra);
     l->len--;
     return p;
   }
@@ -183,7 +183,7 @@ static void *pop_small(hc_tcache_t *tc, unsigned cls) {
 
 static void push_small(hc_tcache_t *tc, unsigned cls, void *p) {
   if (!tc) {
-    *(void **)p = NULL;
+    hc_fl_link(p, NULL);
     hc_chain_t ch = {p, p, 1};
     hci_central_insert(cls, &ch);
     return;
@@ -349,8 +349,9 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, int flags, bo
   if (sample || cls == 0) {
     return alloc_span_object(tc, size, align, ra, sample ? weight : 0, zero);
   }
-  void *p = pop_small(tc, cls);
+  void *p = pop_small(tc, cls, ra);
   if (hc_unlikely(!p)) return enomem(size, align, zero);
+  hc_fl_take(p);
   if (hci_record_all) {
     record_small(tc, p, cls, size, ra);
     /* The free-list link left in the first word would point at the next
@@ -419,7 +420,7 @@ static void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
     uint32_t slack = atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK;
     atomic_store_explicit(&m->xflags, 0, memory_order_relaxed);
     if (hci_record_all) clear_freed(p, ci->size - slack);
-  } else if (tc && tc->lists[cls].head == p) {
+  } else if (hc_fl_is_free(p)) { /* the free mark (free_list.h): exact */
     double_free("free", p, ra);
   }
   push_small(tc, cls, p);
@@ -442,10 +443,10 @@ void hci_free_miss(void *p, uintptr_t ra) {
       hc_tcache_t *tc = hci_tc;
       hc_tc_list_t *l = &tc->lists[cls];
       if (l->len == 0 && l->lim != 0 &&
-          hc_is_object_start((uintptr_t)p - (info & ~HC_PM_CLASS_MASK), &hci_classes[cls])) {
+          hc_is_object_start((uintptr_t)p - (info & ~HC_PM_CLASS_MASK), &hci_classes[cls]) && !hc_fl_is_free(p)) {
         /* hci_tc_push's empty-list case, inline: calling it cost 3 of
          * the ~30 instructions (callgrind ring 87.3 -> 90.1 per pair). */
-        *(void **)p = NULL;
+        hc_fl_link(p, NULL);
         l->head = p;
         l->len = 1;
         tc->tails[cls] = p;
@@ -560,9 +561,9 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
       bad_pointer("realloc", p, ra, "not the start of a heapcheck object");
     /* A freed block is realloc's error, said as realloc's (the free at the
      * end would otherwise call it free's double free).  In checker mode
-     * the record knows; otherwise the cheap check free itself makes. */
+     * the record knows; otherwise the free mark (free_list.h). */
     const hc_objmeta_t *m = s->objmeta ? &s->objmeta[object_index((uintptr_t)p, s, cls)] : NULL;
-    if (m ? m->stack_id == HC_STACK_NONE : hci_tc->lists[cls].head == p)
+    if (m ? m->stack_id == HC_STACK_NONE : hc_fl_is_free(p))
       bad_pointer("realloc", p, ra, "already freed");
     usable = hci_classes[cls].size;
   } else {

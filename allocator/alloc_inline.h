@@ -10,6 +10,7 @@
 #ifndef HC_ALLOC_INLINE_H
 #define HC_ALLOC_INLINE_H
 
+#include "free_list.h"
 #include "hc_internal.h"
 
 #define HC_SLOW_SAMPLE_CHARGED 1 /* the fast path already subtracted the size from sample_left */
@@ -28,7 +29,11 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, u
     if (hc_likely(p != NULL)) {
       if (hc_unlikely((tc->sample_left -= (int64_t)size) < 0))
         return hci_alloc_slow(size, ra, HC_SLOW_SAMPLE_CHARGED);
-      l->head = *(void **)p;
+      /* The link, decoded and checked (free_list.h), and the free mark cleared. */
+      uintptr_t next = *(uintptr_t *)p ^ hci_fl.key;
+      if (hc_unlikely(next & HC_FL_BAD_BITS)) return hci_fl_corrupt_fast(p, ra);
+      hc_fl_take(p);
+      l->head = (void *)next;
       l->len--;
       return p;
     }
@@ -46,18 +51,37 @@ static inline bool hc_is_object_start(uintptr_t off, const hc_class_info_t *ci) 
   return (m << 16) < ((uint64_t)1 << 34) && (m >> 48) < ci->objs;
 }
 
+/* The same test in one multiply, rotate and compare, with the class's
+ * numbers in the thread-cache list (hc_tc_list_t): off = k * size + r
+ * gives off * recip = k * 2^48 + k * e + r * recip, e = size * recip -
+ * 2^48 < size.  For r = 0 the rotation puts k * e (< 2^18) above k: the
+ * value k * (e * 2^16 + 1) grows with k, so "k < objs" is "below
+ * objs * (e * 2^16 + 1)" (start_lim).  For r != 0 the low 48 bits are at
+ * least 2^30, so the rotated value is at least 2^46, above every limit.
+ * tests/test_size_classes.c checks every offset of every class. */
+static inline uint64_t hc_start_lim(const hc_class_info_t *ci) {
+  if (!ci->size) return 0;
+  uint64_t e = (uint64_t)ci->size * ci->recip - ((uint64_t)1 << 48);
+  return (uint64_t)ci->objs * ((e << 16) + 1);
+}
+static inline bool hc_tc_is_start(uintptr_t off, uint64_t recip, uint64_t start_lim) {
+  uint64_t m = off * recip;
+  return ((m << 16) | (m >> 48)) < start_lim;
+}
+
 static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintptr_t ra) {
   const hc_pm_entry_t *e = hci_pagemap_find((uintptr_t)ptr);
   if (hc_likely(e != NULL)) {
     uintptr_t info = __atomic_load_n(&e->info, __ATOMIC_RELAXED);
-    unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+    size_t cls = (uint8_t)info;
     if (hc_likely(cls != 0)) {
-      hc_tcache_t *tc = hci_tc;
-      hc_tc_list_t *l = &tc->lists[cls];
-      uintptr_t off = (uintptr_t)ptr - (info & ~HC_PM_CLASS_MASK);
-      if (hc_likely(l->len - 1 < l->lim) && hc_likely(l->head != ptr) &&
-          hc_likely(hc_is_object_start(off, &hci_classes[cls]))) {
-        *(void **)ptr = l->head;
+      hc_tc_list_t *l = &hci_tc->lists[cls];
+      uintptr_t off = (uintptr_t)ptr - (info - cls);
+      /* An object start (so both words are ours) without the free mark:
+       * a marked one is a double free, reported by the slow path. */
+      if (hc_likely(l->len - 1 < l->lim) && hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) &&
+          hc_likely(!hc_fl_is_free(ptr))) {
+        hc_fl_link(ptr, l->head);
         l->head = ptr;
         l->len++;
         return;

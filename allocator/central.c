@@ -11,6 +11,7 @@
  * Lock: central[c].lock.  The page heap is never called with it held
  * (populating and returning spans happen after unlocking), so centrals and
  * the page heap never nest. */
+#include "free_list.h"
 #include "hc_internal.h"
 
 hc_central_t hci_central[HC_NUM_CLASSES];
@@ -38,8 +39,8 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_
     if (s == c->kept_empty) c->kept_empty = NULL; /* the kept empty span is used again */
     while (got < n && s->freelist) {
       void *p = s->freelist;
-      s->freelist = *(void **)p;
-      *(void **)p = head;
+      s->freelist = hc_fl_next(p, 0);
+      hc_fl_link(p, head);
       if (!head) tail = p;
       head = p;
       s->allocated++;
@@ -47,7 +48,7 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_
     }
     while (got < n && s->carved < ci->objs) {
       void *p = (void *)(s->start + (uintptr_t)s->carved++ * ci->size);
-      *(void **)p = head;
+      hc_fl_link(p, head); /* carved objects are free objects: marked too */
       if (!head) tail = p;
       head = p;
       s->allocated++;
@@ -64,6 +65,7 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_
 /* Gets a new span for cls from the page heap.  requires: no central lock. */
 static hc_span_t *new_span(unsigned cls) {
   const hc_class_info_t *ci = &hci_classes[cls];
+  hci_fl_ensure(); /* the key exists before the first object is linked */
   hc_span_t *s = hci_ph_alloc(ci->pages);
   if (!s) return NULL;
   s->state = HC_SPAN_SMALL;
@@ -123,7 +125,7 @@ static void return_to_span(hc_central_t *c, unsigned cls, void *p, hc_span_t **e
   HC_CHECK(s && s->state == HC_SPAN_SMALL && s->cls == cls && s->allocated > 0,
            "free(): double free or corruption of %p (span accounting)", p);
   bool was_full = !s->freelist && s->carved == ci->objs;
-  *(void **)p = s->freelist;
+  hc_fl_link(p, s->freelist);
   s->freelist = p;
   s->allocated--;
   c->free_objs++;
@@ -152,7 +154,7 @@ static void return_chain(unsigned cls, void *head) {
   hci_lock(&c->lock);
   span_list_init(&c->spans);
   while (head) {
-    void *next = *(void **)head;
+    void *next = hc_fl_next(head, 0);
     return_to_span(c, cls, head, &empty);
     head = next;
   }

@@ -15,7 +15,7 @@
  * Ownership of a small object's memory at any time is exactly one of:
  * a thread cache list, a transfer-cache batch in its central list, the free
  * list of its span, or the user.  Free objects are linked through their first
- * word; a transfer batch also uses the second word to link batches.
+ * word, encoded, and carry the free mark in their second (free_list.h).
  */
 #ifndef HC_TYPES_H
 #define HC_TYPES_H
@@ -93,6 +93,11 @@ typedef struct hc_tc_list {
                                checker mode).  A push onto an empty list misses the fast path
                                and is done by hci_free_miss, which also sets the tail
                                (tails[]): the common free pays nothing for tracking it. */
+  /* The free fast path's object-start check, copied from the class so it
+   * needs no second table: off is the offset of an object of this class
+   * inside its span iff rol(off * recip, 16) < start_lim (hc_tc_is_start). */
+  uint64_t recip;           /* hci_classes[].recip */
+  uint64_t start_lim;       /* objs * ((size * recip - 2^48) * 2^16 + 1); 0 in the empty cache */
 } hc_tc_list_t;
 
 typedef struct hc_tcache {

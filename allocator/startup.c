@@ -15,6 +15,7 @@
  * has no record; then only the allocator's own init runs. */
 #include <sched.h>
 
+#include "free_list.h"
 #include "hc_internal.h"
 
 _Atomic int hci_init_state;
@@ -25,6 +26,7 @@ extern const hci_startup_fn __start_hc_startup[] __attribute__((weak, visibility
 extern const hci_startup_fn __stop_hc_startup[] __attribute__((weak, visibility("hidden")));
 
 void hci_alloc_init(void) {
+  hci_fl_init();
   hci_sampler_init();
   hci_unwind_init();
   hci_tc_thread_init();

@@ -24,7 +24,7 @@
  * Lock: hci_tc_registry_lock guards the registry list only. */
 #include <pthread.h>
 
-#include "hc_internal.h"
+#include "alloc_inline.h"
 #include "usdt.h"
 
 HC_TLS hc_tcache_t *hci_tc = &hci_tc_empty;
@@ -84,6 +84,10 @@ hc_tcache_t *hci_tc_get(void) {
   tc = hci_meta_alloc(sizeof *tc);
   if (!tc) return NULL;
   /* Capacities start at 0: a class gets capacity when the thread uses it. */
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
+    tc->lists[c].recip = hci_classes[c].recip;
+    tc->lists[c].start_lim = hc_start_lim(&hci_classes[c]);
+  }
   tc->tid = hci_os_tid();
   tc->tp = thread_pointer();
   tc->rng = ((uint64_t)tc->tid << 32) ^ (uintptr_t)tc ^ 0x9e3779b97f4a7c15ull;
@@ -116,10 +120,10 @@ static void release_tail(hc_tcache_t *tc, unsigned cls, uint32_t keep) {
     return;
   }
   void *cut = l->head;
-  for (uint32_t i = 1; i < keep; i++) cut = *(void **)cut;
-  hc_chain_t ch = {*(void **)cut, tc->tails[cls], l->len - keep};
-  *(void **)ch.tail = NULL;
-  *(void **)cut = NULL;
+  for (uint32_t i = 1; i < keep; i++) cut = hc_fl_next(cut, 0);
+  hc_chain_t ch = {hc_fl_next(cut, 0), tc->tails[cls], l->len - keep};
+  hc_fl_link(ch.tail, NULL);
+  hc_fl_link(cut, NULL);
   tc->tails[cls] = cut;
   l->len = keep;
   hci_central_insert(cls, &ch);
@@ -130,7 +134,7 @@ static void release_list(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->lists[cls];
   if (!l->len) return;
   hc_chain_t ch = {l->head, tc->tails[cls], l->len};
-  *(void **)ch.tail = NULL;
+  hc_fl_link(ch.tail, NULL);
   l->head = NULL;
   l->len = 0;
   tc->tails[cls] = NULL;
@@ -222,7 +226,7 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   if (!hci_central_remove(cls, hci_classes[cls].batch, &ch)) return NULL;
   /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
-  l->head = *(void **)p;
+  l->head = hc_fl_next(p, 0);
   l->len = ch.n - 1;
   tc->tails[cls] = l->len ? ch.tail : NULL;
   grow_cap(tc, cls);
@@ -245,13 +249,13 @@ void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
     }
   }
   if (tc->cap[cls] == 0) { /* no capacity at all: straight back to central */
-    *(void **)p = NULL;
+    hc_fl_link(p, NULL);
     hc_chain_t ch = {p, p, 1};
     hci_central_insert(cls, &ch);
     return;
   }
   if (l->len == 0) tc->tails[cls] = p;
-  *(void **)p = l->head;
+  hc_fl_link(p, l->head);
   l->head = p;
   l->len++;
 }

@@ -108,7 +108,7 @@ static void check_slots(const char *when) {
 static uint32_t take_chain(unsigned c, const hc_chain_t *ch, void **v, uint32_t max) {
   uint32_t n = 0;
   void *last = NULL;
-  for (void *p = ch->head; p && n < max; p = *(void **)p) {
+  for (void *p = ch->head; p && n < max; p = hc_fl_next(p, 0)) {
     last = p;
     v[n++] = p;
   }
@@ -126,7 +126,7 @@ static uint32_t take_chain(unsigned c, const hc_chain_t *ch, void **v, uint32_t 
 }
 
 static void make_chain(void **v, uint32_t n, hc_chain_t *ch) {
-  for (uint32_t i = 0; i < n; i++) *(void **)v[i] = i + 1 < n ? v[i + 1] : NULL;
+  for (uint32_t i = 0; i < n; i++) hc_fl_link(v[i], i + 1 < n ? v[i + 1] : NULL);
   ch->head = n ? v[0] : NULL;
   ch->tail = n ? v[n - 1] : NULL;
   ch->n = n;
@@ -212,7 +212,7 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
   static void *es[MAXOBJ]; /* the emptied spans, sorted */
   static uint32_t rem[MAXOBJ];
   size_t ns = 0, ne = 0;
-  for (void *p = ch->head; p && ns < MAXOBJ; p = *(void **)p) spans[ns++] = hci_pagemap_span((uintptr_t)p);
+  for (void *p = ch->head; p && ns < MAXOBJ; p = hc_fl_next(p, 0)) spans[ns++] = hci_pagemap_span((uintptr_t)p);
   sort_ptrs(spans, ns);
   for (size_t i = 0; i < ns;) {
     size_t j = i;
@@ -228,7 +228,7 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
   /* Objects go back in chain order: the first span to empty is kept, if
    * the class keeps none yet; a kept span stays kept. */
   hc_span_t *kept_want = kept0;
-  for (void *p = ch->head; p && !kept_want && ne; p = *(void **)p) {
+  for (void *p = ch->head; p && !kept_want && ne; p = hc_fl_next(p, 0)) {
     void *sp = hci_pagemap_span((uintptr_t)p);
     size_t lo = 0, hi = ne;
     while (lo < hi) {

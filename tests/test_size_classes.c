@@ -84,7 +84,21 @@ static void check_class(unsigned c) {
            (size_t)off, start, want, off / ci->size >= ci->objs ? " (offset in the span's tail)" : "");
       return;
     }
+    /* the free fast path's form of the same test (thread-cache list copy) */
+    bool fast = hc_tc_is_start(off, ci->recip, hc_start_lim(ci));
+    if (fast != want) {
+      FAIL("class %u (size %u, %u objs): hc_tc_is_start(%zu) = %d, want %d", c, ci->size, ci->objs, (size_t)off,
+           fast, want);
+      return;
+    }
   }
+  /* offsets past the span (a pointer into the next span's pages never
+   * maps to this span, but the test must not accept them either) */
+  for (uintptr_t off = span; off < span + 4 * HC_PAGE_SIZE; off += 16)
+    if (hc_tc_is_start(off, ci->recip, hc_start_lim(ci))) {
+      FAIL("class %u: hc_tc_is_start(%zu) past the span", c, (size_t)off);
+      return;
+    }
 }
 
 int main(void) {

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "free_list.h"
 #include "hc_internal.h"
 #include "heapcheck.h"
 
@@ -295,11 +296,11 @@ static void push_chain(unsigned c, uint32_t k) {
   while (n < k) {
     hc_chain_t ch;
     if (!hci_central_remove(c, 1, &ch)) break;
-    for (void *p = ch.head; p && n < 64; p = *(void **)p) objs[n++] = p;
+    for (void *p = ch.head; p && n < 64; p = hc_fl_next(p, 0)) objs[n++] = p;
   }
   CHECK(n >= k, "class %u: only %u objects from central", c, n);
   if (n == 0) return;
-  for (uint32_t i = 0; i < n; i++) *(void **)objs[i] = i + 1 < n ? objs[i + 1] : NULL;
+  for (uint32_t i = 0; i < n; i++) hc_fl_link(objs[i], i + 1 < n ? objs[i + 1] : NULL);
   hc_chain_t ch = {objs[0], objs[n - 1], n};
   uint32_t nchains = hci_central[c].nchains;
   hci_central_insert(c, &ch);

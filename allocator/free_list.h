@@ -1,0 +1,75 @@
+/* free_list.h - the links and marks of free small objects (hardening).
+ *
+ * Every free small object (thread-cache list, transfer chain, span free
+ * list; objects are at least 16 bytes) holds two words:
+ *
+ *     word 0: next ^ key       the encoded link (NULL encodes as key)
+ *     word 1: key              the "free" mark
+ *
+ * key is a per-process random word (free_list.c) with bit 63 and bit 0
+ * set.  Allocation clears word 1, so word 1 == key says "this object is
+ * free": free and realloc test it (exact up to a program storing the
+ * secret key itself), which catches every double free of a small object,
+ * from any thread and however late (free(a); free(b); free(a)).  A decoded
+ * link must look like an object address: below 2^HC_ADDRESS_BITS and
+ * 16-byte aligned (`bad` mask).  Any pointer or small integer a
+ * use-after-free writes over a link decodes with bit 63 (and bit 0) set,
+ * so it is caught before it is followed, with a message; only a value
+ * built from the secret key passes.
+ *
+ * Every reader and writer of a link goes through these functions. */
+#ifndef HC_FREE_LIST_H
+#define HC_FREE_LIST_H
+
+#include <stdint.h>
+
+#include "hc_base.h"
+
+/* XORed into links, and the free mark; never 0 once set.  Hidden, so
+ * that the fast paths read it with one RIP-relative load, not through the
+ * GOT.  Read-mostly, on a cache line of its own (free_list.c). */
+typedef struct hci_fl_line {
+  uintptr_t key;
+  uintptr_t pad[7];
+} __attribute__((aligned(64))) hci_fl_line_t;
+extern hci_fl_line_t hci_fl __attribute__((visibility("hidden")));
+
+/* Bits a decoded link never has: at or above HC_ADDRESS_BITS, and below 16. */
+#define HC_FL_BAD_BITS ((~(uintptr_t)0 << HC_ADDRESS_BITS) | 15u)
+
+/* Sets the key once (idempotent, any thread): before the first object is
+ * linked (hci_alloc_init, and every new span as a fallback). */
+void hci_fl_init(void);
+static inline void hci_fl_ensure(void) {
+  if (hc_unlikely(__atomic_load_n(&hci_fl.key, __ATOMIC_RELAXED) == 0)) hci_fl_init();
+}
+
+/* A link that does not decode to an object address: one line, abort.
+ * ra: the caller of the allocation function, or 0 when found while moving
+ * a list. */
+void hci_fl_corrupt(const void *p, uintptr_t ra) __attribute__((noreturn)) hc_noinline hc_cold;
+/* The same from the malloc fast path, reached by a tail call (so not
+ * declared noreturn): ra 0 means "my return address" (malloc's caller). */
+void *hci_fl_corrupt_fast(const void *p, uintptr_t ra) hc_noinline hc_cold;
+
+/* Marks p free and links it to next. */
+static inline void hc_fl_link(void *p, void *next) {
+  uintptr_t k = hci_fl.key;
+  ((uintptr_t *)p)[0] = (uintptr_t)next ^ k;
+  ((uintptr_t *)p)[1] = k;
+}
+
+/* The link of free object p, checked. */
+static inline void *hc_fl_next(const void *p, uintptr_t ra) {
+  uintptr_t n = ((const uintptr_t *)p)[0] ^ hci_fl.key;
+  if (hc_unlikely(n & HC_FL_BAD_BITS)) hci_fl_corrupt(p, ra);
+  return (void *)n;
+}
+
+/* True when p carries the free mark. */
+static inline bool hc_fl_is_free(const void *p) { return ((const uintptr_t *)p)[1] == hci_fl.key; }
+
+/* p is handed out: no longer marked free. */
+static inline void hc_fl_take(void *p) { ((uintptr_t *)p)[1] = 0; }
+
+#endif

@@ -1,0 +1,67 @@
+#!/bin/sh
+# test_hardening.sh FIXTURE - issue 11, "Hardening": heap errors caught
+# outside checker mode too (allocator/free_list.h).  Each case of
+# tests/hardening_fixture.c runs plain and with HEAPCHECK=normal; the
+# fixture must die of SIGABRT with the one-line message naming the pointer
+# and a caller inside the fixture function the case announced; the clean
+# case (legal programs that imitate free lists) must exit 0 in both modes.
+set -u
+fx=$1
+fail=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hc_harden.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset HEAPCHECK HEAPPROFILE HEAPCHECK_REPORT
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fail=1; }
+
+# expect MODE CASE REGEX: the case aborts with a message matching REGEX
+expect() {
+  mode=$1 case=$2 re=$3
+  if [ "$mode" = plain ]; then
+    "$fx" "$case" >"$tmp/out" 2>"$tmp/err"
+  else
+    HEAPCHECK=$mode "$fx" "$case" >"$tmp/out" 2>"$tmp/err"
+  fi
+  rc=$?
+  msg=$(grep -m1 '^heapcheck: ' "$tmp/err")
+  # sh reports death by signal N as 128 + N; SIGABRT is 6
+  if [ $rc -ne 134 ]; then
+    bad "$mode $case: exit status $rc, want 134 (SIGABRT); stdout: $(cat "$tmp/out"); stderr: $(head -c 400 "$tmp/err")"
+    return
+  fi
+  if ! printf '%s\n' "$msg" | grep -Eq "$re"; then
+    bad "$mode $case: message \"$msg\" does not match /$re/"
+    return
+  fi
+  # "called from 0x..." lies in the function the fixture announced
+  fn=$(sed -n "s/^fn $case //p" "$tmp/out")
+  ra=$(printf '%s\n' "$msg" | sed -n 's/.*called from \(0x[0-9a-f]*\).*/\1/p')
+  if [ -z "$fn" ] || [ -z "$ra" ]; then
+    bad "$mode $case: no announced function ($fn) or no caller in \"$msg\""
+    return
+  fi
+  if [ $((ra)) -lt $((fn)) ] || [ $((ra)) -ge $((fn + 256)) ]; then
+    bad "$mode $case: caller $ra is not in the announced function at $fn: \"$msg\""
+    return
+  fi
+  ok "$mode $case: $msg"
+}
+
+hex='0x[0-9a-f]+'
+for mode in plain normal; do
+  expect $mode double "^heapcheck: free\(\): double free of $hex; called from $hex\$"
+  expect $mode aba "^heapcheck: free\(\): double free of $hex; called from $hex\$"
+  expect $mode late "^heapcheck: free\(\): double free of $hex; called from $hex\$"
+  expect $mode thread "^heapcheck: free\(\): double free of $hex; called from $hex\$"
+  expect $mode thread-live "^heapcheck: free\(\): double free of $hex; called from $hex\$"
+  expect $mode realloc "^heapcheck: realloc\(\): invalid pointer $hex \(already freed\); called from $hex\$"
+  for c in uaf-global uaf-zero uaf-ones; do
+    expect $mode $c "^heapcheck: malloc\(\): corrupted free list: the link in freed block $hex was overwritten \(use after free\?\); called from $hex\$"
+  done
+  if [ $mode = plain ]; then "$fx" clean >"$tmp/out" 2>"$tmp/err"; else HEAPCHECK=$mode "$fx" clean >"$tmp/out" 2>"$tmp/err"; fi
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q '^clean$' "$tmp/out"; then ok "$mode clean: exit 0"
+  else bad "$mode clean: exit $rc, stderr: $(head -c 400 "$tmp/err")"; fi
+done
+[ $fail -eq 0 ] && echo PASS || echo FAIL
+exit $fail
