@@ -155,6 +155,7 @@ void hci_chk_options_read(void) {
   if (!hci_chk.active) return;
   hci_chk.max_leaks = (int)hci_env_int("HEAP_CHECK_MAX_LEAKS", 20, -1000000000LL, 1000000000LL);
   hci_chk.identify_leaks = hci_env_bool("HEAP_CHECK_IDENTIFY_LEAKS", false);
+  hci_chk.show_possible = hci_env_bool("HEAPCHECK_SHOW_POSSIBLY_LOST", true);
   hci_chk.test_pointer_alignment = hci_env_bool("HEAP_CHECK_TEST_POINTER_ALIGNMENT", false);
   read_alignment();
   read_max_offset();

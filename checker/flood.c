@@ -56,25 +56,36 @@ bool hci_fl_grow_stack(flood_t *f) {
   return true;
 }
 
-bool hci_fl_add_leak(flood_t *f, uintptr_t addr, size_t size, uint32_t stack) {
-  hci_flood_result_t *r = f->r;
-  if ((r->nleaks + 1) * sizeof(hci_leak_t) > r->leaks_map) {
-    size_t nb = r->leaks_map ? r->leaks_map * 2 : 65536 * sizeof(hci_leak_t);
-    hci_leak_t *n = grow(r->leaks, r->leaks_map, nb);
-    if (!n) {
-      r->oom = true;
+/* Appends a record to *arr (n used, *map bytes mapped). */
+static bool append(flood_t *f, hci_leak_t **arr, size_t *n, size_t *map, uintptr_t addr, size_t size,
+                   uint32_t stack) {
+  if ((*n + 1) * sizeof(hci_leak_t) > *map) {
+    size_t nb = *map ? *map * 2 : 65536 * sizeof(hci_leak_t);
+    hci_leak_t *g = grow(*arr, *map, nb);
+    if (!g) {
+      f->r->oom = true;
       return false;
     }
-    r->leaks = n;
-    r->leaks_map = nb;
+    *arr = g;
+    *map = nb;
   }
-  hci_leak_t *l = &r->leaks[r->nleaks++];
+  hci_leak_t *l = &(*arr)[(*n)++];
   l->addr = addr;
   l->size = size;
   l->stack_id = stack;
   l->kind = HCI_LEAK_DIRECT;
   l->owned_bytes = l->owned_objects = 0;
   return true;
+}
+
+bool hci_fl_add_leak(flood_t *f, uintptr_t addr, size_t size, uint32_t stack) {
+  hci_flood_result_t *r = f->r;
+  return append(f, &r->leaks, &r->nleaks, &r->leaks_map, addr, size, stack);
+}
+
+bool hci_fl_add_possible(flood_t *f, uintptr_t addr, size_t size, uint32_t stack) {
+  hci_flood_result_t *r = f->r;
+  return append(f, &r->possible, &r->npossible, &r->possible_map, addr, size, stack);
 }
 
 // ---- spans and marks ----
@@ -213,4 +224,7 @@ void hci_flood_result_free(hci_flood_result_t *r) {
   if (r->leaks) hci_os_unmap(r->leaks, r->leaks_map);
   r->leaks = NULL;
   r->nleaks = r->leaks_map = 0;
+  if (r->possible) hci_os_unmap(r->possible, r->possible_map);
+  r->possible = NULL;
+  r->npossible = r->possible_map = 0;
 }

@@ -102,6 +102,7 @@ void hci_fl_flood_possible(flood_t *f) {
       if (!in_scope(f, hci_heap_slot_record(&o)->epoch)) continue;
       f->r->possible_objects++;
       f->r->possible_bytes += hci_heap_slot_size(&o);
+      hci_fl_add_possible(f, o.start, hci_heap_slot_size(&o), hci_heap_slot_record(&o)->stack_id);
     }
   }
 }

@@ -80,6 +80,8 @@ typedef struct flood {
 // ---- flood.c: memory ----
 bool hci_fl_grow_stack(flood_t *f);
 bool hci_fl_add_leak(flood_t *f, uintptr_t addr, size_t size, uint32_t stack);
+/* A "possibly lost" object, for the report's records (r->possible). */
+bool hci_fl_add_possible(flood_t *f, uintptr_t addr, size_t size, uint32_t stack);
 
 static inline void push(flood_t *f, uintptr_t lo, size_t size) {
   if (hc_unlikely(f->sp == f->cap) && !hci_fl_grow_stack(f)) return;

@@ -323,6 +323,7 @@ typedef struct hci_chk_opts {
   bool no_regions;           /* use_root_regions=0: registered root regions are not scanned */
   bool no_mapping_roots;     /* LSan mode: the program's anonymous mappings are not roots (as LSan) */
   bool report_objects;       /* report_objects=1: each record lists its objects */
+  bool show_possible;        /* HEAPCHECK_SHOW_POSSIBLY_LOST: records of the "possibly lost" objects */
   bool quiet_suppressions;   /* print_suppressions=0: no "Suppressions used:" block */
   bool no_leak_exit;         /* exitcode=0: leaks at exit do not change the exit status */
   const char *strip_path_prefix; /* cut from file and module paths in reports, or NULL */
@@ -395,6 +396,8 @@ typedef struct hci_flood_result {
   size_t reach_bytes;
   size_t possible_objects;   /* in scope, reached only through interior pointers ("possibly lost") */
   size_t possible_bytes;
+  hci_leak_t *possible;      /* hci_os_map'ed: those objects (kind unused); may be fewer on oom */
+  size_t npossible, possible_map;
   size_t scanned_words;      /* words examined (statistics) */
   int not_stopped;           /* threads that did not stop (scanned conservatively) */
   size_t skipped_bytes;      /* unreadable (guard pages, unmapped holes): not scanned */
@@ -437,6 +440,8 @@ typedef struct hci_report_in {
   size_t bytes;              /* their totals */
   size_t reach_objects, reach_bytes;
   size_t possible_objects, possible_bytes; /* reached only through interior pointers (not leaks) */
+  const hci_leak_t *possible; /* those objects, for their records (HEAPCHECK_SHOW_POSSIBLY_LOST) */
+  size_t npossible;
   bool whole_program;        /* pprof hint names the whole-program profile */
   bool at_exit;              /* print the "Exiting with error code" line */
   bool symbolize;

@@ -301,6 +301,7 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
       .name = req->name, .leaks = r.leaks, .nleaks = r.nleaks, .bytes = r.leaked_bytes,
       .reach_objects = r.reach_objects, .reach_bytes = r.reach_bytes,
       .possible_objects = r.possible_objects, .possible_bytes = r.possible_bytes,
+      .possible = r.possible, .npossible = r.npossible,
       .whole_program = req->whole_program, .at_exit = req->at_exit && !incomplete, .symbolize = req->symbolize,
   };
   /* Incomplete: the leaks it found are shown, never a "no leaks" result. */

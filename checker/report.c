@@ -121,6 +121,17 @@ static bucket_t *make_buckets(hci_leak_t *leaks, size_t n, size_t *nb, size_t *m
   return b;
 }
 
+/* make_buckets over a private copy of src (*copy, *copy_map bytes mapped;
+ * NULL when out of memory); NULL when either could not be mapped. */
+static bucket_t *copy_buckets(const hci_leak_t *src, size_t n, hci_leak_t **copy, size_t *copy_map, size_t *nb,
+                              size_t *map_bytes) {
+  *copy_map = (n * sizeof(hci_leak_t) + 4095) & ~(size_t)4095;
+  *copy = hci_os_map(*copy_map);
+  if (!*copy) return NULL;
+  memcpy(*copy, src, n * sizeof **copy);
+  return make_buckets(*copy, n, nb, map_bytes);
+}
+
 // ---- frames ----
 
 /* LSan's strip_path_prefix: cut from the start of a path. */
@@ -296,9 +307,40 @@ static void print_records(hci_out_t *o, const hci_report_in_t *in, const hci_lea
         hci_out_printf(o, "leaked %zu byte object %p\n", leaks[i].size, (void *)leaks[i].addr);
 }
 
+/* valgrind's "possibly lost" records, in their own section after the leaks:
+ * objects reached only through pointers into their middle, grouped by
+ * allocation stack like leaks, largest first, at most HEAP_CHECK_MAX_LEAKS
+ * of them.  They are not leaks (the verdict and the exit status ignore
+ * them); HEAPCHECK_SHOW_POSSIBLY_LOST=0 leaves only the summary line. */
+static void print_possible_records(const hci_report_in_t *in) {
+  if (!hci_chk.show_possible || !in->npossible || !hci_chk_log_on(0)) return;
+  hci_out_t *o = hci_os_map(sizeof *o);
+  size_t copy_map, nb = 0, bmap = 0;
+  hci_leak_t *objs;
+  bucket_t *b = copy_buckets(in->possible, in->npossible, &objs, &copy_map, &nb, &bmap);
+  if (o && b) {
+    o->fd = hci_log_stream_fd();
+    size_t limit = hci_chk.max_leaks > 0 && (size_t)hci_chk.max_leaks < nb ? (size_t)hci_chk.max_leaks : nb;
+    hci_out_printf(o, "Possibly lost in check %s: %zu bytes in %zu objects, reached only through pointers into "
+                      "their middle (not leaks). The %zu largest:\n",
+                   in->name, in->possible_bytes, in->possible_objects, limit);
+    for (size_t k = 0; k < limit; k++) {
+      hci_out_printf(o, "Possibly lost %zu bytes in %zu objects allocated from:\n", b[k].bytes, b[k].count);
+      print_frames(o, b[k].stack_id, in->symbolize);
+      hci_out_flush(o);
+    }
+    if (limit < nb) hci_out_printf(o, "Skipping possibly lost records numbered %zu..%zu\n", limit, nb - 1);
+    hci_out_flush(o);
+  }
+  if (b) hci_os_unmap(b, bmap);
+  if (objs) hci_os_unmap(objs, copy_map);
+  if (o) hci_os_unmap(o, sizeof *o);
+}
+
 /* valgrind's "possibly lost": alive for the verdict, said apart. */
 static void print_possible(const hci_report_in_t *in) {
   if (!in->possible_objects) return;
+  print_possible_records(in);
   hci_chk_log(0,
               "heapcheck: possibly lost: %zu bytes in %zu objects (reached only through pointers into their "
               "middle; not counted as leaks; HEAP_CHECK_MAX_POINTER_OFFSET=N makes pointers past N bytes not count)",
@@ -316,14 +358,9 @@ void hci_report_print(const hci_report_in_t *in) {
     return;
   }
   hci_out_t *o = hci_os_map(sizeof *o);
-  size_t copy_map = (in->nleaks * sizeof(hci_leak_t) + 4095) & ~(size_t)4095;
-  hci_leak_t *leaks = hci_os_map(copy_map);
-  size_t nb = 0, bmap = 0;
-  bucket_t *b = NULL;
-  if (leaks) {
-    memcpy(leaks, in->leaks, in->nleaks * sizeof *leaks);
-    b = make_buckets(leaks, in->nleaks, &nb, &bmap);
-  }
+  size_t copy_map, nb = 0, bmap = 0;
+  hci_leak_t *leaks;
+  bucket_t *b = copy_buckets(in->leaks, in->nleaks, &leaks, &copy_map, &nb, &bmap);
   if (!o || !b) {
     hci_chk_log(HCI_LOG_ERROR, "Leak check %s detected leaks of %zu bytes in %zu objects (out of memory for details)",
                 in->name, in->bytes, in->nleaks);

@@ -1,4 +1,5 @@
 // EXPECT: bytes=77 objects=1
+// COMPARE-POSSIBLE
 /* interior_pointer.c - objects reachable only through interior pointers:
  * the middle of a 256-byte object and the last byte of a 96-byte one.
  * Within gperftools' 1024-byte offset limit, so reachable.  Control: 77. */

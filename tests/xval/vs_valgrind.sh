@@ -4,11 +4,15 @@
 #   heapcheck  LD_PRELOAD=libheapcheck.so HEAPCHECK=normal HEAP_CHECK_MAX_LEAKS=0:
 #              direct = the "Leak of B bytes in O objects" records,
 #              indirect = the "Indirect leak of ..." records,
-#              possibly = the "possibly lost" line (reached only through interior pointers);
+#              possibly = the "possibly lost" line (reached only through interior pointers),
+#              possibly records = the "Possibly lost B bytes in O objects" records;
 #   valgrind   valgrind --leak-check=full: "definitely lost", "indirectly lost", "possibly lost".
 # A scenario passes when direct = definitely lost, indirect = indirectly lost
 # (bytes and blocks), and, for scenarios with a "// COMPARE-POSSIBLE" line,
-# possibly = possibly lost; with "// COMPARE-RECORDS" also the number of direct
+# possibly = possibly lost, and the possibly-lost records add up to it and are
+# as many as valgrind's possibly-lost loss records, while
+# HEAPCHECK_SHOW_POSSIBLY_LOST=0 prints none of them and the same verdict;
+# with "// COMPARE-RECORDS" also the number of direct
 # records equals valgrind's definitely-lost loss records; with
 # "// EXPECT-FIRST-RECORD: line" the first record of a default run (20
 # records at most) is that line.  Each result line
@@ -40,15 +44,25 @@ for name in "$@"; do
   d=$(sum_records "$hc" '^Leak of [0-9]+ bytes in [0-9]+ objects allocated from:$')
   i=$(sum_records "$hc" '^Indirect leak of [0-9]+ bytes in [0-9]+ objects allocated from:$')
   p=$(sed -n 's/^heapcheck: possibly lost: \([0-9]*\) bytes in \([0-9]*\) objects.*/\1\/\2/p' "$hc" | tail -1)
+  pr=$(sum_records "$hc" '^Possibly lost [0-9]+ bytes in [0-9]+ objects allocated from:$')
   vgnum() { sed -n "s/.*$1: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\1\/\2/p" "$vg" | tr -d , | tail -1; }
   vd=$(vgnum 'definitely lost'); vi=$(vgnum 'indirectly lost'); vp=$(vgnum 'possibly lost')
   vd=${vd:-0/0}; vi=${vi:-0/0}; vp=${vp:-0/0}; p=${p:-0/0}
   vrec=$(grep -c 'are definitely lost in loss record' "$vg")
+  vprec=$(grep -c 'are possibly lost in loss record' "$vg")
   why=""
   [ "${d%/*}" = "$vd" ] || why="$why direct ${d%/*} != valgrind definitely $vd;"
   [ "${i%/*}" = "$vi" ] || why="$why indirect ${i%/*} != valgrind indirectly $vi;"
   if grep -q '^// COMPARE-POSSIBLE' "$f"; then
     [ "$p" = "$vp" ] || why="$why possibly $p != valgrind $vp;"
+    [ "$vp" = 0/0 ] || [ "${pr%/*}" = "$vp" ] || why="$why possibly-lost records add up to ${pr%/*}, not $vp;"
+    [ "${pr##*/}" = "$vprec" ] || why="$why ${pr##*/} possibly-lost records != valgrind's $vprec;"
+    (cd "$scratch" && env -u HEAPCHECK LD_PRELOAD="$lib" HEAPCHECK=normal HEAP_CHECK_MAX_LEAKS=0 \
+       HEAPCHECK_SHOW_POSSIBLY_LOST=0 HEAP_CHECK_DUMP_DIRECTORY="$scratch" "$exe" >/dev/null 2>"$hc.hide" </dev/null)
+    hide_rc=$?
+    [ "$hide_rc" = "$hc_rc" ] || why="$why exit $hide_rc with HEAPCHECK_SHOW_POSSIBLY_LOST=0, $hc_rc without;"
+    ! grep -q '^Possibly lost' "$hc.hide" || why="$why HEAPCHECK_SHOW_POSSIBLY_LOST=0 still printed records;"
+    grep -q '^heapcheck: possibly lost:' "$hc.hide" || [ "$p" = 0/0 ] || why="$why HEAPCHECK_SHOW_POSSIBLY_LOST=0 dropped the summary line;"
   fi
   if grep -q '^// COMPARE-RECORDS' "$f"; then
     [ "${d##*/}" = "$vrec" ] || why="$why direct records ${d##*/} != valgrind's $vrec;"
@@ -64,7 +78,7 @@ for name in "$@"; do
   leaked=$(( ${d%%/*} + ${i%%/*} ))
   want_rc=0; [ "$leaked" -gt 0 ] && want_rc=1
   [ "$hc_rc" = "$want_rc" ] || why="$why exit $hc_rc != $want_rc;"
-  line="$name: heapcheck direct ${d%/*} (${d##*/} records) indirect ${i%/*} possibly $p | valgrind definitely $vd ($vrec records) indirectly $vi possibly $vp"
+  line="$name: heapcheck direct ${d%/*} (${d##*/} records) indirect ${i%/*} possibly $p (${pr##*/} records) | valgrind definitely $vd ($vrec records) indirectly $vi possibly $vp ($vprec records)"
   if [ -z "$why" ]; then echo "PASS $line"; else echo "FAIL $line:$why"; sed -n '/^Leak check/,/^SUMMARY/p' "$hc" | grep -v '^	@' | head -40; grep -E 'lost|reachable' "$vg"; fail=1; fi
 done
 exit $fail
