@@ -230,6 +230,8 @@ typedef void (*hci_startup_fn)(void);
 void hci_lock_all(void);
 void hci_unlock_all(void);
 /* The heap view (hci_heap_find, hci_heap_for_each_*, ...): hc_heap_view.h. */
+/* Every span, free ones too (heap_verify.c); every allocator lock held. */
+void hci_walk_all_spans(void (*fn)(void *ctx, hc_span_t *s), void *ctx);
 
 /* ======================= alloc_ctl.c: setters for the layers above ======================= */
 /* Every allocation records its stack from now on, fast paths off (the

@@ -133,17 +133,6 @@ hc_public void MallocExtension_GetStats(char *buffer, int length) {
   buffer[n > 0 ? n : 0] = 0;
 }
 
-hc_public int MallocExtension_MallocMemoryStats(int *blocks, size_t *total, int histogram[64]) {
-  /* tcmalloc keeps no per-block census (its debug allocator does): the
-   * totals are the bytes in use and no blocks, as tcmalloc reports. */
-  hc_stats_t st;
-  hci_stats_get(&st);
-  if (blocks) *blocks = 0;
-  if (total) *total = st.in_use;
-  if (histogram) memset(histogram, 0, 64 * sizeof histogram[0]);
-  return 1;
-}
-
 // ---- memory ----
 
 hc_public void MallocExtension_MarkThreadIdle(void) {
@@ -213,13 +202,6 @@ hc_public size_t MallocExtension_GetThreadCacheSize(void) {
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) bytes += (size_t)tc->lists[c].len * hci_classes[c].size;
   return bytes;
 }
-
-/* heapcheck has no debug allocator: every pointer the program holds is as
- * valid as the allocator's own checks on free make it. */
-hc_public int MallocExtension_VerifyAllMemory(void) { return 1; }
-hc_public int MallocExtension_VerifyNewMemory(const void *p) { return !p || hci_pagemap_span((uintptr_t)p) != NULL; }
-hc_public int MallocExtension_VerifyArrayNewMemory(const void *p) { return MallocExtension_VerifyNewMemory(p); }
-hc_public int MallocExtension_VerifyMallocMemory(const void *p) { return MallocExtension_VerifyNewMemory(p); }
 
 // ---- Ranges ----
 
@@ -314,16 +296,28 @@ hc_public hc_noinline int hc_stack_trace(void **result, int *sizes, int max_dept
   if (!result || max_depth <= 0) return 0;
   if (skip_count < 0) skip_count = 0;
   uintptr_t pcs[HC_MAX_STACK_DEPTH];
+  size_t fsz[HC_MAX_STACK_DEPTH];
   int want = max_depth + skip_count < HC_MAX_STACK_DEPTH ? max_depth + skip_count : HC_MAX_STACK_DEPTH;
   /* pcs[0]: the return address into our caller (the inline GetStackTrace
-   * is part of it).  Frame pointers, and the DWARF walk when they stop
-   * early (code built without them) and it sees further. */
-  int n = hci_backtrace(pcs, want, 0);
+   * is part of it).  Frame pointers (with each frame's size, the distance
+   * between successive frame records, as gperftools' x86 walk), and the
+   * DWARF walk when they stop early (code built without them) and it sees
+   * further; frames only it found have size 0. */
+  int n;
+  if (sizes && hci_unwinder != HC_UNWIND_DWARF) {
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    n = hci_unwind_fp_sizes(pcs, fsz, want, 0, fp, fp);
+  } else {
+    n = hci_backtrace(pcs, want, 0);
+    for (int i = 0; i < n; i++) fsz[i] = 0;
+  }
   uintptr_t ra = (uintptr_t)__builtin_return_address(0);
   if (hci_unwind_dwarf_available() && (hci_unwinder == HC_UNWIND_DWARF || hci_unwind_fallback) && n < want) {
     uintptr_t dw[HC_MAX_STACK_DEPTH];
     int m = hci_unwind_dwarf_at(dw, want, ra, NULL);
     if (m > n) {
+      for (int i = 0; i < m; i++)
+        if (i >= n || dw[i] != pcs[i]) fsz[i] = 0;
       memcpy(pcs, dw, (size_t)m * sizeof dw[0]);
       n = m;
     }
@@ -331,7 +325,7 @@ hc_public hc_noinline int hc_stack_trace(void **result, int *sizes, int max_dept
   int k = 0;
   for (int i = skip_count; i < n && k < max_depth; i++, k++) {
     result[k] = (void *)pcs[i];
-    if (sizes) sizes[k] = 0; /* frame sizes are not computed */
+    if (sizes) sizes[k] = fsz[i] > INT32_MAX ? 0 : (int)fsz[i];
   }
   __asm__ volatile("" ::: "memory"); /* keeps our frame (no tail call) */
   return k;

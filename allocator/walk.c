@@ -30,7 +30,7 @@ void hci_unlock_all(void) {
 
 /* Spans are found by walking the pagemap: every page of every span maps to
  * it, so a span is visited at its first page. */
-static void walk_spans(hci_heap_span_fn fn, void *ctx) {
+static void walk_spans(hci_heap_span_fn fn, void *ctx, bool with_free) {
   for (size_t r = 0; r < HC_PM_ROOT_LEN; r++) {
     hc_pm_entry_t *leaf = atomic_load_explicit(&hci_pagemap_root[r], memory_order_acquire);
     if (!leaf) continue;
@@ -39,13 +39,15 @@ static void walk_spans(hci_heap_span_fn fn, void *ctx) {
       if (!s) continue;
       uintptr_t page_addr = ((r << HC_PM_LEAF_BITS) | i) << HC_PAGE_SHIFT;
       if (s->start != page_addr) continue;
-      if (s->state != HC_SPAN_FREE) fn(ctx, s);
+      if (with_free || s->state != HC_SPAN_FREE) fn(ctx, s);
       if (s->npages > 1) i += s->npages - 1; /* skip the rest of this span */
     }
   }
 }
 
-void hci_heap_for_each_span(hci_heap_span_fn fn, void *ctx) { walk_spans(fn, ctx); }
+void hci_heap_for_each_span(hci_heap_span_fn fn, void *ctx) { walk_spans(fn, ctx, false); }
+
+void hci_walk_all_spans(hci_heap_span_fn fn, void *ctx) { walk_spans(fn, ctx, true); }
 
 typedef struct obj_walk {
   hci_heap_obj_fn fn;
@@ -80,7 +82,7 @@ static void visit_span_objects(void *arg, hc_span_t *s) {
 
 void hci_heap_for_each_object(hci_heap_obj_fn fn, void *ctx) {
   obj_walk_t w = {fn, ctx};
-  walk_spans(visit_span_objects, &w);
+  walk_spans(visit_span_objects, &w, false);
 }
 
 void hci_heap_bounds(uintptr_t *lo, uintptr_t *hi) {

@@ -67,10 +67,14 @@ void hc_report_top(int fd, int n);
 /* ---- stack traces ---- */
 /* Return addresses of the caller's stack: result[0] is in the function that
  * called hc_stack_trace, after dropping skip_count more innermost frames;
- * up to max_depth entries (at most 64); sizes (may be NULL) get 0 for each.
+ * up to max_depth entries (at most 64); sizes (may be NULL) get each
+ * frame's size in bytes (distance to the next frame record; 0 unknown).
  * Frame pointers, and the DWARF unwinder where they stop early.  Never
  * allocates.  Returns the number of entries.  (gperftools/stacktrace.h) */
 int hc_stack_trace(void **result, int *sizes, int max_depth, int skip_count);
+/* The first frame of the recorded allocation stack of the heap object
+ * holding p (checker mode, or a sampled object), else NULL. */
+const void *hc_alloc_caller(const void *p);
 
 /* ---- messages ---- */
 /* Sets the message level (PERFTOOLS_VERBOSE, gperftools' FLAGS_verbose: a

@@ -101,6 +101,9 @@ size_t hci_depot_count(void);
 /* ---- unwind / depot: extra services ---- */
 /* hci_unwind_fp that first drops `skip` frames. */
 int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_t sp);
+/* The same, with sizes[i] the size of frame i: the distance between its
+ * frame record and the next (gperftools' GetStackFrames), 0 when unknown. */
+int hci_unwind_fp_sizes(uintptr_t *pcs, size_t *sizes, int max, int skip, uintptr_t fp, uintptr_t sp);
 /* Address of the frame record {saved fp, return address} whose return
  * address is ra, within `max` frames of the chain from fp; 0 if none. */
 uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp);

@@ -132,7 +132,10 @@ static inline bool frame_ok(uintptr_t fp, uintptr_t sp, uintptr_t hi) {
 /* The saved fp leads up the stack, by at most HC_FP_MAX_FRAME: every walk ends. */
 static inline bool next_ok(uintptr_t next, uintptr_t fp) { return next > fp && next - fp <= HC_FP_MAX_FRAME; }
 
-int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_t sp) {
+/* The walk; sizes (NULL on the allocation path: inlined away) gets each
+ * frame's size, the distance to the next frame record (0 for the last). */
+static inline __attribute__((always_inline)) int fp_walk(uintptr_t *pcs, size_t *sizes, int max, int skip,
+                                                         uintptr_t fp, uintptr_t sp) {
   if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
   if (max <= 0) return 0;
   uintptr_t hi = hci_unwind_stack_hi(sp);
@@ -143,12 +146,25 @@ int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_
     uintptr_t next = frame[0];
     uintptr_t ra = strip_pc(frame[1]);
     if (ra < 4096) break; /* zero (outermost frame) or junk */
-    if (skip > 0) skip--;
-    else pcs[n++] = ra;
-    if (!next_ok(next, fp)) break;
+    bool ok = next_ok(next, fp);
+    if (skip > 0) {
+      skip--;
+    } else {
+      if (sizes) sizes[n] = ok && frame_ok(next, sp, hi) ? next - fp : 0;
+      pcs[n++] = ra;
+    }
+    if (!ok) break;
     fp = next;
   }
   return n;
+}
+
+int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_t sp) {
+  return fp_walk(pcs, NULL, max, skip, fp, sp);
+}
+
+int hci_unwind_fp_sizes(uintptr_t *pcs, size_t *sizes, int max, int skip, uintptr_t fp, uintptr_t sp) {
+  return fp_walk(pcs, sizes, max, skip, fp, sp);
 }
 
 uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp) {

@@ -172,6 +172,12 @@ class PERFTOOLS_DLL_DECL HeapLeakChecker {
   }
 
  private:
+  /* The first frame of ptr's recorded allocation stack (checker mode; NULL
+   * otherwise): a return address in the function that allocated it.  For
+   * gperftools' unit test, which is its friend. */
+  static const void* GetAllocCaller(void* ptr) { return hc_alloc_caller(ptr); }
+  friend void VerifyHeapProfileTableStackGet();
+
   struct MainTag {};
   /* The whole-program checker: a view of the library's "_main_" check. */
   explicit HeapLeakChecker(MainTag)

@@ -5,7 +5,10 @@
  * innermost frames.  Frame pointers first, heapcheck's DWARF unwinder where
  * they stop early.  The WithContext forms ignore uc (they walk from the
  * caller, which inside a signal handler continues through the signal frame
- * when its unwind data is there).  Frame sizes (GetStackFrames) are 0. */
+ * when its unwind data is there).  Frame sizes (GetStackFrames): the
+ * distance between a frame's record and the next one's, as gperftools'
+ * frame-pointer walk; 0 for the outermost frame and for frames only the
+ * DWARF walk found. */
 #ifndef HEAPCHECK_GPERFTOOLS_STACKTRACE_H
 #define HEAPCHECK_GPERFTOOLS_STACKTRACE_H
 

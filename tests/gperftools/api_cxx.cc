@@ -158,7 +158,7 @@ static void test_extension() {
   int blocks = -1, hist[kMallocHistogramSize];
   size_t total = 0;
   EXPECT(ext->MallocMemoryStats(&blocks, &total, hist));
-  EXPECT(blocks == 0 && total > 0 && hist[0] == 0);
+  EXPECT(blocks > 0 && total > 0); /* a census (hooks_ext checks it exactly) */
   EXPECT(ext->VerifyAllMemory());
   void *m = malloc(10);
   EXPECT(ext->VerifyMallocMemory(m) && ext->VerifyNewMemory(NULL) && !ext->VerifyArrayNewMemory(&local));
@@ -211,7 +211,7 @@ static void test_stacktrace() {
     EXPECT(n >= 3);
     EXPECT(n >= 2 && r[1] == where_level1);  // r[0] in level2, r[1] its return into level1
     EXPECT(reinterpret_cast<uintptr_t>(r[0]) != 0 && r[0] != r[1]);
-    if (frames) EXPECT(sizes[0] == 0 && sizes[1] == 0);
+    if (frames) EXPECT(sizes[0] > 0 && sizes[1] > 0); /* frame sizes (hooks_ext checks them) */
     int m = level1(r, sizes, 1, frames, ctx);
     EXPECT(m == n - 1 && r[0] == where_level1);
   }

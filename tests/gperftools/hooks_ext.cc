@@ -5,7 +5,9 @@
 // decommit, heap limit), ReleaseToSystem's accounting, Ranges and
 // SetSystemAllocator.  Compiled against include/ only, linked with
 // -lheapcheck alone.  Exits 0 when every check holds.
+#include <gperftools/heap-checker.h>
 #include <gperftools/malloc_extension.h>
+#include <gperftools/stacktrace.h>
 #include <gperftools/malloc_hook.h>
 #include <gperftools/malloc_hook_c.h>
 #include <gperftools/nallocx.h>
@@ -260,7 +262,92 @@ static void test_sys_alloc() {
   ext->SetSystemAllocator(def);
 }
 
+// Verify*Memory, VerifyAllMemory, MallocMemoryStats.
+static void test_verify() {
+  MallocExtension *ext = MallocExtension::instance();
+  char *small = static_cast<char *>(malloc(40));
+  char *volatile large = static_cast<char *>(malloc(3 * MB));
+  char *obj = new char[24];
+  EXPECT(ext->VerifyMallocMemory(small) && ext->VerifyMallocMemory(large) && ext->VerifyNewMemory(NULL));
+  EXPECT(ext->VerifyArrayNewMemory(obj));
+  EXPECT(!ext->VerifyMallocMemory(small + 8));  /* interior */
+  EXPECT(!ext->VerifyMallocMemory(large + 16));
+  static char global[64];
+  EXPECT(!ext->VerifyMallocMemory(global)); /* not ours */
+  EXPECT(ext->VerifyAllMemory());
+  // The census counts what is allocated: three more blocks of known sizes.
+  int blocks0 = 0, hist0[kMallocHistogramSize], blocks1 = 0, hist1[kMallocHistogramSize];
+  size_t total0 = 0, total1 = 0;
+  EXPECT(ext->MallocMemoryStats(&blocks0, &total0, hist0));
+  void *volatile more[3] = {malloc(5000), malloc(5000), malloc(2 * MB)};
+  EXPECT(ext->MallocMemoryStats(&blocks1, &total1, hist1));
+  CHECK(blocks1 == blocks0 + 3, "blocks %d -> %d", blocks0, blocks1);
+  CHECK(total1 >= total0 + 2 * MB + 10000 && total1 <= total0 + 2 * MB + 2 * 8192, "total %zu -> %zu", total0, total1);
+  EXPECT(hist1[22] == hist0[22] + 1); /* 2 MiB has bit length 22 */
+  for (int i = 0; i < 3; i++) free(more[i]);
+  // A freed block is no longer one; the heap is still consistent.
+  void *volatile gone = malloc(40);
+  free(gone);
+  EXPECT(!ext->VerifyMallocMemory(gone));
+  free(large);
+  EXPECT(!ext->VerifyMallocMemory(large));
+  free(small);
+  delete[] obj;
+  // A write after free into a free list entry: VerifyAllMemory sees it.
+  void *volatile p1 = malloc(48), *volatile p2 = malloc(48);
+  free(p1);
+  free(p2); /* p2's first word now links to p1 in this thread's cache */
+  void *saved = *(void *volatile *)p2;
+  *(uintptr_t *)p2 = (uintptr_t)global; /* corrupt the link */
+  EXPECT(!ext->VerifyAllMemory());
+  *(void *volatile *)p2 = saved;
+  EXPECT(ext->VerifyAllMemory());
+}
+
+// GetStackFrames: each size is the distance between successive frames.
+#define ESCAPE(buf) __asm__ volatile("" ::"r"(buf) : "memory") /* the array must exist in the frame */
+static __attribute__((noinline)) int frames_leaf(void **pcs, int *sizes) {
+  char pad[200];
+  ESCAPE(pad);
+  int n = GetStackFrames(pcs, sizes, 8, 0);
+  ESCAPE(pad);
+  return n;
+}
+static __attribute__((noinline)) int frames_mid(void **pcs, int *sizes) {
+  char pad[1000];
+  ESCAPE(pad);
+  int n = frames_leaf(pcs, sizes);
+  ESCAPE(pad);
+  return n;
+}
+static void test_frames() {
+  void *pcs[8];
+  int sizes[8];
+  int n = frames_mid(pcs, sizes);
+  EXPECT(n >= 3);
+  /* sizes[0] is frames_leaf's frame (> its 200-byte pad), sizes[1] frames_mid's (> 1000) */
+  CHECK(sizes[0] >= 200 && sizes[0] < 1000 && sizes[1] >= 1000 && sizes[1] < 4096, "sizes %d %d", sizes[0], sizes[1]);
+}
+
+// HeapLeakChecker::GetAllocCaller (for gperftools' unit test, its friend).
+void VerifyHeapProfileTableStackGet();
+static __attribute__((noinline)) void *allocating_function() {
+  void *volatile p = malloc(77); /* not a tail call: the return address is in here */
+  return p;
+}
+void VerifyHeapProfileTableStackGet() {
+  void *volatile p = allocating_function();
+  uintptr_t caller = reinterpret_cast<uintptr_t>(HeapLeakChecker::GetAllocCaller(p));
+  uintptr_t f = reinterpret_cast<uintptr_t>(&allocating_function);
+  if (HeapLeakChecker::IsActive()) CHECK(caller > f && caller < f + 128, "caller %#lx, function %#lx", (unsigned long)caller, (unsigned long)f);
+  else EXPECT(caller == 0);
+  free(p);
+}
+
 int main() {
+  test_verify();
+  test_frames();
+  VerifyHeapProfileTableStackGet();
   test_hooks();
   test_nallocx();
   test_release_and_ranges();
