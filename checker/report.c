@@ -330,6 +330,10 @@ static void print_possible_records(const hci_report_in_t *in) {
       hci_out_flush(o);
     }
     if (limit < nb) hci_out_printf(o, "Skipping possibly lost records numbered %zu..%zu\n", limit, nb - 1);
+    if (hci_chk.identify_leaks) /* where to look with a debugger, as for leaks */
+      for (size_t k = 0; k < nb; k++)
+        for (size_t i = b[k].first; i < b[k].first + b[k].count; i++)
+          hci_out_printf(o, "possibly lost %zu byte object %p\n", objs[i].size, (void *)objs[i].addr);
     hci_out_flush(o);
   }
   if (b) hci_os_unmap(b, bmap);

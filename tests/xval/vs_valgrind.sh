@@ -63,6 +63,11 @@ for name in "$@"; do
     [ "$hide_rc" = "$hc_rc" ] || why="$why exit $hide_rc with HEAPCHECK_SHOW_POSSIBLY_LOST=0, $hc_rc without;"
     ! grep -q '^Possibly lost' "$hc.hide" || why="$why HEAPCHECK_SHOW_POSSIBLY_LOST=0 still printed records;"
     grep -q '^heapcheck: possibly lost:' "$hc.hide" || [ "$p" = 0/0 ] || why="$why HEAPCHECK_SHOW_POSSIBLY_LOST=0 dropped the summary line;"
+    # HEAP_CHECK_IDENTIFY_LEAKS=1 names every possibly lost object too (then aborts: a leak).
+    (cd "$scratch" && env -u HEAPCHECK LD_PRELOAD="$lib" HEAPCHECK=normal HEAP_CHECK_IDENTIFY_LEAKS=1 \
+       HEAP_CHECK_DUMP_DIRECTORY="$scratch" "$exe" >/dev/null 2>"$hc.ident" </dev/null)
+    nid=$(grep -c '^possibly lost [0-9]* byte object 0x' "$hc.ident")
+    [ "$nid" = "${p#*/}" ] || why="$why HEAP_CHECK_IDENTIFY_LEAKS=1 named $nid possibly lost objects, not ${p#*/};"
   fi
   if grep -q '^// COMPARE-RECORDS' "$f"; then
     [ "${d##*/}" = "$vrec" ] || why="$why direct records ${d##*/} != valgrind's $vrec;"
