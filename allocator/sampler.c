@@ -41,11 +41,10 @@ void hci_sampler_init(void) {
     }
     log2_frac[i] = r;
   }
-  long long v = hci_env_get("HEAPCHECK_SAMPLE_PARAMETER")
-                    ? hci_env_int("HEAPCHECK_SAMPLE_PARAMETER", HC_DEFAULT_SAMPLE_INTERVAL, 0, 1ll << 40)
-                    : hci_env_int("TCMALLOC_SAMPLE_PARAMETER", HC_DEFAULT_SAMPLE_INTERVAL, 0, 1ll << 40);
+  long long v = hci_opt_set(HCO_HEAPCHECK_SAMPLE_PARAMETER) ? hci_opt_int(HCO_HEAPCHECK_SAMPLE_PARAMETER)
+                                                          : hci_opt_int(HCO_TCMALLOC_SAMPLE_PARAMETER);
   atomic_store_explicit(&hci_sample_interval, (uint64_t)v, memory_order_relaxed);
-  sample_seed = (uint64_t)hci_env_int("HEAPCHECK_SAMPLE_SEED", 0, 0, INT64_MAX);
+  sample_seed = (uint64_t)hci_opt_int(HCO_HEAPCHECK_SAMPLE_SEED);
 }
 
 static uint64_t next_random(uint64_t *s) {
@@ -80,6 +79,7 @@ uint64_t hci_sampler_next_gap(hc_tcache_t *tc) {
   unsigned __int128 g = (unsigned __int128)neg_log2_q16(q) * 45426u * mean;
   return (uint64_t)(g >> 32) + 1;
 }
+
 size_t hci_sampler_set_interval(size_t bytes) {
   hci_ensure_init();
   uint64_t old = atomic_exchange_explicit(&hci_sample_interval, (uint64_t)bytes, memory_order_relaxed);
@@ -106,7 +106,6 @@ void hci_sampler_sample_next(void) {
   hc_tcache_t *tc = hci_tc;
   if (!tc->is_static && !hci_record_all) __atomic_store_n(&tc->sample_left, -1, __ATOMIC_RELAXED);
 }
-
 
 void hci_sampler_reset(hc_tcache_t *tc) {
   if (sample_seed) { /* splitmix64 of seed + n: distinct well-mixed states */

@@ -61,6 +61,38 @@ typedef struct hci_state_range {
       __attribute__((section("hc_state_ranges"), used, aligned(sizeof(void *)))) = {&(var), \
                                                                                     sizeof(var)}
 
+/* The one sort: heapsort, in place, no recursion, no malloc (glibc's qsort
+ * may allocate).  Inline so that a constant cmp is inlined at each caller. */
+static inline void hci_sort_swap(char *a, char *b, size_t size) {
+  char t[64];
+  while (size) {
+    size_t k = size < sizeof t ? size : sizeof t;
+    __builtin_memcpy(t, a, k);
+    __builtin_memcpy(a, b, k);
+    __builtin_memcpy(b, t, k);
+    a += k, b += k, size -= k;
+  }
+}
+static inline void hci_sort_sift(char *v, size_t root, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  for (;;) {
+    size_t child = 2 * root + 1;
+    if (child >= n) return;
+    if (child + 1 < n && cmp(v + child * size, v + (child + 1) * size) < 0) child++;
+    if (cmp(v + root * size, v + child * size) >= 0) return;
+    hci_sort_swap(v + root * size, v + child * size, size);
+    root = child;
+  }
+}
+static inline void hci_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  char *v = base;
+  if (n < 2) return;
+  for (size_t i = n / 2; i-- > 0;) hci_sort_sift(v, i, n, size, cmp);
+  for (size_t end = n - 1; end > 0; end--) {
+    hci_sort_swap(v, v + end * size, size);
+    hci_sort_sift(v, 0, end, size, cmp);
+  }
+}
+
 /* Always-on cheap integrity check. */
 #define HC_CHECK(cond, ...) \
   do { if (hc_unlikely(!(cond))) hci_fatal(__VA_ARGS__); } while (0)
@@ -148,6 +180,9 @@ const char *hci_log_stream_tree_dir(void); /* its directory, NULL outside a tree
 bool hci_log_stream_tree_top(void);      /* the program the launcher started */
 
 /* ======================= options.c ======================= */
+/* The table of every variable and its readers by id: hc_options.h.  The
+ * functions below are the table's own readers (and the launcher's). */
+#include "hc_options.h"
 /* Reads the environment by scanning environ (no getenv, no malloc).
  * Values of setuid/setgid programs are ignored (all variables read as unset). */
 const char *hci_env_get(const char *name);

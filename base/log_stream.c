@@ -91,6 +91,7 @@ static struct {
   const char *log_var;          /* which of the two, for messages */
   bool child_stderr;            /* HEAPCHECK_CHILD_REPORTS=stderr */
 } LS = {.stderr_fd = -1};
+HC_PRIVATE_STATE(LS);
 
 /* A close-on-exec copy of fd numbered above the program's usual range:
  * from 32 under the soft RLIMIT_NOFILE (capped at 1024, so the kernel's
@@ -236,7 +237,7 @@ void hci_log_stream_open(void) {
   LS.opened = true;
   LS.err_id = id_of(2);
   LS.stderr_fd = LS.err_id.ok ? keep_high(2) : -1;
-  const char *p = hci_env_get("HEAPCHECK_LOG_PATH");
+  const char *p = hci_opt_str(HCO_HEAPCHECK_LOG_PATH);
   if (p && *p && !hci_env_word_is(p, "stderr")) {
     if (strlen(p) < sizeof LS.log_path) {
       memcpy(LS.log_path, p, strlen(p) + 1);
@@ -244,13 +245,13 @@ void hci_log_stream_open(void) {
     }
     else hci_fdprintf(hci_log_stream_stderr(), "heapcheck: warning: HEAPCHECK_LOG_PATH is too long; reports go to stderr\n");
   }
-  const char *c = hci_env_get("HEAPCHECK_CHILD_REPORTS");
+  const char *c = hci_opt_str(HCO_HEAPCHECK_CHILD_REPORTS);
   LS.child_stderr = c && hci_env_word_is(c, "stderr");
-  const char *tree = hci_env_get("HEAPCHECK_TREE");
+  const char *tree = hci_opt_str(HCO_HEAPCHECK_TREE);
   if (tree && *tree && strlen(tree) < sizeof LS.tree_dir) {
     LS.in_tree = true;
     memcpy(LS.tree_dir, tree, strlen(tree) + 1);
-    long long launcher = hci_env_int("HEAPCHECK_TREE_PID", -1, -1, 1ll << 31);
+    long long launcher = hci_opt_int(HCO_HEAPCHECK_TREE_PID);
     LS.tree_top = launcher > 0 && getppid() == (pid_t)launcher;
   }
   route();

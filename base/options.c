@@ -1,4 +1,5 @@
-/* options.c - environment variables without getenv or malloc.
+/* options.c - environment variables without getenv or malloc, and the
+ * table of every variable the library reads (hc_options.h).
  *
  * The allocator reads its options before main, possibly before libc has
  * finished initialising, so it scans environ itself.  A setuid/setgid
@@ -79,3 +80,22 @@ bool hci_env_bool(const char *name, bool def) {
            def ? "true" : "false");
   return def;
 }
+
+// ---- the table (hc_options.h) ----
+
+#define HCO_ROW_INT(n, def, lo, hi, text, owner, doc) {#n, HCI_OPT_INT, (def), (lo), (hi), (text), #owner, (doc)},
+#define HCO_ROW_BOOL(n, def, owner, doc) {#n, HCI_OPT_BOOL, (def), 0, 1, NULL, #owner, (doc)},
+#define HCO_ROW_STR(n, text, owner, doc) {#n, HCI_OPT_STR, 0, 0, 0, (text), #owner, (doc)},
+const hci_opt_info_t hci_options[HCO_COUNT] = {HC_OPTIONS(HCO_ROW_INT, HCO_ROW_BOOL, HCO_ROW_STR)};
+
+const char *hci_opt_str(hci_opt_t o) { return hci_env_get(hci_options[o].name); }
+bool hci_opt_set(hci_opt_t o) { return hci_opt_str(o) != NULL; }
+
+long long hci_opt_int_or(hci_opt_t o, long long def) {
+  const hci_opt_info_t *i = &hci_options[o];
+  return hci_env_int(i->name, def, i->min, i->max);
+}
+long long hci_opt_int(hci_opt_t o) { return hci_opt_int_or(o, hci_options[o].def); }
+
+bool hci_opt_bool_or(hci_opt_t o, bool def) { return hci_env_bool(hci_options[o].name, def); }
+bool hci_opt_bool(hci_opt_t o) { return hci_opt_bool_or(o, hci_options[o].def != 0); }

@@ -147,6 +147,7 @@ static struct {
   int n;
   uint64_t hash[32];
 } made; /* inherited by a fork child, which appends to its parent's files */
+HC_PRIVATE_STATE(made);
 
 static uint64_t hash_str(const char *s) {
   uint64_t h = 1469598103934665603ull;

@@ -261,22 +261,25 @@ void hci_printf(const char *fmt, ...) {
   va_end(ap);
 }
 
-void hci_warn(const char *fmt, ...) {
+/* One diagnostic line: "heapcheck: <prefix><message>". */
+static void diag_line(const char *prefix, const char *fmt, va_list ap) {
   char line[1024];
+  hci_vsnprintf(line, sizeof line - 1, fmt, ap);
+  hci_fdprintf(diag_fd(), "heapcheck: %s%s\n", prefix, line);
+}
+
+void hci_warn(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  hci_vsnprintf(line, sizeof line - 1, fmt, ap);
+  diag_line("warning: ", fmt, ap);
   va_end(ap);
-  hci_fdprintf(diag_fd(), "heapcheck: warning: %s\n", line);
 }
 
 void hci_fatal(const char *fmt, ...) {
-  char line[1024];
   va_list ap;
   va_start(ap, fmt);
-  hci_vsnprintf(line, sizeof line - 1, fmt, ap);
+  diag_line("", fmt, ap);
   va_end(ap);
-  hci_fdprintf(diag_fd(), "heapcheck: %s\n", line);
   abort();
 }
 

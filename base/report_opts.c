@@ -90,7 +90,7 @@ static void parse_item(char *it) {
 const hci_report_opts_t *hci_report_opts(void) {
   if (r_read) return &R;
   r_read = true;
-  const char *v = hci_env_get("HEAPCHECK_REPORT");
+  const char *v = hci_opt_str(HCO_HEAPCHECK_REPORT);
   if (!v || !*v) return &R;
   size_t n = strlen(v);
   if (n >= sizeof r_text) {

@@ -33,6 +33,7 @@ hci_chk_opts_t hci_chk = {
     .check_at_exit = true,
     .error_exit_code = 125,
 };
+HC_PRIVATE_STATE(hci_chk);
 
 
 // ---- modes ----
@@ -67,9 +68,9 @@ static void apply_mode(int mode) {
       hci_chk.free_libc = true;
       break;
     case HCI_MODE_AS_IS:
-      hci_chk.after_destructors = hci_env_bool("HEAP_CHECK_AFTER_DESTRUCTORS", false);
-      hci_chk.scan_threads = hci_env_bool("HEAP_CHECK_IGNORE_THREAD_LIVE", true);
-      hci_chk.scan_globals = hci_env_bool("HEAP_CHECK_IGNORE_GLOBAL_LIVE", true);
+      hci_chk.after_destructors = hci_opt_bool(HCO_HEAP_CHECK_AFTER_DESTRUCTORS);
+      hci_chk.scan_threads = hci_opt_bool(HCO_HEAP_CHECK_IGNORE_THREAD_LIVE);
+      hci_chk.scan_globals = hci_opt_bool(HCO_HEAP_CHECK_IGNORE_GLOBAL_LIVE);
       break;
     default:
       break;
@@ -77,7 +78,7 @@ static void apply_mode(int mode) {
 }
 
 static void read_mode(void) {
-  const char *v = hci_env_get("HEAPCHECK");
+  const char *v = hci_opt_str(HCO_HEAPCHECK);
   if (!v && hci_lsan_mode()) {
     /* LeakSanitizer's defaults: one check at exit, after the program's
      * global destructors (LSan's atexit handler is registered before any
@@ -125,8 +126,7 @@ static void read_mode(void) {
 // ---- knobs ----
 
 static void read_alignment(void) {
-  long long a = hci_env_int("HEAP_CHECK_POINTER_SOURCE_ALIGNMENT", (long long)sizeof(void *), 1,
-                            (long long)sizeof(void *));
+  long long a = hci_opt_int(HCO_HEAP_CHECK_POINTER_SOURCE_ALIGNMENT);
   if (a & (a - 1)) {
     hci_warn("HEAP_CHECK_POINTER_SOURCE_ALIGNMENT=%lld is not a power of two; using the default %d", a,
              (int)sizeof(void *));
@@ -136,47 +136,47 @@ static void read_alignment(void) {
 }
 
 static void read_max_offset(void) {
-  long long v = hci_env_int("HEAP_CHECK_MAX_POINTER_OFFSET", -1, -1, (long long)1 << 46);
+  long long v = hci_opt_int(HCO_HEAP_CHECK_MAX_POINTER_OFFSET);
   hci_chk.max_pointer_offset = v;
 }
 
 static void read_suppressions(void) {
-  const char *f = hci_env_get("HEAPCHECK_SUPPRESSIONS");
-  if (!f || !*f) f = hci_env_get("HEAP_CHECK_SUPPRESSIONS");
+  const char *f = hci_opt_str(HCO_HEAPCHECK_SUPPRESSIONS);
+  if (!f || !*f) f = hci_opt_str(HCO_HEAP_CHECK_SUPPRESSIONS);
   hci_chk.suppressions = f && *f ? f : NULL;
 }
 
 void hci_chk_options_read(void) {
   /* Verbosity first: it gates the messages of everything below. */
-  hci_chk.verbose = (int)hci_env_int("PERFTOOLS_VERBOSE", 0, -1000, 1000);
-  if (hci_env_bool("HEAPCHECK_VERBOSE", false) && hci_chk.verbose < 1) hci_chk.verbose = 1;
+  hci_chk.verbose = (int)hci_opt_int(HCO_PERFTOOLS_VERBOSE);
+  if (hci_opt_bool(HCO_HEAPCHECK_VERBOSE) && hci_chk.verbose < 1) hci_chk.verbose = 1;
   hci_log_verbose = hci_chk.verbose;
   read_mode();
   if (!hci_chk.active) return;
-  hci_chk.max_leaks = (int)hci_env_int("HEAP_CHECK_MAX_LEAKS", 20, -1000000000LL, 1000000000LL);
-  hci_chk.identify_leaks = hci_env_bool("HEAP_CHECK_IDENTIFY_LEAKS", false);
-  hci_chk.show_possible = hci_env_bool("HEAPCHECK_SHOW_POSSIBLY_LOST", true);
-  hci_chk.test_pointer_alignment = hci_env_bool("HEAP_CHECK_TEST_POINTER_ALIGNMENT", false);
+  hci_chk.max_leaks = (int)hci_opt_int(HCO_HEAP_CHECK_MAX_LEAKS);
+  hci_chk.identify_leaks = hci_opt_bool(HCO_HEAP_CHECK_IDENTIFY_LEAKS);
+  hci_chk.show_possible = hci_opt_bool(HCO_HEAPCHECK_SHOW_POSSIBLY_LOST);
+  hci_chk.test_pointer_alignment = hci_opt_bool(HCO_HEAP_CHECK_TEST_POINTER_ALIGNMENT);
   read_alignment();
   read_max_offset();
   /* The leak profile file is written only when asked for: a directory
    * given, or HEAPCHECK_LEAK_PROFILE=1 (then in /tmp).  Every leaking
    * process writing one to /tmp filled it (9.6 MB for one Ruby run). */
-  const char *dir = hci_env_get("HEAP_CHECK_DUMP_DIRECTORY");
+  const char *dir = hci_opt_str(HCO_HEAP_CHECK_DUMP_DIRECTORY);
   if (dir && *dir) hci_chk.dump_dir = dir;
-  hci_chk.dump_profile = hci_env_bool("HEAPCHECK_LEAK_PROFILE", dir && *dir);
-  hci_chk.run_under_gdb = hci_env_bool("HEAP_CHECK_RUN_UNDER_GDB", true);
-  hci_chk.exit_code = (int)hci_env_int("HEAP_CHECK_EXIT_CODE", 1, 0, 255);
-  hci_chk.keep_status = hci_env_bool("HEAPCHECK_KEEP_STATUS", false);
-  hci_chk.error_exit_code = (int)hci_env_int("HEAP_CHECK_ERROR_EXIT_CODE", 125, 0, 255);
+  hci_chk.dump_profile = hci_opt_bool_or(HCO_HEAPCHECK_LEAK_PROFILE, dir && *dir);
+  hci_chk.run_under_gdb = hci_opt_bool(HCO_HEAP_CHECK_RUN_UNDER_GDB);
+  hci_chk.exit_code = (int)hci_opt_int(HCO_HEAP_CHECK_EXIT_CODE);
+  hci_chk.keep_status = hci_opt_bool(HCO_HEAPCHECK_KEEP_STATUS);
+  hci_chk.error_exit_code = (int)hci_opt_int(HCO_HEAP_CHECK_ERROR_EXIT_CODE);
   read_suppressions();
   if (hci_chk.lsan) {
     /* LSan's defaults, before LSAN_OPTIONS: exit status 23, every record,
      * quiet when nothing leaked (verbosity 0 prints only the report), no
      * leak profile file unless a dump directory is asked for. */
-    hci_chk.exit_code = (int)hci_env_int("HEAP_CHECK_EXIT_CODE", 23, 0, 255);
-    hci_chk.max_leaks = (int)hci_env_int("HEAP_CHECK_MAX_LEAKS", 0, -1000000000LL, 1000000000LL);
-    if (!hci_env_get("PERFTOOLS_VERBOSE") && !hci_env_bool("HEAPCHECK_VERBOSE", false)) hci_chk.verbose = HCI_LOG_ERROR;
+    hci_chk.exit_code = (int)hci_opt_int_or(HCO_HEAP_CHECK_EXIT_CODE, 23);
+    hci_chk.max_leaks = (int)hci_opt_int_or(HCO_HEAP_CHECK_MAX_LEAKS, 0);
+    if (!hci_opt_str(HCO_PERFTOOLS_VERBOSE) && !hci_opt_bool(HCO_HEAPCHECK_VERBOSE)) hci_chk.verbose = HCI_LOG_ERROR;
     hci_chk.no_mapping_roots = true; /* LSan scans only registered regions */
   }
   hci_lsan_apply();
@@ -184,12 +184,12 @@ void hci_chk_options_read(void) {
   /* Outside as-is the mode decides; a variable that tries to change it is
    * probably a mistake worth a word (gperftools silently ignores it). */
   if (hci_chk.mode != HCI_MODE_AS_IS) {
-    static const char *const as_is_only[] = {"HEAP_CHECK_AFTER_DESTRUCTORS", "HEAP_CHECK_IGNORE_THREAD_LIVE",
-                                             "HEAP_CHECK_IGNORE_GLOBAL_LIVE"};
+    static const hci_opt_t as_is_only[] = {HCO_HEAP_CHECK_AFTER_DESTRUCTORS, HCO_HEAP_CHECK_IGNORE_THREAD_LIVE,
+                                           HCO_HEAP_CHECK_IGNORE_GLOBAL_LIVE};
     for (size_t i = 0; i < sizeof as_is_only / sizeof as_is_only[0]; i++)
-      if (hci_env_get(as_is_only[i]))
+      if (hci_opt_set(as_is_only[i]))
         hci_chk_log(HCI_LOG_WARNING, "heapcheck: warning: %s is only used with HEAPCHECK=as-is (mode is %s)",
-                    as_is_only[i], hci_chk.mode_name);
+                    hci_options[as_is_only[i]].name, hci_chk.mode_name);
   }
 }
 
@@ -215,7 +215,7 @@ static bool is_us(const char *entry, size_t len) {
 }
 
 void hci_chk_no_follow(void) {
-  if (!hci_env_bool("HEAPCHECK_NO_FOLLOW", false)) return;
+  if (!hci_opt_bool(HCO_HEAPCHECK_NO_FOLLOW)) return;
   /* LD_PRELOAD is edited in place: the result is never longer. */
   for (char **e = environ; e && *e; e++) {
     if (strncmp(*e, "LD_PRELOAD=", 11) != 0) continue;

@@ -72,39 +72,27 @@ static bool in_scope(const flood_t *f, uint16_t epoch);
 /* After every root: objects still pending were reached only through
  * interior pointers.  They and everything they reach (not already live) are
  * "possibly lost" (valgrind's term): alive for the verdict, counted apart. */
+static void possible_root(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const hc_objmeta_t *rec) {
+  (void)rec;
+  if (*m != M_PENDING) return;
+  *m = M_LIVE | M_POSSIBLE;
+  push(f, o->start, hci_heap_slot_size(o));
+  hci_fl_drain(f);
+}
+
+static void count_possible(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const hc_objmeta_t *rec) {
+  if (!(*m & M_POSSIBLE) || !in_scope(f, rec->epoch)) return;
+  f->r->possible_objects++;
+  f->r->possible_bytes += hci_heap_slot_size(o);
+  hci_fl_add_possible(f, o->start, hci_heap_slot_size(o), rec->stack_id);
+}
+
 void hci_fl_flood_possible(flood_t *f) {
   if (!f->npending) return;
   f->live_mark = M_LIVE | M_POSSIBLE;
-  hci_heap_slot_t o;
-  for (size_t i = 0; i < f->nspans; i++) {
-    hc_span_t *s = f->spans[i];
-    uint8_t *mk = hci_heap_span_tags(s);
-    if (!mk) continue;
-    uint32_t n = (uint32_t)hci_heap_span_slots(s);
-    for (uint32_t k = 0; k < n; k++) {
-      if (mk[k] != M_PENDING) continue;
-      mk[k] = M_LIVE | M_POSSIBLE;
-      hci_heap_span_slot(s, k, &o);
-      push(f, o.start, hci_heap_slot_size(&o));
-      hci_fl_drain(f);
-    }
-  }
+  for_each_slot(f, possible_root);
   f->live_mark = M_LIVE;
-  /* Count the ones in the check's scope. */
-  for (size_t i = 0; i < f->nspans; i++) {
-    hc_span_t *s = f->spans[i];
-    uint8_t *mk = hci_heap_span_tags(s);
-    if (!mk) continue;
-    uint32_t n = (uint32_t)hci_heap_span_slots(s);
-    for (uint32_t k = 0; k < n; k++) {
-      if (!(mk[k] & M_POSSIBLE)) continue;
-      hci_heap_span_slot(s, k, &o);
-      if (!in_scope(f, hci_heap_slot_record(&o)->epoch)) continue;
-      f->r->possible_objects++;
-      f->r->possible_bytes += hci_heap_slot_size(&o);
-      hci_fl_add_possible(f, o.start, hci_heap_slot_size(&o), hci_heap_slot_record(&o)->stack_id);
-    }
-  }
+  for_each_slot(f, count_possible); /* the ones in the check's scope */
 }
 
 // ---- classification ----
@@ -115,21 +103,12 @@ static bool in_scope(const flood_t *f, uint16_t epoch) {
 
 /* Every object still unmarked is unreachable (free ones were marked by
  * push_extra_roots): a leak when in scope. */
-void hci_fl_collect_leaks(flood_t *f) {
-  hci_heap_slot_t o;
-  for (size_t i = 0; i < f->nspans; i++) {
-    hc_span_t *s = f->spans[i];
-    uint8_t *mk = hci_heap_span_tags(s);
-    if (!mk) continue;
-    uint32_t n = (uint32_t)hci_heap_span_slots(s);
-    for (uint32_t k = next_zero(mk, 0, n); k < n; k = next_zero(mk, k + 1, n)) {
-      hci_heap_span_slot(s, k, &o);
-      const hc_objmeta_t *rec = hci_heap_slot_record(&o);
-      if (!in_scope(f, rec->epoch)) mk[k] = M_OLD;
-      else if (hci_fl_add_leak(f, o.start, hci_heap_slot_size(&o), rec->stack_id)) mk[k] = M_LEAK;
-    }
-  }
+static void collect_leak(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const hc_objmeta_t *rec) {
+  if (!in_scope(f, rec->epoch)) *m = M_OLD;
+  else if (hci_fl_add_leak(f, o->start, hci_heap_slot_size(o), rec->stack_id)) *m = M_LEAK;
 }
+
+void hci_fl_collect_leaks(flood_t *f) { for_each_unmarked(f, collect_leak); }
 
 static uint8_t *leak_mark(flood_t *f, const hci_leak_t *l) {
   uintptr_t start;
@@ -150,7 +129,7 @@ static int cmp_leak_addr(const void *a, const void *b) {
  * direct leak owns the bytes of the indirect ones it keeps. */
 void hci_fl_classify(flood_t *f) {
   hci_flood_result_t *r = f->r;
-  hci_chk_sort(r->leaks, r->nleaks, sizeof *r->leaks, cmp_leak_addr);
+  hci_sort(r->leaks, r->nleaks, sizeof *r->leaks, cmp_leak_addr);
   f->covered_mode = 1;
   for (size_t i = 0; i < r->nleaks; i++) {
     uint8_t *mk = leak_mark(f, &r->leaks[i]);

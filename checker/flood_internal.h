@@ -111,6 +111,28 @@ static inline uint32_t next_zero(const uint8_t *mk, uint32_t k, uint32_t n) {
   return k;
 }
 
+/* The slots of the check's spans, each with its mark and record:
+ * for_each_unmarked visits those whose mark is still 0 (8 marks a step: after
+ * the flood nearly every mark is set), for_each_slot every one.  fn may mark
+ * and drain: marks are read again at every step. */
+typedef void (*fl_slot_fn)(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const hc_objmeta_t *rec);
+static inline void fl_visit(flood_t *f, fl_slot_fn fn, bool unmarked_only) {
+  hci_heap_slot_t o;
+  for (size_t i = 0; i < f->nspans; i++) {
+    hc_span_t *s = f->spans[i];
+    uint8_t *mk = hci_heap_span_tags(s);
+    if (!mk) continue;
+    uint32_t n = (uint32_t)hci_heap_span_slots(s);
+    for (uint32_t k = unmarked_only ? next_zero(mk, 0, n) : 0; k < n;
+         k = unmarked_only ? next_zero(mk, k + 1, n) : k + 1) {
+      hci_heap_span_slot(s, k, &o);
+      fn(f, &mk[k], &o, hci_heap_slot_record(&o));
+    }
+  }
+}
+static inline void for_each_unmarked(flood_t *f, fl_slot_fn fn) { fl_visit(f, fn, true); }
+static inline void for_each_slot(flood_t *f, fl_slot_fn fn) { fl_visit(f, fn, false); }
+
 // ---- flood_scan.c: the scan loop, safe reads ----
 void hci_fl_setup_readable(flood_t *f, const hci_maps_t *maps);
 /* Scans the words of [lo, hi), reading each at its address + delta. */
@@ -121,7 +143,7 @@ void hci_fl_scan_range(flood_t *f, uintptr_t lo, uintptr_t hi);
 void hci_fl_drain(flood_t *f);
 
 // ---- flood_roots.c ----
-void hci_fl_root_cb(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind);
+void hci_fl_root_cb(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind);
 void hci_fl_scan_region(flood_t *f, const hci_maps_t *maps, uintptr_t lo, uintptr_t hi);
 void hci_fl_push_ignored(flood_t *f);
 void hci_fl_push_extra_roots(flood_t *f);

@@ -43,7 +43,7 @@ static void scan_copied(flood_t *f, uintptr_t lo, uintptr_t hi) {
   }
 }
 
-void hci_fl_root_cb(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind) {
+void hci_fl_root_cb(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind) {
   flood_t *f = ctx;
   if (lo >= hi) return;
   if (hci_root_kind_unstable(kind)) {
@@ -73,23 +73,13 @@ void hci_fl_scan_region(flood_t *f, const hci_maps_t *maps, uintptr_t lo, uintpt
 }
 
 /* Objects flagged HC_OBJ_IGNORED (IgnoreObject, Disabler) are roots. */
-void hci_fl_push_ignored(flood_t *f) {
-  hci_heap_slot_t o;
-  for (size_t i = 0; i < f->nspans; i++) {
-    hc_span_t *s = f->spans[i];
-    uint8_t *mk = hci_heap_span_tags(s);
-    if (!mk) continue;
-    uint32_t n = (uint32_t)hci_heap_span_slots(s);
-    for (uint32_t k = 0; k < n; k++) {
-      if (mk[k]) continue;
-      hci_heap_span_slot(s, k, &o);
-      const hc_objmeta_t *rec = hci_heap_slot_record(&o);
-      if (!rec->stack_id || !(atomic_load_explicit(&rec->xflags, memory_order_relaxed) & HC_OBJ_IGNORED)) continue;
-      mark_live(f, &mk[k], o.start, hci_heap_slot_size(&o));
-    }
-    hci_fl_drain(f);
-  }
+static void ignored_root(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const hc_objmeta_t *rec) {
+  if (!rec->stack_id || !(atomic_load_explicit(&rec->xflags, memory_order_relaxed) & HC_OBJ_IGNORED)) return;
+  mark_live(f, m, o->start, hci_heap_slot_size(o));
+  hci_fl_drain(f);
 }
+
+void hci_fl_push_ignored(flood_t *f) { for_each_unmarked(f, ignored_root); }
 
 /* Allocated by the dynamic loader (its first frame is in ld.so: DTV,
  * dynamic TLS blocks, link maps) or by a suppressed stack.  Cached per id. */
@@ -106,25 +96,19 @@ static bool extra_root(flood_t *f, uint32_t id) {
   return root;
 }
 
+static void extra_root_slot(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const hc_objmeta_t *rec) {
+  uint32_t id = rec->stack_id;
+  if (!id) {
+    *m = M_FREE;
+    return;
+  }
+  if (!extra_root(f, id)) return;
+  mark_live(f, m, o->start, hci_heap_slot_size(o));
+  hci_fl_drain(f);
+}
+
 void hci_fl_push_extra_roots(flood_t *f) {
   f->ldso = hci_os_map(LDSO_CACHE * sizeof(ldso_ent_t));
-  hci_heap_slot_t o;
-  for (size_t i = 0; i < f->nspans; i++) {
-    hc_span_t *s = f->spans[i];
-    uint8_t *mk = hci_heap_span_tags(s);
-    if (!mk) continue;
-    uint32_t n = (uint32_t)hci_heap_span_slots(s);
-    for (uint32_t k = next_zero(mk, 0, n); k < n; k = next_zero(mk, k + 1, n)) {
-      hci_heap_span_slot(s, k, &o);
-      uint32_t id = hci_heap_slot_record(&o)->stack_id;
-      if (!id) {
-        mk[k] = M_FREE;
-        continue;
-      }
-      if (!extra_root(f, id)) continue;
-      mark_live(f, &mk[k], o.start, hci_heap_slot_size(&o));
-      hci_fl_drain(f);
-    }
-  }
+  for_each_unmarked(f, extra_root_slot);
 }
 

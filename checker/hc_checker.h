@@ -211,16 +211,33 @@ int hci_proc_open(int which, bool *is_kept);
 void hci_proc_close(int fd, bool is_kept);
 
 /* ======================= roots.c ======================= */
-/* A root range [lo, hi): every word in it may point into the heap.  kind is
- * a static string: "global", "registers", "stack", "tls", "stack-whole" (the
- * normal stack of a stopped thread that was interrupted on another stack),
- * and, for threads that did NOT stop, "stack-whole-running", "tls-running"
- * and "anon-fallback".  Those last three belong to running threads, which
- * may unmap them at any moment (a thread exiting, glibc trimming its stack
- * cache): read them only through hci_copy_safe (hci_root_kind_unstable says
- * which).  Every other range stays mapped until hci_world_resume. */
-typedef void (*hci_root_fn)(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind);
-bool hci_root_kind_unstable(const char *kind);
+/* A root range [lo, hi): every word in it may point into the heap.  Its kind:
+ * global, runtime (the library's own roots without globals), registers,
+ * stack, tls, stack-whole (the normal stack of a stopped thread that was
+ * interrupted on another stack), and, with HCI_ROOT_UNSTABLE set, ranges
+ * that may be unmapped at any moment: a running thread's stack and TLS
+ * (a thread exiting, glibc trimming its stack cache), the anonymous
+ * fallback, the program's own mappings and dead threads' descriptors.  An
+ * unstable range is read only through hci_copy_safe; every other range
+ * stays mapped until hci_world_resume. */
+#define HCI_ROOT_UNSTABLE 0x100
+typedef enum hci_root_kind {
+  HCI_ROOT_GLOBAL = 1,
+  HCI_ROOT_RUNTIME,
+  HCI_ROOT_REGISTERS,
+  HCI_ROOT_STACK,
+  HCI_ROOT_TLS,
+  HCI_ROOT_STACK_WHOLE,
+  HCI_ROOT_STACK_WHOLE_RUNNING = HCI_ROOT_UNSTABLE | 1,
+  HCI_ROOT_TLS_RUNNING,
+  HCI_ROOT_ANON_FALLBACK,
+  HCI_ROOT_MAPPING,
+  HCI_ROOT_THREAD_DESCRIPTOR,
+} hci_root_kind_t;
+typedef void (*hci_root_fn)(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind);
+static inline bool hci_root_kind_unstable(hci_root_kind_t kind) { return (kind & HCI_ROOT_UNSTABLE) != 0; }
+/* "global", "stack-whole-running", ... (tests, diagnostics). */
+const char *hci_root_kind_name(hci_root_kind_t kind);
 /* Copies n bytes from src without faulting (process_vm_readv on ourselves);
  * pages that are gone read as zeros.  Returns n.  No lock, no malloc. */
 size_t hci_copy_safe(void *dst, uintptr_t src, size_t n);
@@ -449,8 +466,6 @@ typedef struct hci_report_in {
 /* Prints the gperftools-style report (or the "No leaks found" line) and
  * writes the leak profile file when there are leaks.  World running. */
 void hci_report_print(const hci_report_in_t *in);
-/* In-place heapsort (no malloc, unlike qsort). */
-void hci_chk_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 /* ======================= leaks.c ======================= */
 /* First statement of a public entry point that checks: the caller's

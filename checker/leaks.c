@@ -64,6 +64,7 @@ static struct {
   int end_nregs;
   void (*real_exit)(int);
 } L = {.base_epoch = -1, .g_bytes = -1, .g_objects = -1};
+HC_PRIVATE_STATE(L);
 
 // ---- small helpers ----
 
@@ -128,8 +129,6 @@ extern const hci_state_range_t __stop_hc_state_ranges[] __attribute__((visibilit
 static void setup_once(void) {
   if (L.setup_done) return;
   L.setup_done = true;
-  hci_roots_exclude((uintptr_t)&L, (uintptr_t)(&L + 1));
-  hci_roots_exclude((uintptr_t)&hci_chk, (uintptr_t)(&hci_chk + 1));
   /* Every module's registered private state (HC_PRIVATE_STATE; the
    * allocator's central lists, page heap, pagemap root, empty cache and
    * sample list among them: they point only at metadata or free objects):

@@ -238,7 +238,7 @@ static void apply_one(const char *src, const char *name, size_t nlen, const char
 }
 
 bool hci_lsan_mode(void) {
-  const char *env = hci_env_get("LSAN_OPTIONS");
+  const char *env = hci_opt_str(HCO_LSAN_OPTIONS);
   const char *def = __lsan_default_options ? __lsan_default_options() : NULL;
   seen_any = env || __lsan_default_options;
   if (!seen_any) return false;
@@ -248,7 +248,7 @@ bool hci_lsan_mode(void) {
 }
 
 void hci_lsan_apply(void) {
-  const char *env = hci_env_get("LSAN_OPTIONS");
+  const char *env = hci_opt_str(HCO_LSAN_OPTIONS);
   if (__lsan_default_options) parse("__lsan_default_options()", __lsan_default_options(), apply_one);
   parse("LSAN_OPTIONS", env, apply_one);
 }

@@ -32,37 +32,6 @@
 #include "hc_checker.h"
 #include "hc_symbolize.h"
 
-// ---- sorting ----
-
-static void swap_bytes(char *a, char *b, size_t size) {
-  while (size--) {
-    char t = *a;
-    *a++ = *b;
-    *b++ = t;
-  }
-}
-
-static void sift(char *base, size_t root, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
-  for (;;) {
-    size_t child = 2 * root + 1;
-    if (child >= n) return;
-    if (child + 1 < n && cmp(base + child * size, base + (child + 1) * size) < 0) child++;
-    if (cmp(base + root * size, base + child * size) >= 0) return;
-    swap_bytes(base + root * size, base + child * size, size);
-    root = child;
-  }
-}
-
-void hci_chk_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
-  char *b = base;
-  if (n < 2) return;
-  for (size_t i = n / 2; i-- > 0;) sift(b, i, n, size, cmp);
-  for (size_t end = n - 1; end > 0; end--) {
-    swap_bytes(b, b + end * size, size);
-    sift(b, 0, end, size, cmp);
-  }
-}
-
 // ---- buckets ----
 
 typedef struct bucket {
@@ -96,7 +65,7 @@ static int cmp_bucket(const void *a, const void *b) {
 
 /* Sorts leaks (a private copy) and groups them; NULL when out of memory. */
 static bucket_t *make_buckets(hci_leak_t *leaks, size_t n, size_t *nb, size_t *map_bytes) {
-  hci_chk_sort(leaks, n, sizeof *leaks, cmp_leak);
+  hci_sort(leaks, n, sizeof *leaks, cmp_leak);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (i == 0 || leaks[i].stack_id != leaks[i - 1].stack_id || leaks[i].kind != leaks[i - 1].kind) k++;
@@ -116,7 +85,7 @@ static bucket_t *make_buckets(hci_leak_t *leaks, size_t n, size_t *nb, size_t *m
     b[k - 1].owned_bytes += leaks[i].owned_bytes;
     b[k - 1].owned_objects += leaks[i].owned_objects;
   }
-  hci_chk_sort(b, k, sizeof *b, cmp_bucket);
+  hci_sort(b, k, sizeof *b, cmp_bucket);
   *nb = k;
   return b;
 }

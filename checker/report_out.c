@@ -105,7 +105,7 @@ static hci_fmt_rec_t *make_recs(const hci_report_in_t *in, size_t *nrec, size_t 
   hci_leak_t *l = hci_os_map(lmap);
   if (!l) return NULL;
   memcpy(l, in->leaks, in->nleaks * sizeof *l);
-  hci_chk_sort(l, in->nleaks, sizeof *l, cmp_leak);
+  hci_sort(l, in->nleaks, sizeof *l, cmp_leak);
   size_t k = 0;
   for (size_t i = 0; i < in->nleaks; i++)
     if (i == 0 || l[i].stack_id != l[i - 1].stack_id || l[i].kind != l[i - 1].kind) k++;
@@ -122,7 +122,7 @@ static hci_fmt_rec_t *make_recs(const hci_report_in_t *in, size_t *nrec, size_t 
       r[k - 1].bytes += l[i].size;
       r[k - 1].count++;
     }
-    hci_chk_sort(r, k, sizeof *r, cmp_rec);
+    hci_sort(r, k, sizeof *r, cmp_rec);
     *nrec = k;
   }
   hci_os_unmap(l, lmap);
@@ -208,6 +208,7 @@ static struct {
   int n;
   uint64_t hash[4096];
 } supp_seen;
+HC_PRIVATE_STATE(supp_seen);
 
 static void write_suppressions(const hci_fmt_check_t *c) {
   if (hci_is_secure() || !c->nrecs) return;

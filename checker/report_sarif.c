@@ -51,7 +51,7 @@ static void clean_path(char *p) {
 }
 
 static void find_root(void) {
-  const char *r = hci_env_get("HEAPCHECK_SOURCE_ROOT");
+  const char *r = hci_opt_str(HCO_HEAPCHECK_SOURCE_ROOT);
   if (r && *r && strlen(r) < sizeof root - 2) memcpy(root, r, strlen(r) + 1);
   else if (!getcwd(root, sizeof root - 2)) root[0] = 0;
   clean_path(root);

@@ -58,7 +58,7 @@ HC_PRIVATE_STATE(roots);
 struct sink {
   hci_root_fn fn;
   void *ctx;
-  const char *kind;
+  hci_root_kind_t kind;
 };
 
 /* ---------------------------------------------------------------- exclusions */
@@ -134,7 +134,7 @@ static int globals_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 void hci_roots_globals(hci_root_fn fn, void *ctx) {
-  struct sink s = {fn, ctx, "global"};
+  struct sink s = {fn, ctx, HCI_ROOT_GLOBAL};
   dl_iterate_phdr(globals_cb, &s);
 }
 
@@ -152,7 +152,7 @@ static int runtime_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 void hci_roots_runtime(hci_root_fn fn, void *ctx) {
-  struct sink s = {fn, ctx, "runtime"};
+  struct sink s = {fn, ctx, HCI_ROOT_RUNTIME};
   dl_iterate_phdr(runtime_cb, &s);
 }
 
@@ -161,7 +161,7 @@ void hci_roots_runtime(hci_root_fn fn, void *ctx) {
 /* Every writable private anonymous mapping that the allocator does not own:
  * what a thread whose stack we cannot find may keep pointers in. */
 static void anon_fallback(const hci_maps_t *maps, hci_root_fn fn, void *ctx) {
-  struct sink s = {fn, ctx, "anon-fallback"};
+  struct sink s = {fn, ctx, HCI_ROOT_ANON_FALLBACK};
   for (int i = 0; i < maps->n; i++) {
     const hci_map_t *m = &maps->v[i];
     uint32_t need = HCI_MAP_R | HCI_MAP_W | HCI_MAP_PRIVATE | HCI_MAP_ANON;
@@ -199,21 +199,21 @@ void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned w
     uintptr_t tls_lo = 0, tls_hi = 0;
     if (t->tp) hci_tls_range(t->tp, &tls_lo, &tls_hi);
     if (t->stopped) {
-      if (regs && t->nregs > 0) fn(ctx, (uintptr_t)&t->regs[0], (uintptr_t)&t->regs[t->nregs], "registers");
+      if (regs && t->nregs > 0) fn(ctx, (uintptr_t)&t->regs[0], (uintptr_t)&t->regs[t->nregs], HCI_ROOT_REGISTERS);
       uintptr_t lo = t->stack_lo, hi = t->stack_hi;
       if (t->is_self && self_sp && self_sp >= lo && self_sp < hi) lo = self_sp;
-      struct sink s = {fn, ctx, "stack"};
+      struct sink s = {fn, ctx, HCI_ROOT_STACK};
       if (!hi) fallback = fallback || stacks;
       else if (stacks && (tls || !t->tp)) emit(&s, maps, lo, hi);
       else if (stacks) emit_stack_without(&s, maps, lo, hi, tls_lo, tls_hi);
       if (stacks && t->on_altstack && t->nstack_hi) {
         /* Interrupted on another stack: the normal one's sp is unknown. */
-        struct sink sw = {fn, ctx, "stack-whole"};
+        struct sink sw = {fn, ctx, HCI_ROOT_STACK_WHOLE};
         emit(&sw, maps, t->nstack_lo, t->nstack_hi);
       }
       bool covered = stacks && tls_lo >= lo && tls_hi <= hi;
       if (tls && t->tp && !covered) {
-        struct sink st = {fn, ctx, "tls"};
+        struct sink st = {fn, ctx, HCI_ROOT_TLS};
         emit(&st, maps, tls_lo, tls_hi);
       }
       continue;
@@ -225,11 +225,11 @@ void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned w
              t->stack_hi && t->tp ? "its whole stack and TLS are"
                                   : "its stack is unknown: every anonymous writable mapping is");
     if (stacks && t->stack_hi) {
-      struct sink s = {fn, ctx, "stack-whole-running"};
+      struct sink s = {fn, ctx, HCI_ROOT_STACK_WHOLE_RUNNING};
       emit(&s, maps, t->stack_lo, t->stack_hi);
     }
     if (tls && t->tp) {
-      struct sink s = {fn, ctx, "tls-running"};
+      struct sink s = {fn, ctx, HCI_ROOT_TLS_RUNNING};
       emit(&s, maps, tls_lo, tls_hi);
     }
     if ((stacks && !t->stack_hi) || (tls && !t->tp)) fallback = true;
@@ -312,7 +312,7 @@ static void thread_skips(const hci_world_t *w, const hci_map_t *m, skips_t *k) {
 
 void hci_roots_mappings(const hci_world_t *w, hci_root_fn fn, void *ctx) {
   const hci_maps_t *maps = &w->maps;
-  struct sink s = {fn, ctx, "mapping"};
+  struct sink s = {fn, ctx, HCI_ROOT_MAPPING};
   /* A forgotten mapping of ours would be scanned: metadata holds span starts. */
   if (!hci_os_owned_complete()) return;
   uint32_t need = HCI_MAP_R | HCI_MAP_W | HCI_MAP_PRIVATE | HCI_MAP_ANON;
@@ -363,7 +363,7 @@ void hci_roots_dead_threads(const hci_world_t *w, hci_root_fn fn, void *ctx) {
     hci_copy_safe(&tid, pd + roots.pd_tid_off, sizeof tid);
     /* Exited, not joined: its descriptor keeps the thread's return value
      * (and start argument) for pthread_join. */
-    if (!live && tid == 0) fn(ctx, pd, pd + g->pthread_size, "thread-descriptor");
+    if (!live && tid == 0) fn(ctx, pd, pd + g->pthread_size, HCI_ROOT_THREAD_DESCRIPTOR);
     uintptr_t next = 0;
     hci_copy_safe(&next, node, sizeof next);
     node = next;
@@ -372,9 +372,21 @@ void hci_roots_dead_threads(const hci_world_t *w, hci_root_fn fn, void *ctx) {
 
 /* ---------------------------------------------------------------- unstable ranges */
 
-bool hci_root_kind_unstable(const char *kind) {
-  return !strcmp(kind, "stack-whole-running") || !strcmp(kind, "tls-running") || !strcmp(kind, "anon-fallback") ||
-         !strcmp(kind, "mapping") || !strcmp(kind, "thread-descriptor");
+const char *hci_root_kind_name(hci_root_kind_t kind) {
+  switch (kind) {
+    case HCI_ROOT_GLOBAL: return "global";
+    case HCI_ROOT_RUNTIME: return "runtime";
+    case HCI_ROOT_REGISTERS: return "registers";
+    case HCI_ROOT_STACK: return "stack";
+    case HCI_ROOT_TLS: return "tls";
+    case HCI_ROOT_STACK_WHOLE: return "stack-whole";
+    case HCI_ROOT_STACK_WHOLE_RUNNING: return "stack-whole-running";
+    case HCI_ROOT_TLS_RUNNING: return "tls-running";
+    case HCI_ROOT_ANON_FALLBACK: return "anon-fallback";
+    case HCI_ROOT_MAPPING: return "mapping";
+    case HCI_ROOT_THREAD_DESCRIPTOR: return "thread-descriptor";
+  }
+  return "?";
 }
 
 size_t hci_copy_safe(void *dst, uintptr_t src, size_t n) {

@@ -119,6 +119,7 @@ static const int xcomp_id[3] = {2, 6, 7};
 static struct {
   uint32_t off, size;
 } xcomp[3];
+HC_PRIVATE_STATE(xcomp);
 
 static void xstate_init(void) {
   if (__get_cpuid_max(0, NULL) < 0xd) return;
@@ -302,16 +303,16 @@ static void read_options(void) {
   /* Only a real-time signal: an ordinary one (SIGINT, SIGCHLD, SIGTERM...)
    * means something to the program or its environment.  glibc reserves the
    * two below SIGRTMIN (cancellation, setxid). */
-  int s = (int)hci_env_int("HEAP_CHECK_STOP_SIGNAL", def, 1, 64);
+  int s = (int)hci_opt_int_or(HCO_HEAP_CHECK_STOP_SIGNAL, def);
   if (s < SIGRTMIN || s > SIGRTMAX) {
     hci_warn("HEAP_CHECK_STOP_SIGNAL=%d is not a real-time signal (%d..%d); using %d", s, SIGRTMIN, SIGRTMAX,
              def);
     s = def;
   }
   stw.signo = s;
-  stw.timeout_ms = (int)hci_env_int("HEAP_CHECK_STOP_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, 1, 600000);
+  stw.timeout_ms = (int)hci_opt_int(HCO_HEAP_CHECK_STOP_TIMEOUT_MS);
   stw.use_ptrace = true;
-  const char *m = hci_env_get("HEAP_CHECK_STOP_METHOD");
+  const char *m = hci_opt_str(HCO_HEAP_CHECK_STOP_METHOD);
   if (m && *m && strcmp(m, "ptrace") != 0) {
     if (strcmp(m, "signal") == 0) stw.use_ptrace = false;
     else hci_warn("HEAP_CHECK_STOP_METHOD=%s is neither ptrace nor signal; using ptrace", m);

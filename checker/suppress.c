@@ -50,6 +50,7 @@ static struct {
   cache_ent_t *cache;
   size_t cap, n;       /* open addressing, power-of-two capacity */
 } S;
+HC_PRIVATE_STATE(S);
 
 // ---- loading ----
 

@@ -37,6 +37,7 @@ static struct {
   _Atomic int ready;
   hci_tls_geometry_t g;
 } tls;
+HC_PRIVATE_STATE(tls);
 
 struct estimate {
   uintptr_t tp;

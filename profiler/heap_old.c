@@ -53,6 +53,7 @@ static struct {
   _Atomic int64_t peak_mark;    /* estimated in-use bytes of the last peak snapshot */
   unsigned seq;
 } O;
+HC_PRIVATE_STATE(O);
 
 typedef struct old_site {
   uint32_t stack_id;
@@ -295,11 +296,11 @@ static void handler(int sig) {
   errno = saved;
 }
 
-static int install(const char *var) {
-  long long sig = hci_env_int(var, 0, 0, SIGRTMAX);
+static int install(hci_opt_t var) {
+  long long sig = hci_opt_int(var);
   if (sig <= 0) return 0;
   if (sig == SIGKILL || sig == SIGSTOP) {
-    hci_warn("%s=%lld cannot be used; ignored", var, sig);
+    hci_warn("%s=%lld cannot be used; ignored", hci_options[var].name, sig);
     return 0;
   }
   struct sigaction old, sa;
@@ -308,7 +309,7 @@ static int install(const char *var) {
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   if (sigaction((int)sig, NULL, &old) != 0 || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
-    hci_warn("%s: signal %lld is already in use; ignored", var, sig);
+    hci_warn("%s: signal %lld is already in use; ignored", hci_options[var].name, sig);
     return 0;
   }
   sigaction((int)sig, &sa, NULL);
@@ -323,7 +324,7 @@ void hci_old_start(void) {
   O.age_ns = ro->old_age_ns;
   O.period_ns = ro->old_period_ns;
   O.peak = ro->peak;
-  bool want_live = hci_env_get("HEAPCHECK_LIVE_SIGNAL") != NULL, want_ack = hci_env_get("HEAPCHECK_ACK_SIGNAL") != NULL;
+  bool want_live = hci_opt_str(HCO_HEAPCHECK_LIVE_SIGNAL) != NULL, want_ack = hci_opt_str(HCO_HEAPCHECK_ACK_SIGNAL) != NULL;
   if (!O.period_ns && !O.peak && !want_live && !want_ack) return;
   if (want_ack && !O.age_ns) {
     hci_warn("HEAPCHECK_ACK_SIGNAL needs HEAPCHECK_REPORT=old:AGE[:PERIOD]; ignored");
@@ -333,8 +334,8 @@ void hci_old_start(void) {
     hci_warn("HEAPCHECK_REPORT=old/peak: the checker is on, so nothing is sampled and the reports will be empty");
   if (sem_init(&O.wake, 0, 0) != 0) return;
   hci_log_stream_open();
-  if (want_live) sig_live = install("HEAPCHECK_LIVE_SIGNAL");
-  if (want_ack) sig_ack = install("HEAPCHECK_ACK_SIGNAL");
+  if (want_live) sig_live = install(HCO_HEAPCHECK_LIVE_SIGNAL);
+  if (want_ack) sig_ack = install(HCO_HEAPCHECK_ACK_SIGNAL);
   if (!O.period_ns && !O.peak && !sig_live && !sig_ack) return;
   atomic_store(&O.peak_mark, 1 << 20);
   pthread_attr_t at;

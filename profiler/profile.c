@@ -362,7 +362,7 @@ static void on_profile_signal(int sig) {
 }
 
 static void install_signal(void) {
-  long long sig = hci_env_int("HEAPPROFILESIGNAL", 0, 0, SIGRTMAX);
+  long long sig = hci_opt_int(HCO_HEAPPROFILESIGNAL);
   if (sig <= 0) return;
   if (sig == SIGKILL || sig == SIGSTOP) {
     hci_warn("HEAPPROFILESIGNAL=%lld cannot be caught; no signal-triggered dumps", sig);
@@ -425,7 +425,7 @@ static void fork_child(void) {
 
 static void read_report_option(void) {
   report_top_n = hci_report_opts()->top_n;
-  const char *f = hci_env_get("HEAP_PROFILE_FORMAT");
+  const char *f = hci_opt_str(HCO_HEAP_PROFILE_FORMAT);
   if (!f || !*f) return;
   for (const char *p = f; *p;) {
     const char *e = p;
@@ -442,18 +442,18 @@ static void read_report_option(void) {
 static void read_options(void) {
   if (options_read) return;
   options_read = true;
-  prof.alloc_interval = hci_env_int("HEAP_PROFILE_ALLOCATION_INTERVAL", 1ll << 30, 0, 1ll << 50);
-  prof.inuse_interval = hci_env_int("HEAP_PROFILE_INUSE_INTERVAL", 100ll << 20, 0, 1ll << 50);
-  prof.time_interval = hci_env_int("HEAP_PROFILE_TIME_INTERVAL", 0, 0, 1ll << 31);
-  prof.dealloc_interval = hci_env_int("HEAP_PROFILE_DEALLOCATION_INTERVAL", 0, 0, 1ll << 50);
+  prof.alloc_interval = hci_opt_int(HCO_HEAP_PROFILE_ALLOCATION_INTERVAL);
+  prof.inuse_interval = hci_opt_int(HCO_HEAP_PROFILE_INUSE_INTERVAL);
+  prof.time_interval = hci_opt_int(HCO_HEAP_PROFILE_TIME_INTERVAL);
+  prof.dealloc_interval = hci_opt_int(HCO_HEAP_PROFILE_DEALLOCATION_INTERVAL);
   read_report_option();
   /* gperftools deletes <prefix>.*.heap at start; our files carry the pid,
    * so runs never overwrite each other, and that would delete the profiles
    * of a parent or sibling writing with the same prefix. */
-  if (hci_env_get("HEAP_PROFILE_CLEANUP"))
+  if (hci_opt_str(HCO_HEAP_PROFILE_CLEANUP))
     hci_warn("HEAP_PROFILE_CLEANUP is not supported (profiles are named <prefix>.<pid>.<seq>.heap); no file is "
              "deleted");
-  const char *p = hci_env_get("HEAPPROFILE");
+  const char *p = hci_opt_str(HCO_HEAPPROFILE);
   if (p && *p) {
     if (start(p) == 0) install_signal();
     else hci_warn("HEAPPROFILE=\"%s\": prefix too long; heap profiling off", p);

@@ -170,38 +170,6 @@ static const hci_sample_listener_t listener = {
 
 void hci_profiler_attach(void) { hci_alloc_set_sample_listener(&listener); }
 
-// ---- sorting (no qsort: it may allocate) ----
-
-typedef int (*cmp_fn)(const void *, const void *);
-
-static void swap_elems(char *a, char *b, size_t sz) {
-  char t[128];
-  memcpy(t, a, sz);
-  memcpy(a, b, sz);
-  memcpy(b, t, sz);
-}
-
-static void sift_down(char *a, size_t root, size_t n, size_t sz, cmp_fn cmp) {
-  for (;;) {
-    size_t child = 2 * root + 1;
-    if (child >= n) return;
-    if (child + 1 < n && cmp(a + child * sz, a + (child + 1) * sz) < 0) child++;
-    if (cmp(a + root * sz, a + child * sz) >= 0) return;
-    swap_elems(a + root * sz, a + child * sz, sz);
-    root = child;
-  }
-}
-
-static void heap_sort(void *base, size_t n, size_t sz, cmp_fn cmp) {
-  char *a = base;
-  if (n < 2) return;
-  for (size_t i = n / 2; i-- > 0;) sift_down(a, i, n, sz, cmp);
-  for (size_t end = n - 1; end > 0; end--) {
-    swap_elems(a, a + end * sz, sz);
-    sift_down(a, 0, end, sz, cmp);
-  }
-}
-
 // ---- snapshots ----
 
 typedef struct live {
@@ -343,8 +311,8 @@ static int snapshot_sampled(hci_prof_snap_t *snap, bool per_stack) {
     if (bk) hci_meta_free(bk, bbytes);
     return -1;
   }
-  heap_sort(lv, nl, sizeof *lv, cmp_key);
-  heap_sort(bk, nb, sizeof *bk, cmp_key);
+  hci_sort(lv, nl, sizeof *lv, cmp_key);
+  hci_sort(bk, nb, sizeof *bk, cmp_key);
   uint64_t rate = hci_sampler_interval();
   if (rate == 0) rate = nl ? lv[0].weight : HC_DEFAULT_SAMPLE_INTERVAL;
   size_t n = 0, i = 0, j = 0;
@@ -374,7 +342,7 @@ static int snapshot_sampled(hci_prof_snap_t *snap, bool per_stack) {
   hci_meta_free(lv, lbytes);
   hci_meta_free(bk, bbytes);
   if (per_stack || exact) n = merge_per_stack(v, n);
-  heap_sort(v, n, sizeof *v, cmp_site);
+  hci_sort(v, n, sizeof *v, cmp_site);
   snap->v = v;
   snap->n = n;
   snap->alloc_bytes = cap * sizeof *v;
@@ -438,7 +406,7 @@ static int snapshot_exact(hci_prof_snap_t *snap) {
       l->est_n = (double)l->n;
       l->est_bytes = l->est_abytes = (double)l->bytes;
     }
-    heap_sort(c.v, n, sizeof *c.v, cmp_site);
+    hci_sort(c.v, n, sizeof *c.v, cmp_site);
     snap->v = c.v;
     snap->n = n;
     snap->alloc_bytes = cap * sizeof(hci_prof_site_t);

@@ -178,46 +178,26 @@ static struct {
 hc_public int mallopt(int param, int value) {
   HC_USDT_I2(memory_mallopt, param, value);
   int old;
+  /* Each parameter: the old value kept, its probe fired with (new, old), and
+   * for the four glibc stops adjusting dynamically, with no_dyn before the call. */
+#define HC_MO(param, field, probe) \
+  case param: old = mo.field, mo.field = value; HC_USDT_I2(probe, value, old); break;
+#define HC_MO_FIXED(param, field, probe) \
+  case param: old = mo.field, mo.field = value; HC_USDT_I3(probe, value, old, mo.no_dyn); mo.no_dyn = 1; break;
   switch (param) {
-    case M_MXFAST:
-      old = mo.mxfast, mo.mxfast = value;
-      HC_USDT_I2(memory_mallopt_mxfast, value, old);
-      break;
-    case M_TRIM_THRESHOLD:
-      old = mo.trim, mo.trim = value;
-      HC_USDT_I3(memory_mallopt_trim_threshold, value, old, mo.no_dyn);
-      mo.no_dyn = 1;
-      break;
-    case M_TOP_PAD:
-      old = mo.top_pad, mo.top_pad = value;
-      HC_USDT_I3(memory_mallopt_top_pad, value, old, mo.no_dyn);
-      mo.no_dyn = 1;
-      break;
-    case M_MMAP_THRESHOLD:
-      old = mo.mmap_thr, mo.mmap_thr = value;
-      HC_USDT_I3(memory_mallopt_mmap_threshold, value, old, mo.no_dyn);
-      mo.no_dyn = 1;
-      break;
-    case M_MMAP_MAX:
-      old = mo.mmap_max, mo.mmap_max = value;
-      HC_USDT_I3(memory_mallopt_mmap_max, value, old, mo.no_dyn);
-      mo.no_dyn = 1;
-      break;
-    case M_PERTURB:
-      old = mo.perturb, mo.perturb = value;
-      HC_USDT_I2(memory_mallopt_perturb, value, old);
-      break;
-    case M_ARENA_TEST:
-      old = mo.arena_test, mo.arena_test = value;
-      HC_USDT_I2(memory_mallopt_arena_test, value, old);
-      break;
-    case M_ARENA_MAX:
-      old = mo.arena_max, mo.arena_max = value;
-      HC_USDT_I2(memory_mallopt_arena_max, value, old);
-      break;
+    HC_MO(M_MXFAST, mxfast, memory_mallopt_mxfast)
+    HC_MO_FIXED(M_TRIM_THRESHOLD, trim, memory_mallopt_trim_threshold)
+    HC_MO_FIXED(M_TOP_PAD, top_pad, memory_mallopt_top_pad)
+    HC_MO_FIXED(M_MMAP_THRESHOLD, mmap_thr, memory_mallopt_mmap_threshold)
+    HC_MO_FIXED(M_MMAP_MAX, mmap_max, memory_mallopt_mmap_max)
+    HC_MO(M_PERTURB, perturb, memory_mallopt_perturb)
+    HC_MO(M_ARENA_TEST, arena_test, memory_mallopt_arena_test)
+    HC_MO(M_ARENA_MAX, arena_max, memory_mallopt_arena_max)
     default:
       break;
   }
+#undef HC_MO
+#undef HC_MO_FIXED
   return 1;
 }
 /* glibc's internal names of the two, which some programs call. */

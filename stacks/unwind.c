@@ -204,7 +204,7 @@ hc_noinline int hci_backtrace(uintptr_t *pcs, int max, int skip) {
 }
 
 void hci_unwind_init(void) {
-  const char *v = hci_env_get("HEAPCHECK_UNWINDER");
+  const char *v = hci_opt_str(HCO_HEAPCHECK_UNWINDER);
   if (v == NULL || *v == '\0') return;
   if (hci_env_word_is(v, "fp")) {
     hci_unwinder = HC_UNWIND_FP;

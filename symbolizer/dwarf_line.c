@@ -163,44 +163,14 @@ static bool step(cur_t *c, const unit_t *u, lstate_t *st) {
 
 /* ---- index ---- */
 
-/* Heapsort of records whose first field is their uint64_t key: in place,
- * no recursion, no malloc (glibc's qsort may allocate). */
-static uint64_t key_at(const uint8_t *v, size_t i, size_t size) {
-  uint64_t k;
-  memcpy(&k, v + i * size, sizeof k);
-  return k;
+/* Records whose first field is their uint64_t key, by key (hci_sort). */
+static int cmp_key(const void *a, const void *b) {
+  uint64_t x, y;
+  memcpy(&x, a, sizeof x);
+  memcpy(&y, b, sizeof y);
+  return x < y ? -1 : x > y;
 }
-
-static void swap_rec(uint8_t *v, size_t i, size_t j, size_t size) {
-  uint8_t t[64];
-  memcpy(t, v + i * size, size);
-  memcpy(v + i * size, v + j * size, size);
-  memcpy(v + j * size, t, size);
-}
-
-static void sift_down(uint8_t *v, size_t root, size_t n, size_t size) {
-  for (;;) {
-    size_t child = 2 * root + 1;
-    if (child >= n) return;
-    if (child + 1 < n && key_at(v, child, size) < key_at(v, child + 1, size)) child++;
-    if (key_at(v, root, size) >= key_at(v, child, size)) return;
-    swap_rec(v, root, child, size);
-    root = child;
-  }
-}
-
-static void sort_by_key(void *base, size_t n, size_t size) {
-  uint8_t *v = base;
-  if (n < 2) return;
-  for (size_t i = n / 2; i-- > 0;) sift_down(v, i, n, size);
-  for (size_t end = n - 1; end > 0; end--) {
-    swap_rec(v, 0, end, size);
-    sift_down(v, 0, end, size);
-  }
-}
-
-_Static_assert(sizeof(hci_line_seq_t) <= 64 && sizeof(hci_line_cu_t) <= 64, "records fit swap_rec");
-
+static void sort_by_key(void *base, size_t n, size_t size) { hci_sort(base, n, size, cmp_key); }
 
 static bool push_seq(hci_line_index_t *idx, const hci_line_seq_t *q) {
   size_t cap = idx->alloc_bytes / sizeof *q;

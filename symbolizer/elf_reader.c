@@ -290,30 +290,11 @@ static bool sym_before(const hci_sym_t *a, const hci_sym_t *b) {
   return leading_underscores(a->name) < leading_underscores(b->name);
 }
 
-/* Heapsort: in place, no recursion, no malloc (glibc's qsort may allocate). */
-static void sift_down(hci_sym_t *v, size_t root, size_t n) {
-  for (;;) {
-    size_t child = 2 * root + 1;
-    if (child >= n) return;
-    if (child + 1 < n && sym_before(&v[child], &v[child + 1])) child++;
-    if (!sym_before(&v[root], &v[child])) return;
-    hci_sym_t t = v[root];
-    v[root] = v[child];
-    v[child] = t;
-    root = child;
-  }
+static int cmp_sym(const void *a, const void *b) {
+  return sym_before(a, b) ? -1 : sym_before(b, a) ? 1 : 0;
 }
 
-static void sort_syms(hci_sym_t *v, size_t n) {
-  if (n < 2) return;
-  for (size_t i = n / 2; i-- > 0;) sift_down(v, i, n);
-  for (size_t end = n - 1; end > 0; end--) {
-    hci_sym_t t = v[0];
-    v[0] = v[end];
-    v[end] = t;
-    sift_down(v, 0, end);
-  }
-}
+static void sort_syms(hci_sym_t *v, size_t n) { hci_sort(v, n, sizeof *v, cmp_sym); }
 
 /* Whether a symbol names code (or sized data-less code labels). */
 static bool sym_wanted(const Elf64_Sym *s, size_t strsz) {

@@ -99,6 +99,7 @@ static struct {
   bool demangle_looked_up;
   bool atfork_done;
 } S;
+HC_PRIVATE_STATE(S);
 
 /* ---- arena ---- */
 
@@ -421,7 +422,7 @@ static bool build_id_matches(const hci_elf_t *e, const uint8_t *id, size_t len) 
 }
 
 static const char *debug_root(void) {
-  const char *r = hci_env_get("HEAPCHECK_DEBUG_DIR");
+  const char *r = hci_opt_str(HCO_HEAPCHECK_DEBUG_DIR);
   return r && r[0] == '/' ? r : "/usr/lib/debug";
 }
 

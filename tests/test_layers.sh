@@ -13,6 +13,7 @@
 #    allowed.
 # 3. No source above allocator/ reads span, pagemap or page-heap internals:
 #    the heap view (allocator/hc_heap_view.h) is the one door.
+# 4. No library source reads the environment but through the options table.
 # Exit status 0 when all hold; 1 with every violation printed.
 set -u
 NM=$1 SRC=$2
@@ -68,6 +69,15 @@ pat='hci_pagemap_find|hci_pagemap_span|hci_pagemap_class|hc_pm_entry_t|->objmeta
 hits=$(grep -nE "$pat" "$SRC"/checker/*.[ch] "$SRC"/profiler/*.[ch] "$SRC"/runtime/*.[ch] "$SRC"/symbolizer/*.[ch] 2>/dev/null)
 if [ -n "$hits" ]; then
   echo "FAIL: heap internals read outside allocator/ (use hc_heap_view.h):"
+  echo "$hits"
+  fail=1
+fi
+
+# 4. Every variable is read through the options table (base/hc_options.h).
+hits=$(grep -nE 'hci_env_(get|int|bool)\(|getenv\(' "$SRC"/base/*.c "$SRC"/stacks/*.c "$SRC"/allocator/*.c \
+  "$SRC"/symbolizer/*.c "$SRC"/checker/*.c "$SRC"/profiler/*.c "$SRC"/runtime/*.c | grep -v '^[^:]*/base/options.c:')
+if [ -n "$hits" ]; then
+  echo "FAIL: environment read outside the options table (add a row to base/hc_options.h, read it with hci_opt_*):"
   echo "$hits"
   fail=1
 fi

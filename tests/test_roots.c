@@ -168,9 +168,9 @@ static range_t *ranges;   /* mmap'd: not a global root of its own */
 static int nranges;
 static const hci_world_t *cur_world;
 
-static void collect(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind) {
+static void collect(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind) {
   (void)ctx;
-  if (nranges < MAX_RANGES) ranges[nranges++] = (range_t){lo, hi, kind};
+  if (nranges < MAX_RANGES) ranges[nranges++] = (range_t){lo, hi, hci_root_kind_name(kind)};
 }
 
 /* Thread slot of tid in the current world. */

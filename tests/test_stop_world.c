@@ -271,7 +271,7 @@ struct rctx {
   int nranges;
 };
 
-static void root_cb(void *ctx, uintptr_t lo, uintptr_t hi, const char *kind) {
+static void root_cb(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind) {
   struct rctx *r = ctx;
   r->nranges++;
   bool unstable = hci_root_kind_unstable(kind);
