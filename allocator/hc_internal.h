@@ -104,9 +104,21 @@ void hci_ph_set_limits(size_t limit_bytes, bool aggressive_decommit);
 void hci_ph_get_limits(size_t *limit_bytes, bool *aggressive_decommit);
 /* Gives up to max_bytes of free committed pages back to the OS (0 = all). */
 size_t hci_ph_release(size_t max_bytes);
-/* Committed free bytes above which hci_ph_free releases (down to half of it):
- * in-use bytes / 8 clamped to [HC_RELEASE_MIN, HC_RELEASE_MAX].  Takes the page-heap lock. */
+/* The most committed free bytes the page heap keeps now: the recent peak
+ * in use - in use + HC_RELEASE_SLACK (page_heap.c, "release by demand").
+ * Takes the page-heap lock. */
 size_t hci_ph_release_threshold(void);
+/* Ends the demand epoch when its time is up and releases what demand no
+ * longer covers; cheap when it is not (one clock read).  Called from the
+ * thread caches' refills, so a program that only allocates small objects
+ * gives back idle pages too. */
+void hci_ph_tick(void);
+/* Epoch length in ns (0 = HC_RELEASE_DELAY_NS); for tests. */
+void hci_ph_set_release_delay(uint64_t ns);
+/* As if two epochs passed without a call and then a call came: the demand
+ * becomes what is in use now, and what it no longer covers is released.
+ * For tests. */
+void hci_ph_forget_demand(void);
 
 /* ======================= central.c ======================= */
 extern hc_central_t hci_central[HC_NUM_CLASSES];

@@ -114,6 +114,7 @@ typedef struct hc_tcache {
   uint64_t sample_interval; /* mean sampling interval the current draw was made with */
   struct hc_tcache *next;   /* registry of live caches; guarded by the registry lock */
   struct hc_tcache *prev;
+  uint32_t refills;         /* slow-path refills, to tick the page heap every 256 (hci_ph_tick) */
   int tid;                  /* owning kernel thread id */
   uintptr_t tp;             /* owning thread's thread pointer (TLS base), for the checker */
   int in_alloc;             /* recursion guard for the slow path (unwinder, depot) */
@@ -155,6 +156,12 @@ typedef struct hc_pageheap {
   uint64_t large_allocs;                 /* statistics */
   uint64_t release_calls;
   uintptr_t lo, hi;                      /* bounds of every heap mapping (checker prefilter) */
+  /* Demand (page_heap.c, "release by demand"): the most bytes in use in
+   * the current epoch and in the one before; epochs last release_delay ns
+   * and end on the page heap's own calls (no timer). */
+  size_t peak_cur, peak_prev;
+  uint64_t epoch_end;                    /* coarse-clock ns at which the current epoch ends */
+  uint64_t release_delay;                /* epoch length, ns (HC_RELEASE_DELAY_NS) */
 } hc_pageheap_t;
 
 #endif

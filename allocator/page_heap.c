@@ -5,10 +5,9 @@
  * allocation takes the best fit (lowest address on ties, which keeps the
  * heap compact).  A freed span merges with free neighbours found through
  * the pagemap.  Free spans are either committed (backed by memory) or
- * released (MADV_DONTNEED); releasing happens when committed free memory
- * exceeds a threshold, down to half of it (hysteresis: page faults cost
- * ~19 us per 4 KiB on these machines, so memory is reused before it is
- * returned; see release_threshold), and all of it at malloc_trim(0).
+ * released (MADV_DONTNEED).  Release follows demand (see "release by
+ * demand" below): committed free memory is kept while the program had that
+ * much in use recently, and all of it goes at malloc_trim(0).
  *
  * Invariant: every page of every span (free or not) maps to its span.
  * Lock: hci_pageheap.lock; takes only the metadata arena lock inside. */
@@ -18,15 +17,22 @@
 hc_pageheap_t hci_pageheap;
 HC_PRIVATE_STATE(hci_pageheap);
 
-/* Committed free bytes above which release starts: an eighth of the memory
- * in use, clamped to [HC_RELEASE_MIN, HC_RELEASE_MAX] (hc_config.h).
- * Release goes down to half of it, so a program that frees and reallocates
- * in waves reuses pages instead of faulting them in again: with a 16 MiB
- * floor, a workload cycling blocks of 256 KiB..8 MiB through a 40 MiB live
- * set took 1.1 million page faults and 45x the time of a 64 MiB floor. */
-#define RELEASE_MIN HC_RELEASE_MIN
-#define RELEASE_MAX HC_RELEASE_MAX
-
+/* Release by demand.  The page heap keeps committed free memory up to
+ *
+ *     demand - in use + HC_RELEASE_SLACK,   demand = max(peak_cur, peak_prev)
+ *
+ * where peak_cur is the most memory in use (spans handed out) during the
+ * current epoch and peak_prev during the one before; an epoch lasts
+ * release_delay (HC_RELEASE_DELAY_NS, 1 s) and ends on the page heap's own
+ * calls and the thread caches' refills (hci_ph_tick), never by a timer or a
+ * signal.  So a program that frees memory and allocates as much again
+ * within an epoch or two finds its pages committed (no page faults), and
+ * memory the program has not needed for one to two epochs is given back,
+ * longest runs first, down to half the slack below the bound (hysteresis)
+ * at its next free, allocation or refill.  A program that makes no call at
+ * all keeps what it has until malloc_trim.  (The fixed 64 MiB threshold
+ * before this re-faulted the malloc-large workload: 2.76 M page faults
+ * against tcmalloc's 127 k, docs/performance.md.) */
 static hc_pageheap_t *const ph = &hci_pageheap;
 
 
@@ -206,12 +212,26 @@ static hc_span_t *carve_at(hc_span_t *s, size_t k, size_t n) {
   a->state = HC_SPAN_LARGE;
   hci_pagemap_set(a->start >> HC_PAGE_SHIFT, a->npages, a, 0);
   ph->inuse_bytes += a->npages << HC_PAGE_SHIFT;
+  if (ph->inuse_bytes > ph->peak_cur) ph->peak_cur = ph->inuse_bytes;
   return a;
+}
+
+static void roll_epoch(uint64_t now);
+static void release_excess(void);
+
+/* requires: lock.  Every allocation ends the epoch when its time is up and
+ * gives back what demand no longer covers (the idle part of the heap). */
+static void alloc_tick(void) {
+  uint64_t now = hci_os_now_coarse_ns();
+  if (hc_likely(now < ph->epoch_end)) return;
+  roll_epoch(now);
+  release_excess();
 }
 
 hc_span_t *hci_ph_alloc(size_t npages) {
   hci_lock(&ph->lock);
   ensure_lists();
+  alloc_tick();
   hc_span_t *s = find_fit(npages);
   if (!s && grow(npages, 0)) s = find_fit(npages);
   if (s) s = carve_at(s, 0, npages);
@@ -225,6 +245,7 @@ hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align) {
   if (npages + extra < npages) return NULL;
   hci_lock(&ph->lock);
   ensure_lists();
+  alloc_tick();
   hc_span_t *s = find_fit(npages + extra);
   if (!s && grow(npages + extra, align)) s = find_fit(npages + extra);
   if (s) {
@@ -260,6 +281,7 @@ bool hci_ph_grow(hc_span_t *s, size_t npages) {
     }
     s->npages = npages;
     ph->inuse_bytes += extra << HC_PAGE_SHIFT;
+    if (ph->inuse_bytes > ph->peak_cur) ph->peak_cur = ph->inuse_bytes;
   }
   hci_unlock(&ph->lock);
   return ok;
@@ -306,9 +328,13 @@ void hci_ph_free_locked(hc_span_t *s) {
   put_free(s);
 }
 
+/* Room for fragmentation: free runs that do not fit the next request. */
+static size_t slack_for(size_t demand) { return demand > HC_RELEASE_SLACK ? demand : HC_RELEASE_SLACK; }
+
 static size_t release_threshold(void) {
-  size_t t = ph->inuse_bytes / 8;
-  return t < RELEASE_MIN ? RELEASE_MIN : t > RELEASE_MAX ? RELEASE_MAX : t;
+  size_t demand = ph->peak_cur > ph->peak_prev ? ph->peak_cur : ph->peak_prev;
+  if (demand < ph->inuse_bytes) demand = ph->inuse_bytes;
+  return demand - ph->inuse_bytes + slack_for(demand);
 }
 
 size_t hci_ph_release_threshold(void) {
@@ -318,16 +344,59 @@ size_t hci_ph_release_threshold(void) {
   return t;
 }
 
+static uint64_t release_delay(void) { return ph->release_delay ? ph->release_delay : HC_RELEASE_DELAY_NS; }
+
+/* requires: lock.  Ends the epoch when its time is up: the epoch before
+ * becomes the current one's peak, or, when a whole epoch passed without a
+ * call, what is in use now (nothing more was in use meanwhile). */
+static void roll_epoch(uint64_t now) {
+  if (now < ph->epoch_end) return;
+  ph->peak_prev = now >= ph->epoch_end + release_delay() ? ph->inuse_bytes : ph->peak_cur;
+  ph->peak_cur = ph->inuse_bytes;
+  ph->epoch_end = now + release_delay();
+}
+
+/* requires: lock.  Gives back committed free memory above the bound. */
+static void release_excess(void) {
+  size_t threshold = release_threshold();
+  if ((ph->free_pages << HC_PAGE_SHIFT) > threshold)
+    release_locked((ph->free_pages << HC_PAGE_SHIFT) - (threshold - HC_RELEASE_SLACK / 2));
+}
+
+void hci_ph_tick(void) {
+  uint64_t now = hci_os_now_coarse_ns();
+  if (now < __atomic_load_n(&ph->epoch_end, __ATOMIC_RELAXED)) return;
+  hci_lock(&ph->lock);
+  ensure_lists();
+  roll_epoch(now);
+  release_excess();
+  hci_unlock(&ph->lock);
+}
+
+void hci_ph_set_release_delay(uint64_t ns) {
+  hci_lock(&ph->lock);
+  ph->release_delay = ns;
+  ph->epoch_end = 0; /* the next call starts an epoch of the new length */
+  hci_unlock(&ph->lock);
+}
+
+void hci_ph_forget_demand(void) {
+  hci_lock(&ph->lock);
+  ensure_lists();
+  ph->peak_prev = ph->peak_cur = ph->inuse_bytes;
+  release_excess();
+  hci_unlock(&ph->lock);
+}
+
 void hci_ph_free(hc_span_t *s) {
   hci_lock(&ph->lock);
+  roll_epoch(hci_os_now_coarse_ns()); /* first: s was in use until now */
   ph->inuse_bytes -= s->npages << HC_PAGE_SHIFT;
   uintptr_t start = s->start;
   hci_ph_free_locked(s); /* s may be merged into a neighbour */
-  size_t threshold = release_threshold();
   hc_span_t *f = aggressive ? hci_pagemap_span(start) : NULL; /* the run holding it now */
   if (f && f->state == HC_SPAN_FREE && !f->is_released) release_span(f); /* aggressive decommit: this run, at once */
-  else if ((ph->free_pages << HC_PAGE_SHIFT) > threshold)
-    release_locked((ph->free_pages << HC_PAGE_SHIFT) - threshold / 2);
+  else release_excess();
   hci_unlock(&ph->lock);
 }
 

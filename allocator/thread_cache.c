@@ -222,6 +222,7 @@ static void grow_cap(hc_tcache_t *tc, unsigned cls) {
 
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->lists[cls];
+  if (hc_unlikely((++tc->refills & 255) == 0)) hci_ph_tick(); /* idle pages go back (page_heap.c) */
   hc_chain_t ch;
   if (!hci_central_remove(cls, hci_classes[cls].batch, &ch)) return NULL;
   /* The list is empty here: the chain becomes the list, minus its head. */

@@ -31,8 +31,8 @@
 /* ---- page heap ---- */
 #define HC_PH_EXACT_LISTS 128                   /* free lists for runs of 1..128 pages */
 #define HC_HEAP_GROW_MIN ((size_t)2 << 20)      /* map at least 2 MiB from the OS at a time */
-#define HC_RELEASE_MIN ((size_t)64 << 20)       /* committed free memory kept before release starts... */
-#define HC_RELEASE_MAX ((size_t)64 << 20)       /* ...whatever the memory in use (page_heap.c) */
+#define HC_RELEASE_SLACK ((size_t)64 << 20)     /* committed bytes kept beyond the recent peak in use (page_heap.c) */
+#define HC_RELEASE_DELAY_NS ((uint64_t)1000000000) /* demand epoch: memory unused for 1-2 of them goes back */
 
 /* ---- thread caches ---- */
 #define HC_TC_BUDGET_TOTAL ((size_t)32 << 20)   /* bytes held by all thread caches together */

@@ -5,8 +5,10 @@
  *  (a) without malloc_trim, what stays resident is bounded by the policies:
  *      transfer slots <= HC_SLOT_BYTES_TOTAL_MAX (16 MiB), thread caches <=
  *      their budget (<= HC_TC_BUDGET_MAX, 4 MiB, each), committed free
- *      pages in the page heap <= its release threshold (<= HC_RELEASE_MAX,
- *      hc_config.h), plus the spans the cached objects keep alive (each
+ *      pages in the page heap <= its release threshold once the 500 MB
+ *      are no longer in demand (page_heap.c, "release by demand": the test
+ *      runs with 1 ms epochs, waits 100 ms after the frees and makes one
+ *      more call, as an idle program would), plus the spans the cached objects keep alive (each
  *      cached object can keep its whole span: span size / object size times
  *      the cached bytes, and one all-free span per class that central
  *      keeps).  Each part is checked from the allocator's own counters,
@@ -131,7 +133,8 @@ static size_t check_after_free(size_t rss_start, size_t meta_start, size_t rss_n
   size_t ncaches = st.thread_caches ? st.thread_caches : 1;
   size_t cached_max = HC_SLOT_BYTES_TOTAL_MAX + ncaches * HC_TC_BUDGET_MAX;
   size_t spans_max = cached_max * ratio_x100 / 100 + all_free_spans;
-  size_t committed_max = HC_RELEASE_MAX; /* the highest release threshold */
+  size_t committed_max = hci_ph_release_threshold(); /* no demand left: HC_RELEASE_SLACK */
+  CHECK(committed_max <= 2 * HC_RELEASE_SLACK, "release threshold %zu MB after the idle time", committed_max / MB);
   /* the parts, from the allocator's counters */
   size_t slots = hci_central_slot_bytes(), spans = 0;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) spans += hci_central[c].nspans * hci_classes[c].pages * HC_PAGE_SIZE;
@@ -170,6 +173,7 @@ static void report(const char *when) {
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   mixed = argc > 1 && strcmp(argv[1], "mixed") == 0;
+  hci_ph_set_release_delay(1000000); /* 1 ms epochs */
   report("start");
   size_t rss_start = rss();
   hc_stats_t st0;
@@ -181,6 +185,8 @@ int main(int argc, char **argv) {
     report("allocated");
     CHECK(full >= 470 * MB, "RSS only %zu MB with 500 MB allocated and touched", full / MB);
     free_all();
+    usleep(100000); /* idle: many epochs pass (this only lets time pass) */
+    free(malloc(1 << 20)); /* the next call gives back what is no longer in demand */
     size_t after_free = rss();
     report("freed");
     size_t bound = check_after_free(rss_start, st0.metadata, after_free);

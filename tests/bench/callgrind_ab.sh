@@ -33,8 +33,8 @@ echo "| workload | Ir, A | Ir, B | B / A |"
 echo "| --- | ---: | ---: | ---: |"
 logsum=0 n=0
 for w in $WORKLOADS; do
-  bin=$(bench_bin "bench_$w") || { log "cannot build bench_$w"; exit 1; }
-  args=$(bench_quick_args "$w")
+  bin=$(bench_bin "$(bench_prog "$w")") || { log "cannot build $(bench_prog "$w")"; exit 1; }
+  args="$(bench_args "$w") $(bench_quick_args "$w")"
   a=$(ir "$A" "$bin" "$args") b=$(ir "$B" "$bin" "$args")
   if [ -z "$a" ] || [ -z "$b" ]; then echo "| $w | ${a:-fail} | ${b:-fail} | |"; continue; fi
   r=$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.4f", b/a}')

@@ -31,9 +31,24 @@ log() { echo "[bench] $*" >&2; }
 
 # The allocator workloads (tests/bench/bench_<name>.c), and the arguments that
 # give about a tenth of each one's default work (run.sh --quick).
-BENCH_ALL_WORKLOADS="pairs larson prodcons random_live realloc large falseshare xmalloc"
+BENCH_ALL_WORKLOADS="pairs larson prodcons random_live realloc large malloc_large falseshare xmalloc"
+# bench_prog WORKLOAD: the program a workload runs (bench_<name>, except
+# malloc_large: bench_large with the arguments of bench_args).
+bench_prog() {
+  case $1 in
+    malloc_large) echo bench_large ;;
+    *) echo "bench_$1" ;;
+  esac
+}
+# bench_args WORKLOAD: arguments every run of it gets (before --quick's).
+bench_args() {
+  case $1 in
+    malloc_large) echo "-s 20 -m 64 -o 8 -z 1" ;;
+  esac
+}
 bench_quick_args() {
   case $1 in
+    malloc_large) echo "-n 200" ;;
     pairs) echo "-n 2000000" ;;
     larson) echo "-r 12" ;;
     prodcons) echo "-n 1000000" ;;

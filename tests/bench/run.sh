@@ -8,7 +8,7 @@
 # Usage: tests/bench/run.sh [--reps N] [--only w1,w2] [--allocators a,b,...]
 #                           [--markdown FILE] [--build DIR] [--timeout S]
 #                           [--quick] [--no-install] [--no-build]
-#   workloads : pairs larson prodcons random_live realloc large falseshare xmalloc
+#   workloads : pairs larson prodcons random_live realloc large malloc_large falseshare xmalloc
 #   allocators: glibc jemalloc tcmalloc mimalloc heapcheck   (default: all), or
 #               the variants heapcheck-nosample (HEAPCHECK_SAMPLE_PARAMETER=0),
 #               heapcheck-normal (HEAPCHECK=normal) and heapcheck-sample8x
@@ -59,6 +59,7 @@ done
 
 # Arguments per workload; empty = the program's defaults (~0.5-2 s with glibc here).
 workload_args() {
+  bench_args "$1"
   [ "$QUICK" = 1 ] || return 0
   bench_quick_args "$1"
 }
@@ -72,7 +73,7 @@ build_project
 RUNSTAT=$(bench_bin runstat) || { log "cannot build runstat"; exit 1; }
 declare -A BIN LIB HAVE
 for w in $WORKLOADS; do
-  BIN[$w]=$(bench_bin "bench_$w") || { log "cannot build bench_$w"; exit 1; }
+  BIN[$w]=$(bench_bin "$(bench_prog "$w")") || { log "cannot build $(bench_prog "$w")"; exit 1; }
 done
 for a in $ALLOCATORS; do
   if l=$(allocator_lib "$a"); then LIB[$a]=$l; HAVE[$a]=1; else HAVE[$a]=0; log "$a: not available (n/a)"; fi
@@ -96,8 +97,8 @@ for ((rep = 1; rep <= REPS; rep++)); do
       for e in $(allocator_env "$a"); do envargs+=(-e "$e"); done
       { echo "=== rep $rep $w $a"; } >>"$RUNLOG"
       "$RUNSTAT" -o "$TMP" -t "$TIMEOUT" "${envargs[@]}" -- "${BIN[$w]}" $(workload_args "$w") >>"$RUNLOG" 2>&1
-      read -r wall rss status cpu <"$TMP" || { wall=0; rss=0; status=255; cpu=0; }
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$w" "$a" "$wall" "$rss" "$status" "$cpu" >>"$RAW"
+      read -r wall rss status cpu minflt <"$TMP" || { wall=0; rss=0; status=255; cpu=0; minflt=0; }
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$w" "$a" "$wall" "$rss" "$status" "$cpu" "${minflt:-0}" >>"$RAW"
       printf '[bench] rep %d/%d %-12s %-10s %7.3f s %8.1f MB%s\n' "$rep" "$REPS" "$w" "$a" "$wall" \
         "$(awk -v k="$rss" 'BEGIN{print k/1024}')" "$([ "$status" = 0 ] || echo "  FAILED status=$status")" >&2
     done
@@ -107,10 +108,11 @@ done
 # ---- summary ----
 # Ratios are to glibc, or to the first allocator listed when glibc was not run.
 case " $ALLOCATORS " in *" glibc "*) BASE=glibc ;; *) BASE=${ALLOCATORS%% *} ;; esac
-cell() {  # cell KIND(time|cpu|rss) WORKLOAD ALLOC -> value or n/a / fail
+cell() {  # cell KIND(time|cpu|rss|flt) WORKLOAD ALLOC -> value or n/a / fail
   local kind=$1 w=$2 a=$3 vals col=4
   [ "${HAVE[$a]}" = 1 ] || { echo "n/a"; return; }
   [ "$kind" = cpu ] && col=7
+  [ "$kind" = flt ] && col=8
   if [ "$kind" != rss ]; then
     vals=$(awk -F'\t' -v w="$w" -v a="$a" -v k="$col" '$2==w && $3==a && $6==0 {print $k}' "$RAW")
     [ -n "$vals" ] && { echo "$vals" | stat_median; return; }
@@ -136,7 +138,11 @@ table() {  # table time|cpu|rss
       case $v in
         n/a|fail) row+=" $v |" ;;
         *)
-          if [ "$kind" != rss ]; then row+=" $(printf '%.3f s' "$v")"; else row+=" $(awk -v k="$v" 'BEGIN{printf "%.1f MB", k/1024}')"; fi
+          case $kind in
+            rss) row+=" $(awk -v k="$v" 'BEGIN{printf "%.1f MB", k/1024}')" ;;
+            flt) row+=" $(awk -v k="$v" 'BEGIN{printf "%.0f k", k/1000}')" ;;
+            *) row+=" $(printf '%.3f s' "$v")" ;;
+          esac
           case $g in
             n/a|fail|0|0.0000) ;;
             *)
@@ -175,6 +181,10 @@ summary() {
   echo "Peak RSS: largest of $REPS runs (ratio to $BASE)"
   echo
   table rss
+  echo
+  echo "Minor page faults: median of $REPS runs (ratio to $BASE)"
+  echo
+  table flt
   local nfail
   nfail=$(awk -F'\t' '$6!=0' "$RAW" | wc -l)
   if [ "$nfail" -gt 0 ]; then

@@ -7,10 +7,11 @@
  * for).  Environment changes (-e/-u) apply to the child only, so a preloaded
  * allocator or HEAPCHECK never runs inside the wrapper itself.
  *
- * Output: one line "wall_s maxrss_kb status cpu_s" written to the -o file
+ * Output: one line "wall_s maxrss_kb status cpu_s minflt" written to the -o file
  * (or stderr), where status is the exit code, or 128+signal when the child
  * was killed (also by the -t timeout), and cpu_s is user + system time (less
- * sensitive than wall time to other load on the machine).  The wrapper exits
+ * sensitive than wall time to other load on the machine) and minflt the
+ * minor page faults (memory given back to the OS and touched again).  The wrapper exits
  * with that status.
  *
  * Usage: runstat [-o FILE] [-t SECONDS] [-e NAME=VALUE]... [-u NAME]... -- CMD [ARGS...]
@@ -103,7 +104,7 @@ int main(int argc, char **argv) {
   if (!f) { perror(out); return 2; }
   double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-  fprintf(f, "%.4f %ld %d %.4f\n", wall, ru.ru_maxrss, status, cpu);
+  fprintf(f, "%.4f %ld %d %.4f %ld\n", wall, ru.ru_maxrss, status, cpu, ru.ru_minflt);
   if (out) fclose(f);
   free(sets);
   free(unsets);

@@ -44,7 +44,7 @@ unset HEAPCHECK HEAPPROFILE LD_PRELOAD HEAPCHECK_SAMPLE_PARAMETER TCMALLOC_SAMPL
 # The arguments of run.sh --quick, but large keeps its default: -n 400 is too
 # short to amortise the first samples' costs (DWARF rules, depot, tables).
 quick_args() {
-  if [ "$1" = large ]; then echo "-n 4000"; else bench_quick_args "$1"; fi
+  if [ "$1" = large ]; then echo "-n 4000"; else echo "$(bench_args "$1") $(bench_quick_args "$1")"; fi
 }
 
 ensure_peers valgrind
@@ -57,7 +57,7 @@ trap 'rm -rf "$WORK"' EXIT
 # ir WORKLOAD PARAM SEED -> total instructions of the run (empty on failure)
 ir() {
   local w=$1 p=$2 seed=$3 bin out
-  bin=$(bench_bin "bench_$w") || return 1
+  bin=$(bench_bin "$(bench_prog "$w")") || return 1
   out="$WORK/$w.$p.$seed"
   # shellcheck disable=SC2046
   env LD_PRELOAD="$LIB" HEAPCHECK_SAMPLE_PARAMETER="$p" ${seed:+HEAPCHECK_SAMPLE_SEED=$seed} \
