@@ -1,13 +1,10 @@
 /* hc_types.h - the allocator's structures (allocator/): object records, size
  * classes, spans, thread caches, central lists, the page heap.
  *
- * LOCK ORDER (the only place it is written down; hci_lock_all() follows it):
- *
- *     checker  ->  profiler  ->  symbolizer  ->  loader (held inside a dl_iterate_phdr callback)
- *              ->  stack depot  ->  thread-cache registry  ->  sampled-span list
- *              ->  page heap  ->  central[class] in ascending class order
- *              ->  profile bucket table  ->  metadata arena
- *
+ * LOCK ORDER: written once, in runtime/init.c (the fork handler takes every
+ * lock in it) and docs/design.md.  The allocator's part, which hci_lock_all
+ * follows: stack depot -> thread-cache registry -> sampled-span list ->
+ * page heap -> central[class] in ascending class order -> metadata arena.
  * A thread holding a lock may only take locks to its right.  The fast paths
  * (thread cache push/pop) take no lock at all.  Stop-the-world takes all of
  * them first, so no stopped thread can hold one.

@@ -85,5 +85,11 @@ void hci_old_fork_child(void);
 /* ======================= profile.c: process start-up (runtime/init.c) ======================= */
 /* Reads HEAPPROFILE and friends, starts dumping when asked. */
 void hci_profiler_init(void);
+/* Fork (the runtime's handler, in the lock order of docs/design.md): prof.lock.
+ * The child hook always takes the child's pid; it resets the lock only when
+ * prepare took it. */
+void hci_profiler_fork_prepare(void);
+void hci_profiler_fork_parent(void);
+void hci_profiler_fork_child(bool reset_locks);
 
 #endif

@@ -24,8 +24,8 @@
  * Locks, in order: prof.lock (dump state, file names) -> hci_lock_all() or
  * the sample lock -> tab.lock (counters) -> metadata arena.  tab.lock is
  * taken in malloc's sampled slow path with no allocator lock held; the two
- * are never nested the other way.  Fork: prepare takes prof.lock and
- * tab.lock (before the allocator's own handler takes its locks).
+ * are never nested the other way.  Fork: the runtime's one handler
+ * (runtime/init.c) takes prof.lock and tab.lock in that order.
  * Nothing here calls malloc except hc_heap_profile_get and GetHeapProfile,
  * for the string they return, with no lock held.
  */
@@ -405,19 +405,12 @@ static int start(const char *prefix) {
 
 // ---- init, fork, exit ----
 
-static void fork_prepare(void) {
-  hci_lock(&prof.lock);
-  hci_profile_counters_lock();
-}
+void hci_profiler_fork_prepare(void) { hci_lock(&prof.lock); }
 
-static void fork_parent(void) {
-  hci_profile_counters_unlock();
-  hci_unlock(&prof.lock);
-}
+void hci_profiler_fork_parent(void) { hci_unlock(&prof.lock); }
 
-static void fork_child(void) {
-  hci_profile_counters_reset_lock();
-  hci_lock_reset(&prof.lock);
+void hci_profiler_fork_child(bool reset_locks) {
+  if (reset_locks) hci_lock_reset(&prof.lock);
   prof.pid = (int)getpid(); /* the child's files carry its own pid */
   hci_old_fork_child();
   atomic_store_explicit(&sig_pending, 0, memory_order_relaxed);
@@ -466,7 +459,6 @@ static void read_options(void) {
 }
 
 void hci_profiler_init(void) {
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
   /* The first malloc may come before libc has set environ: read the options
    * from the constructor below then. */
   if (environ != NULL) read_options();

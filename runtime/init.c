@@ -1,41 +1,95 @@
-/* init.c - process start-up order, the library constructor, fork handling.
+/* init.c - process start-up order, the library constructor, the one fork
+ * handler.
  *
  * The runtime is the top layer: it alone may name every layer below it.
  * hci_runtime_start is registered with the allocator (HC_STARTUP, in
  * override.c next to malloc, so that a static link which pulls malloc in
- * pulls this file in too) and runs once, from the first allocation or the constructor (allocator/startup.c
- * says how re-entry and other threads are handled).  Its order:
+ * pulls this file in too) and runs once, from the first allocation or the
+ * constructor (allocator/startup.c says how re-entry and other threads are
+ * handled).  Its order:
  *   1. the profiler's sample listener (before any object can be sampled);
  *   2. the allocator and stacks (sampler, unwinder, thread-exit key);
- *   3. the fork handlers;
+ *   3. the fork handler (the only pthread_atfork of the library);
  *   4. the checker (HEAPCHECK: options, recording), then the profiler
  *      (HEAPPROFILE: may start dumping).
  *
- * Fork: prepare takes every allocator lock in the documented order, so the
- * child starts with consistent structures; the child resets the locks and
- * drops the other threads' caches. */
+ * Fork.  prepare takes every lock of the library in the lock order (the
+ * one list, also in docs/design.md):
+ *
+ *     stdio list lock (glibc's _IO_list_lock, recursive)
+ *     -> checker (hci_chk_lock) -> profiler (prof.lock) -> symbolizer
+ *     -> (the loader lock: held in dl_iterate_phdr callbacks, not by fork)
+ *     -> profile bucket table -> stack depot -> thread-cache registry
+ *     -> sampled-span list -> page heap -> central[class] ascending
+ *     -> metadata arena
+ *
+ * (hci_lock_all takes the part from the stack depot on.)  The stdio list
+ * lock comes first for the reason glibc's own malloc takes its locks after
+ * it: a thread in fflush(NULL) holds it while it waits for a stream's lock,
+ * and the thread holding that stream (getline) may be inside malloc; taking
+ * our locks first would close the cycle.  glibc's fork takes the list lock
+ * again after the prepare handlers (it is recursive) and releases or resets
+ * it before the parent and child handlers; the parent handler releases ours
+ * in the reverse order and the list lock last, the child resets ours and
+ * leaves the list lock to glibc's reset.
+ *
+ * Nothing is taken when the process is single-threaded (no other thread
+ * can hold a lock; a fork from a signal handler that interrupted malloc
+ * must not wait for the lock it interrupted, as with glibc's malloc), nor
+ * when this thread is already inside a fork (a handler interrupting fork
+ * forks again): then the child hooks only take the child's identity (tid,
+ * pid, report stream) and reset nothing. */
 #include <pthread.h>
+#include <sys/single_threaded.h>
 
 #include "hc_checker.h"
 #include "hc_profiler.h"
 #include "hc_runtime.h"
+#include "hc_symbolize.h"
+
+/* glibc's stdio list lock; weak, so a libc without them is still served. */
+extern void _IO_list_lock(void) __attribute__((weak));
+extern void _IO_list_unlock(void) __attribute__((weak));
+extern void _IO_list_resetlock(void) __attribute__((weak));
+
+static HC_TLS int fork_depth;       /* forks this thread is inside (prepare run, parent/child not yet) */
+static HC_TLS bool fork_took_locks; /* the outermost prepare took the locks */
 
 static void fork_prepare(void) {
+  if (fork_depth++ > 0) return; /* a fork inside a fork: the outer one's locks stay as they are */
+  fork_took_locks = !__libc_single_threaded;
+  if (!fork_took_locks) return;
+  if (_IO_list_lock) _IO_list_lock();
   hci_checker_fork_prepare();
+  hci_profiler_fork_prepare();
+  hci_symbolizer_fork_prepare();
+  hci_profile_counters_lock();
   hci_lock_all();
 }
 
 static void fork_parent(void) {
+  if (--fork_depth > 0 || !fork_took_locks) return;
   hci_unlock_all();
+  hci_profile_counters_unlock();
+  hci_symbolizer_fork_parent();
+  hci_profiler_fork_parent();
   hci_checker_fork_parent();
+  if (_IO_list_unlock) _IO_list_unlock();
 }
 
 static void fork_child(void) {
-  hci_unlock_all(); /* the locks were taken by this very thread: releasing is a reset */
+  bool reset = --fork_depth == 0 && fork_took_locks;
+  if (reset) {
+    hci_unlock_all(); /* the locks were taken by this very thread: releasing is a reset */
+    hci_depot_fork_child();
+    hci_profile_counters_reset_lock();
+    hci_symbolizer_fork_child();
+    hci_checker_fork_child();
+    if (_IO_list_resetlock) _IO_list_resetlock(); /* glibc reset it already; idempotent */
+  }
   hci_tc_fork_child();
   hci_log_stream_fork_child();
-  hci_depot_fork_child();
-  hci_checker_fork_child();
+  hci_profiler_fork_child(reset);
 }
 
 void hci_runtime_start(void) {

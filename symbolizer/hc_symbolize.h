@@ -17,7 +17,8 @@
  *    stopped: it takes the loader lock (dl_iterate_phdr), opens files and may
  *    call the C++ demangler, which uses malloc;
  *  - LOCK: one symbolizer lock serialises every call.  It sits after the
- *    checker lock and before the loader lock in the lock order (hc_types.h).
+ *    checker and profiler locks and before the loader lock in the lock order
+ *    (runtime/init.c, docs/design.md).
  *  - returned strings stay valid until hci_symbolizer_reset().
  */
 #ifndef HC_SYMBOLIZE_H
@@ -69,6 +70,10 @@ void hci_symbolizer_before_dlclose(void);
  * while it reports (no stopped thread may hold it). */
 void hci_symbolizer_lock(void);
 void hci_symbolizer_unlock(void);
+/* Fork (the runtime's handler, in the lock order): the symbolizer lock. */
+void hci_symbolizer_fork_prepare(void);
+void hci_symbolizer_fork_parent(void);
+void hci_symbolizer_fork_child(void);
 
 /* ======================= internal: elf_reader.c ======================= */
 /* A validated ELF64 little-endian image.  Headers are read with memcpy, so

@@ -29,7 +29,7 @@
  * checker lock and before the loader lock (dl_iterate_phdr), the allocator's
  * locks (demangler malloc) and the metadata arena lock.  Never call this in a
  * signal handler, inside malloc or while the world is stopped.  fork takes
- * the lock in its prepare handler, so the child starts with it free.
+ * the lock (runtime/init.c's handler), so the child starts with it free.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -97,7 +97,6 @@ static struct {
   void *libstdcxx;                /* handle that keeps demangle valid */
   bool libstdcxx_ours;            /* loaded by us on demand: kept loaded for good */
   bool demangle_looked_up;
-  bool atfork_done;
 } S;
 HC_PRIVATE_STATE(S);
 
@@ -671,11 +670,11 @@ static void lookup(uintptr_t pc, hci_frame_t *f) {
   if (m->lines.n) expand_inlined(m, addr, f);
 }
 
-/* fork: the child gets the state consistent and the lock free.  Registered
- * on first use, not at init, because most processes never symbolize. */
-static void fork_prepare(void) { hci_lock(&S.lock); }
-static void fork_parent(void) { hci_unlock(&S.lock); }
-static void fork_child(void) { hci_lock_reset(&S.lock); }
+/* fork (the runtime's one handler): the child gets the state consistent
+ * and the lock free. */
+void hci_symbolizer_fork_prepare(void) { hci_lock(&S.lock); }
+void hci_symbolizer_fork_parent(void) { hci_unlock(&S.lock); }
+void hci_symbolizer_fork_child(void) { hci_lock_reset(&S.lock); }
 void hci_symbolizer_lock(void) { hci_lock(&S.lock); }
 void hci_symbolizer_unlock(void) { hci_unlock(&S.lock); }
 
@@ -686,10 +685,6 @@ bool hci_symbolize(uintptr_t pc, hci_frame_t *out) {
   out->module_offset = pc;
   if (pc == 0) return false;
   hci_lock(&S.lock);
-  if (!S.atfork_done) {
-    S.atfork_done = true;
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-  }
   refresh_modules();
   const hci_frame_t *hit = map_get(&S.pcs, pc);
   if (hit) {

@@ -1,0 +1,229 @@
+/* test_fork_signals.c - fork where it used to hang: from signal handlers,
+ * and next to stdio (issue 9 point 3).  Our own scenarios, written after
+ * the situations glibc's tests tst-mallocfork, tst-mallocfork2 and
+ * tst-malloc-fork-deadlock put malloc in:
+ *
+ *   handler   single-threaded; SIGALRM arrives every 200 us from an interval
+ *             timer while main allocates and frees (30 signals); the handler forks, the
+ *             child allocates nothing and _exits, the handler waits for it.
+ *   nested    single-threaded; a sender process floods us with SIGUSR1 while
+ *             main alternates malloc/free with fork+wait of its own, so the
+ *             handler's fork also interrupts main's fork (prepare, parent and
+ *             child handlers run inside one another).
+ *   stdio     four threads loop on getline over a file, fflush(NULL) and
+ *             malloc/free while main forks; each child allocates, frees,
+ *             calls fflush(NULL) and _exits.
+ *
+ * usage: test_fork_signals [SCENARIO [RUNS]]: RUNS fresh processes of each
+ * scenario (default all three, 100 runs), each bounded by a watchdog of
+ * 60 s (a hang is a failure, not a timing measurement).  The environment
+ * (HEAPCHECK=normal...) is passed to every run, so a run is also checked
+ * for leaks at exit; its exit status must be 0. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hc_check.h"
+
+#define SLOTS 257
+static void *slots[SLOTS];
+static volatile sig_atomic_t handled;
+
+static void say(const char *s) { (void)!write(2, s, strlen(s)); }
+
+/* Forks a child that exits at once and waits for it (async-signal-safe). */
+static void fork_and_wait(void) {
+  int saved = errno;
+  pid_t pid = fork();
+  if (pid < 0) {
+    say("fork failed\n");
+    _exit(3);
+  }
+  if (pid == 0) _exit(0);
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    say("child of a handler's fork failed\n");
+    _exit(4);
+  }
+  handled++;
+  errno = saved;
+}
+
+static void on_signal(int sig) {
+  (void)sig;
+  fork_and_wait();
+}
+
+static void churn(unsigned *seed) {
+  int k = rand_r(seed) % SLOTS;
+  free(slots[k]);
+  slots[k] = malloc((size_t)(rand_r(seed) % 70000));
+  if (!slots[k]) {
+    say("malloc failed\n");
+    _exit(5);
+  }
+}
+
+static void free_slots(void) {
+  for (int k = 0; k < SLOTS; k++) {
+    free(slots[k]);
+    slots[k] = NULL;
+  }
+}
+
+static int run_handler(void) {
+  struct sigaction sa = {.sa_handler = on_signal};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval it = {{0, 200}, {0, 200}};
+  setitimer(ITIMER_REAL, &it, NULL);
+  unsigned seed = 1;
+  while (handled < 30) churn(&seed);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  free_slots();
+  return 0;
+}
+
+static int run_nested(void) {
+  struct sigaction sa = {.sa_handler = on_signal};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, &sa, NULL);
+  pid_t self = getpid();
+  pid_t sender = fork();
+  if (sender == 0) {
+    for (;;) {
+      if (kill(self, SIGUSR1) != 0) _exit(0);
+      usleep(50);
+    }
+  }
+  unsigned seed = 2;
+  for (int i = 0; handled < 30 || i < 100; i++) {
+    churn(&seed);
+    if (i % 4 == 0) {
+      pid_t pid = fork();
+      if (pid == 0) _exit(0);
+      int st;
+      while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "main's fork child: status %#x", st);
+    }
+  }
+  signal(SIGUSR1, SIG_IGN);
+  kill(sender, SIGKILL);
+  waitpid(sender, NULL, 0);
+  free_slots();
+  return failures != 0;
+}
+
+static atomic_int stop;
+static const char *lines_path;
+
+static void *stdio_worker(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  void *mine[16] = {0};
+  while (!atomic_load(&stop)) {
+    FILE *f = fopen(lines_path, "r");
+    if (!f) {
+      say("fopen failed\n");
+      _exit(6);
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+      int k = rand_r(&seed) % 16;
+      free(mine[k]);
+      mine[k] = malloc(strlen(line) + (size_t)(rand_r(&seed) % 4096));
+    }
+    free(line);
+    fclose(f);
+    fflush(NULL);
+  }
+  for (int k = 0; k < 16; k++) free(mine[k]);
+  return NULL;
+}
+
+static int run_stdio(void) {
+  char path[] = "/tmp/hc_fork_stdio_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
+  if (fd < 0) return 1;
+  FILE *w = fdopen(fd, "w");
+  for (int i = 0; i < 500; i++) fprintf(w, "line %d of the file the workers read with getline\n", i);
+  fclose(w);
+  lines_path = path;
+  pthread_t th[4];
+  for (uintptr_t i = 0; i < 4; i++) pthread_create(&th[i], NULL, stdio_worker, (void *)(i + 1));
+  for (int i = 0; i < 30; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      void *p = malloc(100);
+      free(p);
+      fflush(NULL);
+      _exit(0);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork child: status %#x", st);
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  unlink(path);
+  return failures != 0;
+}
+
+/* Runs `self scenario --one` as a fresh process, killed after 60 s. */
+static int run_once(const char *self, const char *scenario) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/proc/self/exe", self, scenario, "--one", (char *)NULL);
+    _exit(127);
+  }
+  for (int waited_ms = 0;; waited_ms += 10) {
+    int st;
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (waited_ms >= 60000) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return -1;
+    }
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+int main(int argc, char **argv) {
+  static const char *const all[] = {"handler", "nested", "stdio"};
+  if (argc >= 3 && strcmp(argv[2], "--one") == 0) {
+    if (strcmp(argv[1], "handler") == 0) return run_handler();
+    if (strcmp(argv[1], "nested") == 0) return run_nested();
+    if (strcmp(argv[1], "stdio") == 0) return run_stdio();
+    return 2;
+  }
+  int runs = argc >= 3 ? atoi(argv[2]) : 100;
+  for (int s = 0; s < 3; s++) {
+    if (argc >= 2 && strcmp(argv[1], all[s]) != 0) continue;
+    int ok = 0;
+    for (int i = 0; i < runs; i++) {
+      int rc = run_once(argv[0], all[s]);
+      if (rc == 0) ok++;
+      else fprintf(stderr, "%s run %d: %s %d\n", all[s], i, rc < 0 ? "hung (killed after 60 s)" : "exit status", rc);
+    }
+    printf("%s: %d of %d runs passed\n", all[s], ok, runs);
+    CHECK(ok == runs, "%s: %d of %d runs passed", all[s], ok, runs);
+  }
+  return failures != 0;
+}
