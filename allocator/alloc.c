@@ -22,7 +22,7 @@
 
 int hci_record_all;
 _Atomic uint16_t hci_epoch = 1;
-hci_samples_t hci_samples;
+hci_samples_t hci_samples = {.lock = HCI_LOCK_INIT(HC_RANK_SAMPLES)};
 HC_PRIVATE_STATE(hci_samples); /* links to spans (metadata): not a root */
 /* Told about sampled objects (the profiler registers it at start-up). */
 static const hci_sample_listener_t *_Atomic sample_listener;

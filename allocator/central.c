@@ -14,7 +14,7 @@
 #include "free_list.h"
 #include "hc_internal.h"
 
-hc_central_t hci_central[HC_NUM_CLASSES];
+hc_central_t hci_central[HC_NUM_CLASSES] = {[0 ... HC_NUM_CLASSES - 1] = {.lock = HCI_LOCK_INIT(HC_RANK_CENTRAL)}};
 HC_PRIVATE_STATE(hci_central); /* free objects and spans only: not a root */
 
 /* Bytes held in transfer slots, all classes together: bounded so that freed

@@ -1,7 +1,7 @@
 /* hc_types.h - the allocator's structures (allocator/): object records, size
  * classes, spans, thread caches, central lists, the page heap.
  *
- * LOCK ORDER: written once, in runtime/init.c (the fork handler takes every
+ * LOCK ORDER: written once, as enum hci_lock_rank in base/hc_base.h (the fork handler takes every
  * lock in it) and docs/design.md.  The allocator's part, which hci_lock_all
  * follows: stack depot -> thread-cache registry -> sampled-span list ->
  * page heap -> central[class] in ascending class order -> metadata arena.

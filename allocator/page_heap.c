@@ -14,7 +14,7 @@
 #include "hc_internal.h"
 #include "usdt.h"
 
-hc_pageheap_t hci_pageheap;
+hc_pageheap_t hci_pageheap = {.lock = HCI_LOCK_INIT(HC_RANK_PAGE_HEAP)};
 HC_PRIVATE_STATE(hci_pageheap);
 
 /* Release by demand.  The page heap keeps committed free memory up to

@@ -30,7 +30,7 @@
 HC_TLS hc_tcache_t *hci_tc = &hci_tc_empty;
 hc_tcache_t hci_tc_empty = {.is_static = true};
 HC_PRIVATE_STATE(hci_tc_empty);
-hci_lock_t hci_tc_registry_lock;
+hci_lock_t hci_tc_registry_lock = HCI_LOCK_INIT(HC_RANK_TC_REGISTRY);
 hc_tcache_t *hci_tc_registry;
 
 static HC_TLS int tc_dead;       /* this thread's cache was flushed at exit */

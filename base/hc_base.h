@@ -101,29 +101,76 @@ static inline void hci_sort(void *base, size_t n, size_t size, int (*cmp)(const 
 /* ======================= lock.c ======================= */
 /* ---- lock ---- */
 /* Futex-backed lock: 0 free, 1 held, 2 held with waiters.  Works before libc
- * is initialised and inside pthread_atfork handlers (no pthread_mutex). */
+ * is initialised and inside pthread_atfork handlers (no pthread_mutex).
+ *
+ * LOCK ORDER.  Every lock has a rank, and this enum is the order (the one
+ * place it is written; docs/design.md and runtime/init.c's fork handler
+ * follow it): a thread holding a lock may only take locks of a higher rank,
+ * except the central lists, which nest among themselves in ascending class
+ * order.  glibc's stdio list lock (_IO_list_lock) comes before all of them
+ * (the fork handler takes it first); the loader lock (held inside
+ * dl_iterate_phdr callbacks) sits between the symbolizer and the profile
+ * buckets.  Built with -Dlock_ranks=enabled (on by default in debug builds,
+ * and in CI's clang build), every hci_lock asserts the order and dies with
+ * the two ranks named; otherwise the rank is a byte nobody reads. */
+enum hci_lock_rank {
+  HC_RANK_NONE = 0,      /* not ordered: never held while taking another lock */
+  HC_RANK_CHECKER,       /* checker/leaks.c hci_chk_lock: a check, the API */
+  HC_RANK_STW_INIT,      /* checker/stop_world.c: one-time set-up */
+  HC_RANK_TLS_INIT,      /* checker/tls_geometry.c: one-time computation */
+  HC_RANK_ROOTS,         /* checker/roots.c: writers of the exclusion table */
+  HC_RANK_PROFILER,      /* profiler/profile.c: dumps */
+  HC_RANK_OUT_JSON,      /* base/out.c: one JSON document at a time (symbolizes, makes its file) */
+  HC_RANK_SYMBOLIZER,    /* symbolizer/symbolize.c: the module table */
+  HC_RANK_PROFILE_BUCKETS, /* profiler/profile_snapshot.c: per-stack counters */
+  HC_RANK_DEPOT,         /* stacks/stackdepot.c */
+  HC_RANK_TC_REGISTRY,   /* allocator/thread_cache.c: the list of thread caches */
+  HC_RANK_SAMPLES,       /* allocator/alloc.c: sampled spans and their stash */
+  HC_RANK_PAGE_HEAP,     /* allocator/page_heap.c */
+  HC_RANK_CENTRAL,       /* allocator/central.c: one per size class, ascending */
+  HC_RANK_META,          /* base/meta.c: the metadata arena */
+  HC_RANK_OUT_FILES,     /* base/out.c: the files this process made (a leaf) */
+  HC_RANK_COUNT
+};
 typedef struct hci_lock {
   _Atomic int xstate;
+  uint8_t rank; /* enum hci_lock_rank */
 } hci_lock_t;
+#define HCI_LOCK_INIT(r) {.xstate = 0, .rank = (r)}
 void hci_lock_slow(hci_lock_t *l);
 void hci_unlock_slow(hci_lock_t *l);
+#if HC_LOCK_RANKS
+void hci_rank_acquire(const hci_lock_t *l, bool tried); /* lock.c: asserts the order, notes it held */
+void hci_rank_release(const hci_lock_t *l);
+#else
+static inline void hci_rank_acquire(const hci_lock_t *l, bool tried) { (void)l, (void)tried; }
+static inline void hci_rank_release(const hci_lock_t *l) { (void)l; }
+#endif
 static inline void hci_lock(hci_lock_t *l) {
+  hci_rank_acquire(l, false);
   int expected = 0;
   if (hc_unlikely(!atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1,
                                                            memory_order_acquire, memory_order_relaxed)))
     hci_lock_slow(l);
 }
 static inline void hci_unlock(hci_lock_t *l) {
+  hci_rank_release(l);
   if (hc_unlikely(atomic_exchange_explicit(&l->xstate, 0, memory_order_release) == 2))
     hci_unlock_slow(l);
 }
 static inline bool hci_trylock(hci_lock_t *l) {
   int expected = 0;
-  return atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1, memory_order_acquire,
-                                                 memory_order_relaxed);
+  bool got = atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1, memory_order_acquire,
+                                                     memory_order_relaxed);
+  if (got) hci_rank_acquire(l, true); /* a trylock cannot deadlock: noted, not judged */
+  return got;
 }
-/* After fork in the child: the lock is free whatever its state was. */
-static inline void hci_lock_reset(hci_lock_t *l) { atomic_store_explicit(&l->xstate, 0, memory_order_relaxed); }
+/* After fork in the child: the lock is free whatever its state was (and,
+ * with ranks, no longer held by this thread). */
+static inline void hci_lock_reset(hci_lock_t *l) {
+  hci_rank_release(l);
+  atomic_store_explicit(&l->xstate, 0, memory_order_relaxed);
+}
 
 /* ======================= output.c ======================= */
 /* A printf subset that never allocates: %s %c %d %i %u %x %X %p %%, with
@@ -265,6 +312,13 @@ bool hci_fmt_made_here(const char *path, bool mark);
  * file cannot be opened (logged).  Leak checks and the profiler's reporter
  * thread both write it. */
 hci_out_t *hci_fmt_json_open(const char *name);
+/* Fork (the runtime's handler, in the lock order): the JSON document lock
+ * (after the profiler's) and the made-files lock (the last of all). */
+void hci_fmt_fork_lock_json(void);
+void hci_fmt_fork_unlock_json(void);
+void hci_fmt_fork_lock_files(void);
+void hci_fmt_fork_unlock_files(void);
+void hci_fmt_fork_child(void);
 void hci_fmt_json_close(hci_out_t *o);
 
 /* ======================= output.c: level-gated messages ======================= */

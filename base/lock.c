@@ -38,3 +38,46 @@ hc_noinline void hci_unlock_slow(hci_lock_t *l) {
   futex_wake(&l->xstate, 1);
   errno = saved;
 }
+
+#if HC_LOCK_RANKS
+/* The ranks this thread holds: a bit per rank, and a count for the central
+ * lists (the one rank held several times, while a walk takes them all).
+ * Initial-exec TLS, like the thread cache pointer: usable from the first
+ * malloc of any thread. */
+static HC_TLS uint32_t held;
+static HC_TLS uint16_t central_held;
+
+static const char *rank_name(unsigned r) {
+  static const char *const names[HC_RANK_COUNT] = {
+      "unranked", "checker", "stop-the-world init", "TLS geometry init", "roots", "profiler",
+      "JSON report", "symbolizer", "profile buckets", "stack depot", "thread-cache registry",
+      "sampled spans", "page heap", "central list", "metadata arena", "report files"};
+  return r < HC_RANK_COUNT ? names[r] : "?";
+}
+
+void hci_rank_acquire(const hci_lock_t *l, bool tried) {
+  unsigned r = l->rank;
+  if (r == HC_RANK_NONE) return;
+  /* Ranks at or above r that are held (the central rank may nest). */
+  uint32_t at_or_above = r == HC_RANK_CENTRAL ? ~((2u << r) - 1) : ~((1u << r) - 1);
+  uint32_t above = held & at_or_above;
+  if (above && !tried) {
+    unsigned top = 31 - (unsigned)__builtin_clz(above);
+    hci_fatal("lock order violated: taking the %s lock (rank %u) while holding the %s lock (rank %u)",
+              rank_name(r), r, rank_name(top), top);
+  }
+  held |= 1u << r;
+  if (r == HC_RANK_CENTRAL) central_held++;
+}
+
+void hci_rank_release(const hci_lock_t *l) {
+  unsigned r = l->rank;
+  if (r == HC_RANK_NONE) return;
+  if (r == HC_RANK_CENTRAL && central_held > 1) {
+    central_held--;
+    return;
+  }
+  if (r == HC_RANK_CENTRAL) central_held = 0;
+  held &= ~(1u << r);
+}
+#endif

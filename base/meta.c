@@ -28,7 +28,7 @@ static struct {
   uint8_t *bump_end;
   void *bins[NBINS + 1];/* recycled blocks, linked through their first word */
   size_t mapped;        /* bytes mapped for metadata */
-} meta;
+} meta = {.lock = HCI_LOCK_INIT(HC_RANK_META)};
 HC_PRIVATE_STATE(meta);
 
 /* requires: meta.lock.  Remembers a mapping (silently forgets past MAX_RANGES:

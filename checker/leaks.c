@@ -39,7 +39,7 @@
 #include "hc_checker.h"
 #include "hc_symbolize.h"
 
-hci_lock_t hci_chk_lock;
+hci_lock_t hci_chk_lock = HCI_LOCK_INIT(HC_RANK_CHECKER);
 
 static struct {
   _Atomic int main_done;        /* the final whole-program check started */

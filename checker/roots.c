@@ -52,7 +52,7 @@ static struct {
    * exported descriptors); 0 when unknown. */
   uintptr_t stack_used;
   uint32_t pd_list_off, pd_tid_off;
-} roots;
+} roots = {.lock = HCI_LOCK_INIT(HC_RANK_ROOTS)};
 HC_PRIVATE_STATE(roots);
 
 struct sink {

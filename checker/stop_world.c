@@ -95,7 +95,7 @@ static struct {
   _Atomic int acks;               /* bumped by every acknowledging handler (futex word) */
   _Atomic int inside;             /* handlers currently in their slot section */
   _Atomic int pid;                /* ours, for telling our signals from the program's */
-} stw;
+} stw = {.init_lock = HCI_LOCK_INIT(HC_RANK_STW_INIT)};
 HC_PRIVATE_STATE(stw);
 
 static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts) {

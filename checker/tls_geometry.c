@@ -36,7 +36,7 @@ static struct {
   hci_lock_t init_lock;
   _Atomic int ready;
   hci_tls_geometry_t g;
-} tls;
+} tls = {.init_lock = HCI_LOCK_INIT(HC_RANK_TLS_INIT)};
 HC_PRIVATE_STATE(tls);
 
 struct estimate {

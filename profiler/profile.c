@@ -239,7 +239,7 @@ static struct {
   long long alloc_interval, inuse_interval, time_interval; /* 0 = off */
   long long dealloc_interval;     /* HEAP_PROFILE_DEALLOCATION_INTERVAL; 0 = off */
   bool warned_secure;
-} prof;
+} prof = {.lock = HCI_LOCK_INIT(HC_RANK_PROFILER)};
 HC_PRIVATE_STATE(prof);
 static _Atomic int sig_pending;   /* HEAPPROFILESIGNAL arrived; the next sample dumps */
 static bool options_read;

@@ -106,7 +106,7 @@ static struct {
   _Atomic uint64_t alloc_est_total; /* estimated bytes allocated since start (no lock) */
   _Atomic uint64_t free_est_total;  /* estimated bytes freed since start (no lock) */
   _Atomic int64_t inuse_est_total;  /* estimated bytes live (no lock) */
-} tab __attribute__((aligned(64)));
+} tab __attribute__((aligned(64))) = {.lock = HCI_LOCK_INIT(HC_RANK_PROFILE_BUCKETS)};
 HC_PRIVATE_STATE(tab);
 
 static size_t slot_of(uint64_t key, size_t cap) { return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1); }

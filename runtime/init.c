@@ -13,17 +13,13 @@
  *   4. the checker (HEAPCHECK: options, recording), then the profiler
  *      (HEAPPROFILE: may start dumping).
  *
- * Fork.  prepare takes every lock of the library in the lock order (the
- * one list, also in docs/design.md):
- *
- *     stdio list lock (glibc's _IO_list_lock, recursive)
- *     -> checker (hci_chk_lock) -> profiler (prof.lock) -> symbolizer
- *     -> (the loader lock: held in dl_iterate_phdr callbacks, not by fork)
- *     -> profile bucket table -> stack depot -> thread-cache registry
- *     -> sampled-span list -> page heap -> central[class] ascending
- *     -> metadata arena
- *
- * (hci_lock_all takes the part from the stack depot on.)  The stdio list
+ * Fork.  prepare takes glibc's stdio list lock (_IO_list_lock, recursive),
+ * then every lock of the library in rank order: the lock order is the enum
+ * hci_lock_rank in base/hc_base.h, written there once (and pictured in
+ * docs/design.md); debug builds assert it on every hci_lock.  The locks
+ * held only under the checker's lock (stop-the-world and TLS set-up, the
+ * roots table after start-up) are covered by taking the checker's.
+ * (hci_lock_all takes the allocator's part, depot to metadata arena.)  The stdio list
  * lock comes first for the reason glibc's own malloc takes its locks after
  * it: a thread in fflush(NULL) holds it while it waits for a stream's lock,
  * and the thread holding that stream (getline) may be inside malloc; taking
@@ -62,16 +58,20 @@ static void fork_prepare(void) {
   if (_IO_list_lock) _IO_list_lock();
   hci_checker_fork_prepare();
   hci_profiler_fork_prepare();
+  hci_fmt_fork_lock_json();
   hci_symbolizer_fork_prepare();
   hci_profile_counters_lock();
   hci_lock_all();
+  hci_fmt_fork_lock_files();
 }
 
 static void fork_parent(void) {
   if (--fork_depth > 0 || !fork_took_locks) return;
+  hci_fmt_fork_unlock_files();
   hci_unlock_all();
   hci_profile_counters_unlock();
   hci_symbolizer_fork_parent();
+  hci_fmt_fork_unlock_json();
   hci_profiler_fork_parent();
   hci_checker_fork_parent();
   if (_IO_list_unlock) _IO_list_unlock();
@@ -84,6 +84,7 @@ static void fork_child(void) {
     hci_depot_fork_child();
     hci_profile_counters_reset_lock();
     hci_symbolizer_fork_child();
+    hci_fmt_fork_child();
     hci_checker_fork_child();
     if (_IO_list_resetlock) _IO_list_resetlock(); /* glibc reset it already; idempotent */
   }

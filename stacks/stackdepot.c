@@ -61,7 +61,7 @@ static struct {
   size_t used;                                   /* slots in use in the current table; lock */
   uint8_t *bump, *bump_end;                      /* entry storage; lock */
   _Atomic size_t bytes;                          /* metadata bytes held */
-} depot;
+} depot = {.lock = HCI_LOCK_INIT(HC_RANK_DEPOT)};
 HC_PRIVATE_STATE(depot);
 
 static inline uint32_t hash_frames(const uintptr_t *pcs, int n) {

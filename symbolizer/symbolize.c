@@ -97,7 +97,7 @@ static struct {
   void *libstdcxx;                /* handle that keeps demangle valid */
   bool libstdcxx_ours;            /* loaded by us on demand: kept loaded for good */
   bool demangle_looked_up;
-} S;
+} S = {.lock = HCI_LOCK_INIT(HC_RANK_SYMBOLIZER)};
 HC_PRIVATE_STATE(S);
 
 /* ---- arena ---- */
