@@ -241,6 +241,12 @@ typedef void (*hci_startup_fn)(void);
 /* Every allocator lock, in the documented order (after the caller's own). */
 void hci_lock_all(void);
 void hci_unlock_all(void);
+/* The hooks' switch (malloc_hook.c) and ReleaseToSystem's account
+ * (malloc_ext.c), taken first by hci_lock_all. */
+void hci_hooks_lock(void);
+void hci_hooks_unlock(void);
+void hci_release_lock(void);
+void hci_release_unlock(void);
 /* The heap view (hci_heap_find, hci_heap_for_each_*, ...): hc_heap_view.h. */
 /* Every span, free ones too (heap_verify.c); every allocator lock held. */
 void hci_walk_all_spans(void (*fn)(void *ctx, hc_span_t *s), void *ctx);

@@ -9,8 +9,13 @@
 
 void hci_depot_lock(void) __attribute__((weak));
 void hci_depot_unlock(void) __attribute__((weak));
+/* Weak: a static link that never calls MallocExtension has no account. */
+void hci_release_lock(void) __attribute__((weak));
+void hci_release_unlock(void) __attribute__((weak));
 
 void hci_lock_all(void) {
+  hci_hooks_lock();
+  if (hci_release_lock) hci_release_lock();
   if (hci_depot_lock) hci_depot_lock();
   hci_lock(&hci_tc_registry_lock);
   hci_lock(&hci_samples.lock);
@@ -26,6 +31,8 @@ void hci_unlock_all(void) {
   hci_unlock(&hci_samples.lock);
   hci_unlock(&hci_tc_registry_lock);
   if (hci_depot_unlock) hci_depot_unlock();
+  if (hci_release_unlock) hci_release_unlock();
+  hci_hooks_unlock();
 }
 
 /* Spans are found by walking the pagemap: every page of every span maps to

@@ -123,6 +123,8 @@ enum hci_lock_rank {
   HC_RANK_OUT_JSON,      /* base/out.c: one JSON document at a time (symbolizes, makes its file) */
   HC_RANK_SYMBOLIZER,    /* symbolizer/symbolize.c: the module table */
   HC_RANK_PROFILE_BUCKETS, /* profiler/profile_snapshot.c: per-stack counters */
+  HC_RANK_HOOKS,         /* allocator/malloc_hook.c: the hooks' on/off switch */
+  HC_RANK_RELEASE,       /* allocator/malloc_ext.c: ReleaseToSystem's account */
   HC_RANK_DEPOT,         /* stacks/stackdepot.c */
   HC_RANK_TC_REGISTRY,   /* allocator/thread_cache.c: the list of thread caches */
   HC_RANK_SAMPLES,       /* allocator/alloc.c: sampled spans and their stash */

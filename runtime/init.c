@@ -19,7 +19,7 @@
  * docs/design.md); debug builds assert it on every hci_lock.  The locks
  * held only under the checker's lock (stop-the-world and TLS set-up, the
  * roots table after start-up) are covered by taking the checker's.
- * (hci_lock_all takes the allocator's part, depot to metadata arena.)  The stdio list
+ * (hci_lock_all takes the allocator's part, hooks' switch to metadata arena.)  The stdio list
  * lock comes first for the reason glibc's own malloc takes its locks after
  * it: a thread in fflush(NULL) holds it while it waits for a stream's lock,
  * and the thread holding that stream (getline) may be inside malloc; taking
