@@ -20,7 +20,8 @@
  *              "leak": after leaking 3 objects; "leak0": leaks, then exit(0)).
  *  few         4 sleeping threads, 3 scoped checks, then a leak at exit
  *              (run under strace/gdb, or with "seccomp": a filter that makes
- *              ptrace fail with EPERM).
+ *              ptrace fail with EPERM, or "nodump": PR_SET_DUMPABLE 0, which
+ *              refuses ptrace to a helper without CAP_SYS_PTRACE).
  *  blocked     a thread that blocks every signal keeps an object on its
  *              stack; main returns 0 (ptrace: it stops, no leak; signal
  *              fallback: it cannot be stopped, the check fails).
@@ -304,8 +305,12 @@ static void no_ptrace(void) {
   }
 }
 
-static int few(bool seccomp) {
-  if (seccomp) no_ptrace();
+static int few(const char *how) {
+  if (!strcmp(how, "seccomp")) no_ptrace();
+  if (!strcmp(how, "nodump") && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    perror("PR_SET_DUMPABLE");
+    exit(9);
+  }
   pthread_t t;
   for (int i = 0; i < 4; i++) pthread_create(&t, NULL, napper, NULL);
   while (atomic_load(&started) < 4) usleep(1000);
@@ -438,7 +443,7 @@ int main(int argc, char **argv) {
     if (!strcmp(arg, "leak0")) exiter_status = 0;
     return pause_exit(!strncmp(arg, "leak", 4));
   }
-  if (!strcmp(s, "few")) return few(!strcmp(arg, "seccomp"));
+  if (!strcmp(s, "few")) return few(arg);
   if (!strcmp(s, "rlimit-as")) return rlimit_as();
   if (!strcmp(s, "blocked")) return blocked();
   if (!strcmp(s, "tracer")) return tracer();
