@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/callgrind_pair.sh - instructions per malloc+free pair, counted by callgrind.
 #
-# Usage: tests/bench/callgrind_pair.sh [--allocators a,b,...] [--modes fixed,mixed]
+# Usage: tests/bench/callgrind_pair.sh [--allocators a,b,...] [--modes fixed,mixed,ring,window]
 #          [--n1 1000000] [--n2 2000000] [--build DIR] [--markdown FILE]
 #          [--no-install] [--no-build] [--keep]
 #   allocators: glibc jemalloc tcmalloc mimalloc heapcheck (default: all), plus the
@@ -11,7 +11,10 @@
 #
 # Method: cg_pair runs N pairs (mode fixed: malloc(32); mixed: a cycle of 256
 # sizes in 16..512; ring: mixed sizes, each new object replacing the oldest of
-# 1024 live ones, so no page ever runs empty; it costs ~3 Ir more of loop).  Each is run under `valgrind --tool=callgrind` with the
+# 1024 live ones, so no page ever runs empty; it costs ~3 Ir more of loop;
+# window: 64 live slots, a random one freed and refilled with a random size
+# in 8..520, whose random numbers are subtracted as measured by the mode
+# wempty instead of the empty loop).  Each is run under `valgrind --tool=callgrind` with the
 # allocator in LD_PRELOAD, for N = n1 and N = n2; (Ir(n2) - Ir(n1)) / (n2 - n1)
 # cancels start-up and exit, and the same difference for the loop without
 # malloc/free ("empty") is subtracted.  Unlike memcheck, callgrind does not
@@ -24,7 +27,7 @@
 set -u
 
 ALLOCS=""
-MODES="fixed mixed ring"
+MODES="fixed mixed ring window"
 N1=1000000
 N2=2000000
 MARKDOWN=""
@@ -98,12 +101,23 @@ lib_share() {
   esac
 }
 
-declare -A RES SHARE
-log "empty loop"
-e1=$(cg_ir glibc empty "$N1"); e2=$(cg_ir glibc empty "$N2")
-if [ -z "$e1" ] || [ -z "$e2" ]; then log "the empty loop failed"; exit 1; fi
-LOOP=$(awk -v a="$e1" -v b="$e2" -v n1="$N1" -v n2="$N2" 'BEGIN{printf "%.2f", (b - a) / (n2 - n1)}')
-log "loop overhead: $LOOP Ir per iteration (subtracted)"
+declare -A RES SHARE LOOPS
+# loop_ir EMPTYMODE -> the loop's own Ir per iteration
+loop_ir() {
+  local e1 e2
+  e1=$(cg_ir glibc "$1" "$N1"); e2=$(cg_ir glibc "$1" "$N2")
+  if [ -z "$e1" ] || [ -z "$e2" ]; then log "the $1 loop failed"; exit 1; fi
+  awk -v a="$e1" -v b="$e2" -v n1="$N1" -v n2="$N2" 'BEGIN{printf "%.2f", (b - a) / (n2 - n1)}'
+}
+empty_of() { [ "$1" = window ] && echo wempty || echo empty; }
+for m in $MODES; do
+  em=$(empty_of "$m")
+  [ -n "${LOOPS[$em]:-}" ] && continue
+  log "$em loop"
+  LOOPS[$em]=$(loop_ir "$em")
+  log "$em loop overhead: ${LOOPS[$em]} Ir per iteration (subtracted)"
+done
+LOOP=${LOOPS[empty]:-${LOOPS[wempty]}}
 
 for v in "${VARIANTS[@]}"; do
   if ! allocator_lib "$v" >/dev/null; then
@@ -113,7 +127,7 @@ for v in "${VARIANTS[@]}"; do
     log "$v $m"
     i1=$(cg_ir "$v" "$m" "$N1"); i2=$(cg_ir "$v" "$m" "$N2")
     if [ -z "$i1" ] || [ -z "$i2" ]; then RES[$v.$m]="fail"; continue; fi
-    RES[$v.$m]=$(awk -v a="$i1" -v b="$i2" -v n1="$N1" -v n2="$N2" -v l="$LOOP" 'BEGIN{printf "%.1f", (b - a) / (n2 - n1) - l}')
+    RES[$v.$m]=$(awk -v a="$i1" -v b="$i2" -v n1="$N1" -v n2="$N2" -v l="${LOOPS[$(empty_of "$m")]}" 'BEGIN{printf "%.1f", (b - a) / (n2 - n1) - l}')
     SHARE[$v]="${SHARE[$v]:-}${SHARE[$v]:+ / }$(lib_share "$v" "$m" "$N2")"
   done
 done
@@ -125,12 +139,15 @@ summary() {
       fixed) hdr+=" malloc(32)+free |" ;;
       mixed) hdr+=" mixed 16..512 B |" ;;
       ring) hdr+=" mixed, 1024 live |" ;;
+      window) hdr+=" random window, 64 live, 8..520 B |" ;;
       *) hdr+=" $m |" ;;
     esac
     sep+=" ---: |"
   done
   hdr+=" malloc found in, share of Ir there (${MODES// / \/ }) |"; sep+=" --- |"
-  echo "Instructions per malloc+free pair (callgrind Ir; (Ir(N=$N2) - Ir(N=$N1)) / $((N2 - N1)) minus $LOOP for the loop)"
+  local loops="" em
+  for em in "${!LOOPS[@]}"; do loops+="${loops:+, }${LOOPS[$em]} ($em)"; done
+  echo "Instructions per malloc+free pair (callgrind Ir; (Ir(N=$N2) - Ir(N=$N1)) / $((N2 - N1)) minus the loop's own: $loops)"
   echo
   echo "$hdr"; echo "$sep"
   for v in "${VARIANTS[@]}"; do

@@ -31,12 +31,13 @@ log() { echo "[bench] $*" >&2; }
 
 # The allocator workloads (tests/bench/bench_<name>.c), and the arguments that
 # give about a tenth of each one's default work (run.sh --quick).
-BENCH_ALL_WORKLOADS="pairs larson prodcons random_live realloc large malloc_large falseshare xmalloc"
+BENCH_ALL_WORKLOADS="pairs larson prodcons random_live realloc large malloc_large falseshare xmalloc xfree xfree4 churn server"
 # bench_prog WORKLOAD: the program a workload runs (bench_<name>, except
 # malloc_large: bench_large with the arguments of bench_args).
 bench_prog() {
   case $1 in
     malloc_large) echo bench_large ;;
+    xfree4) echo bench_xfree ;;
     *) echo "bench_$1" ;;
   esac
 }
@@ -44,11 +45,15 @@ bench_prog() {
 bench_args() {
   case $1 in
     malloc_large) echo "-s 20 -m 64 -o 8 -z 1" ;;
+    xfree4) echo "-t 4" ;;
   esac
 }
 bench_quick_args() {
   case $1 in
     malloc_large) echo "-n 200" ;;
+    xfree|xfree4) echo "-n 200000" ;;
+    churn) echo "-r 10" ;;
+    server) echo "-n 5000" ;;
     pairs) echo "-n 2000000" ;;
     larson) echo "-r 12" ;;
     prodcons) echo "-n 1000000" ;;

@@ -9,6 +9,7 @@
 #                           [--markdown FILE] [--build DIR] [--timeout S]
 #                           [--quick] [--no-install] [--no-build]
 #   workloads : pairs larson prodcons random_live realloc large malloc_large falseshare xmalloc
+#               xfree xfree4 churn server
 #   allocators: glibc jemalloc tcmalloc mimalloc heapcheck   (default: all), or
 #               the variants heapcheck-nosample (HEAPCHECK_SAMPLE_PARAMETER=0),
 #               heapcheck-normal (HEAPCHECK=normal) and heapcheck-sample8x
