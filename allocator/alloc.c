@@ -121,12 +121,6 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
   return id;
 }
 
-uint32_t hci_capture_stack(void) {
-  uintptr_t pcs[HC_MAX_STACK_DEPTH];
-  int n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
-  return hci_depot_put(pcs, n);
-}
-
 /* Stack id for a new object, guarded against re-entry from the unwinder. */
 static uint32_t record_stack(hc_tcache_t *tc, uintptr_t ra) {
   if (!tc || tc->in_alloc) return HC_STACK_UNKNOWN;
@@ -531,8 +525,6 @@ static void set_requested_size(void *p, size_t size) {
 // ---- internal entry points used by override.c ----
 
 void *hci_malloc_ra(size_t size, uintptr_t ra) { return hc_malloc_fast(size, ra); }
-
-void hci_free_ra(void *p, uintptr_t ra) { hc_free_fast(p, ra); }
 
 void *hci_calloc_ra(size_t n, size_t size, uintptr_t ra) {
   size_t total;

@@ -184,7 +184,6 @@ void *hci_malloc_ra(size_t size, uintptr_t ra);
 void *hci_calloc_ra(size_t n, size_t size, uintptr_t ra);
 void *hci_realloc_ra(void *p, size_t size, uintptr_t ra);
 void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra); /* align: power of two */
-void hci_free_ra(void *p, uintptr_t ra);
 size_t hci_usable_size(const void *p);
 /* The usable size malloc (align <= 16) or memalign would give a request
  * (nallocx, GetEstimatedAllocatedSize); 0 when it would fail. */
@@ -214,7 +213,6 @@ uint32_t hci_capture_stack_from(uintptr_t ra);
 /* Frames kept per recorded stack, 1..HC_MAX_STACK_DEPTH (LSan's
  * malloc_context_size); set before the first recorded allocation. */
 void hci_set_stack_depth(int depth);
-uint32_t hci_capture_stack(void);
 
 /* ======================= startup.c ======================= */
 /* Process-wide initialisation, run once on the first allocation or from the

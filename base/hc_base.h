@@ -37,7 +37,7 @@
 #define hc_public __attribute__((visibility("default")))
 #define HC_TLS __attribute__((tls_model("initial-exec"))) __thread
 
-/* Architecture-specific bits live here and in os.c, unwind*.c, checker/tls.c, checker/stop_signal.c. */
+/* Architecture-specific bits live here and in os.c, unwind*.c, checker/tls_geometry.c, checker/stop_world.c. */
 static inline void hci_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();

@@ -507,8 +507,6 @@ void hci_chk_final_now(uintptr_t self_sp);
 int hci_chk_recoverable_now(uintptr_t self_sp);
 void hci_chk_global_totals(ssize_t *bytes, ssize_t *objects);
 void hci_chk_cancel_global(void);
-/* Epoch from which the whole-program check reports (minimal), or -1 for all. */
-int hci_chk_global_base(void);
 
 /* ======================= api.c ======================= */
 /* Registered root regions, read by the flood (checker lock held). */

@@ -393,8 +393,6 @@ void hci_chk_cancel_global(void) {
     hci_chk_log(0, "Canceling the automatic at-exit whole-program memory leak check");
 }
 
-int hci_chk_global_base(void) { return L.base_epoch; }
-
 /* libc's and libstdc++'s own caches (stdio buffers, locale, the EH pool):
  * what valgrind frees at exit.  Only with no other thread alive. */
 /* Strong: glibc has it in libc.so.6 and libc.a, and a static link must pull

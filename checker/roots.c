@@ -34,7 +34,6 @@
 #include "hc_checker.h"
 #include "hc_symbolize.h"
 
-#define RED_ZONE 128
 #define MAX_LDSO_RANGES 16
 
 static struct {

@@ -156,6 +156,9 @@ static void fmt_age(char *buf, size_t size, uint64_t ns) {
   else hci_snprintf(buf, size, "%llu.%03llus", (unsigned long long)s, (unsigned long long)(ns / 1000000ull % 1000));
 }
 
+/* hci_stack_lines to a buffered writer. */
+static void out_line(void *o, const char *line) { hci_out_puts(o, line); }
+
 static void print_text(const char *what, const char *head, const old_site_t *v, size_t n, uint64_t now, double total) {
   int fd = hci_log_stream_fd();
   if (fd < 0) return;
@@ -169,16 +172,7 @@ static void print_text(const char *what, const char *head, const old_site_t *v, 
     hci_out_printf(o, "#%zu: ~%llu bytes in ~%llu objects from %llu samples, ages %s to %s\n", i + 1,
                    (unsigned long long)(v[i].est_bytes + 0.5), (unsigned long long)(v[i].est_n + 0.5),
                    (unsigned long long)v[i].samples, a2, a1);
-    const uintptr_t *pcs;
-    int d = hci_depot_get(v[i].stack_id, &pcs);
-    if (d <= 0) hci_out_puts(o, "    (stack unknown)\n");
-    for (int k = 0; k < d && k < OLD_FRAMES; k++) {
-      hci_frame_t f;
-      char line[768];
-      hci_symbolize(pcs[k], &f);
-      hci_format_frame(line, sizeof line, &f);
-      hci_out_printf(o, "    #%d 0x%016lx %s\n", k, (unsigned long)pcs[k], line);
-    }
+    hci_stack_lines(v[i].stack_id, OLD_FRAMES, out_line, o);
     hci_out_flush(o);
   }
   hci_out_flush(o);

@@ -46,6 +46,9 @@ static unsigned long long pct10(double part, double whole) {
   return whole > 0 ? (unsigned long long)(part * 1000 / whole + 0.5) : 0;
 }
 
+/* hci_stack_lines to a file descriptor. */
+static void fd_line(void *fd, const char *line) { hci_fdprintf(*(int *)fd, "%s", line); }
+
 static void print_site(int fd, int rank, const hci_prof_site_t *l, const hci_prof_snap_t *s, double tot_bytes,
                        double tot_n, uint64_t now) {
   char bytes[32], age[40];
@@ -65,16 +68,7 @@ static void print_site(int fd, int rank, const hci_prof_site_t *l, const hci_pro
     hci_fdprintf(fd, "#%d: ~%s (%llu.%llu%%) in ~%llu objects (%llu.%llu%%) from %llu samples, %s\n", rank, bytes,
                  pb / 10, pb % 10, (unsigned long long)(l->est_n + 0.5), pn / 10, pn % 10,
                  (unsigned long long)l->n, age);
-  const uintptr_t *pcs;
-  int d = hci_depot_get(l->stack_id, &pcs);
-  if (d <= 0) hci_fdprintf(fd, "    (stack unknown)\n");
-  for (int k = 0; k < d && k < TOP_FRAMES; k++) {
-    hci_frame_t f;
-    char line[768];
-    hci_symbolize(pcs[k], &f);
-    hci_format_frame(line, sizeof line, &f);
-    hci_fdprintf(fd, "    #%d 0x%016lx %s\n", k, (unsigned long)pcs[k], line);
-  }
+  int d = hci_stack_lines(l->stack_id, TOP_FRAMES, fd_line, &fd);
   if (d > TOP_FRAMES) hci_fdprintf(fd, "    ... %d more frames\n", d - TOP_FRAMES);
 }
 

@@ -226,6 +226,12 @@ void hci_dwarf_index_free(hci_line_index_t *idx);
 /* Lexically removes "." and "dir/.." from an absolute path, in place. */
 void hci_sym_normalize_path(char *p);
 
+/* ======================= frames_text.c ======================= */
+/* The frames of depot stack id as report lines ("    #K 0x<pc> frame\n"),
+ * at most max, each handed to emit ("    (stack unknown)\n" when the depot
+ * has none).  Returns the stack's depth.  Symbolizes: world running only. */
+int hci_stack_lines(uint32_t id, int max, void (*emit)(void *ctx, const char *line), void *ctx);
+
 /* ======================= frames_json.c ======================= */
 /* The stack as a JSON array of frames {address, module, offset, function,
  * function_offset, file, line} (docs/report-formats.md). */

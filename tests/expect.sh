@@ -1,6 +1,7 @@
 # expect.sh - assertions shared by the checker's shell tests
 # (leak_fixtures/common.sh for test_leak_modes/test_report/test_suppress,
-# test_cxx_api.sh, test_launcher.sh); sourced, not run.  POSIX sh (dash and
+# test_cxx_api.sh, test_launcher.sh, test_pprof.sh, test_go_pprof.sh);
+# sourced, not run.  POSIX sh (dash and
 # bash).
 #
 # The caller's own `run` function runs a program and sets:
@@ -77,6 +78,37 @@ before() {
   _a=$(printf '%s\n' "$out" | grep -nF -- "$1" | head -1 | cut -d: -f1)
   _b=$(printf '%s\n' "$out" | grep -nF -- "$2" | head -1 | cut -d: -f1)
   if [ -z "$_a" ] || [ -z "$_b" ] || [ "$_a" -ge "$_b" ]; then fail "'$1' should come before '$2'"; fi
+}
+
+# For scripts that check files rather than one program's output
+# (test_pprof.sh, test_go_pprof.sh):
+#   scratch_dir PREFIX        a private directory $tmp, removed at exit
+#   file_has FILE TEXT / file_lacks FILE TEXT   FILE has / lacks TEXT
+#   within VALUE TRUTH PERCENT   |VALUE - TRUTH| <= TRUTH * PERCENT / 100
+#   finish_files              PASS and exit 0, or keep $tmp, name it, exit 1
+scratch_dir() {
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
+  trap 'rm -rf "$tmp"' EXIT
+}
+file_has() {
+  checks=$((checks + 1))
+  grep -q -- "$2" "$1" || fail "$1 lacks '$2'"
+}
+file_lacks() {
+  checks=$((checks + 1))
+  if grep -q -- "$2" "$1"; then fail "$1 has '$2'"; fi
+}
+within() {
+  awk -v v="$1" -v t="$2" -v p="$3" 'BEGIN { d = v - t; if (d < 0) d = -d; exit !(d <= t * p / 100) }'
+}
+finish_files() {
+  if [ "$failures" = 0 ]; then
+    echo "PASS"
+    exit 0
+  fi
+  trap - EXIT
+  echo "files kept in $tmp"
+  exit 1
 }
 
 finish() {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hc_internal.h"
+#include "hc_stacks.h"
 
 #include "hc_check.h"
 #define SLACK 64 /* stacks the allocator itself may record meanwhile */

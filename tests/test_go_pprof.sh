@@ -20,13 +20,9 @@ if ! command -v go >/dev/null 2>&1 || [ ! -f "$src/pprof.go" ]; then
   echo "SKIP: go (golang-go) or $src (golang-github-google-pprof-dev) missing"
   exit 77
 fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hc_gopprof.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. "$(dirname "$0")/expect.sh"
+cur=go-pprof
+scratch_dir hc_gopprof
 bindir=${HC_BUILD_DIR:-$tmp}/go-pprof
 pprof=$bindir/pprof
 if [ ! -x "$pprof" ]; then
@@ -38,7 +34,6 @@ fi
 unset HEAPCHECK HEAPPROFILE HEAPCHECK_REPORT LD_PRELOAD
 # flat bytes of a function in `pprof -top -unit=B` (0 when absent)
 flat() { awk -v f="$2" '$6 == f { v = $1; sub(/B$/, "", v); print v; found = 1 } END { if (!found) print 0 }' "$1"; }
-within() { awk -v v="$1" -v t="$2" -v p="$3" 'BEGIN { d = v - t; if (d < 0) d = -d; exit !(d <= t * p / 100) }'; }
 top() { # top OUT SAMPLE_INDEX PROGRAM PROFILE
   "$pprof" -top -unit=B -sample_index="$2" "$3" "$4" >"$1" 2>"$1.err" || fail "pprof -top $4: $(cat "$1.err")"
   cat "$1"
@@ -80,10 +75,4 @@ top "$tmp/t5" space "$lb" "$leak"
 [ "$(flat "$tmp/t5" new_node)" = 128 ] || fail "leak profile: new_node $(flat "$tmp/t5" new_node)"
 grep -q ' build_and_forget_list$' "$tmp/t5" || fail "leak profile lacks build_and_forget_list"
 
-if [ "$failures" = 0 ]; then
-  echo "PASS"
-  exit 0
-fi
-trap - EXIT
-echo "files kept in $tmp"
-exit 1
+finish_files

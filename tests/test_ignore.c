@@ -16,22 +16,12 @@
 #include "heapcheck.h"
 #include "leak_fixtures/fixture.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                  \
-  do {                                     \
-    if (!(cond)) {                         \
-      printf("FAIL line %d: ", __LINE__);  \
-      printf(__VA_ARGS__);                 \
-      printf("\n");                        \
-      failures++;                          \
-    }                                      \
-  } while (0)
+#include "hc_check.h"
 
 static NOINLINE void expect_end_(hc_check_t *c, ssize_t bytes, ssize_t objects) {
   hc_check_end(c, HC_CHECK_REPORT);
   ssize_t b = hc_check_bytes_leaked(c), o = hc_check_objects_leaked(c);
-  EXPECT(b == bytes && o == objects, "%s: %zd bytes in %zd objects, expected %zd in %zd", hc_check_name(c), b, o,
+  CHECK(b == bytes && o == objects, "%s: %zd bytes in %zd objects, expected %zd in %zd", hc_check_name(c), b, o,
          bytes, objects);
   printf("%s %s: %zd bytes in %zd objects\n", b == bytes && o == objects ? "ok  " : "FAIL", hc_check_name(c), b, o);
   fflush(stdout);
@@ -58,11 +48,11 @@ static void free_hidden(void) {
 static void ignore(void) {
   hc_check_t *c = hc_check_begin("ignore");
   alloc_hidden(77);
-  EXPECT(hc_ignore_object(unhide(0)) == 0, "ignore");
-  EXPECT(hc_ignore_object(unhide(0)) == 0, "ignore twice");
+  CHECK(hc_ignore_object(unhide(0)) == 0, "ignore");
+  CHECK(hc_ignore_object(unhide(0)) == 0, "ignore twice");
   expect_end(c, 0, 0);
-  EXPECT(hc_unignore_object(unhide(0)) == 0, "unignore");
-  EXPECT(hc_unignore_object(unhide(0)) == -1, "unignore twice");
+  CHECK(hc_unignore_object(unhide(0)) == 0, "unignore");
+  CHECK(hc_unignore_object(unhide(0)) == -1, "unignore twice");
   expect_end(c, 77, 1);
   hc_check_free(c);
   free_hidden();
@@ -71,17 +61,17 @@ static void ignore(void) {
   c = hc_check_begin("ignore_interior");
   void **owner = alloc_hidden(100);
   store_ptr(owner, alloc_hidden(50));
-  EXPECT(hc_ignore_object((char *)owner + 10) == 0, "ignore interior");
-  EXPECT(hc_ignore_object((char *)owner + 100) == -1, "ignore past the end");
+  CHECK(hc_ignore_object((char *)owner + 10) == 0, "ignore interior");
+  CHECK(hc_ignore_object((char *)owner + 100) == -1, "ignore past the end");
   expect_end(c, 0, 0);
   hc_check_free(c);
   free_hidden();
 
   /* Not heap objects. */
   int local = 0;
-  EXPECT(hc_ignore_object(&local) == -1, "ignore a stack address");
-  EXPECT(hc_ignore_object(NULL) == -1, "ignore NULL");
-  EXPECT(hc_unignore_object(&local) == -1, "unignore a stack address");
+  CHECK(hc_ignore_object(&local) == -1, "ignore a stack address");
+  CHECK(hc_ignore_object(NULL) == -1, "ignore NULL");
+  CHECK(hc_unignore_object(&local) == -1, "unignore a stack address");
 
   /* Freeing forgets the flag: a new object at the same address is checked. */
   void *p = malloc(64);
@@ -137,26 +127,26 @@ static void disabler(void) {
 
 static void regions(void) {
   void **r = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  EXPECT(r != MAP_FAILED, "mmap");
+  CHECK(r != MAP_FAILED, "mmap");
   hc_check_t *c = hc_check_begin("root_region");
   r[1000] = calloc(1, 600);
-  EXPECT(hc_register_root_region(r, 8192) == 0, "register");
+  CHECK(hc_register_root_region(r, 8192) == 0, "register");
   expect_end(c, 0, 0);
-  EXPECT(hc_unregister_root_region(r, 4096) == -1, "unregister with another size");
-  EXPECT(hc_unregister_root_region(r, 8192) == 0, "unregister");
+  CHECK(hc_unregister_root_region(r, 4096) == -1, "unregister with another size");
+  CHECK(hc_unregister_root_region(r, 8192) == 0, "unregister");
   expect_end(c, 600, 1);
   free(r[1000]);
   /* A registered region that is later unmapped is skipped, not read. */
-  EXPECT(hc_register_root_region(r, 8192) == 0, "register again");
+  CHECK(hc_register_root_region(r, 8192) == 0, "register again");
   munmap(r, 8192);
   expect_end(c, 0, 0);
-  EXPECT(hc_unregister_root_region(r, 8192) == 0, "unregister unmapped");
+  CHECK(hc_unregister_root_region(r, 8192) == 0, "unregister unmapped");
   hc_check_free(c);
 
-  EXPECT(hc_register_root_region(NULL, 10) == -1, "register NULL");
-  EXPECT(hc_register_root_region(r, 0) == -1, "register empty");
-  EXPECT(hc_register_root_region((void *)~(uintptr_t)0, 10) == -1, "register wrapping");
-  EXPECT(hc_register_cleanup(NULL) == -1, "cleanup NULL");
+  CHECK(hc_register_root_region(NULL, 10) == -1, "register NULL");
+  CHECK(hc_register_root_region(r, 0) == -1, "register empty");
+  CHECK(hc_register_root_region((void *)~(uintptr_t)0, 10) == -1, "register wrapping");
+  CHECK(hc_register_cleanup(NULL) == -1, "cleanup NULL");
 }
 
 int main(void) {

@@ -14,6 +14,7 @@
 # 3. No source above allocator/ reads span, pagemap or page-heap internals:
 #    the heap view (allocator/hc_heap_view.h) is the one door.
 # 4. No library source reads the environment but through the options table.
+# 5. docs/design.md names every library source file.
 # Exit status 0 when all hold; 1 with every violation printed.
 set -u
 NM=$1 SRC=$2
@@ -81,6 +82,16 @@ if [ -n "$hits" ]; then
   echo "$hits"
   fail=1
 fi
+
+# 5. docs/design.md names every library source file (its "What each folder holds").
+for f in "$SRC"/base/*.[ch] "$SRC"/stacks/*.[ch] "$SRC"/allocator/*.[ch] "$SRC"/symbolizer/*.[ch] \
+  "$SRC"/checker/*.[ch] "$SRC"/profiler/*.[ch] "$SRC"/runtime/*.[ch]; do
+  n=$(basename "$f")
+  if ! grep -q "\`$n\`" "$SRC/docs/design.md"; then
+    echo "FAIL: docs/design.md does not name $n (add it to \"What each folder holds\")"
+    fail=1
+  fi
+done
 
 [ $fail = 0 ] && echo "layers: calls point down, no allocator data written from above, heap read through the view"
 exit $fail

@@ -22,20 +22,13 @@ if [ -z "$exe" ] || [ ! -x "$exe" ]; then
   echo "FAIL: no example program given"
   exit 1
 fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hc_pprof.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-has() { grep -q -- "$2" "$1" || fail "$1 lacks '$2'"; }
-lacks() { grep -q -- "$2" "$1" && fail "$1 has '$2'"; }
+. "$(dirname "$0")/expect.sh"
+cur=pprof
+scratch_dir hc_pprof
+has() { file_has "$@"; }
+lacks() { file_lacks "$@"; }
 # flat bytes pprof --text --show_bytes gives a function (0 when absent)
 flat() { awk -v f="$2" '$6 == f { print $1; found = 1 } END { if (!found) print 0 }' "$1"; }
-within() { # within VALUE TRUTH PERCENT
-  awk -v v="$1" -v t="$2" -v p="$3" 'BEGIN { d = v - t; if (d < 0) d = -d; exit !(d <= t * p / 100) }'
-}
 
 # ---- sampled ----
 HEAPPROFILE=$tmp/hp HEAPCHECK_SAMPLE_PARAMETER=32768 HEAPCHECK_SAMPLE_SEED=7 "$exe" >"$tmp/out" 2>"$tmp/err"
@@ -82,10 +75,4 @@ lacks "$tmp/e4" "Adjusting heap profiles"
 [ "$(flat "$tmp/t4" make_buffers)" = 4000000 ] || fail "exact make_buffers: $(flat "$tmp/t4" make_buffers)"
 [ "$(flat "$tmp/t4" make_tables)" = 6291456 ] || fail "exact make_tables: $(flat "$tmp/t4" make_tables)"
 
-if [ "$failures" = 0 ]; then
-  echo "PASS"
-  exit 0
-fi
-trap - EXIT
-echo "files kept in $tmp"
-exit 1
+finish_files

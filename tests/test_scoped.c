@@ -16,23 +16,13 @@
 #include "heapcheck.h"
 #include "leak_fixtures/fixture.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                  \
-  do {                                     \
-    if (!(cond)) {                         \
-      printf("FAIL line %d: ", __LINE__);  \
-      printf(__VA_ARGS__);                 \
-      printf("\n");                        \
-      failures++;                          \
-    }                                      \
-  } while (0)
+#include "hc_check.h"
 
 /* Ends c (again, if it ran before) and compares the totals. */
 static NOINLINE void expect_end_(hc_check_t *c, ssize_t bytes, ssize_t objects) {
   int ok = hc_check_end(c, HC_CHECK_REPORT);
   ssize_t b = hc_check_bytes_leaked(c), o = hc_check_objects_leaked(c);
-  EXPECT(b == bytes && o == objects && ok == (objects == 0),
+  CHECK(b == bytes && o == objects && ok == (objects == 0),
          "%s: %zd bytes in %zd objects (returned %d), expected %zd bytes in %zd objects", hc_check_name(c), b, o, ok,
          bytes, objects);
   printf("%s %s: %zd bytes in %zd objects\n", b == bytes && o == objects ? "ok  " : "FAIL", hc_check_name(c), b, o);
@@ -184,26 +174,26 @@ static void many_checks(void) {
   c = hc_check_begin("quiet");
   leak(32);
   wipe_stack();
-  EXPECT(hc_check_end(c, 0) == 0 && hc_check_bytes_leaked(c) == 32, "quiet check: %zd", hc_check_bytes_leaked(c));
+  CHECK(hc_check_end(c, 0) == 0 && hc_check_bytes_leaked(c) == 32, "quiet check: %zd", hc_check_bytes_leaked(c));
   hc_check_free(c);
   free_hidden();
 }
 
 static void inactive(void) {
-  EXPECT(!hc_is_active(), "hc_is_active() without HEAPCHECK");
+  CHECK(!hc_is_active(), "hc_is_active() without HEAPCHECK");
   hc_check_t *c = hc_check_begin("inactive");
-  EXPECT(c != NULL, "hc_check_begin returned NULL");
-  EXPECT(strcmp(hc_check_name(c), "inactive") == 0, "name %s", hc_check_name(c));
+  CHECK(c != NULL, "hc_check_begin returned NULL");
+  CHECK(strcmp(hc_check_name(c), "inactive") == 0, "name %s", hc_check_name(c));
   leak(100);
-  EXPECT(hc_check_end(c, HC_CHECK_REPORT) == 1, "inactive check found leaks");
-  EXPECT(hc_check_bytes_leaked(c) == -1 && hc_check_objects_leaked(c) == -1, "inactive totals %zd",
+  CHECK(hc_check_end(c, HC_CHECK_REPORT) == 1, "inactive check found leaks");
+  CHECK(hc_check_bytes_leaked(c) == -1 && hc_check_objects_leaked(c) == -1, "inactive totals %zd",
          hc_check_bytes_leaked(c));
   hc_check_free(c);
-  EXPECT(hc_no_global_leaks() == 1, "inactive hc_no_global_leaks");
-  EXPECT(hc_global_bytes_leaked() == -1, "inactive global totals");
-  EXPECT(hc_ignore_object(&failures) == 0, "inactive ignore");
-  EXPECT(hc_register_root_region(keep, sizeof keep) == 0, "inactive root region");
-  EXPECT(hc_unregister_root_region(keep, sizeof keep) == 0, "inactive unregister");
+  CHECK(hc_no_global_leaks() == 1, "inactive hc_no_global_leaks");
+  CHECK(hc_global_bytes_leaked() == -1, "inactive global totals");
+  CHECK(hc_ignore_object(&failures) == 0, "inactive ignore");
+  CHECK(hc_register_root_region(keep, sizeof keep) == 0, "inactive root region");
+  CHECK(hc_unregister_root_region(keep, sizeof keep) == 0, "inactive unregister");
   hc_disable_begin();
   hc_disable_end();
   hc_cancel_global_check();
@@ -219,7 +209,7 @@ int main(void) {
     nesting();
     threads();
     many_checks();
-    EXPECT(hc_check_end(NULL, 0) == 1, "hc_check_end(NULL)");
+    CHECK(hc_check_end(NULL, 0) == 1, "hc_check_end(NULL)");
     hc_check_free(NULL);
     hc_cancel_global_check(); /* the leaks above were on purpose */
   }

@@ -24,18 +24,7 @@
 #include "hc_internal.h"
 #include "hc_symbolize.h"
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    checks++;                                                    \
-    if (!(cond)) {                                               \
-      failures++;                                                \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                              \
-      fprintf(stderr, "\n");                                     \
-    }                                                            \
-  } while (0)
+#include "hc_check.h"
 
 #if defined(__clang__)
 #define NOCLONE __attribute__((noinline, used))

@@ -22,11 +22,9 @@
 #define NOINLINE __attribute__((noinline, noipa))
 #endif
 
-static NOINLINE __attribute__((unused)) void wipe_stack(void) {
-  volatile char buf[16384];
-  memset((char *)buf, 0, sizeof buf);
-  __asm__ __volatile__("" : : "r"(buf) : "memory");
-}
+/* The one stack scrubber of the tests: the scenarios' (64 KiB below the caller). */
+#include "../scenarios/scenario.h"
+#define wipe_stack() sc_scrub_stack()
 
 /* *slot = v, out of line: a store into malloc'd memory that never escapes
  * may otherwise be dropped by the compiler. */
