@@ -31,7 +31,7 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, u
         return hci_alloc_slow(size, ra, HC_SLOW_SAMPLE_CHARGED);
       /* The link, decoded and checked (free_list.h), and the free mark cleared. */
       uintptr_t next = *(uintptr_t *)p ^ hci_fl.key;
-      if (hc_unlikely(next & HC_FL_BAD_BITS)) return hci_fl_corrupt_fast(p, ra);
+      if (hc_unlikely(hc_fl_bad(next))) return hci_fl_corrupt_fast(p, ra);
       hc_fl_take(p);
       l->head = (void *)next;
       l->len--;

@@ -11,7 +11,7 @@
 
 #include "free_list.h"
 
-hci_fl_line_t hci_fl;
+hci_fl_line_t hci_fl = {.bad = HC_FL_BAD_BITS};
 HC_PRIVATE_STATE(hci_fl); /* the key, not a pointer: not a root */
 
 static uint64_t mix(uint64_t x) {

@@ -30,7 +30,8 @@
  * GOT.  Read-mostly, on a cache line of its own (free_list.c). */
 typedef struct hci_fl_line {
   uintptr_t key;
-  uintptr_t pad[7];
+  uintptr_t bad;    /* HC_FL_BAD_BITS, in memory: the malloc fast path tests against it */
+  uintptr_t pad[6];
 } __attribute__((aligned(64))) hci_fl_line_t;
 extern hci_fl_line_t hci_fl __attribute__((visibility("hidden")));
 
@@ -59,10 +60,23 @@ static inline void hc_fl_link(void *p, void *next) {
   ((uintptr_t *)p)[1] = k;
 }
 
+/* True when a decoded link n has a bit no object address has.  On x86-64
+ * one test against the mask in memory (the compiler would load the 64-bit
+ * constant into a register first: one instruction more per malloc). */
+static inline bool hc_fl_bad(uintptr_t n) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool bad;
+  __asm__("test %2, %1" : "=@ccnz"(bad) : "m"(hci_fl.bad), "r"(n));
+  return bad;
+#else
+  return (n & HC_FL_BAD_BITS) != 0;
+#endif
+}
+
 /* The link of free object p, checked. */
 static inline void *hc_fl_next(const void *p, uintptr_t ra) {
   uintptr_t n = ((const uintptr_t *)p)[0] ^ hci_fl.key;
-  if (hc_unlikely(n & HC_FL_BAD_BITS)) hci_fl_corrupt(p, ra);
+  if (hc_unlikely(hc_fl_bad(n))) hci_fl_corrupt(p, ra);
   return (void *)n;
 }
 
