@@ -21,11 +21,11 @@ void hci_lock_all(void) {
   hci_lock(&hci_samples.lock);
   hci_lock(&hci_pageheap.lock);
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) hci_lock(&hci_central[c].lock);
-  hci_meta_fork_prepare();
+  hci_meta_lock();
 }
 
 void hci_unlock_all(void) {
-  hci_meta_fork_parent();
+  hci_meta_unlock();
   for (unsigned c = HC_NUM_CLASSES; c-- > 1;) hci_unlock(&hci_central[c].lock);
   hci_unlock(&hci_pageheap.lock);
   hci_unlock(&hci_samples.lock);

@@ -278,9 +278,8 @@ void *hci_meta_alloc(size_t size);             /* NULL when the OS refuses */
 void hci_meta_free(void *p, size_t size);      /* size must equal the allocation's */
 size_t hci_meta_bytes(void);                   /* bytes mapped for metadata */
 bool hci_meta_owns(uintptr_t addr);            /* addr lies in a metadata mapping */
-void hci_meta_fork_prepare(void);
-void hci_meta_fork_parent(void);
-void hci_meta_fork_child(void);
+void hci_meta_lock(void);   /* hci_lock_all: the arena lock, last of the allocator's */
+void hci_meta_unlock(void);
 
 /* ======================= out.c ======================= */
 /* Buffered writer on a file descriptor (reports, profile files). */

@@ -138,6 +138,5 @@ void hci_meta_free(void *p, size_t size) {
 
 size_t hci_meta_bytes(void) { return __atomic_load_n(&meta.mapped, __ATOMIC_RELAXED); }
 
-void hci_meta_fork_prepare(void) { hci_lock(&meta.lock); }
-void hci_meta_fork_parent(void) { hci_unlock(&meta.lock); }
-void hci_meta_fork_child(void) { hci_lock_reset(&meta.lock); }
+void hci_meta_lock(void) { hci_lock(&meta.lock); }
+void hci_meta_unlock(void) { hci_unlock(&meta.lock); }
