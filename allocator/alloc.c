@@ -264,10 +264,16 @@ size_t hci_sample_stash_bytes(void) {
 /* A LARGE span holding one object of `size` bytes.  sampled: weight > 0. */
 /* An allocation that fails with ENOMEM fires glibc's retry probe (glibc
  * fires it before retrying in another arena; heapcheck has one heap). */
+static _Atomic(hci_oom_fn) oom_handler;
+
+void hci_alloc_set_oom_handler(hci_oom_fn fn) { atomic_store_explicit(&oom_handler, fn, memory_order_release); }
+
 static hc_cold hc_noinline void *enomem(size_t size, size_t align, bool zero) {
   if (zero) HC_USDT_MEMORY_CALLOC_RETRY(size);
   else if (align > 16) HC_USDT_MEMORY_MEMALIGN_RETRY(size, align);
   else HC_USDT_MEMORY_MALLOC_RETRY(size);
+  hci_oom_fn h = atomic_load_explicit(&oom_handler, memory_order_acquire);
+  if (h) return h(size, align, zero); /* tc_set_new_mode(1): the new-handler loop */
   errno = ENOMEM;
   return NULL;
 }
@@ -311,8 +317,18 @@ static unsigned aligned_class(size_t size, size_t align) {
   return 0;
 }
 
+/* The entry point's return address of the allocation in progress on this
+ * thread (the heap-growth stacks start there). */
+static HC_TLS uintptr_t entry_ra;
+
+uint32_t hci_alloc_growth_stack(void) {
+  hc_tcache_t *tc = hci_tc;
+  return tc->is_static ? hci_capture_stack_from(entry_ra) : record_stack(tc, entry_ra);
+}
+
 static void *alloc_object(size_t size, size_t align, uintptr_t ra, int flags, bool zero) {
   hci_ensure_init();
+  entry_ra = ra;
   if (hc_unlikely(size > HC_MAX_REQUEST)) return enomem(size, align, zero);
   hc_tcache_t *tc = hci_tc_get();
   /* Charge the sampler (unless the fast path did already). */

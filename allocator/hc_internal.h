@@ -102,6 +102,10 @@ void hci_ph_set_sys_alloc(hci_sys_alloc_fn fn, void *ctx);
  * tcmalloc.aggressive_memory_decommit (freed pages go back at once). */
 void hci_ph_set_limits(size_t limit_bytes, bool aggressive_decommit);
 void hci_ph_get_limits(size_t *limit_bytes, bool *aggressive_decommit);
+/* fn(bytes, stack id) after each growth of the heap from the OS, with no
+ * allocator lock held (the profiler's heap-growth stacks).  Set at start-up. */
+typedef void (*hci_growth_fn)(size_t bytes, uint32_t stack_id);
+void hci_ph_set_growth_listener(hci_growth_fn fn);
 /* Gives up to max_bytes of free committed pages back to the OS (0 = all). */
 size_t hci_ph_release(size_t max_bytes);
 /* The most committed free bytes the page heap keeps now: the recent peak
@@ -213,6 +217,9 @@ uint32_t hci_capture_stack_from(uintptr_t ra);
 /* Frames kept per recorded stack, 1..HC_MAX_STACK_DEPTH (LSan's
  * malloc_context_size); set before the first recorded allocation. */
 void hci_set_stack_depth(int depth);
+/* Stack id of the allocation this thread is making (its entry point's
+ * call site on), for the page heap's growth listener. */
+uint32_t hci_alloc_growth_stack(void);
 
 /* ======================= startup.c ======================= */
 /* Process-wide initialisation, run once on the first allocation or from the
@@ -292,6 +299,14 @@ typedef struct hci_sample_listener {
   void (*on_free)(uint64_t est);
 } hci_sample_listener_t;
 void hci_alloc_set_sample_listener(const hci_sample_listener_t *l);
+
+/* ======================= alloc.c: out of memory ======================= */
+/* Called by every allocation that fails (no lock held), in place of
+ * returning NULL with ENOMEM: returns the memory or NULL (and sets errno).
+ * tc_set_new_mode(1) installs the new-handler loop (runtime/override.c);
+ * NULL removes it. */
+typedef void *(*hci_oom_fn)(size_t size, size_t align, bool zero);
+void hci_alloc_set_oom_handler(hci_oom_fn fn);
 
 /* ======================= malloc_hook.c ======================= */
 /* gperftools' MallocHook lists (the exported API is runtime/malloc_hooks.c).

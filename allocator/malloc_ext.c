@@ -272,24 +272,14 @@ hc_public void hc_set_system_allocator(void *(*fn)(void *ctx, size_t size, size_
 
 // ---- tc_version ----
 
-#define HC_STR2(x) #x
-#define HC_STR(x) HC_STR2(x)
-
 hc_public const char *tc_version(int *major, int *minor, const char **patch) {
-  /* gperftools' API level served (2.10), and who serves it. */
+  /* gperftools' API level served, in gperftools' own words: programs (and
+   * gperftools' unit test) compare it with "gperftools 2.10".  heapcheck's
+   * version is in heapcheck.h (HC_VERSION_*). */
   if (major) *major = 2;
   if (minor) *minor = 10;
   if (patch) *patch = "";
-  return "gperftools 2.10 (heapcheck " HC_STR(HC_VERSION_MAJOR) "." HC_STR(HC_VERSION_MINOR) "." HC_STR(
-      HC_VERSION_PATCH) ")";
-}
-
-static int new_mode;
-
-hc_public int tc_set_new_mode(int flag) {
-  int old = new_mode;
-  new_mode = flag; /* recorded; malloc never calls the new-handler (glibc's behaviour) */
-  return old;
+  return "gperftools 2.10";
 }
 
 // ---- stack traces (<gperftools/stacktrace.h>) ----

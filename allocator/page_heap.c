@@ -141,8 +141,22 @@ void hci_ph_get_limits(size_t *limit_bytes, bool *aggressive_decommit) {
   hci_unlock(&ph->lock);
 }
 
-/* requires: lock.  Maps at least n pages from the OS as one free span. */
-static bool grow(size_t n, size_t align) {
+/* Told of each growth from the OS (heap_growth.c records them), after the
+ * lock is dropped. */
+static _Atomic(hci_growth_fn) growth_listener;
+
+void hci_ph_set_growth_listener(hci_growth_fn fn) {
+  atomic_store_explicit(&growth_listener, fn, memory_order_release);
+}
+
+static void growth_notify(size_t bytes) {
+  hci_growth_fn fn = atomic_load_explicit(&growth_listener, memory_order_acquire);
+  if (fn) fn(bytes, hci_alloc_growth_stack());
+}
+
+/* requires: lock.  Maps at least n pages from the OS as one free span;
+ * adds the bytes mapped to *grown. */
+static bool grow(size_t n, size_t align, size_t *grown) {
   size_t bytes = n << HC_PAGE_SHIFT;
   if (bytes < HC_HEAP_GROW_MIN) bytes = HC_HEAP_GROW_MIN;
   if (align < HC_PAGE_SIZE) align = HC_PAGE_SIZE;
@@ -163,6 +177,7 @@ static bool grow(size_t n, size_t align) {
   s->npages = bytes >> HC_PAGE_SHIFT;
   s->is_released = 1; /* untouched pages are not resident */
   ph->mapped_bytes += bytes;
+  *grown += bytes;
   HC_USDT_MEMORY_HEAP_NEW(start, bytes);
   if (!ph->lo || start < ph->lo) ph->lo = start;
   if (start + bytes > ph->hi) ph->hi = start + bytes;
@@ -233,9 +248,11 @@ hc_span_t *hci_ph_alloc(size_t npages) {
   ensure_lists();
   alloc_tick();
   hc_span_t *s = find_fit(npages);
-  if (!s && grow(npages, 0)) s = find_fit(npages);
+  size_t grown = 0;
+  if (!s && grow(npages, 0, &grown)) s = find_fit(npages);
   if (s) s = carve_at(s, 0, npages);
   hci_unlock(&ph->lock);
+  if (grown) growth_notify(grown);
   return s;
 }
 
@@ -247,12 +264,14 @@ hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align) {
   ensure_lists();
   alloc_tick();
   hc_span_t *s = find_fit(npages + extra);
-  if (!s && grow(npages + extra, align)) s = find_fit(npages + extra);
+  size_t grown = 0;
+  if (!s && grow(npages + extra, align, &grown)) s = find_fit(npages + extra);
   if (s) {
     uintptr_t aligned = (s->start + align - 1) & ~(uintptr_t)(align - 1);
     s = carve_at(s, (aligned - s->start) >> HC_PAGE_SHIFT, npages);
   }
   hci_unlock(&ph->lock);
+  if (grown) growth_notify(grown);
   return s;
 }
 

@@ -170,7 +170,7 @@ static void detect_only(const char *src, const char *name, size_t nlen, const ch
 static void print_help(void) {
   int fd = hci_log_stream_fd();
   if (fd < 0) return;
-  hci_fdprintf(fd, "Available flags for heapcheck's LeakSanitizer mode (LSAN_OPTIONS):\n");
+  hci_fdprintf(fd, "Available flags for LeakSanitizer: heapcheck's LSan mode (LSAN_OPTIONS)\n"); /* LSan's first words */
   for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
     hci_fdprintf(fd, "\t%s\n\t\t- %s\n", opts[k].name, opts[k].doc);
 }

@@ -92,4 +92,8 @@ void hci_profiler_fork_prepare(void);
 void hci_profiler_fork_parent(void);
 void hci_profiler_fork_child(bool reset_locks);
 
+/* ======================= heap_growth.c ======================= */
+/* Registers the heap-growth recorder with the page heap (start-up). */
+void hci_heap_growth_attach(void);
+
 #endif

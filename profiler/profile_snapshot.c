@@ -168,7 +168,10 @@ static const hci_sample_listener_t listener = {
     .on_free = hci_profile_note_free,
 };
 
-void hci_profiler_attach(void) { hci_alloc_set_sample_listener(&listener); }
+void hci_profiler_attach(void) {
+  hci_alloc_set_sample_listener(&listener);
+  hci_heap_growth_attach();
+}
 
 // ---- snapshots ----
 

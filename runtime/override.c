@@ -321,6 +321,44 @@ static hc_noinline void *new_slow(size_t size, size_t align, int nothrow_form, u
   }
 }
 
+/* tc_set_new_mode(1): malloc, calloc, realloc and memalign call the C++
+ * new-handler when they fail, as operator new does, until one succeeds or
+ * no handler is installed (then NULL and ENOMEM), as tcmalloc.  The retry
+ * inside runs with in_new_mode_retry set, so a failing retry returns NULL to
+ * this loop instead of starting another; tc_malloc_skip_new_handler sets it
+ * too. */
+static __thread int in_new_mode_retry;
+static int new_mode;
+
+static void *new_mode_oom(size_t size, size_t align, bool zero) {
+  for (;;) {
+    new_handler_t h = in_new_mode_retry || !_ZSt15get_new_handlerv ? NULL : _ZSt15get_new_handlerv();
+    if (!h) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    h(); /* may throw, may free memory, may install another handler */
+    in_new_mode_retry = 1;
+    void *p = zero ? hci_calloc_ra(1, size, 0) : align > 16 ? hci_memalign_ra(align, size, 0) : hci_malloc_ra(size, 0);
+    in_new_mode_retry = 0;
+    if (p) return p;
+  }
+}
+
+hc_public int tc_set_new_mode(int flag) {
+  int old = __atomic_exchange_n(&new_mode, flag, __ATOMIC_ACQ_REL);
+  hci_alloc_set_oom_handler(flag ? new_mode_oom : NULL);
+  return old;
+}
+
+hc_public void *tc_malloc_skip_new_handler(size_t size) {
+  int was = in_new_mode_retry;
+  in_new_mode_retry = 1;
+  void *p = hci_malloc_ra(size, HC_RA());
+  in_new_mode_retry = was;
+  return p;
+}
+
 static inline __attribute__((always_inline)) void *cxx_new(size_t size, uintptr_t ra) {
   void *p = hc_malloc_fast(size, ra); /* not a tail call: pass the real return address */
   return hc_likely(p != NULL) ? p : new_slow(size, 0, 0, ra);
@@ -400,10 +438,9 @@ hc_public void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void
 
 // ---- gperftools' tc_* entry points (<gperftools/tcmalloc.h>) ----
 /* The same functions under tcmalloc's names (aliases: one body, the same
- * recorded call sites).  tc_version and tc_set_new_mode: malloc_ext.c. */
+ * recorded call sites).  tc_version: malloc_ext.c. */
 #define HC_TC_ALIAS(ret, name, target, params) hc_public ret name params __attribute__((alias(#target)))
 HC_TC_ALIAS(void *, tc_malloc, malloc, (size_t size));
-HC_TC_ALIAS(void *, tc_malloc_skip_new_handler, malloc, (size_t size));
 HC_TC_ALIAS(void, tc_free, free, (void *p));
 HC_TC_ALIAS(void, tc_free_sized, free_sized, (void *p, size_t size));
 HC_TC_ALIAS(void, tc_free_aligned_sized, free_aligned_sized, (void *p, size_t align, size_t size));

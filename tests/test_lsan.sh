@@ -113,6 +113,10 @@ check "" "" stack 23 "72 1" "stack leaked=0;"
 check "" "" registers 23 "48 1" "registers leaked=0;"
 check "" "" tls 0 "" "tls leaked=0;"
 check "" "" unaligned 23 "24 1 24 1" "unaligned leaked=1;"
+check "" "" fail_leak 23 "9 1" ""               # LSan's exitcode replaces a failing status too
+lacks "kept (HEAP_CHECK_EXIT_CODE applies only to status 0)"
+check "" "" fail_clean 3 "" ""                  # no leak: the program's own status
+check "exitcode=0" "" fail_leak 3 "9 1" ""
 
 # ---- options ----
 check "exitcode=5" "" leak 5 "7 1" ""

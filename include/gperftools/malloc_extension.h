@@ -32,16 +32,18 @@
  *    outside the heap).
  *  - GetHeapSample: the heap profile of the live sampled objects (the text
  *    hc_heap_profile_get / GetHeapProfile returns, pprof's format).
- *    GetHeapGrowthStacks: the same profile (heapcheck records no separate
- *    growth stacks).
+ *    GetHeapGrowthStacks / ReadHeapGrowthStackTraces: one entry per growth
+ *    of the heap from the OS (bytes and the allocation stack), as tcmalloc.
  *  - GetSystemAllocator / SetSystemAllocator: the heap grows from the
  *    given SysAllocator instead of mmap.
  */
 #ifndef HEAPCHECK_GPERFTOOLS_MALLOC_EXTENSION_H
 #define HEAPCHECK_GPERFTOOLS_MALLOC_EXTENSION_H
 
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <string>
@@ -88,7 +90,30 @@ class MallocExtension {
     writer->append(p);
     free(p);
   }
-  virtual void GetHeapGrowthStacks(MallocExtensionWriter *writer) { GetHeapSample(writer); }
+  /* One line per growth of the heap from the OS, newest first: gperftools'
+   * "heap profile: ... growth" text, then the address map. */
+  virtual void GetHeapGrowthStacks(MallocExtensionWriter *writer) {
+    void **entries = ReadHeapGrowthStackTraces();
+    uintptr_t count = 0, bytes = 0;
+    for (void **e = entries; e[0]; e += 3 + reinterpret_cast<uintptr_t>(e[2])) {
+      count += reinterpret_cast<uintptr_t>(e[0]);
+      bytes += reinterpret_cast<uintptr_t>(e[1]);
+    }
+    writer->append("heap profile: ");
+    append_count_size_(writer, count, bytes);
+    writer->append(" growth\n");
+    for (void **e = entries; e[0]; e += 3 + reinterpret_cast<uintptr_t>(e[2])) {
+      append_count_size_(writer, reinterpret_cast<uintptr_t>(e[0]), reinterpret_cast<uintptr_t>(e[1]));
+      for (uintptr_t i = 0; i < reinterpret_cast<uintptr_t>(e[2]); i++) {
+        char pc[32];
+        snprintf(pc, sizeof pc, " %p", e[3 + i]);
+        writer->append(pc);
+      }
+      writer->append("\n");
+    }
+    delete[] entries;
+    append_maps_(writer);
+  }
 
   typedef void(RangeFunction)(void *, const base::MallocRange *);
   /* Every run of heap pages, in address order: in use, free, unmapped. */
@@ -154,11 +179,35 @@ class MallocExtension {
     if (sample_period) *sample_period = 0;
     return NULL;
   }
-  virtual void **ReadHeapGrowthStackTraces() { return NULL; }
+  /* gperftools' layout, newest growth first: {1, bytes, depth, pc...}
+   * per growth, then 0; the caller deletes it with delete[]. */
+  virtual void **ReadHeapGrowthStackTraces() {
+    for (;;) {
+      size_t need = hc_heap_growth_traces(NULL, 0) + 64; /* room for growths meanwhile */
+      void **r = new void *[need];
+      if (hc_heap_growth_traces(r, need) <= need) return r;
+      delete[] r;
+    }
+  }
   virtual size_t GetThreadCacheSize() { return MallocExtension_GetThreadCacheSize(); }
   virtual void MarkThreadTemporarilyIdle() { MallocExtension_MarkThreadTemporarilyIdle(); }
 
  private:
+  static void append_count_size_(MallocExtensionWriter *w, uintptr_t count, uintptr_t bytes) {
+    char buf[100];
+    snprintf(buf, sizeof buf, "%6" PRIu64 ": %8" PRIu64 " [%6" PRIu64 ": %8" PRIu64 "] @", (uint64_t)count,
+             (uint64_t)bytes, (uint64_t)count, (uint64_t)bytes);
+    w->append(buf);
+  }
+  static void append_maps_(MallocExtensionWriter *w) {
+    w->append("\nMAPPED_LIBRARIES:\n");
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) w->append(buf, n);
+    fclose(f);
+  }
   class DefaultSysAllocator_ : public SysAllocator {
    public:
     virtual void *Alloc(size_t size, size_t *actual_size, size_t alignment) {

@@ -57,6 +57,11 @@ typedef struct hc_malloc_range {
 } hc_malloc_range_t;
 void hc_malloc_ranges(void (*fn)(void *arg, const hc_malloc_range_t *r), void *arg);
 
+/* heapcheck's own, behind MallocExtension::ReadHeapGrowthStackTraces:
+ * writes up to cap slots (gperftools' layout, 0-terminated) when out is not
+ * NULL; returns the slots all growths need. */
+size_t hc_heap_growth_traces(void **out, size_t cap);
+
 /* heapcheck's own, behind MallocExtension::Get/SetSystemAllocator: the
  * default (mmap) and the function the heap grows from. */
 void *hc_system_alloc_default(size_t size, size_t *actual, size_t align);

@@ -5,7 +5,9 @@
  * malloc, tc_new is operator new, tc_malloc_size is malloc_usable_size...):
  * any pointer from any of them may be given to any of the others.
  * tc_version() reports the gperftools API level served (2.10).
- * tc_set_new_mode() is recorded but malloc never calls the new-handler.
+ * tc_set_new_mode(1) makes malloc, calloc, realloc and memalign call the
+ * C++ new-handler when they fail, as operator new does (tcmalloc's rule);
+ * tc_malloc_skip_new_handler never calls it.
  */
 #ifndef HEAPCHECK_GPERFTOOLS_TCMALLOC_H
 #define HEAPCHECK_GPERFTOOLS_TCMALLOC_H
@@ -40,7 +42,8 @@
 extern "C" {
 #endif
 
-/* "gperftools 2.10 (heapcheck X.Y.Z)"; *major = 2, *minor = 10, *patch = "". */
+/* "gperftools 2.10" (the API level served, as gperftools words it); *major = 2,
+ * *minor = 10, *patch = "".  heapcheck's own version: HC_VERSION_* (heapcheck.h). */
 PERFTOOLS_DLL_DECL const char *tc_version(int *major, int *minor, const char **patch) PERFTOOLS_NOTHROW;
 
 PERFTOOLS_DLL_DECL void *tc_malloc(size_t size) PERFTOOLS_NOTHROW;

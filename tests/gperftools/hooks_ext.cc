@@ -14,6 +14,8 @@
 #include <gperftools/tcmalloc.h>
 #include <google/malloc_hook.h>
 #include <google/malloc_hook_c.h>
+#include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include <new>
+#include <string>
 
 #include "../hc_check.h"
 #define EXPECT(c) CHECK((c), "expected")
@@ -344,7 +347,62 @@ void VerifyHeapProfileTableStackGet() {
   free(p);
 }
 
+// tc_set_new_mode(1): a failing malloc runs the new-handler.
+static volatile int handler_runs;
+static void on_no_memory() {
+  handler_runs++;
+  std::set_new_handler(NULL); /* the retry fails again: then NULL */
+}
+static void test_new_mode() {
+  const size_t huge = (size_t)1 << 50;
+  EXPECT(tc_set_new_mode(1) == 0);
+  std::set_new_handler(on_no_memory);
+  errno = 0;
+  /* through a pointer: clang assumes malloc leaves errno alone (LLVM marks
+   * it inaccessiblememonly) and would read back the 0 stored above */
+  void *(*volatile mallocp)(size_t) = malloc;
+  sink = mallocp(huge);
+  int err = errno;
+  CHECK(sink == NULL && handler_runs == 1 && err == ENOMEM, "%p runs %d errno %d", sink, handler_runs, err);
+  std::set_new_handler(on_no_memory);
+  EXPECT((sink = calloc(1, huge)) == NULL && handler_runs == 2);
+  std::set_new_handler(on_no_memory);
+  EXPECT((sink = memalign(64, huge)) == NULL && handler_runs == 3);
+  std::set_new_handler(on_no_memory);
+  EXPECT((sink = tc_malloc_skip_new_handler(huge)) == NULL && handler_runs == 3);
+  EXPECT(tc_set_new_mode(0) == 1);
+  EXPECT((sink = malloc(huge)) == NULL && handler_runs == 3); /* glibc's rule again */
+  std::set_new_handler(NULL);
+}
+
+// Heap-growth stacks: a growth made here is listed first, with this stack.
+static __attribute__((noinline)) void *grow_here(size_t n) {
+  void *volatile p = malloc(n);
+  return p;
+}
+static void test_growth() {
+  MallocExtension *ext = MallocExtension::instance();
+  size_t n = prop("generic.heap_size") + 64u * MB; /* more than the heap holds: it grows */
+  void *volatile big = grow_here(n);
+  EXPECT(big != NULL);
+  void **e = ext->ReadHeapGrowthStackTraces();
+  EXPECT(e && e[0] == (void *)1 && (uintptr_t)e[1] >= n && (uintptr_t)e[2] >= 1);
+  uintptr_t f = reinterpret_cast<uintptr_t>(&grow_here);
+  bool here = false;
+  for (uintptr_t i = 0; e && i < (uintptr_t)e[2]; i++)
+    here = here || ((uintptr_t)e[3 + i] > f && (uintptr_t)e[3 + i] < f + 128);
+  EXPECT(here);
+  delete[] e;
+  MallocExtensionWriter w;
+  ext->GetHeapGrowthStacks(&w);
+  EXPECT(w.compare(0, 14, "heap profile: ") == 0 && w.find(" growth\n") != std::string::npos &&
+         w.find("\nMAPPED_LIBRARIES:\n") != std::string::npos);
+  free(big);
+}
+
 int main() {
+  test_new_mode();
+  test_growth();
   test_verify();
   test_frames();
   VerifyHeapProfileTableStackGet();
