@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "hc_heap_view.h"
 #include "hc_internal.h"
 #include "gperftools/malloc_extension_c.h"
 #include "gperftools/nallocx.h"
@@ -254,6 +255,41 @@ hc_public void hc_malloc_ranges(void (*fn)(void *arg, const hc_malloc_range_t *r
   int n;
   while ((n = next_ranges(&page, batch, 16)) > 0)
     for (int i = 0; i < n; i++) fn(arg, &batch[i]);
+}
+
+// ---- ReadStackTraces ----
+
+typedef struct traces {
+  void **out;
+  size_t cap, used, need;
+} traces_t;
+
+static bool add_trace(void *ctx, const hci_heap_sample_t *smp) {
+  traces_t *t = ctx;
+  const uintptr_t *pcs;
+  int depth = hci_depot_get(smp->stack_id, &pcs);
+  t->need += 3 + (size_t)depth;
+  if (!t->out || t->used + 3 + (size_t)depth >= t->cap) return true; /* room for the terminator */
+  t->out[t->used++] = (void *)(uintptr_t)1;
+  t->out[t->used++] = (void *)(uintptr_t)smp->size;
+  t->out[t->used++] = (void *)(uintptr_t)depth;
+  for (int i = 0; i < depth; i++) t->out[t->used++] = (void *)pcs[i];
+  return true;
+}
+
+/* The live sampled objects in gperftools' layout ({1, size, depth,
+ * pc...} each, then 0) into up to cap slots; returns the slots they need. */
+hc_public size_t hc_heap_sample_traces(void **out, size_t cap, int *period) {
+  traces_t t = {out, cap, 0, 1};
+  hci_heap_samples_lock();
+  hci_heap_for_each_sample(add_trace, &t);
+  hci_heap_samples_unlock();
+  if (out && cap) out[t.used] = NULL;
+  if (period) {
+    uint64_t v = atomic_load_explicit(&hci_sample_interval, memory_order_relaxed);
+    *period = v > INT32_MAX ? INT32_MAX : (int)v;
+  }
+  return t.need;
 }
 
 // ---- the system allocator (MallocExtension::Get/SetSystemAllocator) ----

@@ -175,9 +175,15 @@ class MallocExtension {
       v->push_back(f);
     }
   }
+  /* The live sampled objects, gperftools' layout: {1, size, depth, pc...}
+   * each, then 0; the caller deletes it with delete[]. */
   virtual void **ReadStackTraces(int *sample_period) {
-    if (sample_period) *sample_period = 0;
-    return NULL;
+    for (;;) {
+      size_t need = hc_heap_sample_traces(NULL, 0, NULL) + 256; /* room for samples meanwhile */
+      void **r = new void *[need];
+      if (hc_heap_sample_traces(r, need, sample_period) <= need) return r;
+      delete[] r;
+    }
   }
   /* gperftools' layout, newest growth first: {1, bytes, depth, pc...}
    * per growth, then 0; the caller deletes it with delete[]. */

@@ -57,6 +57,11 @@ typedef struct hc_malloc_range {
 } hc_malloc_range_t;
 void hc_malloc_ranges(void (*fn)(void *arg, const hc_malloc_range_t *r), void *arg);
 
+/* heapcheck's own, behind MallocExtension::ReadStackTraces: the live
+ * sampled objects, same layout and contract as below; *period gets the
+ * mean sampling interval. */
+size_t hc_heap_sample_traces(void **out, size_t cap, int *period);
+
 /* heapcheck's own, behind MallocExtension::ReadHeapGrowthStackTraces:
  * writes up to cap slots (gperftools' layout, 0-terminated) when out is not
  * NULL; returns the slots all growths need. */

@@ -169,7 +169,9 @@ static void test_extension() {
   ext->SetMemoryReleaseRate(3.5);
   EXPECT(ext->GetMemoryReleaseRate() == 3.5);
   int period = -1;
-  EXPECT(ext->ReadStackTraces(&period) == NULL);
+  void **traces = ext->ReadStackTraces(&period);
+  EXPECT(traces != NULL && period == (int)prop("heapcheck.sample_interval"));
+  delete[] traces;
   EXPECT(ext->GetSystemAllocator() != NULL); /* heapcheck's mmap */
   // Heap samples: pprof's heap profile text.
   MallocExtensionWriter w;

@@ -400,7 +400,34 @@ static void test_growth() {
   free(big);
 }
 
+// ReadStackTraces: a sampled object is listed with its size and stack.
+static __attribute__((noinline)) void *sample_here(size_t n) {
+  void *volatile p = malloc(n);
+  return p;
+}
+static void test_sample_traces() {
+  MallocExtension *ext = MallocExtension::instance();
+  if (HeapLeakChecker::IsActive()) return; /* no sampling in checker mode */
+  size_t old = prop("heapcheck.sample_interval");
+  EXPECT(ext->SetNumericProperty("heapcheck.sample_interval", 1)); /* every allocation */
+  void *volatile p = sample_here(12345);
+  EXPECT(ext->SetNumericProperty("heapcheck.sample_interval", old));
+  int period = 0;
+  void **e = ext->ReadStackTraces(&period);
+  bool found = false;
+  uintptr_t f = reinterpret_cast<uintptr_t>(&sample_here);
+  for (void **x = e; x && x[0]; x += 3 + (uintptr_t)x[2]) {
+    if ((uintptr_t)x[1] != 12345) continue;
+    for (uintptr_t i = 0; i < (uintptr_t)x[2]; i++)
+      found = found || ((uintptr_t)x[3 + i] > f && (uintptr_t)x[3 + i] < f + 128);
+  }
+  EXPECT(found && period == (int)old);
+  delete[] e;
+  free(p);
+}
+
 int main() {
+  test_sample_traces();
   test_new_mode();
   test_growth();
   test_verify();
