@@ -30,21 +30,10 @@ fail=0
 sum_records() {
   awk -v re="$2" '$0 ~ re { b += $(NF-6); o += $(NF-3); n++ } END { printf "%d/%d/%d", b, o, n }' "$1"
 }
-for name in "$@"; do
-  exe=$bin/$name
-  f=$src/$name.c; [ -f "$f" ] || f=$src/$name.cc
-  [ -x "$exe" ] || { echo "FAIL $name: not built"; fail=1; continue; }
-  hc=$scratch/$name.hc vg=$scratch/$name.vg
-  (cd "$scratch" && env -u HEAPCHECK LD_PRELOAD="$lib" HEAPCHECK=normal HEAP_CHECK_MAX_LEAKS=0 \
-     HEAP_CHECK_DUMP_DIRECTORY="$scratch" "$exe" >/dev/null 2>"$hc" </dev/null)
-  hc_rc=$?
+# compare: runs valgrind on $exe and sets $why to what differs from ours
+# (empty when all agrees).
+compare() {
   (cd "$scratch" && valgrind --leak-check=full --log-file="$vg" "$exe" >/dev/null 2>&1 </dev/null)
-  grep -q 'heap leak checker is active' "$hc" || { echo "FAIL $name: checker not active"; fail=1; continue; }
-  # "Leak of 400 bytes in 4 objects allocated from:" (awk fields from the end)
-  d=$(sum_records "$hc" '^Leak of [0-9]+ bytes in [0-9]+ objects allocated from:$')
-  i=$(sum_records "$hc" '^Indirect leak of [0-9]+ bytes in [0-9]+ objects allocated from:$')
-  p=$(sed -n 's/^heapcheck: possibly lost: \([0-9]*\) bytes in \([0-9]*\) objects.*/\1\/\2/p' "$hc" | tail -1)
-  pr=$(sum_records "$hc" '^Possibly lost [0-9]+ bytes in [0-9]+ objects allocated from:$')
   vgnum() { sed -n "s/.*$1: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\1\/\2/p" "$vg" | tr -d , | tail -1; }
   vd=$(vgnum 'definitely lost'); vi=$(vgnum 'indirectly lost'); vp=$(vgnum 'possibly lost')
   vd=${vd:-0/0}; vi=${vi:-0/0}; vp=${vp:-0/0}; p=${p:-0/0}
@@ -80,10 +69,33 @@ for name in "$@"; do
     got=$(sed -n '/^The [0-9]* largest leaks:$/{n;p;q}' "$hc.default")
     [ "$got" = "$first" ] || why="$why first record '$got' != '$first';"
   fi
+}
+for name in "$@"; do
+  exe=$bin/$name
+  f=$src/$name.c; [ -f "$f" ] || f=$src/$name.cc
+  [ -x "$exe" ] || { echo "FAIL $name: not built"; fail=1; continue; }
+  hc=$scratch/$name.hc vg=$scratch/$name.vg
+  (cd "$scratch" && env -u HEAPCHECK LD_PRELOAD="$lib" HEAPCHECK=normal HEAP_CHECK_MAX_LEAKS=0 \
+     HEAP_CHECK_DUMP_DIRECTORY="$scratch" "$exe" >/dev/null 2>"$hc" </dev/null)
+  hc_rc=$?
+  grep -q 'heap leak checker is active' "$hc" || { echo "FAIL $name: checker not active"; fail=1; continue; }
+  # "Leak of 400 bytes in 4 objects allocated from:" (awk fields from the end)
+  d=$(sum_records "$hc" '^Leak of [0-9]+ bytes in [0-9]+ objects allocated from:$')
+  i=$(sum_records "$hc" '^Indirect leak of [0-9]+ bytes in [0-9]+ objects allocated from:$')
+  p=$(sed -n 's/^heapcheck: possibly lost: \([0-9]*\) bytes in \([0-9]*\) objects.*/\1\/\2/p' "$hc" | tail -1)
+  pr=$(sum_records "$hc" '^Possibly lost [0-9]+ bytes in [0-9]+ objects allocated from:$')
+  # valgrind's numbers, once more when they differ: valgrind's own count
+  # varied once in a loaded run (leak_hidden_owner: indirectly lost 887808
+  # where the scenario leaks 1024000, cause not known), so a difference is
+  # checked against a second valgrind run before the test fails; a PASS
+  # after a rerun says what the first run said.
+  rerun=""
+  compare
+  if [ -n "$why" ]; then rerun=" (valgrind rerun: first run said:$why)"; compare; fi
   leaked=$(( ${d%%/*} + ${i%%/*} ))
   want_rc=0; [ "$leaked" -gt 0 ] && want_rc=1
   [ "$hc_rc" = "$want_rc" ] || why="$why exit $hc_rc != $want_rc;"
   line="$name: heapcheck direct ${d%/*} (${d##*/} records) indirect ${i%/*} possibly $p (${pr##*/} records) | valgrind definitely $vd ($vrec records) indirectly $vi possibly $vp ($vprec records)"
-  if [ -z "$why" ]; then echo "PASS $line"; else echo "FAIL $line:$why"; sed -n '/^Leak check/,/^SUMMARY/p' "$hc" | grep -v '^	@' | head -40; grep -E 'lost|reachable' "$vg"; fail=1; fi
+  if [ -z "$why" ]; then echo "PASS $line$rerun"; else echo "FAIL $line:$why"; sed -n '/^Leak check/,/^SUMMARY/p' "$hc" | grep -v '^	@' | head -40; grep -E 'lost|reachable' "$vg"; fail=1; fi
 done
 exit $fail
