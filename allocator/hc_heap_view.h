@@ -14,6 +14,8 @@
  *   hci_heap_span_*                 a span's slots, for loops over them
  *   hci_heap_*_tags                 the per-slot tag bytes of the layer that
  *                                   stopped the world (the checker's marks)
+ *   hci_heap_locate_tagged,         the flood's per-word lookup: the slot's
+ *   hci_heap_tagged_object          tag byte first, the record and size after
  *   hci_heap_sample_*               the live sampled objects (profiles)
  *
  * Rules of the seam:
@@ -102,6 +104,27 @@ static inline void hci_heap_span_slot(hc_span_t *s, uint32_t k, hci_heap_slot_t 
 static inline uint8_t *hci_heap_span_tags(const hc_span_t *s);
 /* tags: hci_heap_span_slots(s) bytes, or NULL to remove them. */
 static inline void hci_heap_set_span_tags(hc_span_t *s, uint8_t *tags);
+
+/* ---- the flood's lookup: address -> tag byte, then the object ---- */
+/* What hci_heap_locate_tagged found: the slot's tag byte and what
+ * hci_heap_tagged_object needs to finish (nothing else is computed until the
+ * caller has looked at the tag). */
+typedef struct hci_heap_tagged {
+  uint8_t *tag;               /* the slot's tag byte */
+  hc_span_t *span;            /* handle of its span */
+  const hc_class_info_t *ci;  /* its class; NULL for a large span */
+  uintptr_t off;              /* addr - the span's first byte (small spans) */
+  uint32_t index;             /* slot number (0 for a large span) */
+} hci_heap_tagged_t;
+/* The slot holding addr (as hci_heap_locate) when its span carries tags
+ * (then it has records: hci_heap_set_span_tags installs none on a span
+ * without).  Reads the pagemap and the span only. */
+static inline __attribute__((always_inline)) bool hci_heap_locate_tagged(uintptr_t addr, hci_heap_tagged_t *t);
+/* The live object in t's slot (addr: the address given to
+ * hci_heap_locate_tagged): *start and its requested size *size; false when
+ * the slot is free.  Reads the record. */
+static inline __attribute__((always_inline)) bool hci_heap_tagged_object(const hci_heap_tagged_t *t, uintptr_t addr,
+                                                                         uintptr_t *start, size_t *size);
 
 /* ---- sampled objects (guarded by hci_heap_samples_lock) ---- */
 typedef struct hci_heap_sample {
@@ -213,6 +236,56 @@ static inline void hci_heap_span_slot(hc_span_t *s, uint32_t k, hci_heap_slot_t 
 }
 
 static inline uint8_t *hci_heap_span_tags(const hc_span_t *s) { return s->tags; }
-static inline void hci_heap_set_span_tags(hc_span_t *s, uint8_t *tags) { s->tags = tags; }
+/* A span without records gets none (hci_heap_locate_tagged relies on it). */
+static inline void hci_heap_set_span_tags(hc_span_t *s, uint8_t *tags) {
+  s->tags = hci_heap_span_slots(s) ? tags : NULL;
+}
+
+/* The pre-view flood's per-word code: the class entry fetched once, the
+ * start and the record only after the tag said the slot is worth it. */
+static inline __attribute__((always_inline)) bool hci_heap_locate_tagged(uintptr_t addr, hci_heap_tagged_t *t) {
+  const hc_pm_entry_t *pe = hci_pagemap_find(addr);
+  if (!pe) return false;
+  hc_span_t *s = (hc_span_t *)pe->span;
+  if (!s) return false;
+  uint8_t *tags = s->tags;
+  if (!tags) return false;
+  uintptr_t info = pe->info;
+  unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+  t->span = s;
+  if (hc_likely(cls)) {
+    const hc_class_info_t *ci = &hci_classes[cls];
+    uintptr_t off = addr - (info & ~HC_PM_CLASS_MASK);
+    uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
+    if (idx >= s->carved) return false;
+    t->ci = ci;
+    t->off = off;
+    t->index = idx;
+    t->tag = &tags[idx];
+    return true;
+  }
+  if (s->state != HC_SPAN_LARGE) return false;
+  t->ci = NULL;
+  t->off = 0;
+  t->index = 0;
+  t->tag = tags;
+  return true;
+}
+
+static inline __attribute__((always_inline)) bool hci_heap_tagged_object(const hci_heap_tagged_t *t, uintptr_t addr,
+                                                                         uintptr_t *start, size_t *size) {
+  const hc_span_t *s = t->span;
+  if (hc_likely(t->ci != NULL)) {
+    const hc_objmeta_t *m = &s->objmeta[t->index]; /* tagged: has records */
+    if (m->stack_id == HC_STACK_NONE) return false;
+    *size = t->ci->size - (atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK);
+    *start = addr - (t->off - (uintptr_t)t->index * t->ci->size);
+    return true;
+  }
+  if (s->meta.stack_id == HC_STACK_NONE) return false;
+  *size = s->req_size;
+  *start = s->start;
+  return true;
+}
 
 #endif
