@@ -91,6 +91,17 @@ static void free_span(hc_span_t *s) {
   hci_ph_free(s);
 }
 
+/* A list of emptied spans (linked through next, gathered under the central
+ * lock) back to the page heap, after the lock is dropped. */
+static void free_spans(hc_span_t *list) {
+  while (list) {
+    hc_span_t *next = list->next;
+    list->next = NULL;
+    free_span(list);
+    list = next;
+  }
+}
+
 bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out) {
   hc_central_t *c = &hci_central[cls];
   hci_lock(&c->lock);
@@ -159,12 +170,7 @@ static void return_chain(unsigned cls, void *head) {
     head = next;
   }
   hci_unlock(&c->lock);
-  while (empty) {
-    hc_span_t *next = empty->next;
-    empty->next = NULL;
-    free_span(empty);
-    empty = next;
-  }
+  free_spans(empty);
 }
 
 void hci_central_insert(unsigned cls, const hc_chain_t *chain) {
@@ -225,11 +231,6 @@ void hci_central_drain(void) {
     }
     c->kept_empty = NULL;
     hci_unlock(&c->lock);
-    while (empty) {
-      hc_span_t *next = empty->next;
-      empty->next = NULL;
-      free_span(empty);
-      empty = next;
-    }
+    free_spans(empty);
   }
 }
