@@ -391,50 +391,20 @@ hc_public void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, co
 /* operator delete: plain, array, sized, nothrow, aligned - all free(). */
 hc_public void _ZdlPv(void *p) { hc_free_fast(p, 0); }
 hc_public void _ZdaPv(void *p) { hc_free_fast(p, 0); }
-hc_public void _ZdlPvm(void *p, size_t n) {
-  (void)n;
-  hc_free_fast(p, 0);
-}
-hc_public void _ZdaPvm(void *p, size_t n) {
-  (void)n;
-  hc_free_fast(p, 0);
-}
-hc_public void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) {
-  (void)nt;
-  hc_free_fast(p, 0);
-}
-hc_public void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) {
-  (void)nt;
-  hc_free_fast(p, 0);
-}
-hc_public void _ZdlPvSt11align_val_t(void *p, size_t a) {
-  (void)a;
-  hc_free_fast(p, 0);
-}
-hc_public void _ZdaPvSt11align_val_t(void *p, size_t a) {
-  (void)a;
-  hc_free_fast(p, 0);
-}
-hc_public void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) {
-  (void)n;
-  (void)a;
-  hc_free_fast(p, 0);
-}
-hc_public void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) {
-  (void)n;
-  (void)a;
-  hc_free_fast(p, 0);
-}
-hc_public void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt) {
-  (void)a;
-  (void)nt;
-  hc_free_fast(p, 0);
-}
-hc_public void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt) {
-  (void)a;
-  (void)nt;
-  hc_free_fast(p, 0);
-}
+/* The other ten ignore what they are told besides the pointer. */
+#define HC_DELETE(name, ...) \
+  hc_public void name(void *p, __VA_ARGS__) { hc_free_fast(p, 0); }
+HC_DELETE(_ZdlPvm, size_t n hc_unused)
+HC_DELETE(_ZdaPvm, size_t n hc_unused)
+HC_DELETE(_ZdlPvRKSt9nothrow_t, const void *nt hc_unused)
+HC_DELETE(_ZdaPvRKSt9nothrow_t, const void *nt hc_unused)
+HC_DELETE(_ZdlPvSt11align_val_t, size_t a hc_unused)
+HC_DELETE(_ZdaPvSt11align_val_t, size_t a hc_unused)
+HC_DELETE(_ZdlPvmSt11align_val_t, size_t n hc_unused, size_t a hc_unused)
+HC_DELETE(_ZdaPvmSt11align_val_t, size_t n hc_unused, size_t a hc_unused)
+HC_DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, size_t a hc_unused, const void *nt hc_unused)
+HC_DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, size_t a hc_unused, const void *nt hc_unused)
+#undef HC_DELETE
 
 // ---- gperftools' tc_* entry points (<gperftools/tcmalloc.h>) ----
 /* The same functions under tcmalloc's names (aliases: one body, the same
