@@ -263,6 +263,10 @@ void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages 
 int hci_os_tid(void);
 uint64_t hci_os_now_ns(void);                  /* CLOCK_MONOTONIC in ns */
 uint64_t hci_os_now_coarse_ns(void);           /* CLOCK_MONOTONIC_COARSE: same clock, tick resolution, cheaper */
+/* Installs handler for sig (SA_RESTART, nothing masked) unless the program
+ * has an action of its own there; false, with nothing changed, when it has
+ * or the action cannot be read.  The caller names the variable in its warning. */
+bool hci_os_claim_signal(int sig, void (*handler)(int));
 /* Fault-proof reads of memory we do not own (no signal handler, no lock, no
  * malloc).  hci_os_read copies [src, src + n) to dst up to the first byte
  * that cannot be read and returns how many bytes it copied: process_vm_readv

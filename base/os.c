@@ -1,7 +1,9 @@
-/* os.c - the OS layer: anonymous mappings, releasing pages, time, thread id.
+/* os.c - the OS layer: anonymous mappings, releasing pages, time, thread id,
+ * taking a free signal for a handler.
  * Every wrapper preserves errno, because free() must not change it and
  * malloc() may only set it to ENOMEM. */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -210,4 +212,15 @@ size_t hci_os_read(void *dst, uintptr_t src, size_t n) {
   }
   errno = saved;
   return done;
+}
+
+bool hci_os_claim_signal(int sig, void (*handler)(int)) {
+  struct sigaction old, sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(sig, NULL, &old) != 0 || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) return false;
+  sigaction(sig, &sa, NULL);
+  return true;
 }

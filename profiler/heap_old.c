@@ -297,16 +297,10 @@ static int install(hci_opt_t var) {
     hci_warn("%s=%lld cannot be used; ignored", hci_options[var].name, sig);
     return 0;
   }
-  struct sigaction old, sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = handler;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (sigaction((int)sig, NULL, &old) != 0 || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
+  if (!hci_os_claim_signal((int)sig, handler)) {
     hci_warn("%s: signal %lld is already in use; ignored", hci_options[var].name, sig);
     return 0;
   }
-  sigaction((int)sig, &sa, NULL);
   return (int)sig;
 }
 

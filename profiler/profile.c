@@ -368,16 +368,10 @@ static void install_signal(void) {
     hci_warn("HEAPPROFILESIGNAL=%lld cannot be caught; no signal-triggered dumps", sig);
     return;
   }
-  struct sigaction old, sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_profile_signal;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (sigaction((int)sig, NULL, &old) != 0 || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
+  if (!hci_os_claim_signal((int)sig, on_profile_signal)) {
     hci_warn("HEAPPROFILESIGNAL: signal %lld is already in use; no signal-triggered dumps", sig);
     return;
   }
-  sigaction((int)sig, &sa, NULL);
   hci_printf("Using signal %lld as heap profiling switch\n", sig);
 }
 
