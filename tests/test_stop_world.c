@@ -23,6 +23,7 @@
  * (argument "signal": the blockers do not stop and are scanned whole).
  * Nothing between stop and resume calls malloc or stdio: failures are
  * formatted with hci_snprintf into a static buffer and printed afterwards. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -288,14 +289,6 @@ static void root_cb(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind)
   }
 }
 
-struct dirent64_raw {
-  uint64_t d_ino;
-  int64_t d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
-
 /* Every task of the process must be in the world. */
 static void check_all_listed(const hci_world_t *w) {
   int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY);
@@ -303,7 +296,7 @@ static void check_all_listed(const hci_world_t *w) {
   long n;
   while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
     for (long off = 0; off < n;) {
-      const struct dirent64_raw *d = (const void *)(buf + off);
+      const struct dirent64 *d = (const void *)(buf + off); /* getdents64's record */
       off += d->d_reclen;
       if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
       int tid = atoi(d->d_name);
