@@ -280,6 +280,10 @@ bool hci_os_probe(uintptr_t addr);
  * user heap.  Small sizes are recycled through size-binned free lists. */
 void *hci_meta_alloc(size_t size);             /* NULL when the OS refuses */
 void hci_meta_free(void *p, size_t size);      /* size must equal the allocation's */
+/* A growable array's next block: twice *bytes (min_bytes the first time),
+ * the used bytes of old copied, old freed; *bytes updated.  NULL, with old
+ * and *bytes untouched, when the OS refuses. */
+void *hci_meta_grow(void *old, size_t *bytes, size_t used, size_t min_bytes);
 size_t hci_meta_bytes(void);                   /* bytes mapped for metadata */
 bool hci_meta_owns(uintptr_t addr);            /* addr lies in a metadata mapping */
 void hci_meta_lock(void);   /* hci_lock_all: the arena lock, last of the allocator's */

@@ -136,6 +136,16 @@ void hci_meta_free(void *p, size_t size) {
   hci_unlock(&meta.lock);
 }
 
+void *hci_meta_grow(void *old, size_t *bytes, size_t used, size_t min_bytes) {
+  size_t nbytes = *bytes ? *bytes * 2 : min_bytes;
+  void *v = hci_meta_alloc(nbytes);
+  if (v == NULL) return NULL;
+  if (used) memcpy(v, old, used);
+  hci_meta_free(old, *bytes);
+  *bytes = nbytes;
+  return v;
+}
+
 size_t hci_meta_bytes(void) { return __atomic_load_n(&meta.mapped, __ATOMIC_RELAXED); }
 
 void hci_meta_lock(void) { hci_lock(&meta.lock); }

@@ -173,15 +173,10 @@ static int cmp_key(const void *a, const void *b) {
 static void sort_by_key(void *base, size_t n, size_t size) { hci_sort(base, n, size, cmp_key); }
 
 static bool push_seq(hci_line_index_t *idx, const hci_line_seq_t *q) {
-  size_t cap = idx->alloc_bytes / sizeof *q;
-  if (idx->n == cap) {
-    size_t ncap = cap ? cap * 2 : 64;
-    hci_line_seq_t *v = hci_meta_alloc(ncap * sizeof *q);
+  if (idx->n == idx->alloc_bytes / sizeof *q) {
+    hci_line_seq_t *v = hci_meta_grow(idx->seqs, &idx->alloc_bytes, idx->n * sizeof *q, 64 * sizeof *q);
     if (v == NULL) return false;
-    if (idx->n) memcpy(v, idx->seqs, idx->n * sizeof *q);
-    if (idx->seqs) hci_meta_free(idx->seqs, idx->alloc_bytes);
     idx->seqs = v;
-    idx->alloc_bytes = ncap * sizeof *q;
   }
   idx->seqs[idx->n++] = *q;
   return true;
@@ -196,15 +191,10 @@ static bool push_seq(hci_line_index_t *idx, const hci_line_seq_t *q) {
 enum { AT_stmt_list = 0x10, AT_comp_dir = 0x1b, AT_str_offsets_base = 0x72 };
 
 static bool push_cu(hci_line_index_t *idx, uint64_t line_off, const char *dir, uint64_t info_off) {
-  size_t cap = idx->cus_bytes / sizeof(hci_line_cu_t);
-  if (idx->ncus == cap) {
-    size_t ncap = cap ? cap * 2 : 32;
-    hci_line_cu_t *v = hci_meta_alloc(ncap * sizeof *v);
+  if (idx->ncus == idx->cus_bytes / sizeof(hci_line_cu_t)) {
+    hci_line_cu_t *v = hci_meta_grow(idx->cus, &idx->cus_bytes, idx->ncus * sizeof *v, 32 * sizeof *v);
     if (v == NULL) return false;
-    if (idx->ncus) memcpy(v, idx->cus, idx->ncus * sizeof *v);
-    if (idx->cus) hci_meta_free(idx->cus, idx->cus_bytes);
     idx->cus = v;
-    idx->cus_bytes = ncap * sizeof *v;
   }
   idx->cus[idx->ncus].line_off = line_off;
   idx->cus[idx->ncus].comp_dir = dir;
