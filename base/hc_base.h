@@ -93,6 +93,28 @@ static inline void hci_sort(void *base, size_t n, size_t size, int (*cmp)(const 
   }
 }
 
+/* The one search of sorted ranges: of n records stride bytes apart, sorted
+ * by the uint64_t start at lo_off in each (its end, exclusive, at hi_off),
+ * the one that holds addr: the last that starts at or below it, or one of
+ * the `back` records before that one (ranges may nest or overlap); NULL when
+ * none does.  Inline so that constant offsets are folded at each caller. */
+static inline const void *hci_range_find(const void *base, size_t n, size_t stride, size_t lo_off, size_t hi_off,
+                                         size_t back, uint64_t addr) {
+  const char *v = (const char *)base;
+#define HC_RANGE_AT(i, off) (*(const uint64_t *)(v + (i) * stride + (off)))
+  if (n == 0 || addr < HC_RANGE_AT(0, lo_off)) return NULL;
+  size_t lo = 0, hi = n; /* invariant: start of lo <= addr, answer in [lo, hi) */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (HC_RANGE_AT(mid, lo_off) <= addr) lo = mid;
+    else hi = mid;
+  }
+  for (size_t k = 0; k < back && k <= lo; k++)
+    if (addr < HC_RANGE_AT(lo - k, hi_off)) return v + (lo - k) * stride;
+#undef HC_RANGE_AT
+  return NULL;
+}
+
 /* Always-on cheap integrity check. */
 #define HC_CHECK(cond, ...) \
   do { if (hc_unlikely(!(cond))) hci_fatal(__VA_ARGS__); } while (0)

@@ -493,18 +493,10 @@ static bool file_name(const hci_dwarf_sects_t *s, const unit_t *u, uint64_t inde
 /* ---- lookup ---- */
 
 static const hci_line_seq_t *seq_at(const hci_line_index_t *idx, uint64_t addr) {
-  if (idx->n == 0 || addr < idx->seqs[0].lo) return NULL;
-  size_t lo = 0, hi = idx->n;
-  while (hi - lo > 1) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (idx->seqs[mid].lo <= addr) lo = mid;
-    else hi = mid;
-  }
   /* Sequences rarely overlap (discarded functions left at address 0 are the
    * usual exception); look back a bounded distance for one that covers addr. */
-  for (size_t k = 0; k < 64 && k <= lo; k++)
-    if (addr < idx->seqs[lo - k].hi) return &idx->seqs[lo - k];
-  return NULL;
+  return hci_range_find(idx->seqs, idx->n, sizeof(hci_line_seq_t), offsetof(hci_line_seq_t, lo),
+                        offsetof(hci_line_seq_t, hi), 64, addr);
 }
 
 bool hci_dwarf_unit_at(const hci_line_index_t *idx, uint64_t addr, size_t *line_unit, uint64_t *info_off) {

@@ -380,18 +380,10 @@ bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
 }
 
 const hci_sym_t *hci_symtab_find(const hci_symtab_t *t, uint64_t addr) {
-  if (t->n == 0 || addr < t->syms[0].addr) return NULL;
-  size_t lo = 0, hi = t->n; /* invariant: syms[lo].addr <= addr, answer in [lo, hi) */
-  while (hi - lo > 1) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (t->syms[mid].addr <= addr) lo = mid;
-    else hi = mid;
-  }
   /* The nearest preceding symbol normally contains addr; a few steps back
    * find an enclosing symbol when a small one sits inside a big one. */
-  for (size_t k = 0; k < 16 && k <= lo; k++)
-    if (addr < t->syms[lo - k].end) return &t->syms[lo - k];
-  return NULL;
+  return hci_range_find(t->syms, t->n, sizeof(hci_sym_t), offsetof(hci_sym_t, addr), offsetof(hci_sym_t, end), 16,
+                        addr);
 }
 
 void hci_symtab_free(hci_symtab_t *t) {
