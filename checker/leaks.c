@@ -343,15 +343,12 @@ static void release_held(void) {
 
 // ---- the whole-program check ----
 
-/* The program's own status at exit is not 0: it is kept, leaks or not. */
+/* The program's own status at exit is not 0: it is kept, leaks or not, in
+ * every mode - LSan mode too, though LeakSanitizer's exitcode replaces any
+ * status: a checker never changes what a failing program says
+ * (docs/leak-checking.md, "Exit status"). */
 static bool program_failed(void) { return L.have_status && (L.exit_status & 0xff) != 0; }
 
-/* Leaks replace only a successful status: a failing program (a compiler
- * that found an error) keeps its own.  Not in LSan mode: LeakSanitizer's
- * exitcode replaces any status, so a test expected to fail that also
- * leaks fails with 23 there, and a CI run that checks for the expected
- * status sees the leak; LSan users' scripts rely on it. */
-static bool status_kept(void) { return program_failed() && !hci_chk.lsan; }
 
 static int global_check(uintptr_t sp, bool at_exit, ssize_t *bytes, ssize_t *objects) {
   if (hci_lsan_turned_off()) {
@@ -361,7 +358,7 @@ static int global_check(uintptr_t sp, bool at_exit, ssize_t *bytes, ssize_t *obj
   hci_check_req_t req = {
       .name = "_main_",
       .whole_program = true,
-      .at_exit = at_exit && !hci_chk.identify_leaks && !hci_chk.keep_status && !status_kept() &&
+      .at_exit = at_exit && !hci_chk.identify_leaks && !hci_chk.keep_status && !program_failed() &&
                  !hci_chk.no_leak_exit,
       /* A failing final check keeps the world stopped through its report,
        * and until _exit when the process ends on it. */
@@ -447,7 +444,7 @@ static hc_noinline void final_check(uintptr_t sp, bool from_api) {
     release_held();
     return;
   }
-  if (status_kept()) {
+  if (program_failed()) {
     hci_chk_log(HCI_LOG_ERROR,
                 "heapcheck: the program exits with status %d: kept (HEAP_CHECK_EXIT_CODE applies only to status 0)",
                 L.exit_status & 0xff);
