@@ -15,7 +15,9 @@
 # with "// COMPARE-RECORDS" also the number of direct
 # records equals valgrind's definitely-lost loss records; with
 # "// EXPECT-FIRST-RECORD: line" the first record of a default run (20
-# records at most) is that line.  Each result line
+# records at most) is that line; "// VALGRIND-ARGS: options" adds options to
+# valgrind's command (--run-libc-freeres=no: the program as it is at exit,
+# before glibc's clean-up frees the environment array).  Each result line
 # prints both tools' numbers (docs/validation.md records them).
 # Usage: vs_valgrind.sh NAME...     Environment: HC_LIB, SC_BIN_DIR, SC_SRC_DIR.
 # Exits 77 (skipped) without valgrind.
@@ -33,7 +35,10 @@ sum_records() {
 # compare: runs valgrind on $exe and sets $why to what differs from ours
 # (empty when all agrees).
 compare() {
-  (cd "$scratch" && valgrind --leak-check=full --log-file="$vg" "$exe" >/dev/null 2>&1 </dev/null)
+  local vgargs
+  vgargs=$(sed -n 's|^// VALGRIND-ARGS: *||p' "$f")
+  # shellcheck disable=SC2086 # vgargs: options, split on spaces
+  (cd "$scratch" && valgrind --leak-check=full $vgargs --log-file="$vg" "$exe" >/dev/null 2>&1 </dev/null)
   vgnum() { sed -n "s/.*$1: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\1\/\2/p" "$vg" | tr -d , | tail -1; }
   vd=$(vgnum 'definitely lost'); vi=$(vgnum 'indirectly lost'); vp=$(vgnum 'possibly lost')
   vd=${vd:-0/0}; vi=${vi:-0/0}; vp=${vp:-0/0}; p=${p:-0/0}
@@ -95,7 +100,8 @@ for name in "$@"; do
   leaked=$(( ${d%%/*} + ${i%%/*} ))
   want_rc=0; [ "$leaked" -gt 0 ] && want_rc=1
   [ "$hc_rc" = "$want_rc" ] || why="$why exit $hc_rc != $want_rc;"
-  line="$name: heapcheck direct ${d%/*} (${d##*/} records) indirect ${i%/*} possibly $p (${pr##*/} records) | valgrind definitely $vd ($vrec records) indirectly $vi possibly $vp ($vprec records)"
+  vgargs=$(sed -n 's|^// VALGRIND-ARGS: *||p' "$f")
+  line="$name: heapcheck direct ${d%/*} (${d##*/} records) indirect ${i%/*} possibly $p (${pr##*/} records) | valgrind${vgargs:+ $vgargs} definitely $vd ($vrec records) indirectly $vi possibly $vp ($vprec records)"
   if [ -z "$why" ]; then echo "PASS $line$rerun"; else echo "FAIL $line:$why"; sed -n '/^Leak check/,/^SUMMARY/p' "$hc" | grep -v '^	@' | head -40; grep -E 'lost|reachable' "$vg"; fail=1; fi
 done
 exit $fail
