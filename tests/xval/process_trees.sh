@@ -3,8 +3,11 @@
 # `valgrind --trace-children=yes --leak-check=full` (docs/validation.md,
 # "Process trees").  By hand, not in the suite: valgrind runs take minutes.
 #
-# Usage: tests/xval/process_trees.sh BUILDDIR [tree...]
+# Usage: tests/xval/process_trees.sh [-n] BUILDDIR [tree...]
 #   trees: git-gc cmake-make meson-ninja (default: all)
+#   -n: valgrind runs with --run-libc-freeres=no (see docs/validation.md:
+#       glibc's clean-up frees the environment array, and what only it
+#       pointed at becomes lost for valgrind)
 # For each tree: the same commands in two fresh scratch copies, one under
 # <BUILDDIR>/tools/heapcheck, one under valgrind with one log per process;
 # prints, per program (argv[0]'s base name), the processes seen and the
@@ -13,6 +16,8 @@
 # succeeded in both.  A wrapper compiler `leakcc` (leaks 4000 bytes, then
 # runs the real cc) stands for a leaking compiler in the two builds.
 set -u
+vg_extra=()
+if [ "${1:-}" = -n ]; then vg_extra=(--run-libc-freeres=no); shift; fi
 build=$(cd "${1:?usage: process_trees.sh BUILDDIR [tree...]}" && pwd)
 shift
 launcher=$build/tools/heapcheck
@@ -79,7 +84,9 @@ for t in $trees; do
   hc_procs=$(sed -n 's/^heapcheck: \([0-9]*\) process.*/\1/p' "$hd/out")
   cmd=$(command_of "$t" "$vd")
   mkdir -p "$vd/logs"
-  valgrind --trace-children=yes --leak-check=full --log-file="$vd/logs/vg.%p" \
+  # The same TMPDIR for both: gcc's temporary file names end up in leaked
+  # strings (ld's -plugin-opt=-fresolution=...), and a longer path leaks more bytes.
+  TMPDIR=$vd valgrind "${vg_extra[@]}" --trace-children=yes --leak-check=full --log-file="$vd/logs/vg.%p" \
     sh -c "$cmd; echo build_status=\$? >&2" >"$vd/out" 2>&1
   vg_status=$(sed -n 's/^build_status=//p' "$vd/out")
   # valgrind: one log per process: its "Command:" line and the LEAK
