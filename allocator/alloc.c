@@ -523,6 +523,18 @@ size_t hci_requested_size(const void *p) {
   return hci_classes[cls].size - (atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK);
 }
 
+/* A sampled block that realloc keeps in place: the listener forgets its
+ * old size and records the new one (same stack, same weight). */
+static void resample_in_place(hc_span_t *s, size_t size) {
+  const hci_sample_listener_t *li = atomic_load_explicit(&sample_listener, memory_order_acquire);
+  HC_USDT_SAMPLE_FREE(s->start, s->req_size, s->meta.stack_id);
+  if (li && li->on_free) li->on_free(s->sample_est);
+  s->req_size = size;
+  HC_USDT_SAMPLE_ALLOC(s->start, size, s->meta.stack_id);
+  if (li && li->on_alloc) s->sample_est = li->on_alloc(s->meta.stack_id, size, s->weight);
+  if (li && li->after_alloc) li->after_alloc();
+}
+
 /* Records a new requested size for an object kept in place by realloc. */
 static void set_requested_size(void *p, size_t size) {
   hc_span_t *s = hci_pagemap_span((uintptr_t)p);
@@ -579,13 +591,21 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
       bad_pointer("realloc", p, ra, s && span_freed(s) ? "already freed" : "not allocated by heapcheck");
     usable = s->npages << HC_PAGE_SHIFT;
   }
-  /* Keep the block when the new size fits and wastes at most half of it;
-   * sampled blocks move so the profile keeps exact sizes. */
+  /* Keep the block when the new size fits and wastes at most half of it,
+   * or when a fresh block would be of the same class (checker mode:
+   * realloc(p, malloc_usable_size(p)) of a 3-byte block must not move). */
   bool sampled = !cls && s->is_sampled;
   /* In checker mode a small object's record keeps class size - requested
    * size in HC_OBJ_SLACK_MASK: a slack that does not fit moves the block. */
   bool slack_fits = !cls || !hci_record_all || usable - size <= HC_OBJ_SLACK_MASK;
-  if (size <= usable && size >= usable / 2 && !sampled && slack_fits) {
+  /* A sampled small object's page stands for its class (hci_usable_size). */
+  unsigned now_cls = cls ? cls : sampled && s->req_size <= HC_MAX_SMALL ? hci_size_class(s->req_size) : 0;
+  bool same_cls = now_cls && size <= HC_MAX_SMALL && hci_size_class(size) == now_cls;
+  if (size <= usable && (size >= usable / 2 || same_cls) && slack_fits) {
+    /* A sampled block stays too (a program growing into its usable size
+     * expects that), and the profile is told its new size as gperftools'
+     * hooks are: the old sample freed, a sample of the new size taken. */
+    if (sampled) resample_in_place(s, size);
     if (hci_record_all) {
       /* The cut-off tail keeps no stale pointer for a later grow. */
       size_t was = hci_requested_size(p);

@@ -54,12 +54,10 @@ static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 
 hc_public int posix_memalign(void **out, size_t align, size_t size) {
   if (!is_pow2(align) || align % sizeof(void *)) return EINVAL;
-  int saved = errno;
+  /* On failure errno is left at ENOMEM, as glibc's (programs written
+   * against glibc test errno after a failed posix_memalign). */
   void *p = hci_memalign_ra(align, size, HC_RA());
-  if (!p) {
-    errno = saved;
-    return ENOMEM;
-  }
+  if (!p) return ENOMEM;
   *out = p;
   return 0;
 }
@@ -73,8 +71,10 @@ hc_public void *aligned_alloc(size_t align, size_t size) {
 }
 
 hc_public void *memalign(size_t align, size_t size) {
-  /* glibc: a non-power-of-two alignment is rounded up to the next power. */
-  if (align > ((size_t)1 << 62)) {
+  /* glibc: a non-power-of-two alignment is rounded up to the next power;
+   * only one above 2^63 (no power of two to round to) is EINVAL, 2^63
+   * itself fails with ENOMEM like any request that cannot be met. */
+  if (align > SIZE_MAX / 2 + 1) {
     errno = EINVAL;
     return NULL;
   }

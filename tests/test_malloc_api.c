@@ -114,6 +114,9 @@ static void test_absurd_sizes(void) {
     CHECK(memalign(64, n) == NULL && errno == ENOMEM, "memalign(64, %#zx): errno %d", n, errno);
     errno = 0;
     CHECK(memalign(1 << 20, n) == NULL && errno == ENOMEM, "memalign(1M, %#zx): errno %d", n, errno);
+    /* 2^63 is a power of two (glibc: ENOMEM); only above it is EINVAL */
+    errno = 0;
+    CHECK(memalign(opaque((size_t)1 << 63), n) == NULL && errno == ENOMEM, "memalign(2^63, %#zx): errno %d", n, errno);
     errno = 0;
     CHECK(aligned_alloc(4096, n) == NULL && errno == ENOMEM, "aligned_alloc(4096, %#zx): errno %d", n, errno);
     errno = 0;
@@ -366,6 +369,12 @@ static void test_aligned(void) {
       }
     }
   }
+  errno = 0;
+  CHECK(memalign(opaque((size_t)1 << 63), 16) == NULL && errno == ENOMEM, "memalign(2^63, 16): errno %d", errno);
+  errno = 0;
+  CHECK(memalign(opaque(((size_t)1 << 63) + 1), 16) == NULL && errno == EINVAL, "memalign(2^63 + 1, 16): errno %d", errno);
+  errno = 0;
+  CHECK(memalign(opaque(((size_t)1 << 62) + 1), 16) == NULL && errno == ENOMEM, "memalign(2^62 + 1, 16): errno %d", errno);
   /* memalign rounds a non-power-of-two alignment up */
   struct { size_t align, want; } r[] = {{3, 16}, {24, 32}, {48, 64}, {100, 128}, {3000, 4096}, {5000, 8192},
                                          {40000, 65536}, {(1 << 20) + 1, 2 << 20}};
@@ -626,11 +635,16 @@ static void test_errno_preserved(void) {
   free(NULL);
   malloc_trim(0);
   CHECK(errno == EBADF, "free(NULL)/malloc_trim changed errno to %d", errno);
-  /* posix_memalign reports errors by return value, errno untouched */
+  /* posix_memalign reports errors by return value; out of memory it also
+   * leaves errno at ENOMEM, as glibc and musl do (glibc's own
+   * tst-malloc-thread-fail tests errno after it), EINVAL leaves errno alone */
   void *q = (void *)0x1234;
   errno = EBADF;
-  CHECK(posix_memalign(&q, 64, SIZE_MAX) == ENOMEM && q == (void *)0x1234 && errno == EBADF,
+  CHECK(posix_memalign(&q, 64, SIZE_MAX) == ENOMEM && q == (void *)0x1234 && errno == ENOMEM,
         "posix_memalign ENOMEM: *p %p errno %d", q, errno);
+  errno = EBADF;
+  CHECK(posix_memalign(&q, 24, 16) == EINVAL && q == (void *)0x1234 && errno == EBADF,
+        "posix_memalign EINVAL: *p %p errno %d", q, errno);
 }
 
 static void on_alarm(int sig) {
