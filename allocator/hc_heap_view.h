@@ -12,10 +12,11 @@
  *   hci_heap_for_each_span/object   iterators over the spans in use and the
  *                                   live objects with a record
  *   hci_heap_span_*                 a span's slots, for loops over them
- *   hci_heap_*_tags                 the per-slot tag bytes of the layer that
- *                                   stopped the world (the checker's marks)
- *   hci_heap_locate_tagged,         the flood's per-word lookup: the slot's
- *   hci_heap_tagged_object          tag byte first, the record and size after
+ *   hci_heap_span_id/_ids           a span's dense id: the key of a side
+ *                                   table of the caller's (the checker's marks)
+ *   hci_heap_locate_marked,         the flood's per-word lookup: the slot's
+ *   hci_heap_marked_object          byte in the caller's mark table first,
+ *                                   the record and size after
  *   hci_heap_sample_*               the live sampled objects (profiles)
  *
  * Rules of the seam:
@@ -24,9 +25,10 @@
  *  - the records (hc_objmeta_t) are written by the allocator (malloc and
  *    free of the owning thread); a layer above may only set or clear
  *    HC_OBJ_IGNORED in xflags (atomically);
- *  - tags belong to the caller that installed them: the allocator never
- *    reads or writes them; they are installed with every allocator lock
- *    held (or the world stopped) and removed before the locks are released;
+ *  - marks belong to the caller, in its own memory, indexed by span id
+ *    (hci_heap_marks_t); the allocator keeps none and the view only indexes
+ *    the table it is given.  Span ids are stable and below hci_heap_span_ids()
+ *    while every allocator lock is held;
  *  - iterators and lookups take no lock: the caller holds every allocator
  *    lock (hci_lock_all) or has stopped the world with them held, except
  *    the sample list, guarded by hci_heap_samples_lock;
@@ -100,30 +102,38 @@ static inline size_t hci_heap_span_slots(const hc_span_t *s);
 /* Slot k < hci_heap_span_slots(s) of span s. */
 static inline void hci_heap_span_slot(hc_span_t *s, uint32_t k, hci_heap_slot_t *o);
 
-/* ---- tags: one byte per slot, owned by the caller ---- */
-static inline uint8_t *hci_heap_span_tags(const hc_span_t *s);
-/* tags: hci_heap_span_slots(s) bytes, or NULL to remove them. */
-static inline void hci_heap_set_span_tags(hc_span_t *s, uint8_t *tags);
+/* ---- span ids: the key of a caller's side table ---- */
+/* s's id: dense, < hci_heap_span_ids(), unchanged while s is in use. */
+static inline uint32_t hci_heap_span_id(const hc_span_t *s);
+/* Bound on every span id (every allocator lock held). */
+uint32_t hci_heap_span_ids(void);
 
-/* ---- the flood's lookup: address -> tag byte, then the object ---- */
-/* What hci_heap_locate_tagged found: the slot's tag byte and what
- * hci_heap_tagged_object needs to finish (nothing else is computed until the
- * caller has looked at the tag). */
-typedef struct hci_heap_tagged {
-  uint8_t *tag;               /* the slot's tag byte */
+/* ---- the flood's lookup: address -> mark byte, then the object ---- */
+/* A caller's mark table: first[id] is 0 for a span without marks, else the
+ * index in marks[] of its slot 0's byte (so marks[0] is never a slot's). */
+typedef struct hci_heap_marks {
+  const uint32_t *first; /* hci_heap_span_ids() entries */
+  uint8_t *marks;
+} hci_heap_marks_t;
+/* What hci_heap_locate_marked found: the slot's mark byte and what
+ * hci_heap_marked_object needs to finish (nothing else is computed until the
+ * caller has looked at the mark). */
+typedef struct hci_heap_marked {
+  uint8_t *mark;              /* the slot's byte in the caller's marks[] */
   hc_span_t *span;            /* handle of its span */
   const hc_class_info_t *ci;  /* its class; NULL for a large span */
   uintptr_t off;              /* addr - the span's first byte (small spans) */
   uint32_t index;             /* slot number (0 for a large span) */
-} hci_heap_tagged_t;
-/* The slot holding addr (as hci_heap_locate) when its span carries tags
- * (then it has records: hci_heap_set_span_tags installs none on a span
- * without).  Reads the pagemap and the span only. */
-static inline __attribute__((always_inline)) bool hci_heap_locate_tagged(uintptr_t addr, hci_heap_tagged_t *t);
+} hci_heap_marked_t;
+/* The slot holding addr (as hci_heap_locate) when its span has marks in mk
+ * (the caller gives marks only to spans with records: hci_heap_span_slots
+ * > 0).  Reads the pagemap, the span and mk->first. */
+static inline __attribute__((always_inline)) bool hci_heap_locate_marked(uintptr_t addr, const hci_heap_marks_t *mk,
+                                                                         hci_heap_marked_t *t);
 /* The live object in t's slot (addr: the address given to
- * hci_heap_locate_tagged): *start and its requested size *size; false when
+ * hci_heap_locate_marked): *start and its requested size *size; false when
  * the slot is free.  Reads the record. */
-static inline __attribute__((always_inline)) bool hci_heap_tagged_object(const hci_heap_tagged_t *t, uintptr_t addr,
+static inline __attribute__((always_inline)) bool hci_heap_marked_object(const hci_heap_marked_t *t, uintptr_t addr,
                                                                          uintptr_t *start, size_t *size);
 
 /* ---- sampled objects (guarded by hci_heap_samples_lock) ---- */
@@ -235,21 +245,19 @@ static inline void hci_heap_span_slot(hc_span_t *s, uint32_t k, hci_heap_slot_t 
   o->start = s->start + (o->cls ? (uintptr_t)k * hci_classes[o->cls].size : 0);
 }
 
-static inline uint8_t *hci_heap_span_tags(const hc_span_t *s) { return s->tags; }
-/* A span without records gets none (hci_heap_locate_tagged relies on it). */
-static inline void hci_heap_set_span_tags(hc_span_t *s, uint8_t *tags) {
-  s->tags = hci_heap_span_slots(s) ? tags : NULL;
-}
+static inline uint32_t hci_heap_span_id(const hc_span_t *s) { return s->id; }
 
 /* The pre-view flood's per-word code: the class entry fetched once, the
- * start and the record only after the tag said the slot is worth it. */
-static inline __attribute__((always_inline)) bool hci_heap_locate_tagged(uintptr_t addr, hci_heap_tagged_t *t) {
+ * start and the record only after the mark said the slot is worth it. */
+static inline __attribute__((always_inline)) bool hci_heap_locate_marked(uintptr_t addr, const hci_heap_marks_t *mk,
+                                                                         hci_heap_marked_t *t) {
   const hc_pm_entry_t *pe = hci_pagemap_find(addr);
   if (!pe) return false;
   hc_span_t *s = (hc_span_t *)pe->span;
   if (!s) return false;
-  uint8_t *tags = s->tags;
-  if (!tags) return false;
+  uint32_t first = mk->first[s->id];
+  if (!first) return false;
+  uint8_t *m0 = mk->marks + first;
   uintptr_t info = pe->info;
   unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
   t->span = s;
@@ -261,22 +269,22 @@ static inline __attribute__((always_inline)) bool hci_heap_locate_tagged(uintptr
     t->ci = ci;
     t->off = off;
     t->index = idx;
-    t->tag = &tags[idx];
+    t->mark = &m0[idx];
     return true;
   }
   if (s->state != HC_SPAN_LARGE) return false;
   t->ci = NULL;
   t->off = 0;
   t->index = 0;
-  t->tag = tags;
+  t->mark = m0;
   return true;
 }
 
-static inline __attribute__((always_inline)) bool hci_heap_tagged_object(const hci_heap_tagged_t *t, uintptr_t addr,
+static inline __attribute__((always_inline)) bool hci_heap_marked_object(const hci_heap_marked_t *t, uintptr_t addr,
                                                                          uintptr_t *start, size_t *size) {
   const hc_span_t *s = t->span;
   if (hc_likely(t->ci != NULL)) {
-    const hc_objmeta_t *m = &s->objmeta[t->index]; /* tagged: has records */
+    const hc_objmeta_t *m = &s->objmeta[t->index]; /* marked: has records */
     if (m->stack_id == HC_STACK_NONE) return false;
     *size = t->ci->size - (atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK);
     *start = addr - (t->off - (uintptr_t)t->index * t->ci->size);

@@ -22,9 +22,12 @@
 #include "hc_types.h"
 #include "hc_heap_view.h"
 
-/* ======================= meta.c (base/): span records ======================= */
-static inline hc_span_t *hci_span_new(void) { return hci_meta_alloc(sizeof(hc_span_t)); } /* zeroed */
-static inline void hci_span_delete(hc_span_t *s) { hci_meta_free(s, sizeof(hc_span_t)); }
+/* ======================= page_heap.c: span records ======================= */
+/* A zeroed span record with its id (hci_heap_span_id), or NULL; a deleted
+ * record is kept, with its id, for the next hci_span_new, so ids stay below
+ * the most records ever alive at once.  requires: page-heap lock. */
+hc_span_t *hci_span_new(void);
+void hci_span_delete(hc_span_t *s);
 
 /* ======================= size_classes.c ======================= */
 extern const hc_class_info_t hci_classes[HC_NUM_CLASSES];

@@ -69,8 +69,8 @@ typedef struct hc_span {
   uint32_t carved;          /* SMALL: objects carved so far (lazy carving from start) */
   uint8_t is_zeroed;        /* just allocated from released/fresh pages: all bytes are zero */
   hc_objmeta_t *objmeta;    /* SMALL in checker mode: one record per object, else NULL */
-  uint8_t *tags;            /* owned by the layer that installed them (the checker's flood
-                               marks, only during a check); never read by the allocator */
+  uint32_t id;              /* dense, stable while the record exists: the key of the
+                               layers above's side tables (the checker's marks); page_heap.c */
   /* LARGE objects keep their record here */
   hc_objmeta_t meta;        /* stack id, epoch, flags of the single object */
   size_t req_size;          /* LARGE: bytes requested (exact, for reports and profiles) */

@@ -11,6 +11,8 @@
  *
  * Invariant: every page of every span (free or not) maps to its span.
  * Lock: hci_pageheap.lock; takes only the metadata arena lock inside. */
+#include <string.h>
+
 #include "hc_internal.h"
 #include "usdt.h"
 
@@ -35,6 +37,38 @@ HC_PRIVATE_STATE(hci_pageheap);
  * against tcmalloc's 127 k, docs/performance.md.) */
 static hc_pageheap_t *const ph = &hci_pageheap;
 
+/* Span records and their ids.  Layers above key side tables by a span's id
+ * (the checker's marks: one table entry per id, docs/design.md "The heap
+ * view"), so ids are dense: a deleted record goes on `spare` with its id
+ * and is handed out again before a new one is made, and every id is below
+ * span_ids, the most records alive at once.  Guarded by the page-heap lock
+ * (every record is made and deleted under it). */
+static struct {
+  hc_span_t *spare; /* deleted records, linked through next */
+  uint32_t ids;     /* ids handed out so far */
+} span_recs;
+HC_PRIVATE_STATE(span_recs); /* metadata pointers: not a root */
+
+hc_span_t *hci_span_new(void) {
+  hc_span_t *s = span_recs.spare;
+  if (s) {
+    span_recs.spare = s->next;
+    uint32_t id = s->id;
+    memset(s, 0, sizeof *s);
+    s->id = id;
+    return s;
+  }
+  s = hci_meta_alloc(sizeof(hc_span_t)); /* zeroed */
+  if (s) s->id = span_recs.ids++;
+  return s;
+}
+
+void hci_span_delete(hc_span_t *s) {
+  s->next = span_recs.spare;
+  span_recs.spare = s;
+}
+
+uint32_t hci_heap_span_ids(void) { return span_recs.ids; }
 
 static void ensure_lists(void) {
   if (ph->large.next) return;

@@ -2,8 +2,9 @@
  * reachable from the roots, then classify what is not (design D13, D14).
  *
  *   1. lock every allocator lock, stop the world (hci_world_stop);
- *   2. list the spans in use (the heap view) and give each a mark array (its
- *      tags: one byte per carved object, one per large span) from hci_os_map;
+ *   2. list the spans in use (the heap view) and give each with records its
+ *      marks (one byte per carved object, one per large span) in the
+ *      checker's own table, indexed by span id, from hci_os_map;
  *   3. roots: ignored objects, registered regions, globals and threads (as
  *      the mode says); each root range is scanned and the frontier drained;
  *   4. objects allocated by ld.so (DTV, dynamic TLS) and objects whose stack
@@ -100,6 +101,10 @@ static void collect_span(void *ctx, hc_span_t *s) {
   if (f->nspans * sizeof(hc_span_t *) < f->spans_map) f->spans[f->nspans++] = s;
 }
 
+/* The marks are the checker's own: one byte per slot in f->marks, found
+ * through f->first, indexed by the span's id (the heap view's key); the
+ * allocator keeps nothing of them.  marks[0] is no slot's, so first[id] == 0
+ * means "no marks" (a span without records, or an id not in use). */
 static bool setup_marks(flood_t *f) {
   f->nspans = 0;
   hci_heap_for_each_span(count_span, f);
@@ -109,23 +114,31 @@ static bool setup_marks(flood_t *f) {
   if (!f->spans) return false;
   f->nspans = 0;
   hci_heap_for_each_span(collect_span, f);
-  size_t total = 0;
+  size_t ids = hci_heap_span_ids();
+  f->first_map = ((ids + 1) * sizeof(uint32_t) + 4095) & ~(size_t)4095;
+  f->first = hci_os_map(f->first_map); /* zeroed: no span has marks */
+  if (!f->first) return false;
+  size_t total = 1;
   for (size_t i = 0; i < f->nspans; i++) total += hci_heap_span_slots(f->spans[i]);
-  f->marks_map = (total + 4096) & ~(size_t)4095;
+  if (total > UINT32_MAX) return false;
+  f->marks_map = (total + 4095) & ~(size_t)4095;
   f->marks = hci_os_map(f->marks_map);
   if (!f->marks) return false;
-  size_t at = 0;
+  size_t at = 1;
   for (size_t i = 0; i < f->nspans; i++) {
     size_t k = hci_heap_span_slots(f->spans[i]); /* 0: no records, nothing to mark or report */
-    hci_heap_set_span_tags(f->spans[i], k ? f->marks + at : NULL);
+    if (!k) continue;
+    f->first[hci_heap_span_id(f->spans[i])] = (uint32_t)at;
     at += k;
   }
+  f->mk.first = f->first;
+  f->mk.marks = f->marks;
   return true;
 }
 
 static void drop_marks(flood_t *f) {
-  for (size_t i = 0; i < f->nspans; i++) hci_heap_set_span_tags(f->spans[i], NULL);
   if (f->marks) hci_os_unmap(f->marks, f->marks_map);
+  if (f->first) hci_os_unmap(f->first, f->first_map);
   if (f->spans) hci_os_unmap(f->spans, f->spans_map);
   if (f->stack) hci_os_unmap(f->stack, f->cap * sizeof(work_t));
   if (f->ldso) hci_os_unmap(f->ldso, LDSO_CACHE * sizeof(ldso_ent_t));

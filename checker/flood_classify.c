@@ -13,7 +13,7 @@ static uint8_t *resolve(flood_t *f, uintptr_t v, uintptr_t *start, size_t *size)
   if (v - f->heap_lo >= f->heap_span) return NULL;
   hci_heap_slot_t o;
   if (!hci_heap_locate(v, &o)) return NULL;
-  uint8_t *mk = hci_heap_span_tags(o.span);
+  uint8_t *mk = span_marks(f, o.span);
   if (!mk || !hci_heap_slot_live(&o)) return NULL;
   *size = hci_heap_slot_size(&o);
   *start = o.start;

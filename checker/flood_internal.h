@@ -4,8 +4,9 @@
  * direct/indirect).  Only checker/flood*.c include it.
  *
  * The heap is read only through the heap view (hc_heap_view.h); the marks
- * are the view's per-slot tags, owned by the flood.
- * Invariants: outside a check no span has tags; marks and
+ * are the flood's own table (one byte per slot, found by span id), which
+ * the allocator never sees.
+ * Invariants: marks exist only during a check; marks and
  * the frontier live in hci_os_map memory (the meta arena lock is held by
  * hci_lock_all); nothing here calls malloc, stdio or takes a lock.
  */
@@ -46,10 +47,13 @@ typedef struct flood {
   hci_flood_result_t *r;
   uintptr_t heap_lo, heap_span;   /* prefilter: v - heap_lo < heap_span */
   uintptr_t maxoff;               /* interior offset limit */
-  hc_span_t **spans;              /* spans in use (heap view handles; tags: the marks) */
+  hc_span_t **spans;              /* spans in use (heap view handles) */
   size_t nspans, spans_map;
-  uint8_t *marks;
+  hci_heap_marks_t mk;            /* {first, marks}: what the view's lookup indexes */
+  uint8_t *marks;                 /* one byte per slot with a record; marks[0] unused */
   size_t marks_map;
+  uint32_t *first;                /* span id -> index of its slot 0 in marks, 0: none */
+  size_t first_map;
   work_t *stack;                  /* the frontier */
   size_t sp, cap;
   ldso_ent_t *ldso;               /* stack id -> allocated by ld.so / suppressed */
@@ -116,11 +120,16 @@ static inline uint32_t next_zero(const uint8_t *mk, uint32_t k, uint32_t n) {
  * the flood nearly every mark is set), for_each_slot every one.  fn may mark
  * and drain: marks are read again at every step. */
 typedef void (*fl_slot_fn)(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const hc_objmeta_t *rec);
+/* Span s's marks (slot k: [k]), or NULL when it has none. */
+static inline uint8_t *span_marks(const flood_t *f, const hc_span_t *s) {
+  uint32_t at = f->first[hci_heap_span_id(s)];
+  return at ? f->marks + at : NULL;
+}
 static inline void fl_visit(flood_t *f, fl_slot_fn fn, bool unmarked_only) {
   hci_heap_slot_t o;
   for (size_t i = 0; i < f->nspans; i++) {
     hc_span_t *s = f->spans[i];
-    uint8_t *mk = hci_heap_span_tags(s);
+    uint8_t *mk = span_marks(f, s);
     if (!mk) continue;
     uint32_t n = (uint32_t)hci_heap_span_slots(s);
     for (uint32_t k = unmarked_only ? next_zero(mk, 0, n) : 0; k < n;

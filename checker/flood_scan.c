@@ -23,14 +23,15 @@ static inline void count_flush(flood_t *f, const fl_count_t *c) {
 
 /* v lies in the heap's address range: mark and push the object it points
  * into when that object is live and not yet marked. */
-static inline __attribute__((always_inline)) void consider(flood_t *f, uintptr_t v, fl_count_t *c) {
-  hci_heap_tagged_t o;
-  if (!hci_heap_locate_tagged(v, &o)) return;
-  uint8_t *m = o.tag;
+static inline __attribute__((always_inline)) void consider(flood_t *f, const hci_heap_marks_t *mk, uintptr_t v,
+                                                           fl_count_t *c) {
+  hci_heap_marked_t o;
+  if (!hci_heap_locate_marked(v, mk, &o)) return;
+  uint8_t *m = o.mark;
   if (*m & ~M_PENDING) return;
   uintptr_t start;
   size_t size;
-  if (!hci_heap_tagged_object(&o, v, &start, &size)) {
+  if (!hci_heap_marked_object(&o, v, &start, &size)) {
     *m = M_FREE;
     return;
   }
@@ -61,6 +62,9 @@ static inline __attribute__((always_inline)) void consider(flood_t *f, uintptr_t
 static inline __attribute__((always_inline)) void scan_main(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta,
                                                             fl_count_t *c) {
   const uintptr_t hlo = f->heap_lo, hspan = f->heap_span;
+  /* A local copy: the mark stores (bytes) may alias anything in *f, so read
+   * through f the table's address would be loaded again for every word. */
+  const hci_heap_marks_t mk = f->mk;
   if (f->p->align == (int)sizeof(uintptr_t)) {
     const uintptr_t *w =
         (const uintptr_t *)(((lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1)) + delta);
@@ -69,7 +73,7 @@ static inline __attribute__((always_inline)) void scan_main(flood_t *f, uintptr_
     for (; w < end; w++) {
       uintptr_t v = *w;
       if (hc_likely(v - hlo >= hspan)) continue;
-      consider(f, v, c);
+      consider(f, &mk, v, c);
     }
   } else {
     uintptr_t a = (uintptr_t)f->p->align;
@@ -77,7 +81,7 @@ static inline __attribute__((always_inline)) void scan_main(flood_t *f, uintptr_
       uintptr_t v;
       memcpy(&v, (const void *)(q + delta), sizeof v);
       if (v - hlo >= hspan) continue;
-      consider(f, v, c);
+      consider(f, &mk, v, c);
     }
   }
 }
