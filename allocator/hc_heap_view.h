@@ -109,11 +109,10 @@ static inline uint32_t hci_heap_span_id(const hc_span_t *s);
 uint32_t hci_heap_span_ids(void);
 
 /* ---- the flood's lookup: address -> mark byte, then the object ---- */
-/* A caller's mark table: first[id] is 0 for a span without marks, else the
- * index in marks[] of its slot 0's byte (so marks[0] is never a slot's). */
+/* A caller's mark table: slot0[id] is NULL for a span without marks, else
+ * the address of its slot 0's byte (slot k: slot0[id][k]). */
 typedef struct hci_heap_marks {
-  const uint32_t *first; /* hci_heap_span_ids() entries */
-  uint8_t *marks;
+  uint8_t *const *slot0; /* hci_heap_span_ids() entries */
 } hci_heap_marks_t;
 /* What hci_heap_locate_marked found: the slot's mark byte and what
  * hci_heap_marked_object needs to finish (nothing else is computed until the
@@ -127,7 +126,7 @@ typedef struct hci_heap_marked {
 } hci_heap_marked_t;
 /* The slot holding addr (as hci_heap_locate) when its span has marks in mk
  * (the caller gives marks only to spans with records: hci_heap_span_slots
- * > 0).  Reads the pagemap, the span and mk->first. */
+ * > 0).  Reads the pagemap, the span and mk->slot0. */
 static inline __attribute__((always_inline)) bool hci_heap_locate_marked(uintptr_t addr, const hci_heap_marks_t *mk,
                                                                          hci_heap_marked_t *t);
 /* The live object in t's slot (addr: the address given to
@@ -255,9 +254,8 @@ static inline __attribute__((always_inline)) bool hci_heap_locate_marked(uintptr
   if (!pe) return false;
   hc_span_t *s = (hc_span_t *)pe->span;
   if (!s) return false;
-  uint32_t first = mk->first[s->id];
-  if (!first) return false;
-  uint8_t *m0 = mk->marks + first;
+  uint8_t *m0 = mk->slot0[s->id];
+  if (!m0) return false;
   uintptr_t info = pe->info;
   unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
   t->span = s;

@@ -102,9 +102,9 @@ static void collect_span(void *ctx, hc_span_t *s) {
 }
 
 /* The marks are the checker's own: one byte per slot in f->marks, found
- * through f->first, indexed by the span's id (the heap view's key); the
- * allocator keeps nothing of them.  marks[0] is no slot's, so first[id] == 0
- * means "no marks" (a span without records, or an id not in use). */
+ * through f->slot0, indexed by the span's id (the heap view's key); the
+ * allocator keeps nothing of them.  slot0[id] == NULL: no marks (a span
+ * without records, or an id not in use). */
 static bool setup_marks(flood_t *f) {
   f->nspans = 0;
   hci_heap_for_each_span(count_span, f);
@@ -115,30 +115,28 @@ static bool setup_marks(flood_t *f) {
   f->nspans = 0;
   hci_heap_for_each_span(collect_span, f);
   size_t ids = hci_heap_span_ids();
-  f->first_map = ((ids + 1) * sizeof(uint32_t) + 4095) & ~(size_t)4095;
-  f->first = hci_os_map(f->first_map); /* zeroed: no span has marks */
-  if (!f->first) return false;
-  size_t total = 1;
+  f->slot0_map = ((ids + 1) * sizeof(uint8_t *) + 4095) & ~(size_t)4095;
+  f->slot0 = hci_os_map(f->slot0_map); /* zeroed: no span has marks */
+  if (!f->slot0) return false;
+  size_t total = 0;
   for (size_t i = 0; i < f->nspans; i++) total += hci_heap_span_slots(f->spans[i]);
-  if (total > UINT32_MAX) return false;
-  f->marks_map = (total + 4095) & ~(size_t)4095;
+  f->marks_map = (total + 4096) & ~(size_t)4095;
   f->marks = hci_os_map(f->marks_map);
   if (!f->marks) return false;
-  size_t at = 1;
+  size_t at = 0;
   for (size_t i = 0; i < f->nspans; i++) {
     size_t k = hci_heap_span_slots(f->spans[i]); /* 0: no records, nothing to mark or report */
     if (!k) continue;
-    f->first[hci_heap_span_id(f->spans[i])] = (uint32_t)at;
+    f->slot0[hci_heap_span_id(f->spans[i])] = f->marks + at;
     at += k;
   }
-  f->mk.first = f->first;
-  f->mk.marks = f->marks;
+  f->mk.slot0 = f->slot0;
   return true;
 }
 
 static void drop_marks(flood_t *f) {
   if (f->marks) hci_os_unmap(f->marks, f->marks_map);
-  if (f->first) hci_os_unmap(f->first, f->first_map);
+  if (f->slot0) hci_os_unmap(f->slot0, f->slot0_map);
   if (f->spans) hci_os_unmap(f->spans, f->spans_map);
   if (f->stack) hci_os_unmap(f->stack, f->cap * sizeof(work_t));
   if (f->ldso) hci_os_unmap(f->ldso, LDSO_CACHE * sizeof(ldso_ent_t));

@@ -49,11 +49,11 @@ typedef struct flood {
   uintptr_t maxoff;               /* interior offset limit */
   hc_span_t **spans;              /* spans in use (heap view handles) */
   size_t nspans, spans_map;
-  hci_heap_marks_t mk;            /* {first, marks}: what the view's lookup indexes */
-  uint8_t *marks;                 /* one byte per slot with a record; marks[0] unused */
+  hci_heap_marks_t mk;            /* {slot0}: what the view's lookup indexes */
+  uint8_t *marks;                 /* one byte per slot with a record */
   size_t marks_map;
-  uint32_t *first;                /* span id -> index of its slot 0 in marks, 0: none */
-  size_t first_map;
+  uint8_t **slot0;                /* span id -> its slot 0's mark, NULL: none */
+  size_t slot0_map;
   work_t *stack;                  /* the frontier */
   size_t sp, cap;
   ldso_ent_t *ldso;               /* stack id -> allocated by ld.so / suppressed */
@@ -122,8 +122,7 @@ static inline uint32_t next_zero(const uint8_t *mk, uint32_t k, uint32_t n) {
 typedef void (*fl_slot_fn)(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const hc_objmeta_t *rec);
 /* Span s's marks (slot k: [k]), or NULL when it has none. */
 static inline uint8_t *span_marks(const flood_t *f, const hc_span_t *s) {
-  uint32_t at = f->first[hci_heap_span_id(s)];
-  return at ? f->marks + at : NULL;
+  return f->slot0[hci_heap_span_id(s)];
 }
 static inline void fl_visit(flood_t *f, fl_slot_fn fn, bool unmarked_only) {
   hci_heap_slot_t o;

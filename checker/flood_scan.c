@@ -59,12 +59,9 @@ static inline __attribute__((always_inline)) void consider(flood_t *f, const hci
 
 /* Scans the words of [lo, hi) (addresses of the program), reading each at
  * its address + delta (0, or a copy in scratch); counts into *c. */
-static inline __attribute__((always_inline)) void scan_main(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta,
-                                                            fl_count_t *c) {
+static inline __attribute__((always_inline)) void scan_main(flood_t *f, const hci_heap_marks_t *mk, uintptr_t lo,
+                                                            uintptr_t hi, uintptr_t delta, fl_count_t *c) {
   const uintptr_t hlo = f->heap_lo, hspan = f->heap_span;
-  /* A local copy: the mark stores (bytes) may alias anything in *f, so read
-   * through f the table's address would be loaded again for every word. */
-  const hci_heap_marks_t mk = f->mk;
   if (f->p->align == (int)sizeof(uintptr_t)) {
     const uintptr_t *w =
         (const uintptr_t *)(((lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1)) + delta);
@@ -73,7 +70,7 @@ static inline __attribute__((always_inline)) void scan_main(flood_t *f, uintptr_
     for (; w < end; w++) {
       uintptr_t v = *w;
       if (hc_likely(v - hlo >= hspan)) continue;
-      consider(f, &mk, v, c);
+      consider(f, mk, v, c);
     }
   } else {
     uintptr_t a = (uintptr_t)f->p->align;
@@ -81,14 +78,15 @@ static inline __attribute__((always_inline)) void scan_main(flood_t *f, uintptr_
       uintptr_t v;
       memcpy(&v, (const void *)(q + delta), sizeof v);
       if (v - hlo >= hspan) continue;
-      consider(f, &mk, v, c);
+      consider(f, mk, v, c);
     }
   }
 }
 
 void hci_fl_scan_main(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta) {
   fl_count_t c = {0, 0, 0};
-  scan_main(f, lo, hi, delta, &c);
+  const hci_heap_marks_t mk = f->mk;
+  scan_main(f, &mk, lo, hi, delta, &c);
   count_flush(f, &c);
 }
 
@@ -238,6 +236,9 @@ void hci_fl_drain(flood_t *f) {
   /* The main flood's scan inlined here (a call per object costs as much
    * as the lookups of its words), its counts flushed once. */
   fl_count_t c = {0, 0, 0};
+  /* A local copy of the mark table's address: the mark stores (bytes) may
+   * alias anything in *f, so read through f it would be loaded per word. */
+  const hci_heap_marks_t mk = f->mk;
   while (f->sp) {
     work_t w = f->stack[--f->sp];
     if (f->sp) __builtin_prefetch((const void *)f->stack[f->sp - 1].lo); /* next object's first line */
@@ -250,7 +251,7 @@ void hci_fl_drain(flood_t *f) {
       w.size = CHUNK;
     }
     uintptr_t lo = w.lo, hi = w.lo + w.size;
-    if (hc_likely(lo >= f->cur_lo && hi <= f->cur_hi)) scan_main(f, lo, hi, 0, &c);
+    if (hc_likely(lo >= f->cur_lo && hi <= f->cur_hi)) scan_main(f, &mk, lo, hi, 0, &c);
     else scan_slow(f, lo, hi, 0, 0);
   }
   count_flush(f, &c);
