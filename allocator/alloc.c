@@ -90,7 +90,7 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
   /* The thread's memo of its last walk, when record_stack guards us from
    * re-entry (a signal handler's allocation would otherwise share it). */
   hc_tcache_t *tc = hci_tc;
-  hc_unwind_memo_t *memo = !tc->is_static && tc->in_alloc ? &tc->memo : NULL;
+  hc_unwind_memo_t *memo = !tc->is_static && hci_tc_memo(tc)->in_alloc ? &hci_tc_memo(tc)->memo : NULL;
   if (dwarf) {
     n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra, memo);
     /* The same frames as the last walk: the same id, without hashing them. */
@@ -123,16 +123,16 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
 
 /* Stack id for a new object, guarded against re-entry from the unwinder. */
 static uint32_t record_stack(hc_tcache_t *tc, uintptr_t ra) {
-  if (!tc || tc->in_alloc) return HC_STACK_UNKNOWN;
-  tc->in_alloc = 1;
+  if (!tc || hci_tc_memo(tc)->in_alloc) return HC_STACK_UNKNOWN;
+  hci_tc_memo(tc)->in_alloc = 1;
   uint32_t id = hci_capture_stack_from(ra);
-  tc->in_alloc = 0;
+  hci_tc_memo(tc)->in_alloc = 0;
   return id;
 }
 
 static uint16_t new_flags(hc_tcache_t *tc, size_t slack) {
   uint16_t f = (uint16_t)(slack & HC_OBJ_SLACK_MASK);
-  if (tc && tc->chk.disable_depth > 0) f |= HC_OBJ_IGNORED;
+  if (tc && hci_tc_chk(tc)->disable_depth > 0) f |= HC_OBJ_IGNORED;
   return f;
 }
 
@@ -165,7 +165,7 @@ static void *pop_small(hc_tcache_t *tc, unsigned cls, uintptr_t ra) {
     }
     return p;
   }
-  hc_tc_list_t *l = &tc->lists[cls];
+  hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
   void *p = l->head;
   if (p) {
     l->head = hc_fl_next(p, ra);
@@ -334,26 +334,8 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, int flags, bo
   /* Charge the sampler (unless the fast path did already). */
   bool sample = false;
   uint64_t weight = 0; /* a sample stands for the mean gap it was drawn with */
-  if (tc) {
-    if (!(flags & HC_SLOW_SAMPLE_CHARGED)) tc->sample_left -= (int64_t)size;
-    if (tc->sample_left < 0) {
-      if (hci_record_all) {
-        tc->sample_left = INT64_MIN / 2;
-      } else {
-        /* With malloc hooks on, the count runs on top of HC_HOOK_BIAS
-         * (malloc_hook.c): take the bias off, put it back after. */
-        int64_t left = tc->sample_left;
-        if (left < HC_HOOK_BIAS / 2) left -= HC_HOOK_BIAS;
-        if (left < 0) {
-          uint64_t interval = tc->sample_interval;
-          left = (int64_t)hci_sampler_next_gap(tc);
-          sample = interval != 0 && !tc->in_alloc;
-          weight = interval;
-        }
-        tc->sample_left = hci_hooks_on ? hci_hook_biased(left) : left;
-      }
-    }
-  }
+  if (tc && hci_sampler_charge(tc, size, flags & HC_SLOW_SAMPLE_CHARGED, &weight))
+    sample = weight != 0 && !hci_tc_memo(tc)->in_alloc;
   unsigned cls = align <= 16 ? (size <= HC_MAX_SMALL ? hci_size_class(size) : 0)
                  : align <= HC_PAGE_SIZE ? aligned_class(size, align) : 0;
   if (sample || cls == 0) {
@@ -451,7 +433,7 @@ void hci_free_miss(void *p, uintptr_t ra) {
     unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
     if (cls) {
       hc_tcache_t *tc = hci_tc;
-      hc_tc_list_t *l = &tc->lists[cls];
+      hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
       if (l->len == 0 && l->lim != 0 &&
           hc_is_object_start((uintptr_t)p - (info & ~HC_PM_CLASS_MASK), &hci_classes[cls]) && !hc_fl_is_free(p)) {
         /* hci_tc_push's empty-list case, inline: calling it cost 3 of
@@ -459,7 +441,7 @@ void hci_free_miss(void *p, uintptr_t ra) {
         hc_fl_link(p, NULL);
         l->head = p;
         l->len = 1;
-        tc->tails[cls] = p;
+        hci_tc_free(tc)->tails[cls] = p;
         return;
       }
     }

@@ -27,19 +27,19 @@ uint16_t hci_alloc_next_epoch(void) {
 bool hci_alloc_disable_begin(void) {
   hc_tcache_t *tc = hci_tc_get();
   if (!tc) return false; /* thread exiting: its allocations bypass the cache and are recorded plainly */
-  tc->chk.disable_depth++;
+  hci_tc_chk(tc)->disable_depth++;
   return true;
 }
 
 int hci_alloc_disable_depth(void) {
   hc_tcache_t *tc = hci_tc;
-  return tc->is_static ? 0 : tc->chk.disable_depth;
+  return tc->is_static ? 0 : hci_tc_chk(tc)->disable_depth;
 }
 
 bool hci_alloc_disable_end(void) {
   hc_tcache_t *tc = hci_tc;
-  if (tc->is_static || tc->chk.disable_depth <= 0) return false;
-  tc->chk.disable_depth--;
+  if (tc->is_static || hci_tc_chk(tc)->disable_depth <= 0) return false;
+  hci_tc_chk(tc)->disable_depth--;
   return true;
 }
 

@@ -24,10 +24,10 @@ void hci_free_miss(void *p, uintptr_t ra) hc_noinline;
 static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, uintptr_t ra) {
   if (hc_likely(size <= HC_MAX_SMALL)) {
     hc_tcache_t *tc = hci_tc;
-    hc_tc_list_t *l = &tc->lists[hci_size_class(size)];
+    hc_tc_list_t *l = &hci_tc_free(tc)->lists[hci_size_class(size)];
     void *p = l->head;
     if (hc_likely(p != NULL)) {
-      if (hc_unlikely((tc->sample_left -= (int64_t)size) < 0))
+      if (hc_unlikely((hci_tc_sampler(tc)->left -= (int64_t)size) < 0))
         return hci_alloc_slow(size, ra, HC_SLOW_SAMPLE_CHARGED);
       /* The link, decoded and checked (free_list.h), and the free mark cleared. */
       uintptr_t next = *(uintptr_t *)p ^ hci_fl.key;
@@ -75,7 +75,7 @@ static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintpt
     uintptr_t info = __atomic_load_n(&e->info, __ATOMIC_RELAXED);
     size_t cls = (uint8_t)info;
     if (hc_likely(cls != 0)) {
-      hc_tc_list_t *l = &hci_tc->lists[cls];
+      hc_tc_list_t *l = &hci_tc_free(hci_tc)->lists[cls];
       uintptr_t off = (uintptr_t)ptr - (info - cls);
       /* An object start (so both words are ours) without the free mark:
        * a marked one is a double free, reported by the slow path. */

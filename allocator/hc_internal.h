@@ -167,11 +167,20 @@ size_t hci_tc_count(void);
 void hci_tc_fork_child(void);
 /* Creates the thread-exit key (called by hci_init). */
 void hci_tc_thread_init(void);
+/* The owner groups of a thread's state (hc_types.h): a module reaches only
+ * its own (test_layers checks it): the free lists (thread_cache.c, alloc.c,
+ * alloc_inline.h, heap_verify.c, malloc_ext.c), the sampler's fields
+ * (sampler.c), the unwinder memo (alloc.c's stack capture for stacks/) and
+ * the checker's fields (alloc_ctl.c on the checker's behalf, read by alloc.c). */
+static inline hc_tc_free_t *hci_tc_free(hc_tcache_t *tc) { return &tc->fl; }
+static inline hc_tc_sampler_t *hci_tc_sampler(hc_tcache_t *tc) { return &tc->smp; }
+static inline hc_tc_memo_t *hci_tc_memo(hc_tcache_t *tc) { return &tc->stk; }
+static inline hc_tc_chk_t *hci_tc_chk(hc_tcache_t *tc) { return &tc->chk; }
 
 /* ======================= sampler.c ======================= */
 extern _Atomic uint64_t hci_sample_interval;  /* mean bytes between samples; 0 = off */
-/* Draws the next geometric gap for tc (sets tc->sample_left).  Returns the
- * weight the sample just taken stands for. */
+/* Draws the next geometric gap for tc (sets its sampler's left).  Returns
+ * the weight the sample just taken stands for. */
 void hci_sampler_reset(hc_tcache_t *tc);
 uint64_t hci_sampler_next_gap(hc_tcache_t *tc);
 void hci_sampler_init(void);
@@ -183,6 +192,10 @@ uint64_t hci_sampler_interval(void);
 /* This thread's next allocation takes a sample (async-signal-safe; no
  * effect while recording every allocation). */
 void hci_sampler_sample_next(void);
+/* Puts HC_HOOK_BIAS on (on) or takes it off every live thread's count
+ * (malloc_hook.c, with the hook lock held). */
+void hci_sampler_hooks_changed(bool on);
+/* hci_sampler_charge (the slow path's charge): after malloc_hook.c below. */
 
 /* ======================= alloc.c ======================= */
 /* Entry points behind the exported family; ra = the caller's return address
@@ -339,5 +352,31 @@ int hci_hook_get(int kind, hci_hook_fn *out, int max);  /* the installed hooks, 
 bool hci_hook_any(int kind);
 void hci_hook_run_new(const void *p, size_t size);
 void hci_hook_run_delete(const void *p);
+
+/* ======================= sampler.c: the slow path's charge ======================= */
+/* Charges size to tc's sampler (unless the fast path did: charged).  True
+ * when the gap ran out and the next one was drawn; *weight is then the mean
+ * the ended gap was drawn with (0: sampling was off).  Recording every
+ * allocation (checker) keeps the count far below 0: no draw. */
+static inline bool hci_sampler_charge(hc_tcache_t *tc, size_t size, bool charged, uint64_t *weight) {
+  hc_tc_sampler_t *sm = hci_tc_sampler(tc);
+  if (!charged) sm->left -= (int64_t)size;
+  if (sm->left >= 0) return false;
+  if (hci_record_all) {
+    sm->left = INT64_MIN / 2;
+    return false;
+  }
+  /* With malloc hooks on, the count runs on top of HC_HOOK_BIAS
+   * (malloc_hook.c): take the bias off, put it back after. */
+  int64_t left = sm->left;
+  if (left < HC_HOOK_BIAS / 2) left -= HC_HOOK_BIAS;
+  bool drew = left < 0;
+  if (drew) {
+    *weight = sm->interval;
+    left = (int64_t)hci_sampler_next_gap(tc);
+  }
+  sm->left = hci_hooks_on ? hci_hook_biased(left) : left;
+  return drew;
+}
 
 #endif

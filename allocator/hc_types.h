@@ -97,8 +97,17 @@ typedef struct hc_tc_list {
   uint64_t start_lim;       /* objs * ((size * recip - 2^48) * 2^16 + 1); 0 in the empty cache */
 } hc_tc_list_t;
 
-typedef struct hc_tcache {
-  int64_t sample_left;      /* bytes until the next sample; the fast path subtracts and tests < 0 */
+/* A thread's state, in one group per owner; each module touches only its own
+ * group, through the accessors in hc_internal.h (hci_tc_free/_sampler/_memo/
+ * _chk; test_layers checks it).  The registry fields (next, prev, tid, tp,
+ * is_static) are thread_cache.c's. */
+typedef struct hc_tc_sampler { /* sampler.c (the malloc fast path subtracts from left) */
+  int64_t left;             /* bytes until the next sample; the fast path subtracts and tests < 0 */
+  uint64_t rng;             /* PRNG state */
+  uint64_t interval;        /* mean sampling interval the current draw was made with */
+} hc_tc_sampler_t;
+
+typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_inline.h */
   hc_tc_list_t lists[HC_NUM_CLASSES];
   void *tails[HC_NUM_CLASSES];  /* last object of each non-empty list: whole lists move in O(1) */
   uint32_t cap[HC_NUM_CLASSES]; /* capacity per class (lists[].lim is 0 in checker mode) */
@@ -107,19 +116,28 @@ typedef struct hc_tcache {
   uint32_t cap_kib[(HC_NUM_CLASSES + 3) & ~3] __attribute__((aligned(16)));
   size_t cap_bytes;         /* sum of cap[c] * class size: what the lists may hold; <= budget */
   size_t budget;            /* bound on cap_bytes */
-  uint64_t rng;             /* sampler PRNG state */
-  uint64_t sample_interval; /* mean sampling interval the current draw was made with */
+  uint32_t refills;         /* slow-path refills, to tick the page heap every 256 (hci_ph_tick) */
+} hc_tc_free_t;
+
+typedef struct hc_tc_memo {  /* the unwinder's (stacks/), used by alloc.c's stack capture */
+  int in_alloc;             /* recursion guard for the slow path (unwinder, depot) */
+  hc_unwind_memo_t memo;    /* last DWARF walk of an allocation stack (only under in_alloc) */
+} hc_tc_memo_t;
+
+typedef struct hc_tc_chk {   /* the checker's: alloc_ctl.c writes them on its behalf */
+  int disable_depth;        /* Disabler nesting: > 0 marks new objects ignored */
+} hc_tc_chk_t;
+
+typedef struct hc_tcache {
+  hc_tc_sampler_t smp;      /* first: the malloc fast path reads smp.left and fl.lists[] */
+  hc_tc_free_t fl;
   struct hc_tcache *next;   /* registry of live caches; guarded by the registry lock */
   struct hc_tcache *prev;
-  uint32_t refills;         /* slow-path refills, to tick the page heap every 256 (hci_ph_tick) */
   int tid;                  /* owning kernel thread id */
   uintptr_t tp;             /* owning thread's thread pointer (TLS base), for the checker */
-  int in_alloc;             /* recursion guard for the slow path (unwinder, depot) */
-  struct {                  /* the checker's fields (alloc_ctl.c writes them on its behalf) */
-    int disable_depth;      /* Disabler nesting: > 0 marks new objects ignored */
-  } chk;
   bool is_static;           /* the shared empty cache (never written by any fast path) */
-  hc_unwind_memo_t memo;    /* last DWARF walk of an allocation stack (only under in_alloc) */
+  hc_tc_chk_t chk;
+  hc_tc_memo_t stk;
 } hc_tcache_t;
 
 /* ---- central free list ---- */

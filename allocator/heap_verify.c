@@ -154,7 +154,7 @@ hc_public int MallocExtension_VerifyAllMemory(void) {
     for (uint32_t i = 0; i < cl->nchains; i++)
       check_list(&v, cl->slots[i].head, c, cl->slots[i].n, "transfer slot entry that is not an object of its class");
     hc_tcache_t *tc = hci_tc;
-    if (!tc->is_static) check_list(&v, tc->lists[c].head, c, tc->lists[c].len, "thread cache entry that is not an object of its class");
+    if (!tc->is_static) check_list(&v, hci_tc_free(tc)->lists[c].head, c, hci_tc_free(tc)->lists[c].len, "thread cache entry that is not an object of its class");
   }
   hci_unlock_all();
   return v.errors == 0;
@@ -199,7 +199,7 @@ hc_public int MallocExtension_MallocMemoryStats(int *blocks, size_t *total, int 
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
       size_t idle = hci_central[cls].slot_objs;
       for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
-        idle += __atomic_load_n(&tc->lists[cls].len, __ATOMIC_RELAXED);
+        idle += __atomic_load_n(&hci_tc_free(tc)->lists[cls].len, __ATOMIC_RELAXED);
       if (c.small_objs[cls] > idle) count(&c, hci_classes[cls].size, c.small_objs[cls] - idle);
     }
   }

@@ -202,7 +202,7 @@ hc_public size_t MallocExtension_GetThreadCacheSize(void) {
   hc_tcache_t *tc = hci_tc;
   if (tc->is_static) return 0;
   size_t bytes = 0;
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) bytes += (size_t)tc->lists[c].len * hci_classes[c].size;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) bytes += (size_t)hci_tc_free(tc)->lists[c].len * hci_classes[c].size;
   return bytes;
 }
 

@@ -43,15 +43,7 @@ static void update_switch(void) {
   if (on != hci_hooks_on) {
     __atomic_store_n(&hci_hooks_on, on, __ATOMIC_RELAXED);
     hci_tc_set_fastpath(!on && !hci_record_all);
-    hci_lock(&hci_tc_registry_lock);
-    for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next) {
-      int64_t left = __atomic_load_n(&tc->sample_left, __ATOMIC_RELAXED);
-      if (hci_record_all) continue;
-      if (on && left >= HC_HOOK_BIAS / 2) left = hci_hook_biased(left);
-      else if (!on && left < HC_HOOK_BIAS / 2) left -= HC_HOOK_BIAS;
-      __atomic_store_n(&tc->sample_left, left, __ATOMIC_RELAXED);
-    }
-    hci_unlock(&hci_tc_registry_lock);
+    hci_sampler_hooks_changed(on);
   }
   hci_unlock(&hook_lock);
 }

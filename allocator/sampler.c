@@ -71,10 +71,10 @@ static uint64_t neg_log2_q16(uint64_t q) {
 
 uint64_t hci_sampler_next_gap(hc_tcache_t *tc) {
   uint64_t mean = atomic_load_explicit(&hci_sample_interval, memory_order_relaxed);
-  tc->sample_interval = mean;
+  hci_tc_sampler(tc)->interval = mean;
   if (mean == 0) return (uint64_t)1 << 62; /* off: never */
   if (mean == 1) return 0;                  /* every allocation */
-  uint64_t q = (next_random(&tc->rng) >> 38) + 1; /* uniform in [1, 2^26] */
+  uint64_t q = (next_random(&hci_tc_sampler(tc)->rng) >> 38) + 1; /* uniform in [1, 2^26] */
   /* gap = -ln(U) * mean = -log2(U) * ln2 * mean; ln2 = 45426 / 65536 */
   unsigned __int128 g = (unsigned __int128)neg_log2_q16(q) * 45426u * mean;
   return (uint64_t)(g >> 32) + 1;
@@ -92,8 +92,8 @@ size_t hci_sampler_set_interval(size_t bytes) {
     hci_lock(&hci_tc_registry_lock);
     for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next) {
       if (tc == me) continue;
-      if (__atomic_load_n(&tc->sample_left, __ATOMIC_RELAXED) > (int64_t)bytes)
-        __atomic_store_n(&tc->sample_left, (int64_t)bytes, __ATOMIC_RELAXED);
+      int64_t *left = &hci_tc_sampler(tc)->left;
+      if (__atomic_load_n(left, __ATOMIC_RELAXED) > (int64_t)bytes) __atomic_store_n(left, (int64_t)bytes, __ATOMIC_RELAXED);
     }
     hci_unlock(&hci_tc_registry_lock);
   }
@@ -104,7 +104,7 @@ uint64_t hci_sampler_interval(void) { return atomic_load_explicit(&hci_sample_in
 
 void hci_sampler_sample_next(void) {
   hc_tcache_t *tc = hci_tc;
-  if (!tc->is_static && !hci_record_all) __atomic_store_n(&tc->sample_left, -1, __ATOMIC_RELAXED);
+  if (!tc->is_static && !hci_record_all) __atomic_store_n(&hci_tc_sampler(tc)->left, -1, __ATOMIC_RELAXED);
 }
 
 void hci_sampler_reset(hc_tcache_t *tc) {
@@ -112,12 +112,26 @@ void hci_sampler_reset(hc_tcache_t *tc) {
     uint64_t z = sample_seed + 0x9e3779b97f4a7c15ull * (1 + atomic_fetch_add(&seed_uses, 1));
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    tc->rng = z ^ (z >> 31);
+    hci_tc_sampler(tc)->rng = z ^ (z >> 31);
   }
+  hc_tc_sampler_t *sm = hci_tc_sampler(tc);
   if (hci_record_all) {
-    tc->sample_left = INT64_MIN / 2; /* every allocation takes the slow path */
+    sm->left = INT64_MIN / 2; /* every allocation takes the slow path */
     return;
   }
-  tc->sample_left = (int64_t)hci_sampler_next_gap(tc);
-  if (hci_hooks_on) tc->sample_left = hci_hook_biased(tc->sample_left); /* malloc hooks: every allocation is slow */
+  sm->left = (int64_t)hci_sampler_next_gap(tc);
+  if (hci_hooks_on) sm->left = hci_hook_biased(sm->left); /* malloc hooks: every allocation is slow */
+}
+
+void hci_sampler_hooks_changed(bool on) {
+  hci_lock(&hci_tc_registry_lock);
+  for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next) {
+    int64_t *sl = &hci_tc_sampler(tc)->left;
+    int64_t left = __atomic_load_n(sl, __ATOMIC_RELAXED);
+    if (hci_record_all) continue;
+    if (on && left >= HC_HOOK_BIAS / 2) left = hci_hook_biased(left);
+    else if (!on && left < HC_HOOK_BIAS / 2) left -= HC_HOOK_BIAS;
+    __atomic_store_n(sl, left, __ATOMIC_RELAXED);
+  }
+  hci_unlock(&hci_tc_registry_lock);
 }

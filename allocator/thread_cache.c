@@ -85,12 +85,12 @@ hc_tcache_t *hci_tc_get(void) {
   if (!tc) return NULL;
   /* Capacities start at 0: a class gets capacity when the thread uses it. */
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-    tc->lists[c].recip = hci_classes[c].recip;
-    tc->lists[c].start_lim = hc_start_lim(&hci_classes[c]);
+    tc->fl.lists[c].recip = hci_classes[c].recip;
+    tc->fl.lists[c].start_lim = hc_start_lim(&hci_classes[c]);
   }
   tc->tid = hci_os_tid();
   tc->tp = thread_pointer();
-  tc->rng = ((uint64_t)tc->tid << 32) ^ (uintptr_t)tc ^ 0x9e3779b97f4a7c15ull;
+  hci_tc_sampler(tc)->rng = ((uint64_t)tc->tid << 32) ^ (uintptr_t)tc ^ 0x9e3779b97f4a7c15ull;
   hci_sampler_reset(tc);
   hci_lock(&hci_tc_registry_lock);
   tc->next = hci_tc_registry;
@@ -98,7 +98,7 @@ hc_tcache_t *hci_tc_get(void) {
   hci_tc_registry = tc;
   tc_live++;
   hci_unlock(&hci_tc_registry_lock);
-  tc->budget = budget_now();
+  tc->fl.budget = budget_now();
   HC_USDT_MEMORY_ARENA_NEW(tc, sizeof *tc); /* glibc: a new arena for this thread */
   hci_tc = tc;
   /* May allocate (keys >= 32 use a calloc'ed array): hci_tc is set already,
@@ -114,39 +114,39 @@ static void release_list(hc_tcache_t *tc, unsigned cls);
  * Keeping some avoids a list that oscillates between 0 and 1 objects, which
  * would send every other malloc to central for a refill. */
 static void release_tail(hc_tcache_t *tc, unsigned cls, uint32_t keep) {
-  hc_tc_list_t *l = &tc->lists[cls];
+  hc_tc_list_t *l = &tc->fl.lists[cls];
   if (keep == 0 || l->len <= keep) {
     if (keep == 0) release_list(tc, cls);
     return;
   }
   void *cut = l->head;
   for (uint32_t i = 1; i < keep; i++) cut = hc_fl_next(cut, 0);
-  hc_chain_t ch = {hc_fl_next(cut, 0), tc->tails[cls], l->len - keep};
+  hc_chain_t ch = {hc_fl_next(cut, 0), tc->fl.tails[cls], l->len - keep};
   hc_fl_link(ch.tail, NULL);
   hc_fl_link(cut, NULL);
-  tc->tails[cls] = cut;
+  tc->fl.tails[cls] = cut;
   l->len = keep;
   hci_central_insert(cls, &ch);
 }
 
 /* Hands the whole list cls to central in O(1). */
 static void release_list(hc_tcache_t *tc, unsigned cls) {
-  hc_tc_list_t *l = &tc->lists[cls];
+  hc_tc_list_t *l = &tc->fl.lists[cls];
   if (!l->len) return;
-  hc_chain_t ch = {l->head, tc->tails[cls], l->len};
+  hc_chain_t ch = {l->head, tc->fl.tails[cls], l->len};
   hc_fl_link(ch.tail, NULL);
   l->head = NULL;
   l->len = 0;
-  tc->tails[cls] = NULL;
+  tc->fl.tails[cls] = NULL;
   hci_central_insert(cls, &ch);
 }
 
 static void set_cap(hc_tcache_t *tc, unsigned cls, uint32_t cap) {
-  tc->cap_bytes -= (size_t)tc->cap[cls] * hci_classes[cls].size;
-  tc->cap[cls] = cap;
-  tc->cap_bytes += (size_t)cap * hci_classes[cls].size;
-  tc->cap_kib[cls] = (uint32_t)(((size_t)cap * hci_classes[cls].size) >> 10);
-  tc->lists[cls].lim = lim_of(cap);
+  tc->fl.cap_bytes -= (size_t)tc->fl.cap[cls] * hci_classes[cls].size;
+  tc->fl.cap[cls] = cap;
+  tc->fl.cap_bytes += (size_t)cap * hci_classes[cls].size;
+  tc->fl.cap_kib[cls] = (uint32_t)(((size_t)cap * hci_classes[cls].size) >> 10);
+  tc->fl.lists[cls].lim = lim_of(cap);
 }
 
 /* The class with the most KiB of capacity (0 when none has a KiB; the
@@ -156,7 +156,7 @@ static void set_cap(hc_tcache_t *tc, unsigned cls, uint32_t cap) {
 typedef int32_t v4i32 __attribute__((vector_size(16))); /* signed: SSE2 compares signed lanes */
 
 static unsigned max_kib_class(const uint32_t *kib) {
-  enum { N = sizeof(((hc_tcache_t *)0)->cap_kib) / (sizeof(v4i32)) };
+  enum { N = sizeof(((hc_tcache_t *)0)->fl.cap_kib) / (sizeof(v4i32)) };
   const v4i32 *v = (const v4i32 *)kib; /* KiB counts are far below 2^31 */
   v4i32 m = v[0], at = {0, 1, 2, 3}, idx = at;
   const v4i32 four = {4, 4, 4, 4};
@@ -179,23 +179,23 @@ static unsigned max_kib_class(const uint32_t *kib) {
  * taking just enough made every later growth steal again.  Returns whether
  * `need` fits when no other class has capacity left. */
 static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
-  size_t target = tc->budget - tc->budget / 8;
-  if (tc->cap_bytes + need <= tc->budget) return true;
-  while (tc->cap_bytes + need > target) {
+  size_t target = tc->fl.budget - tc->fl.budget / 8;
+  if (tc->fl.cap_bytes + need <= tc->fl.budget) return true;
+  while (tc->fl.cap_bytes + need > target) {
     /* The scan runs at every growth once the budget is reached: one array
      * of small integers (cap_kib, kept by set_cap) keeps it at a few
      * instructions per class.  Ties go to the lowest class; when no class
      * has a whole KiB, the lowest class with capacity. */
-    uint32_t saved = tc->cap_kib[keep];
-    tc->cap_kib[keep] = 0;
-    unsigned best = max_kib_class(tc->cap_kib);
-    tc->cap_kib[keep] = saved;
+    uint32_t saved = tc->fl.cap_kib[keep];
+    tc->fl.cap_kib[keep] = 0;
+    unsigned best = max_kib_class(tc->fl.cap_kib);
+    tc->fl.cap_kib[keep] = saved;
     if (!best)
       for (unsigned c = 1; c < HC_NUM_CLASSES && !best; c++)
-        if (c != keep && tc->cap[c]) best = c;
-    if (!best) return tc->cap_bytes + need <= tc->budget;
-    uint32_t cap = tc->cap[best] / 2;
-    if (tc->lists[best].len > cap) release_list(tc, best);
+        if (c != keep && tc->fl.cap[c]) best = c;
+    if (!best) return tc->fl.cap_bytes + need <= tc->fl.budget;
+    uint32_t cap = tc->fl.cap[best] / 2;
+    if (tc->fl.lists[best].len > cap) release_list(tc, best);
     set_cap(tc, best, cap);
   }
   return true;
@@ -206,56 +206,56 @@ static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
  * when threads start; a cache over it gives capacity back, from the other
  * classes first and from this one last. */
 static void grow_cap(hc_tcache_t *tc, unsigned cls) {
-  tc->budget = budget_now();
+  tc->fl.budget = budget_now();
   uint32_t batch = hci_classes[cls].batch;
-  size_t need = tc->cap[cls] < cap_limit(cls) ? (size_t)batch * hci_classes[cls].size : 0;
-  if (tc->cap_bytes + need > tc->budget && !steal_capacity(tc, cls, need)) {
+  size_t need = tc->fl.cap[cls] < cap_limit(cls) ? (size_t)batch * hci_classes[cls].size : 0;
+  if (tc->fl.cap_bytes + need > tc->fl.budget && !steal_capacity(tc, cls, need)) {
     need = 0;
-    while (tc->cap_bytes > tc->budget && tc->cap[cls]) {
-      uint32_t cap = tc->cap[cls] / 2;
-      if (tc->lists[cls].len > cap) release_tail(tc, cls, cap);
+    while (tc->fl.cap_bytes > tc->fl.budget && tc->fl.cap[cls]) {
+      uint32_t cap = tc->fl.cap[cls] / 2;
+      if (tc->fl.lists[cls].len > cap) release_tail(tc, cls, cap);
       set_cap(tc, cls, cap);
     }
   }
-  if (need) set_cap(tc, cls, tc->cap[cls] + batch);
+  if (need) set_cap(tc, cls, tc->fl.cap[cls] + batch);
 }
 
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
-  hc_tc_list_t *l = &tc->lists[cls];
-  if (hc_unlikely((++tc->refills & 255) == 0)) hci_ph_tick(); /* idle pages go back (page_heap.c) */
+  hc_tc_list_t *l = &tc->fl.lists[cls];
+  if (hc_unlikely((++tc->fl.refills & 255) == 0)) hci_ph_tick(); /* idle pages go back (page_heap.c) */
   hc_chain_t ch;
   if (!hci_central_remove(cls, hci_classes[cls].batch, &ch)) return NULL;
   /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
   l->head = hc_fl_next(p, 0);
   l->len = ch.n - 1;
-  tc->tails[cls] = l->len ? ch.tail : NULL;
+  tc->fl.tails[cls] = l->len ? ch.tail : NULL;
   grow_cap(tc, cls);
   /* A chain from another thread may exceed our capacity: keep what fits,
    * give the rest back (walking only the part kept), so a cache never
    * holds more than its budget. */
-  uint32_t keep = tc->cap[cls] > hci_classes[cls].batch ? tc->cap[cls] : hci_classes[cls].batch;
+  uint32_t keep = tc->fl.cap[cls] > hci_classes[cls].batch ? tc->fl.cap[cls] : hci_classes[cls].batch;
   if (l->len > keep) release_tail(tc, cls, keep);
   return p;
 }
 
 void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
-  hc_tc_list_t *l = &tc->lists[cls];
-  if (l->len >= tc->cap[cls]) {
+  hc_tc_list_t *l = &tc->fl.lists[cls];
+  if (l->len >= tc->fl.cap[cls]) {
     grow_cap(tc, cls);
-    if (l->len >= tc->cap[cls]) {
-      uint32_t keep = tc->cap[cls] / 4;
+    if (l->len >= tc->fl.cap[cls]) {
+      uint32_t keep = tc->fl.cap[cls] / 4;
       if (keep > 16) keep = 16;
       release_tail(tc, cls, keep);
     }
   }
-  if (tc->cap[cls] == 0) { /* no capacity at all: straight back to central */
+  if (tc->fl.cap[cls] == 0) { /* no capacity at all: straight back to central */
     hc_fl_link(p, NULL);
     hc_chain_t ch = {p, p, 1};
     hci_central_insert(cls, &ch);
     return;
   }
-  if (l->len == 0) tc->tails[cls] = p;
+  if (l->len == 0) tc->fl.tails[cls] = p;
   hc_fl_link(p, l->head);
   l->head = p;
   l->len++;
@@ -285,7 +285,7 @@ void hci_tc_set_fastpath(bool enabled) {
   fastpath_enabled = enabled;
   for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
     for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
-      __atomic_store_n(&tc->lists[c].lim, lim_of(tc->cap[c]), __ATOMIC_RELAXED);
+      __atomic_store_n(&tc->fl.lists[c].lim, lim_of(tc->fl.cap[c]), __ATOMIC_RELAXED);
   hci_unlock(&hci_tc_registry_lock);
 }
 
@@ -294,7 +294,7 @@ size_t hci_tc_total_bytes(void) {
   hci_lock(&hci_tc_registry_lock);
   for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
     for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
-      total += (size_t)__atomic_load_n(&tc->lists[c].len, __ATOMIC_RELAXED) * hci_classes[c].size;
+      total += (size_t)__atomic_load_n(&tc->fl.lists[c].len, __ATOMIC_RELAXED) * hci_classes[c].size;
   hci_unlock(&hci_tc_registry_lock);
   return total;
 }

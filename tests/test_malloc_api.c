@@ -242,7 +242,7 @@ static void test_realloc(void) {
     void *r = realloc(p, 0);
     CHECK(r == NULL, "realloc(p, 0) returned %p", r);
     if (cls)
-      CHECK(hci_tc->lists[cls].head == p, "realloc(p, 0) did not free the block (not back in the thread cache)");
+      CHECK(hci_tc->fl.lists[cls].head == p, "realloc(p, 0) did not free the block (not back in the thread cache)");
     else /* its one-page span went back to the page heap or to the stash of sample spans */
       CHECK(hci_pagemap_span((uintptr_t)p)->state == HC_SPAN_FREE ||
                 hci_pagemap_span((uintptr_t)p)->state == HC_SPAN_STASHED,

@@ -50,7 +50,7 @@ static size_t rss(void) {
 
 static size_t cache_bytes_self(void) {
   size_t b = 0;
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) b += (size_t)hci_tc->lists[c].len * hci_classes[c].size;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) b += (size_t)hci_tc->fl.lists[c].len * hci_classes[c].size;
   return b;
 }
 
@@ -141,9 +141,9 @@ static size_t check_after_free(size_t rss_start, size_t meta_start, size_t rss_n
   CHECK(slots <= HC_SLOT_BYTES_TOTAL_MAX, "transfer slots hold %zu bytes", slots);
   CHECK(st.thread_cache_free <= ncaches * HC_TC_BUDGET_MAX, "%zu caches hold %zu bytes", ncaches,
         st.thread_cache_free);
-  CHECK(hci_tc->cap_bytes <= hci_tc->budget && cache_bytes_self() <= hci_tc->budget,
-        "this thread's cache holds %zu bytes, capacity %zu, budget %zu", cache_bytes_self(), hci_tc->cap_bytes,
-        hci_tc->budget);
+  CHECK(hci_tc->fl.cap_bytes <= hci_tc->fl.budget && cache_bytes_self() <= hci_tc->fl.budget,
+        "this thread's cache holds %zu bytes, capacity %zu, budget %zu", cache_bytes_self(), hci_tc->fl.cap_bytes,
+        hci_tc->fl.budget);
   CHECK(st.page_heap_free <= committed_max, "%zu MB of committed free pages", st.page_heap_free / MB);
   CHECK(spans <= spans_max, "%zu MB of small spans alive, bound %zu MB (%zu MB cached at most, x%zu.%02zu)",
         spans / MB, spans_max / MB, cached_max / MB, ratio_x100 / 100, ratio_x100 % 100);

@@ -181,7 +181,7 @@ int main(void) {
   /* The current draw (made with sampling off) never ends by itself: end it.
    * The allocation that redraws is not sampled (its draw had interval 0),
    * every later one is. */
-  hci_tc->sample_left = -1;
+  hci_tc->smp.left = -1;
   void *sv[20];
   for (int i = 0; i < 20; i++) sv[i] = malloc(100 + (size_t)i);
   hc_get_stats(&s1);

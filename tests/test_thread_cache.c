@@ -55,7 +55,7 @@
 
 static size_t cache_bytes(const hc_tcache_t *tc) {
   size_t b = 0;
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) b += (size_t)tc->lists[c].len * hci_classes[c].size;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) b += (size_t)tc->fl.lists[c].len * hci_classes[c].size;
   return b;
 }
 
@@ -64,12 +64,12 @@ static size_t cache_bytes(const hc_tcache_t *tc) {
 static void check_caps(const hc_tcache_t *tc, const char *when, size_t *excess) {
   size_t sum = 0, ex = 0;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-    sum += (size_t)tc->cap[c] * hci_classes[c].size;
-    if (tc->lists[c].len > tc->cap[c]) ex += (size_t)(tc->lists[c].len - tc->cap[c]) * hci_classes[c].size;
+    sum += (size_t)tc->fl.cap[c] * hci_classes[c].size;
+    if (tc->fl.lists[c].len > tc->fl.cap[c]) ex += (size_t)(tc->fl.lists[c].len - tc->fl.cap[c]) * hci_classes[c].size;
   }
-  CHECK(tc->cap_bytes == sum, "%s: cap_bytes %zu, capacities add up to %zu", when, tc->cap_bytes, sum);
-  CHECK(tc->cap_bytes <= tc->budget, "%s: cap_bytes %zu over the budget %zu", when, tc->cap_bytes, tc->budget);
-  CHECK(tc->budget >= HC_TC_BUDGET_MIN && tc->budget <= HC_TC_BUDGET_MAX, "%s: budget %zu", when, tc->budget);
+  CHECK(tc->fl.cap_bytes == sum, "%s: cap_bytes %zu, capacities add up to %zu", when, tc->fl.cap_bytes, sum);
+  CHECK(tc->fl.cap_bytes <= tc->fl.budget, "%s: cap_bytes %zu over the budget %zu", when, tc->fl.cap_bytes, tc->fl.budget);
+  CHECK(tc->fl.budget >= HC_TC_BUDGET_MIN && tc->fl.budget <= HC_TC_BUDGET_MAX, "%s: budget %zu", when, tc->fl.budget);
   if (excess) *excess = ex;
   else CHECK(ex == 0, "%s: lists hold %zu bytes beyond their capacity", when, ex);
 }
@@ -98,12 +98,12 @@ typedef struct {
 
 static void snap(const hc_tcache_t *tc, tc_state_t *s) {
   for (unsigned c = 0; c < HC_NUM_CLASSES; c++) {
-    s->cap[c] = tc->cap[c];
-    s->len[c] = tc->lists[c].len;
-    s->lim[c] = tc->lists[c].lim;
+    s->cap[c] = tc->fl.cap[c];
+    s->len[c] = tc->fl.lists[c].len;
+    s->lim[c] = tc->fl.lists[c].lim;
   }
-  s->cap_bytes = tc->cap_bytes;
-  s->budget = tc->budget;
+  s->cap_bytes = tc->fl.cap_bytes;
+  s->budget = tc->fl.budget;
 }
 
 static struct {
@@ -219,9 +219,9 @@ static void *t_malloc(size_t size) {
       m.len[c] = keep;
     }
     /* what the list does not keep is back in central, nothing lost or doubled */
-    CHECK(outside_central(c) == outside0 + 1 + tc->lists[c].len,
+    CHECK(outside_central(c) == outside0 + 1 + tc->fl.lists[c].len,
           "malloc(%zu): refill: %zu objects of class %u outside central, want %zu + 1 + the list's %u", size,
-          outside_central(c), c, outside0, tc->lists[c].len);
+          outside_central(c), c, outside0, tc->fl.lists[c].len);
   }
   compare(&m, tc, "malloc", size);
   check_caps(tc, "malloc", &(size_t){0});
@@ -323,26 +323,26 @@ static void below_batch(void) {
   hci_central_drain(); /* room in the transfer slots */
   push_chain(big, 4);
   void *b1 = t_malloc(262144); /* capacity 2 (everything else given up), keeps 2 of 4 */
-  CHECK(tc->cap[big] == batch && tc->cap_bytes == (size_t)batch * 262144 && tc->lists[big].len == 2,
-        "256 KiB: capacity %u, list %u, cap_bytes %zu after the first refill", tc->cap[big], tc->lists[big].len,
-        tc->cap_bytes);
+  CHECK(tc->fl.cap[big] == batch && tc->fl.cap_bytes == (size_t)batch * 262144 && tc->fl.lists[big].len == 2,
+        "256 KiB: capacity %u, list %u, cap_bytes %zu after the first refill", tc->fl.cap[big], tc->fl.lists[big].len,
+        tc->fl.cap_bytes);
   void *s1 = t_malloc(64); /* takes half of 256 KiB's capacity; its list goes back */
-  CHECK(tc->cap[big] == 1 && tc->lists[big].len == 0 && tc->cap[small] > 0,
-        "256 KiB: capacity %u, list %u; 64 B capacity %u: want 1, 0 and > 0", tc->cap[big], tc->lists[big].len,
-        tc->cap[small]);
+  CHECK(tc->fl.cap[big] == 1 && tc->fl.lists[big].len == 0 && tc->fl.cap[small] > 0,
+        "256 KiB: capacity %u, list %u; 64 B capacity %u: want 1, 0 and > 0", tc->fl.cap[big], tc->fl.lists[big].len,
+        tc->fl.cap[small]);
   push_chain(big, 4);
   int cuts0 = ev.cuts;
   void *b2 = t_malloc(262144); /* cannot grow: capacity 1, keeps a batch of the chain */
   size_t excess = 0;
   check_caps(tc, "after a refill below a batch", &excess);
-  CHECK(ev.cuts == cuts0 + 1 && tc->cap[big] == 1 && tc->lists[big].len == batch && tc->cap[small] == 0 &&
+  CHECK(ev.cuts == cuts0 + 1 && tc->fl.cap[big] == 1 && tc->fl.lists[big].len == batch && tc->fl.cap[small] == 0 &&
             excess == (size_t)(batch - 1) * 262144,
         "256 KiB: capacity %u, list %u (excess %zu bytes), 64 B capacity %u: want 1, %u (one object beyond), 0",
-        tc->cap[big], tc->lists[big].len, excess, tc->cap[small], batch);
-  CHECK(cache_bytes(tc) <= tc->budget + (size_t)batch * 262144, "cache holds %zu bytes, budget %zu + a batch %zu",
-        cache_bytes(tc), tc->budget, (size_t)batch * 262144);
-  printf("below a batch: 256 KiB capacity %u, list %u, cache holds %zu KB, budget %zu KB\n", tc->cap[big],
-         tc->lists[big].len, cache_bytes(tc) >> 10, tc->budget >> 10);
+        tc->fl.cap[big], tc->fl.lists[big].len, excess, tc->fl.cap[small], batch);
+  CHECK(cache_bytes(tc) <= tc->fl.budget + (size_t)batch * 262144, "cache holds %zu bytes, budget %zu + a batch %zu",
+        cache_bytes(tc), tc->fl.budget, (size_t)batch * 262144);
+  printf("below a batch: 256 KiB capacity %u, list %u, cache holds %zu KB, budget %zu KB\n", tc->fl.cap[big],
+         tc->fl.lists[big].len, cache_bytes(tc) >> 10, tc->fl.budget >> 10);
   t_free(b2);
   t_free(s1);
   t_free(b1);
@@ -359,25 +359,25 @@ static void shrink_phase(void **v) {
   size_t n = cap_limit_model(c) + hci_classes[c].batch;
   for (size_t i = 0; i < n; i++) v[i] = t_malloc(size);
   for (size_t i = 0; i < n; i++) t_free(v[i]);
-  CHECK(tc->cap[c] == cap_limit_model(c), "4 KiB: capacity %u, want its limit %u", tc->cap[c], cap_limit_model(c));
+  CHECK(tc->fl.cap[c] == cap_limit_model(c), "4 KiB: capacity %u, want its limit %u", tc->fl.cap[c], cap_limit_model(c));
   size_t classes = 0;
-  for (unsigned k = 1; k < HC_NUM_CLASSES; k++) classes += k != c && tc->cap[k];
+  for (unsigned k = 1; k < HC_NUM_CLASSES; k++) classes += k != c && tc->fl.cap[k];
   atomic_store(&spawn_go, 1);
   pthread_barrier_wait(&idle_barrier); /* their caches exist: the budget is down */
   CHECK(budget_model() == HC_TC_BUDGET_MIN, "budget %zu with %zu caches, want the minimum", budget_model(),
         hci_tc_count());
-  size_t cap0 = tc->cap_bytes;
+  size_t cap0 = tc->fl.cap_bytes;
   int self0 = ev.self_shrinks;
-  uint32_t len = tc->lists[c].len;
+  uint32_t len = tc->fl.lists[c].len;
   for (uint32_t i = 0; i <= len; i++) v[i] = t_malloc(size); /* empty the list, then one refill */
   printf("budget shrink: capacity %zu KB in %zu classes + 4 KiB at its limit, budget %zu KB: capacity %zu KB, "
          "4 KiB halved %d times to %u\n",
-         cap0 >> 10, classes, tc->budget >> 10, tc->cap_bytes >> 10, ev.self_shrinks - self0, tc->cap[c]);
-  CHECK(ev.self_shrinks > self0 && tc->cap_bytes <= tc->budget && tc->budget == HC_TC_BUDGET_MIN,
-        "the growing class was not halved under the shrunk budget: capacity %zu, budget %zu", tc->cap_bytes,
-        tc->budget);
+         cap0 >> 10, classes, tc->fl.budget >> 10, tc->fl.cap_bytes >> 10, ev.self_shrinks - self0, tc->fl.cap[c]);
+  CHECK(ev.self_shrinks > self0 && tc->fl.cap_bytes <= tc->fl.budget && tc->fl.budget == HC_TC_BUDGET_MIN,
+        "the growing class was not halved under the shrunk budget: capacity %zu, budget %zu", tc->fl.cap_bytes,
+        tc->fl.budget);
   for (unsigned k = 1; k < HC_NUM_CLASSES; k++)
-    if (k != c) CHECK(tc->cap[k] == 0, "class %u kept capacity %u while 4 KiB was halved", k, tc->cap[k]);
+    if (k != c) CHECK(tc->fl.cap[k] == 0, "class %u kept capacity %u while 4 KiB was halved", k, tc->fl.cap[k]);
   for (uint32_t i = 0; i <= len; i++) t_free(v[i]);
   check_caps(tc, "after the budget shrank", NULL);
   below_batch();
@@ -395,25 +395,25 @@ static void *policy_thread(void *arg) {
   v[0] = t_malloc(64);
   hc_tcache_t *tc = hci_tc;
   CHECK(!tc->is_static, "no cache after malloc");
-  CHECK(tc->cap[c64] == hci_classes[c64].batch, "capacity %u after the first refill, want a batch (%u)",
-        tc->cap[c64], hci_classes[c64].batch);
+  CHECK(tc->fl.cap[c64] == hci_classes[c64].batch, "capacity %u after the first refill, want a batch (%u)",
+        tc->fl.cap[c64], hci_classes[c64].batch);
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
-    if (c != c64) CHECK(tc->cap[c] == 0, "class %u has capacity %u before any use", c, tc->cap[c]);
-  CHECK(tc->budget == budget_model(), "budget %zu with %zu caches, want %zu", tc->budget, hci_tc_count(),
+    if (c != c64) CHECK(tc->fl.cap[c] == 0, "class %u has capacity %u before any use", c, tc->fl.cap[c]);
+  CHECK(tc->fl.budget == budget_model(), "budget %zu with %zu caches, want %zu", tc->fl.budget, hci_tc_count(),
         budget_model());
   /* each refill adds a batch */
   for (int i = 1; i < 1000; i++) v[i] = t_malloc(64);
-  CHECK(ev.refills > 1 && tc->cap[c64] == (uint32_t)(1 + ev.refills) * hci_classes[c64].batch,
-        "capacity %u after %d + 1 refills, want a batch for each", tc->cap[c64], ev.refills);
+  CHECK(ev.refills > 1 && tc->fl.cap[c64] == (uint32_t)(1 + ev.refills) * hci_classes[c64].batch,
+        "capacity %u after %d + 1 refills, want a batch for each", tc->fl.cap[c64], ev.refills);
   for (int i = 0; i < 1000; i++) t_free(v[i]);
   /* objects another thread allocated: the list overflows, each time the
    * capacity grows by a batch, up to the class limit; then the list goes
    * back to central (but for its newest objects) */
   for (int i = 0; i < NFOREIGN; i++) t_free(foreign[i]);
   printf("slow start: 64 B: %d refills, %d overflows (%d gave back the list), capacity %u\n", ev.refills,
-         ev.overflows, ev.releases, tc->cap[c64]);
-  CHECK(ev.overflows > 1 && ev.releases > 0 && tc->cap[c64] == cap_limit_model(c64),
-        "%d overflows, %d lists given back, capacity %u (limit %u)", ev.overflows, ev.releases, tc->cap[c64],
+         ev.overflows, ev.releases, tc->fl.cap[c64]);
+  CHECK(ev.overflows > 1 && ev.releases > 0 && tc->fl.cap[c64] == cap_limit_model(c64),
+        "%d overflows, %d lists given back, capacity %u (limit %u)", ev.overflows, ev.releases, tc->fl.cap[c64],
         cap_limit_model(c64));
   check_caps(tc, "after slow start", NULL);
 
@@ -425,13 +425,13 @@ static void *policy_thread(void *arg) {
     for (size_t i = 0; i < n; i++) v[i] = t_malloc(sizes[k]);
     for (size_t i = 0; i < n; i++) t_free(v[i]);
     check_caps(tc, "after a class", NULL);
-    CHECK(cache_bytes(tc) <= tc->cap_bytes, "cache holds %zu bytes, capacity %zu", cache_bytes(tc), tc->cap_bytes);
+    CHECK(cache_bytes(tc) <= tc->fl.cap_bytes, "cache holds %zu bytes, capacity %zu", cache_bytes(tc), tc->fl.cap_bytes);
   }
-  printf("budget %zu KB: %d steals (%d gave back a list), %d growths stopped at a class limit\n", tc->budget >> 10,
+  printf("budget %zu KB: %d steals (%d gave back a list), %d growths stopped at a class limit\n", tc->fl.budget >> 10,
          ev.steals, ev.steal_releases, ev.at_limit);
   CHECK(ev.steals > 0 && ev.steal_releases > 0 && ev.at_limit > 0, "the budget never made a class give way");
-  CHECK(tc->cap_bytes > tc->budget / 2, "capacity %zu far below the budget %zu after filling it", tc->cap_bytes,
-        tc->budget);
+  CHECK(tc->fl.cap_bytes > tc->fl.budget / 2, "capacity %zu far below the budget %zu after filling it", tc->fl.cap_bytes,
+        tc->fl.budget);
   shrink_phase(v);
   return NULL;
 }
@@ -461,39 +461,39 @@ static void *receiver_thread(void *arg) {
   uint32_t nchains = ce->nchains, top = nchains ? ce->slots[nchains - 1].n : 0;
   uint32_t batch = hci_classes[c].batch;
   CHECK(top > batch + 1, "no long chain in central after another thread freed 600 (%u)", top);
-  CHECK(tc->cap[c] == 0, "class %u used before", c);
+  CHECK(tc->fl.cap[c] == 0, "class %u used before", c);
   int cuts0 = ev.cuts;
   void *p = t_malloc(size); /* checked against the model: the chain cut to max(cap, batch) */
   check_caps(tc, "after receiving a chain", NULL);
-  CHECK(last_chain == top && ev.cuts == cuts0 + 1 && tc->cap[c] == batch && tc->lists[c].len == batch &&
+  CHECK(last_chain == top && ev.cuts == cuts0 + 1 && tc->fl.cap[c] == batch && tc->fl.lists[c].len == batch &&
             last_returned == top - 1 - batch,
         "refill took a chain of %u (the top one has %u): list of %u objects, capacity %u, %u given back; want %u, "
         "%u and %u",
-        last_chain, top, tc->lists[c].len, tc->cap[c], last_returned, batch, batch, top - 1 - batch);
+        last_chain, top, tc->fl.lists[c].len, tc->fl.cap[c], last_returned, batch, batch, top - 1 - batch);
   CHECK(nchains && ce->nchains == nchains && ce->slots[nchains - 1].n == top - 1 - batch,
         "central: %u chains (%u before), the top one of %u objects; want the rest (%u) where the chain was",
         ce->nchains, nchains, ce->nchains ? ce->slots[ce->nchains - 1].n : 0, top - 1 - batch);
-  CHECK(cache_bytes(tc) <= tc->cap_bytes && tc->cap_bytes <= tc->budget,
+  CHECK(cache_bytes(tc) <= tc->fl.cap_bytes && tc->fl.cap_bytes <= tc->fl.budget,
         "cache holds %zu bytes, capacity %zu, budget %zu after receiving a chain of %u", cache_bytes(tc),
-        tc->cap_bytes, tc->budget, top);
+        tc->fl.cap_bytes, tc->fl.budget, top);
   printf("received a chain of %u objects of %zu bytes: kept %u, gave %u back; cache holds %zu KB, budget %zu KB\n",
-         top, size, tc->lists[c].len, last_returned, cache_bytes(tc) >> 10, tc->budget >> 10);
+         top, size, tc->fl.lists[c].len, last_returned, cache_bytes(tc) >> 10, tc->fl.budget >> 10);
   t_free(p);
   check_caps(tc, "after the next free", NULL);
   /* Again with a capacity above a batch: the list keeps its capacity. */
   static void *w[4096];
-  uint32_t len = tc->lists[c].len;
+  uint32_t len = tc->fl.lists[c].len;
   for (uint32_t i = 0; i < len; i++) w[i] = t_malloc(size);
   pthread_create(&g, NULL, giver_thread, (void *)(uintptr_t)size);
   pthread_join(g, NULL);
   nchains = ce->nchains;
   top = nchains ? ce->slots[nchains - 1].n : 0;
   w[len] = t_malloc(size);
-  CHECK(last_chain == top && tc->cap[c] > batch && tc->lists[c].len == tc->cap[c] &&
-            last_returned == top - 1 - tc->cap[c],
+  CHECK(last_chain == top && tc->fl.cap[c] > batch && tc->fl.lists[c].len == tc->fl.cap[c] &&
+            last_returned == top - 1 - tc->fl.cap[c],
         "second chain of %u (top %u): list of %u objects, capacity %u, %u given back; want the capacity kept",
-        last_chain, top, tc->lists[c].len, tc->cap[c], last_returned);
-  printf("received a chain of %u with capacity %u: kept %u, gave %u back\n", top, tc->cap[c], tc->lists[c].len,
+        last_chain, top, tc->fl.lists[c].len, tc->fl.cap[c], last_returned);
+  printf("received a chain of %u with capacity %u: kept %u, gave %u back\n", top, tc->fl.cap[c], tc->fl.lists[c].len,
          last_returned);
   for (uint32_t i = 0; i <= len; i++) t_free(w[i]);
   check_caps(tc, "after freeing the second chain", NULL);
@@ -553,8 +553,8 @@ static void *budget_thread(void *arg) {
   /* every class's last operation was a free: no list beyond its capacity */
   check_caps(hci_tc, "after churning every class", NULL);
   own_bytes[id] = cache_bytes(hci_tc);
-  own_budget[id] = hci_tc->budget;
-  own_cap_bytes[id] = hci_tc->cap_bytes;
+  own_budget[id] = hci_tc->fl.budget;
+  own_cap_bytes[id] = hci_tc->fl.cap_bytes;
   pthread_barrier_wait(&barrier); /* all caches full */
   pthread_barrier_wait(&barrier); /* main has measured */
   return NULL;
@@ -661,9 +661,9 @@ static void *fastpath_thread(void *arg) {
 
 static void check_lims(const hc_tcache_t *tc, bool enabled, const char *who) {
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-    uint32_t want = enabled ? (tc->cap[c] ? tc->cap[c] - 1 : 0) : 0;
-    if (tc->lists[c].lim != want) {
-      CHECK(0, "%s: class %u lim %u, want %u (fast path %s)", who, c, tc->lists[c].lim, want,
+    uint32_t want = enabled ? (tc->fl.cap[c] ? tc->fl.cap[c] - 1 : 0) : 0;
+    if (tc->fl.lists[c].lim != want) {
+      CHECK(0, "%s: class %u lim %u, want %u (fast path %s)", who, c, tc->fl.lists[c].lim, want,
             enabled ? "on" : "off");
       return;
     }
@@ -741,7 +741,7 @@ static void *chain_taker(void *arg) {
   hc_tcache_t *tc = hci_tc;
   for (size_t k = 0; k < N_CHAIN_SIZES; k++) {
     unsigned c = hci_size_class(chain_sizes[k]);
-    CHECK(tc->lists[c].len == 0, "class %u (%zu B) not empty before its refill", c, chain_sizes[k]);
+    CHECK(tc->fl.lists[c].len == 0, "class %u (%zu B) not empty before its refill", c, chain_sizes[k]);
     p[k] = t_malloc(chain_sizes[k]); /* a refill: the model checks the cut */
     size_t chain = (size_t)last_chain * chain_sizes[k], bb = (size_t)hci_classes[c].batch * chain_sizes[k];
     if (chain > max_chain) max_chain = chain;
@@ -752,14 +752,14 @@ static void *chain_taker(void *arg) {
   check_caps(tc, "after the refills", &excess);
   printf("chain-bound: after one malloc in each of %zu classes the cache holds %zu KB (%zu KB beyond the "
          "capacities): budget %zu KB, largest chain received %zu KB, %zu KB given back, capacity %zu KB\n",
-         N_CHAIN_SIZES, cache_bytes(tc) >> 10, excess >> 10, tc->budget >> 10, max_chain >> 10, returned >> 10,
-         tc->cap_bytes >> 10);
-  CHECK(cache_bytes(tc) + returned > tc->budget,
+         N_CHAIN_SIZES, cache_bytes(tc) >> 10, excess >> 10, tc->fl.budget >> 10, max_chain >> 10, returned >> 10,
+         tc->fl.cap_bytes >> 10);
+  CHECK(cache_bytes(tc) + returned > tc->fl.budget,
         "the chains received (%zu bytes kept, %zu given back) would not have passed the budget %zu", cache_bytes(tc),
-        returned, tc->budget);
-  CHECK(excess <= max_batch && cache_bytes(tc) <= tc->budget + max_batch,
+        returned, tc->fl.budget);
+  CHECK(excess <= max_batch && cache_bytes(tc) <= tc->fl.budget + max_batch,
         "cache holds %zu bytes (%zu beyond the capacities) > budget %zu + one batch %zu", cache_bytes(tc), excess,
-        tc->budget, max_batch);
+        tc->fl.budget, max_batch);
   for (size_t k = 0; k < N_CHAIN_SIZES; k++) free(p[k]);
   return NULL;
 }
@@ -789,23 +789,23 @@ static void *shrink_worker(void *arg) {
   for (int i = 0; i < 120; i++) v[i] = malloc(4096);
   for (int i = 0; i < 120; i++) free(v[i]);
   hc_tcache_t *tc = hci_tc;
-  size_t cap0 = tc->cap_bytes, budget0 = tc->budget;
-  CHECK(tc->cap[c] < cap_limit_model(c) && cap0 > HC_TC_BUDGET_MIN,
-        "4 KiB: capacity %u (limit %u), cap_bytes %zu: want below the limit, above the least budget", tc->cap[c],
+  size_t cap0 = tc->fl.cap_bytes, budget0 = tc->fl.budget;
+  CHECK(tc->fl.cap[c] < cap_limit_model(c) && cap0 > HC_TC_BUDGET_MIN,
+        "4 KiB: capacity %u (limit %u), cap_bytes %zu: want below the limit, above the least budget", tc->fl.cap[c],
         cap_limit_model(c), cap0);
   atomic_store(&shrink_grown, 1);        /* main starts the other threads now */
   pthread_barrier_wait(&shrink_barrier); /* the other caches exist now */
-  int n = (int)tc->lists[c].len + 1;     /* empty the list, then one refill */
+  int n = (int)tc->fl.lists[c].len + 1;     /* empty the list, then one refill */
   int self0 = ev.self_shrinks;
   for (int i = 0; i < n; i++) v[i] = t_malloc(4096);
   printf("budget-shrink: capacity %zu KB with budget %zu KB; with %zu caches: capacity %zu KB, budget %zu KB "
          "(policy: %zu KB), 4 KiB halved %d times\n",
-         cap0 >> 10, budget0 >> 10, hci_tc_count(), tc->cap_bytes >> 10, tc->budget >> 10, budget_model() >> 10,
+         cap0 >> 10, budget0 >> 10, hci_tc_count(), tc->fl.cap_bytes >> 10, tc->fl.budget >> 10, budget_model() >> 10,
          ev.self_shrinks - self0);
-  CHECK(tc->budget == budget_model() && budget_model() < cap0, "budget %zu, want %zu (below the capacity %zu)",
-        tc->budget, budget_model(), cap0);
-  CHECK(tc->cap_bytes <= tc->budget, "cap_bytes %zu over the budget %zu after the budget shrank", tc->cap_bytes,
-        tc->budget);
+  CHECK(tc->fl.budget == budget_model() && budget_model() < cap0, "budget %zu, want %zu (below the capacity %zu)",
+        tc->fl.budget, budget_model(), cap0);
+  CHECK(tc->fl.cap_bytes <= tc->fl.budget, "cap_bytes %zu over the budget %zu after the budget shrank", tc->fl.cap_bytes,
+        tc->fl.budget);
   CHECK(ev.self_shrinks > self0, "the class over the budget was not halved");
   for (int i = 0; i < n; i++) t_free(v[i]);
   check_caps(tc, "after freeing under the shrunk budget", NULL);

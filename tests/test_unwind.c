@@ -205,7 +205,7 @@ NOINL static int sampled_nofp_stack(uintptr_t *ras, const uintptr_t **pcs) {
  * HEAPCHECK_UNWINDER=fp those frames are missing. */
 static void test_sampled_nofp(void) {
   uint64_t saved = atomic_exchange(&hci_sample_interval, 1);
-  hci_tc_get()->sample_left = -1; /* end the current draw */
+  hci_tc_get()->smp.left = -1; /* end the current draw */
   hci_unwinder = HC_UNWIND_FP;
   hci_unwind_fallback = true;
   uintptr_t ras[4] = {0};
