@@ -15,6 +15,10 @@
 #    the heap view (allocator/hc_heap_view.h) is the one door.
 # 4. No library source reads the environment but through the options table.
 # 5. docs/design.md names every library source file.
+# 6. The checker's marks are the checker's: no allocator source names them
+#    (hc_span_t has no mark field; the view only indexes the caller's table).
+# 7. Each group of a thread's state (hc_tcache_t) is touched only by its
+#    owners (docs/design.md, "The rules of each seam").
 # Exit status 0 when all hold; 1 with every violation printed.
 set -u
 NM=$1 SRC=$2
@@ -93,5 +97,38 @@ for f in "$SRC"/base/*.[ch] "$SRC"/stacks/*.[ch] "$SRC"/allocator/*.[ch] "$SRC"/
   fi
 done
 
-[ $fail = 0 ] && echo "layers: calls point down, no allocator data written from above, heap read through the view"
+# 6. Marks: only the view's definition of the caller's table names them.
+# (Code only: "mark" in comments is also the free-list hardening's word.)
+hits=$(grep -nE '(->|\.)(tags?|marks?|slot0)\>|hci_heap_marks_t|hci_heap_locate_marked|\<M_(LIVE|LEAK|PENDING)\>' \
+  "$SRC"/allocator/*.c "$SRC"/allocator/hc_types.h "$SRC"/allocator/hc_internal.h)
+span=$(sed -n '/^typedef struct hc_span {/,/^} hc_span_t;/p' "$SRC"/allocator/hc_types.h | grep -nE '\<(tags?|marks?)\>[][0-9]*;')
+if [ -n "$hits$span" ]; then
+  echo "FAIL: the allocator names the checker's marks (they are the checker's table, indexed by span id):"
+  echo "$hits$span"
+  fail=1
+fi
+
+# 7. Thread state by owner: group (member and accessor) -> the files that may touch it.
+owners=(
+  'smp|hci_tc_sampler:hc_internal.h sampler.c alloc_inline.h thread_cache.c'
+  'fl|hci_tc_free:hc_internal.h thread_cache.c alloc.c alloc_inline.h heap_verify.c malloc_ext.c'
+  'stk|hci_tc_memo:hc_internal.h alloc.c'
+  'chk|hci_tc_chk:hc_internal.h alloc_ctl.c alloc.c'
+)
+for o in "${owners[@]}"; do
+  IFS='|' read -r member acc <<<"${o%%:*}"
+  files=" ${o#*:} "
+  for f in "$SRC"/base/*.[ch] "$SRC"/stacks/*.[ch] "$SRC"/allocator/*.[ch] "$SRC"/symbolizer/*.[ch] \
+    "$SRC"/checker/*.[ch] "$SRC"/profiler/*.[ch] "$SRC"/runtime/*.[ch]; do
+    case $files in *" $(basename "$f") "*) continue ;; esac
+    hits=$(grep -nE "(->|\\.)$member\\.|\\<$acc\\(" "$f")
+    if [ -n "$hits" ]; then
+      echo "FAIL: $(basename "$f") touches the thread state group $member (owners:$files):"
+      echo "$hits"
+      fail=1
+    fi
+  done
+done
+
+[ $fail = 0 ] && echo "layers: calls point down, no allocator data written from above, heap read through the view, marks the checker's, thread state by owner"
 exit $fail
