@@ -14,6 +14,11 @@
 
 #include "hc_check.h"
 
+/* The allocator alone (allocator_unit_dep): its own entry points, since the
+ * exported malloc family is the runtime's. */
+static void *hc_alloc(size_t n) { return hc_malloc_fast(n, 0); }
+static void hc_release(void *p) { hc_free_fast(p, 0); }
+
 /* Fake spans: the pagemap stores their address and (for classes) start. */
 static hc_span_t fake[4];
 
@@ -68,7 +73,7 @@ static bool nothing_at(uintptr_t a) {
 
 int main(void) {
   /* Real heap memory first, so the heap bounds are known. */
-  void *small = malloc(48);
+  void *small = hc_alloc(48);
   CHECK(small != NULL, "malloc");
   const uintptr_t region = (uintptr_t)1 << 44; /* far from mmap's and brk's areas */
   const uintptr_t region_end = region + ((uintptr_t)1 << 40);
@@ -121,14 +126,14 @@ int main(void) {
   /* Real spans: class and start of every page of every class's span. */
   for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
     const hc_class_info_t *ci = &hci_classes[cls];
-    void *p = malloc(ci->size);
-    CHECK(p != NULL, "malloc(%u)", ci->size);
+    void *p = hc_alloc(ci->size);
+    CHECK(p != NULL, "hc_alloc(%u)", ci->size);
     hc_span_t *s = hci_pagemap_span((uintptr_t)p);
     CHECK(s != NULL, "class %u object has no span", cls);
     if (!s) continue;
     if (s->state == HC_SPAN_LARGE) { /* sampled objects get a LARGE span of their own */
       CHECK(hci_pagemap_class((uintptr_t)p) == 0 && s->start == (uintptr_t)p, "large span of a sampled object");
-      free(p);
+      hc_release(p);
       continue;
     }
     CHECK(s->state == HC_SPAN_SMALL && s->cls == cls, "class %u: span state %d cls %d", cls, s->state, s->cls);
@@ -141,22 +146,22 @@ int main(void) {
             (size_t)info_of(a), (size_t)(s->start | cls));
     }
     CHECK(((uintptr_t)p - s->start) % ci->size == 0, "object not at a class boundary");
-    free(p);
+    hc_release(p);
   }
   /* A large object: class 0, info 0, every page maps to its span. */
   size_t big = 40 * HC_PAGE_SIZE + 100;
-  char *b = malloc(big);
+  char *b = hc_alloc(big);
   hc_span_t *bs = hci_pagemap_span((uintptr_t)b);
   CHECK(bs && bs->start == (uintptr_t)b && bs->state == HC_SPAN_LARGE, "large span");
   for (size_t off = 0; off < big; off += HC_PAGE_SIZE / 2) {
     CHECK(hci_pagemap_span((uintptr_t)b + off) == bs, "large object offset %zu", off);
     CHECK(hci_pagemap_class((uintptr_t)b + off) == 0 && info_of((uintptr_t)b + off) == 0, "large object has a class");
   }
-  free(b);
+  hc_release(b);
   /* after free the pages still map to a (free) span */
   hc_span_t *fs = hci_pagemap_span((uintptr_t)b);
   CHECK(fs && fs->state == HC_SPAN_FREE && info_of((uintptr_t)b) == 0, "freed large span");
-  free(small);
+  hc_release(small);
 
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);
