@@ -14,6 +14,13 @@
  * A default that depends on the mode (LSan's, a computed signal) is given
  * at the call (hci_opt_int_or / hci_opt_bool_or).  No getenv, no malloc:
  * the allocator reads its options before main.
+ *
+ * Second level: HC_LSAN_OPTIONS, the keys of LSAN_OPTIONS (and of
+ * __lsan_default_options()), with the same columns and the same row types,
+ * ids HCL_<key>, rows in hci_lsan_options[]; checker/lsan.c parses the
+ * string and reads each key's type, range and default here (a bad value: a
+ * warning naming the key, then the default, which is LeakSanitizer's), and
+ * docs/options.md has a second generated table for them.
  */
 #ifndef HC_OPTIONS_H
 #define HC_OPTIONS_H
@@ -84,10 +91,34 @@
   INT(HEAPCHECK_LIVE_SIGNAL, 0, 0, 64, "unset", profiler, "on this signal: every live sample, per stack")  \
   INT(HEAPCHECK_ACK_SIGNAL, 0, 0, 64, "unset", profiler, "on this signal: old allocations are acknowledged (with old:)")
 
+/* The keys of LSAN_OPTIONS (defaults: LeakSanitizer's). */
+#define HC_LSAN_OPTIONS(INT, BOOL, STR)                                                                    \
+  BOOL(detect_leaks, true, checker, "check for leaks at all (0: the checker stays off; HEAPCHECK overrides)") \
+  BOOL(leak_check_at_exit, true, checker, "run the whole-program check at exit (__lsan_do_leak_check works either way)") \
+  INT(exitcode, 23, 0, 255, NULL, checker, "exit status when the final check finds leaks (0: keep the program's)") \
+  STR(suppressions, "unset", checker, "suppressions file (leak:<pattern> lines), as HEAPCHECK_SUPPRESSIONS") \
+  BOOL(print_suppressions, true, checker, "print the \"Suppressions used:\" block after a report")           \
+  STR(log_path, "unset (stderr)", checker, "write reports to <log_path>.<pid> (as HEAPCHECK_LOG_PATH)")     \
+  BOOL(report_objects, false, checker, "list the address and size of every leaked object under its record") \
+  INT(max_leaks, 0, 0, 1000000000ll, NULL, checker, "records printed per report (0: all)")                 \
+  BOOL(use_globals, true, checker, "writable data of loaded modules are roots")                            \
+  BOOL(use_stacks, true, checker, "thread stacks are roots")                                               \
+  BOOL(use_registers, true, checker, "thread registers are roots")                                         \
+  BOOL(use_tls, true, checker, "threads' static TLS is a root")                                            \
+  BOOL(use_ld_allocations, true, checker, "objects the dynamic loader allocated (DTV, dynamic TLS) are roots") \
+  BOOL(use_root_regions, true, checker, "regions given to __lsan_register_root_region are roots")          \
+  BOOL(use_unaligned, false, checker, "look for pointers at every byte offset, not only aligned words")    \
+  INT(malloc_context_size, 30, 1, 1000000, NULL, checker, "frames recorded per allocation stack, malloc's own counted as in LSan") \
+  STR(strip_path_prefix, "unset", checker, "prefix cut from file and module paths in reports")             \
+  INT(verbosity, 0, -1000, 1000, NULL, checker, "message level (PERFTOOLS_VERBOSE): 1 adds timings, 2 their breakdown") \
+  BOOL(help, false, checker, "print this list at start-up")
+
 #define HCO_ID_INT(name, ...) HCO_##name,
 #define HCO_ID_BOOL(name, ...) HCO_##name,
 #define HCO_ID_STR(name, ...) HCO_##name,
 typedef enum hci_opt { HC_OPTIONS(HCO_ID_INT, HCO_ID_BOOL, HCO_ID_STR) HCO_COUNT } hci_opt_t;
+#define HCL_ID(name, ...) HCL_##name,
+typedef enum hci_lsan_opt { HC_LSAN_OPTIONS(HCL_ID, HCL_ID, HCL_ID) HCL_COUNT } hci_lsan_opt_t;
 
 typedef enum { HCI_OPT_INT, HCI_OPT_BOOL, HCI_OPT_STR } hci_opt_type_t;
 typedef struct hci_opt_info {
@@ -99,6 +130,7 @@ typedef struct hci_opt_info {
   const char *doc;         /* one line */
 } hci_opt_info_t;
 extern const hci_opt_info_t hci_options[HCO_COUNT];
+extern const hci_opt_info_t hci_lsan_options[HCL_COUNT]; /* the second level (LSAN_OPTIONS' keys) */
 
 /* The variable's value (NULL when unset; always NULL in a setuid process). */
 const char *hci_opt_str(hci_opt_t o);

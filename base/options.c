@@ -87,6 +87,7 @@ bool hci_env_bool(const char *name, bool def) {
 #define HCO_ROW_BOOL(n, def, owner, doc) {#n, HCI_OPT_BOOL, (def), 0, 1, NULL, #owner, (doc)},
 #define HCO_ROW_STR(n, text, owner, doc) {#n, HCI_OPT_STR, 0, 0, 0, (text), #owner, (doc)},
 const hci_opt_info_t hci_options[HCO_COUNT] = {HC_OPTIONS(HCO_ROW_INT, HCO_ROW_BOOL, HCO_ROW_STR)};
+const hci_opt_info_t hci_lsan_options[HCL_COUNT] = {HC_LSAN_OPTIONS(HCO_ROW_INT, HCO_ROW_BOOL, HCO_ROW_STR)};
 
 const char *hci_opt_str(hci_opt_t o) { return hci_env_get(hci_options[o].name); }
 bool hci_opt_set(hci_opt_t o) { return hci_opt_str(o) != NULL; }

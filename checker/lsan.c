@@ -13,8 +13,11 @@
  * Option syntax (sanitizer_common's): name=value pairs separated by spaces,
  * tabs, newlines, ',' or ':'; a value may be quoted with ' or " (then it may
  * hold separators).  __lsan_default_options() is parsed first, LSAN_OPTIONS
- * after it (the later value wins).  An option we do not support, or a bad
- * value, gets a one-line warning naming it.
+ * after it (the later value wins).  An option we do not support gets a
+ * one-line warning naming it; a bad value one naming the key, then its
+ * default, which is used.  The keys, types, ranges, defaults and docs are the
+ * options table's second level (HC_LSAN_OPTIONS, base/hc_options.h; the
+ * generated table of docs/options.md).
  *
  * The hooks are weak references: they resolve to the program's definitions
  * when the program is linked with -lheapcheck (the linker then exports
@@ -81,20 +84,30 @@ static bool name_is(const char *name, size_t nlen, const char *want) {
   return strlen(want) == nlen && memcmp(name, want, nlen) == 0;
 }
 
-/* sanitizer_common's booleans: 0/no/false and 1/yes/true. */
-static bool get_bool(const char *src, const char *name, size_t nlen, const char *v, size_t vlen, bool *out) {
-  static const char *const t[] = {"1", "yes", "true"}, *const f[] = {"0", "no", "false"};
-  for (int k = 0; k < 3; k++) {
-    if (name_is(v, vlen, t[k])) return *out = true;
-    if (name_is(v, vlen, f[k])) return !(*out = false);
-  }
-  hci_warn("%s: %.*s=%.*s is not a boolean (0/1, no/yes, false/true); option ignored", src, (int)nlen, name,
-           (int)vlen, v);
-  return false;
+/* The default of a key, as the warnings print it. */
+static const char *def_text(const hci_opt_info_t *o, char *buf, size_t cap) {
+  if (o->type == HCI_OPT_BOOL) return o->def ? "1" : "0";
+  hci_snprintf(buf, cap, "%lld", o->def);
+  return buf;
 }
 
-static bool get_int(const char *src, const char *name, size_t nlen, const char *v, size_t vlen, long long min,
-                    long long max, long long *out) {
+/* sanitizer_common's booleans: 0/no/false and 1/yes/true.  A bad value: a
+ * warning naming the key, then its default (hc_options.h), which is used. */
+static bool get_bool(const char *src, const hci_opt_info_t *o, const char *v, size_t vlen) {
+  static const char *const t[] = {"1", "yes", "true"}, *const f[] = {"0", "no", "false"};
+  for (int k = 0; k < 3; k++) {
+    if (name_is(v, vlen, t[k])) return true;
+    if (name_is(v, vlen, f[k])) return false;
+  }
+  char d[32];
+  hci_warn("%s: %s=%.*s is not a boolean (0/1, no/yes, false/true); using the default %s", src, o->name, (int)vlen, v,
+           def_text(o, d, sizeof d));
+  return o->def != 0;
+}
+
+/* An integer in the key's range, else (a warning naming the key, then its
+ * default) the default. */
+static long long get_int(const char *src, const hci_opt_info_t *o, const char *v, size_t vlen) {
   size_t i = 0;
   bool neg = vlen > 0 && v[0] == '-';
   if (neg) i++;
@@ -105,13 +118,13 @@ static bool get_int(const char *src, const char *name, size_t nlen, const char *
     x = x * 10 + (v[i] - '0');
   }
   if (neg) x = -x;
-  if (!ok || x < min || x > max) {
-    hci_warn("%s: %.*s=%.*s is not a number in [%lld, %lld]; option ignored", src, (int)nlen, name, (int)vlen, v,
-             min, max);
-    return false;
+  if (!ok || x < o->min || x > o->max) {
+    char d[32];
+    hci_warn("%s: %s=%.*s is not a number in [%lld, %lld]; using the default %s", src, o->name, (int)vlen, v, o->min,
+             o->max, def_text(o, d, sizeof d));
+    return o->def;
   }
-  *out = x;
-  return true;
+  return x;
 }
 
 /* A copy of the value in the metadata arena (kept for the whole run). */
@@ -125,115 +138,82 @@ static const char *keep(const char *v, size_t vlen) {
 
 // ---- the options ----
 
-enum { T_BOOL, T_INT, T_STR };
-
-static const struct lsan_opt {
-  const char *name;
-  int type;
-  const char *doc;
-} opts[] = {
-    {"detect_leaks", T_BOOL, "check for leaks at all (0: the checker stays off; HEAPCHECK overrides)"},
-    {"leak_check_at_exit", T_BOOL, "run the whole-program check at exit (__lsan_do_leak_check works either way)"},
-    {"exitcode", T_INT, "exit status when the final check finds leaks (default 23; 0: keep the program's)"},
-    {"suppressions", T_STR, "suppressions file (leak:<pattern> lines), as HEAPCHECK_SUPPRESSIONS"},
-    {"print_suppressions", T_BOOL, "print the \"Suppressions used:\" block after a report (default 1)"},
-    {"log_path", T_STR, "write reports to <log_path>.<pid> (as HEAPCHECK_LOG_PATH)"},
-    {"report_objects", T_BOOL, "list the address and size of every leaked object under its record"},
-    {"max_leaks", T_INT, "records printed per report (0: all, the default)"},
-    {"use_globals", T_BOOL, "writable data of loaded modules are roots"},
-    {"use_stacks", T_BOOL, "thread stacks are roots"},
-    {"use_registers", T_BOOL, "thread registers are roots"},
-    {"use_tls", T_BOOL, "threads' static TLS is a root"},
-    {"use_ld_allocations", T_BOOL, "objects the dynamic loader allocated (DTV, dynamic TLS) are roots"},
-    {"use_root_regions", T_BOOL, "regions given to __lsan_register_root_region are roots"},
-    {"use_unaligned", T_BOOL, "look for pointers at every byte offset, not only aligned words"},
-    {"malloc_context_size", T_INT, "frames recorded per allocation stack, malloc's own counted as in LSan"},
-    {"strip_path_prefix", T_STR, "prefix cut from file and module paths in reports"},
-    {"verbosity", T_INT, "message level (PERFTOOLS_VERBOSE): 1 adds timings, 2 their breakdown"},
-    {"help", T_BOOL, "print this list at start-up"},
-};
-
-static const struct lsan_opt *find_opt(const char *name, size_t nlen) {
-  for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
-    if (name_is(name, nlen, opts[k].name)) return &opts[k];
-  return NULL;
+/* The keys, their types, ranges, defaults and docs: the second level of the
+ * options table (HC_LSAN_OPTIONS in base/hc_options.h). */
+static int find_opt(const char *name, size_t nlen) {
+  for (int k = 0; k < HCL_COUNT; k++)
+    if (name_is(name, nlen, hci_lsan_options[k].name)) return k;
+  return -1;
 }
 
 static bool detect_leaks = true;
 static bool seen_any; /* LSAN_OPTIONS set or __lsan_default_options defined */
 
 static void detect_only(const char *src, const char *name, size_t nlen, const char *v, size_t vlen) {
-  bool b;
-  if (name_is(name, nlen, "detect_leaks") && get_bool(src, name, nlen, v, vlen, &b)) detect_leaks = b;
+  if (find_opt(name, nlen) == HCL_detect_leaks) detect_leaks = get_bool(src, &hci_lsan_options[HCL_detect_leaks], v, vlen);
 }
 
 static void print_help(void) {
   int fd = hci_log_stream_fd();
   if (fd < 0) return;
   hci_fdprintf(fd, "Available flags for LeakSanitizer: heapcheck's LSan mode (LSAN_OPTIONS)\n"); /* LSan's first words */
-  for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
-    hci_fdprintf(fd, "\t%s\n\t\t- %s\n", opts[k].name, opts[k].doc);
+  for (int k = 0; k < HCL_COUNT; k++) hci_fdprintf(fd, "\t%s\n\t\t- %s\n", hci_lsan_options[k].name, hci_lsan_options[k].doc);
 }
 
 static void apply_one(const char *src, const char *name, size_t nlen, const char *v, size_t vlen) {
-  const struct lsan_opt *o = find_opt(name, nlen);
-  if (!o) {
+  int id = find_opt(name, nlen);
+  if (id < 0) {
     hci_warn("%s: unsupported option %.*s (ignored)", src, (int)nlen, name);
     return;
   }
-  bool b = false;
-  long long x = 0;
-  if (o->type == T_BOOL && !get_bool(src, name, nlen, v, vlen, &b)) return;
-  if (o->type == T_INT && !get_int(src, name, nlen, v, vlen, -1000000, 1000000000, &x)) return;
-  const char *n = o->name;
-  if (!strcmp(n, "detect_leaks")) {
-    if (!b && !hci_chk.lsan)
-      hci_warn("%s: detect_leaks=0 ignored: HEAPCHECK=%s decides whether leaks are checked", src,
-               hci_chk.mode_name);
-  } else if (!strcmp(n, "leak_check_at_exit")) {
-    hci_chk.check_at_exit = b && hci_chk.global_check;
-  } else if (!strcmp(n, "exitcode")) {
-    if (x < 0 || x > 255) {
-      hci_warn("%s: exitcode=%lld is not in [0, 255]; option ignored", src, x);
-      return;
+  const hci_opt_info_t *o = &hci_lsan_options[id];
+  bool b = o->type == HCI_OPT_BOOL && get_bool(src, o, v, vlen);
+  long long x = o->type == HCI_OPT_INT ? get_int(src, o, v, vlen) : 0;
+  switch ((hci_lsan_opt_t)id) {
+    case HCL_detect_leaks:
+      if (!b && !hci_chk.lsan)
+        hci_warn("%s: detect_leaks=0 ignored: HEAPCHECK=%s decides whether leaks are checked", src,
+                 hci_chk.mode_name);
+      break;
+    case HCL_leak_check_at_exit: hci_chk.check_at_exit = b && hci_chk.global_check; break;
+    case HCL_exitcode:
+      hci_chk.exit_code = (int)x;
+      hci_chk.no_leak_exit = x == 0;
+      break;
+    case HCL_suppressions: hci_chk.suppressions = vlen ? keep(v, vlen) : NULL; break;
+    case HCL_print_suppressions: hci_chk.quiet_suppressions = !b; break;
+    case HCL_log_path: {
+      char v0[4096];
+      hci_snprintf(v0, sizeof v0, "%.*s", (int)vlen, v);
+      hci_log_stream_set_path(v0, "LSAN_OPTIONS log_path");
+      break;
     }
-    hci_chk.exit_code = (int)x;
-    hci_chk.no_leak_exit = x == 0;
-  } else if (!strcmp(n, "suppressions")) {
-    hci_chk.suppressions = vlen ? keep(v, vlen) : NULL;
-  } else if (!strcmp(n, "print_suppressions")) {
-    hci_chk.quiet_suppressions = !b;
-  } else if (!strcmp(n, "log_path")) {
-    char v0[4096];
-    hci_snprintf(v0, sizeof v0, "%.*s", (int)vlen, v);
-    hci_log_stream_set_path(v0, "LSAN_OPTIONS log_path");
-  } else if (!strcmp(n, "report_objects")) {
-    hci_chk.report_objects = b;
-  } else if (!strcmp(n, "max_leaks")) {
-    hci_chk.max_leaks = (int)x;
-  } else if (!strcmp(n, "use_globals")) {
-    hci_chk.scan_globals = b;
-  } else if (!strcmp(n, "use_stacks") || !strcmp(n, "use_registers") || !strcmp(n, "use_tls")) {
-    unsigned bit = n[4] == 's' ? HCI_ROOTS_STACKS : n[4] == 'r' ? HCI_ROOTS_REGISTERS : HCI_ROOTS_TLS;
-    unsigned parts = hci_chk.scan_threads ? (hci_chk.thread_parts ? hci_chk.thread_parts : HCI_ROOTS_THREADS) : 0;
-    parts = b ? parts | bit : parts & ~bit;
-    hci_chk.scan_threads = parts != 0;
-    hci_chk.thread_parts = parts;
-  } else if (!strcmp(n, "use_ld_allocations")) {
-    hci_chk.no_ld_roots = !b;
-  } else if (!strcmp(n, "use_root_regions")) {
-    hci_chk.no_regions = !b;
-  } else if (!strcmp(n, "use_unaligned")) {
-    hci_chk.pointer_alignment = b ? 1 : (int)sizeof(void *);
-  } else if (!strcmp(n, "malloc_context_size")) {
-    /* LSan's count includes its malloc interceptor's frame; ours starts at malloc's caller. */
-    if (x > 0) hci_set_stack_depth(x > 1 ? (int)x - 1 : 1);
-  } else if (!strcmp(n, "strip_path_prefix")) {
-    hci_chk.strip_path_prefix = vlen ? keep(v, vlen) : NULL;
-  } else if (!strcmp(n, "verbosity")) {
-    hci_chk.verbose = (int)x;
-  } else if (!strcmp(n, "help")) {
-    if (b) print_help();
+    case HCL_report_objects: hci_chk.report_objects = b; break;
+    case HCL_max_leaks: hci_chk.max_leaks = (int)x; break;
+    case HCL_use_globals: hci_chk.scan_globals = b; break;
+    case HCL_use_stacks:
+    case HCL_use_registers:
+    case HCL_use_tls: {
+      unsigned bit = id == HCL_use_stacks ? HCI_ROOTS_STACKS : id == HCL_use_registers ? HCI_ROOTS_REGISTERS : HCI_ROOTS_TLS;
+      unsigned parts = hci_chk.scan_threads ? (hci_chk.thread_parts ? hci_chk.thread_parts : HCI_ROOTS_THREADS) : 0;
+      parts = b ? parts | bit : parts & ~bit;
+      hci_chk.scan_threads = parts != 0;
+      hci_chk.thread_parts = parts;
+      break;
+    }
+    case HCL_use_ld_allocations: hci_chk.no_ld_roots = !b; break;
+    case HCL_use_root_regions: hci_chk.no_regions = !b; break;
+    case HCL_use_unaligned: hci_chk.pointer_alignment = b ? 1 : (int)sizeof(void *); break;
+    case HCL_malloc_context_size:
+      /* LSan's count includes its malloc interceptor's frame; ours starts at malloc's caller. */
+      hci_set_stack_depth(x > 1 ? (int)x - 1 : 1);
+      break;
+    case HCL_strip_path_prefix: hci_chk.strip_path_prefix = vlen ? keep(v, vlen) : NULL; break;
+    case HCL_verbosity: hci_chk.verbose = (int)x; break;
+    case HCL_help:
+      if (b) print_help();
+      break;
+    case HCL_COUNT: break;
   }
 }
 

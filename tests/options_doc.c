@@ -21,12 +21,11 @@ static const char *type_name(hci_opt_type_t t) {
   return t == HCI_OPT_INT ? "integer" : t == HCI_OPT_BOOL ? "boolean" : "string";
 }
 
-static size_t table(char *out, size_t cap) {
+/* The rows of one level of the table. */
+static size_t rows(char *out, size_t cap, const hci_opt_info_t *t, int count) {
   size_t n = 0;
-  n += (size_t)snprintf(out + n, cap - n, "%s\n| variable | type | default | range | read by | meaning |\n"
-                                           "| --- | --- | --- | --- | --- | --- |\n", BEGIN);
-  for (int i = 0; i < HCO_COUNT && n < cap; i++) {
-    const hci_opt_info_t *o = &hci_options[i];
+  for (int i = 0; i < count && n < cap; i++) {
+    const hci_opt_info_t *o = &t[i];
     char def[64], range[64] = "";
     if (o->def_text) snprintf(def, sizeof def, "%s", o->def_text);
     else if (o->type == HCI_OPT_BOOL) snprintf(def, sizeof def, "%s", o->def ? "true" : "false");
@@ -35,6 +34,19 @@ static size_t table(char *out, size_t cap) {
     n += (size_t)snprintf(out + n, cap - n, "| `%s` | %s | %s | %s | %s/ | %s |\n", o->name, type_name(o->type),
                           def, range, o->owner, o->doc);
   }
+  return n;
+}
+
+static size_t table(char *out, size_t cap) {
+  size_t n = 0;
+  n += (size_t)snprintf(out + n, cap - n, "%s\n| variable | type | default | range | read by | meaning |\n"
+                                           "| --- | --- | --- | --- | --- | --- |\n", BEGIN);
+  n += rows(out + n, cap - n, hci_options, HCO_COUNT);
+  n += (size_t)snprintf(out + n, cap - n,
+                        "\nThe keys of `LSAN_OPTIONS` (and of `__lsan_default_options()`), the table's second level "
+                        "(`HC_LSAN_OPTIONS`; defaults: LeakSanitizer's):\n\n"
+                        "| key | type | default | range | read by | meaning |\n| --- | --- | --- | --- | --- | --- |\n");
+  n += rows(out + n, cap - n, hci_lsan_options, HCL_COUNT);
   n += (size_t)snprintf(out + n, cap - n, "%s\n", END);
   return n;
 }
@@ -81,7 +93,7 @@ int main(int argc, char **argv) {
   }
   size_t have = (size_t)(e - b);
   if (have == wn && memcmp(b, want, wn) == 0) {
-    printf("docs match the options table (%d variables)\n", HCO_COUNT);
+    printf("docs match the options table (%d variables, %d LSAN_OPTIONS keys)\n", HCO_COUNT, HCL_COUNT);
     return 0;
   }
   /* The first line that differs. */

@@ -195,9 +195,11 @@ check "fast_unwind_on_malloc=0:exitcode=4" "" leak 4 "7 1" ""
 has "heapcheck: warning: LSAN_OPTIONS: unsupported option fast_unwind_on_malloc (ignored)"
 count_re "warning" 1
 check "exitcode=abc" "" leak 23 "7 1" ""
-has "LSAN_OPTIONS: exitcode=abc is not a number"
+has "LSAN_OPTIONS: exitcode=abc is not a number in [0, 255]; using the default 23"
+check "exitcode=5 exitcode=300" "" leak 23 "7 1" ""    # out of range: the key's default, not the earlier value
+has "LSAN_OPTIONS: exitcode=300 is not a number in [0, 255]; using the default 23"
 check "use_stacks=maybe" "" leak 23 "7 1" ""
-has "LSAN_OPTIONS: use_stacks=maybe is not a boolean"
+has "LSAN_OPTIONS: use_stacks=maybe is not a boolean (0/1, no/yes, false/true); using the default 1"
 check "suppressions='unterminated" "" leak 23 "7 1" ""
 has "unterminated quoted value of suppressions"
 check "exitcode" "" leak 23 "7 1" ""
