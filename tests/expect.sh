@@ -1,5 +1,5 @@
 # expect.sh - assertions shared by the checker's shell tests
-# (leak_fixtures/common.sh for test_leak_modes/test_report/test_suppress,
+# (scenarios/fixtures.sh for test_leak_modes/test_report/test_suppress,
 # test_cxx_api.sh, test_launcher.sh, test_pprof.sh, test_go_pprof.sh);
 # sourced, not run.  POSIX sh (dash and
 # bash).

@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 
 #include "heapcheck.h"
-#include "leak_fixtures/fixture.h"
+#include "scenarios/scenario.h"
 
 #include "hc_check.h"
 

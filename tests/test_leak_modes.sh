@@ -3,7 +3,7 @@
 # the report's key lines, preloaded (LD_PRELOAD) and linked (-lheapcheck).
 #
 # Usage: test_leak_modes.sh   (HC_LIB, HC_FIXTURES set by meson; see
-# tests/leak_fixtures/common.sh).  Exits 0 when every expectation holds.
+# tests/scenarios/fixtures.sh).  Exits 0 when every expectation holds.
 #
 # What the modes must do (docs/leak-checking.md):
 #   normal    check at exit, before the program's global destructors
@@ -12,7 +12,7 @@
 #   minimal   objects allocated before main are not reported
 #   as-is     the HEAP_CHECK_* knobs as given; local: explicit checks only
 
-. "$(dirname "$0")/leak_fixtures/common.sh"
+. "$(dirname "$0")/scenarios/fixtures.sh"
 
 leak_direct_report() {
   has "Leak check _main_ detected leaks of 500 bytes in 3 objects"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_no_disturb.sh - the checker never disturbs the program it checks, and a
 # check that cannot complete says so (issue 9 points 1 and 7).  Runs
-# leak_fixtures/no_disturb.c (linked with libheapcheck) in its scenarios and
+# scenarios/fx_no_disturb.c (linked with libheapcheck) in its scenarios and
 # reads each one's exit status and report; see that file for what each does.
 #
 # usage: test_no_disturb.sh FIXTURE

@@ -4,9 +4,9 @@
 # API's messages, on the leak fixtures.
 #
 # Usage: test_report.sh   (HC_LIB, HC_FIXTURES set by meson; see
-# tests/leak_fixtures/common.sh).  Exits 0 when every expectation holds.
+# tests/scenarios/fixtures.sh).  Exits 0 when every expectation holds.
 
-. "$(dirname "$0")/leak_fixtures/common.sh"
+. "$(dirname "$0")/scenarios/fixtures.sh"
 
 # ---- direct and indirect records ----
 # A dropped 10-node list: the head is direct, the 9 others indirect.  A

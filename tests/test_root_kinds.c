@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "heapcheck.h"
-#include "leak_fixtures/fixture.h"
+#include "scenarios/scenario.h"
 
 /* operator new / new[] by their mangled names (this is a C program). */
 void *_Znwm(unsigned long);

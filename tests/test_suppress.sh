@@ -5,9 +5,9 @@
 #   5 x 32 B nodes (indirect, allocated by build_list) | leak_gamma 70 B
 #
 # Usage: test_suppress.sh   (HC_LIB, HC_FIXTURES set by meson; see
-# tests/leak_fixtures/common.sh).  Exits 0 when every expectation holds.
+# tests/scenarios/fixtures.sh).  Exits 0 when every expectation holds.
 
-. "$(dirname "$0")/leak_fixtures/common.sh"
+. "$(dirname "$0")/scenarios/fixtures.sh"
 
 supp=$dump/supp.txt
 
@@ -59,11 +59,11 @@ lacks "build_list"
 has_re "^      1         64 leak_owner$"
 
 # ---- source file and module patterns; all suppressed = success ----
-printf 'leak:leak_fixtures/supp.c\n' >"$supp"
+printf 'leak:scenarios/fx_supp.c\n' >"$supp"
 run HEAPCHECK=normal HEAPCHECK_SUPPRESSIONS="$supp" supp
 expect_rc 0
 has "No leaks found for check \"_main_\""
-has_re "^     10        494 leak_fixtures/supp\.c$"
+has_re "^     10        494 scenarios/fx_supp\.c$"
 lacks "SUMMARY"
 printf 'leak:*/fx_s?pp\n' >"$supp"
 run HEAPCHECK=normal HEAP_CHECK_SUPPRESSIONS="$supp" supp

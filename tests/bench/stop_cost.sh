@@ -2,7 +2,7 @@
 # stop_cost.sh - what stopping the world costs (docs/performance.md, "Stopping
 # threads"): start-up of real programs with HEAPCHECK=normal (node -e 0,
 # xz -T2, redis-server start + PING + shutdown), and the stop time of each
-# check by method (ptrace, signal) in tests/leak_fixtures/no_disturb.c.
+# check by method (ptrace, signal) in tests/scenarios/fx_no_disturb.c.
 #
 # usage: stop_cost.sh BUILD_DIR [OLD_LIB]
 #   BUILD_DIR  a meson build dir of this tree (libheapcheck.so, fx_no_disturb)

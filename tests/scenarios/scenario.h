@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define SC_NOINLINE __attribute__((noinline))
 #define SC_UNUSED __attribute__((unused))
@@ -51,5 +52,33 @@ static SC_NOINLINE SC_UNUSED void sc_end(void) { sc_scrub_stack(); }
 
 /* Mixes a pointer so no word in memory equals it (or any interior address). */
 #define SC_XOR_KEY ((uintptr_t)0x5a5a5a5a5a5a5a5aULL)
+
+/* ---- the fixtures' helpers (fx_*.c: programs the shell tests test_leak_modes,
+ * test_report, test_suppress run under every mode, preloaded or linked with
+ * -lheapcheck; fixtures.sh).  Globals that keep objects reachable are
+ * non-static and volatile so the compiler can neither drop them nor keep the
+ * pointer only in a register; wipe_stack() clears the dead stack below the
+ * caller so stale copies of pointers cannot hide a leak from the at-exit
+ * check (which scans the live stack only).  Fixtures initialise what they
+ * allocate: an uninitialised first word may hold a stale free-list link to
+ * the next object, which would turn that object's classification from
+ * direct into indirect. */
+
+/* noipa (gcc): no inter-procedural shortcut either; gcc otherwise drops the
+ * stores into malloc'd memory that never escapes, and whole calls. */
+#if defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE __attribute__((noinline, noipa))
+#endif
+
+#define wipe_stack() sc_scrub_stack()
+
+/* *slot = v, out of line: a store into malloc'd memory that never escapes
+ * may otherwise be dropped by the compiler. */
+static NOINLINE SC_UNUSED void store_ptr(void **slot, void *v) { *slot = v; }
+
+/* XOR mask that turns a pointer into a non-pointer (gperftools' HiddenPointer). */
+#define HIDE_MASK ((unsigned long)0xF03A5F7BF03A5F7Bull)
 
 #endif

@@ -1,9 +1,9 @@
-/* atexit_leak.c - an atexit handler registered by main leaks 66 bytes; it
+/* fx_atexit_leak.c - an atexit handler registered by main leaks 66 bytes; it
  * runs before the at-exit check, which must report it. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "fixture.h"
+#include "scenario.h"
 
 NOINLINE void *handler_site(void) { return malloc(66); }
 static void handler(void) {

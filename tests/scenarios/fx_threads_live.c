@@ -1,4 +1,4 @@
-/* threads_live.c - 4 threads each hold the only pointer to a ~1000-byte
+/* fx_threads_live.c - 4 threads each hold the only pointer to a ~1000-byte
  * block on their stack, one more in a __thread variable, and stay blocked
  * through exit; main leaks 77 bytes.  normal/strict report only the 77 bytes
  * (1 object); draconian (no thread roots) reports the blocks as well. */
@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fixture.h"
+#include "scenario.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;

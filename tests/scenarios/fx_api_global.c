@@ -1,4 +1,4 @@
-/* api_global.c - the whole-program check on demand (hc_no_global_leaks)
+/* fx_api_global.c - the whole-program check on demand (hc_no_global_leaks)
  * with a 123-byte leak; prints "api_global: no_global_leaks=R bytes=B
  * objects=O".  Args: "cancel" then cancels the at-exit check (exit 0);
  * "free" frees the leak after the first check (second check clean). */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fixture.h"
+#include "scenario.h"
 #include "heapcheck.h"
 
 void *volatile g_hidden; /* XOR-masked: not a pointer to the checker */

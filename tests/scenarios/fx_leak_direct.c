@@ -1,4 +1,4 @@
-/* leak_direct.c - 2 x 100 bytes from site_a, 300 bytes from site_b leaked;
+/* fx_leak_direct.c - 2 x 100 bytes from site_a, 300 bytes from site_b leaked;
  * 1000 bytes reachable from a global (reported only by draconian).
  * Args: "closefd2" closes stderr before returning (the report must still
  * appear); prints "leak_direct: done" on stdout (flushed before _exit). */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "fixture.h"
+#include "scenario.h"
 #ifdef HC_LINKED
 #include "heapcheck.h"
 #endif

@@ -1,4 +1,4 @@
-/* no_disturb.c - the checker must not disturb the program it checks
+/* fx_no_disturb.c - the checker must not disturb the program it checks
  * (issue 9 points 1 and 7).  Run by test_no_disturb.sh; argv[1] names the
  * scenario, the script reads the exit status and the report:
  *

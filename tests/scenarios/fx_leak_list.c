@@ -1,10 +1,10 @@
-/* leak_list.c - a 10-node list of 64-byte nodes whose head is dropped
+/* fx_leak_list.c - a 10-node list of 64-byte nodes whose head is dropped
  * (1 direct leak, 9 indirect), and a 2-object cycle of 32-byte blocks
  * (one member direct, the other indirect). */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fixture.h"
+#include "scenario.h"
 
 struct node {
   struct node *next;

@@ -1,11 +1,11 @@
-/* reachable.c - nothing leaks: a global pointer, a global list, an array of
+/* fx_reachable.c - nothing leaks: a global pointer, a global list, an array of
  * blocks, an interior pointer (+16), blocks of every allocation function
  * held by a global table; one temporary freed.  Prints "reachable: done". */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fixture.h"
+#include "scenario.h"
 
 struct node {
   struct node *next;

@@ -1,4 +1,4 @@
-/* fork_leak.c - the child leaks 77 bytes and returns from main (its at-exit
+/* fx_fork_leak.c - the child leaks 77 bytes and returns from main (its at-exit
  * check must report them, with its own pid, and exit 1); the parent waits,
  * prints "parent: child status=N pid=P" and ends cleanly. */
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fixture.h"
+#include "scenario.h"
 
 NOINLINE void *child_site(void) { return malloc(77); }
 

@@ -1,4 +1,4 @@
-/* knobs.c - one scenario per argument, for the HEAP_CHECK_* knobs and the
+/* fx_knobs.c - one scenario per argument, for the HEAP_CHECK_* knobs and the
  * API's messages (the at-exit check reports what each one leaves):
  *   offset    a 4000-byte block reachable only through a pointer 2000 bytes
  *             inside it (a leak unless HEAP_CHECK_MAX_POINTER_OFFSET >= 2000
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "fixture.h"
+#include "scenario.h"
 #include "heapcheck.h"
 
 char *volatile g_inside;

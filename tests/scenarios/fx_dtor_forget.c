@@ -1,4 +1,4 @@
-/* dtor_forget.c - memory lost in global destructors: "normal" checks before
+/* fx_dtor_forget.c - memory lost in global destructors: "normal" checks before
  * them (no leak), "strict" after them (999 bytes in 2 objects).
  * forget_cxx_style is registered with atexit from a constructor, which is
  * how a C++ global's destructor is registered (__cxa_atexit); forget_dtor is
@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fixture.h"
+#include "scenario.h"
 
 void *volatile g_one, *volatile g_two;
 

@@ -1,4 +1,4 @@
-/* supp.c - leaks from distinct, suppressible places:
+/* fx_supp.c - leaks from distinct, suppressible places:
  *   leak_alpha   100 bytes, 1 object
  *   leak_beta    2 x 50 bytes
  *   leak_owner   a 64-byte block owning a list of 5 x 32-byte nodes made by
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fixture.h"
+#include "scenario.h"
 
 NOINLINE void leak_alpha(void) { memset(malloc(100), 0, 100); }
 NOINLINE void leak_beta(void) {
