@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
     --lsan) LSAN=1; shift ;;
     --valgrind) VG=1; shift ;;
     --only) ONLY=$2; shift 2 ;;
-    *) sed -n '2,24p' "$0"; exit 2 ;;
+    *) sed -n '2,23p' "$0"; exit 2 ;;
   esac
 done
 root=$(cd "$(dirname "$0")/../.." && pwd)
