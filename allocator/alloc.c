@@ -91,10 +91,19 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
    * re-entry (a signal handler's allocation would otherwise share it). */
   hc_tcache_t *tc = hci_tc;
   hc_unwind_memo_t *memo = !tc->is_static && hci_tc_memo(tc)->in_alloc ? &hci_tc_memo(tc)->memo : NULL;
+  if (dwarf && memo) {
+    /* The frames stay in the memo, with their hash: nothing to copy or hash. */
+    const uintptr_t *mp;
+    uint64_t hash;
+    int m = hci_unwind_memo_walk(memo, stack_depth_max, ra, &mp, &hash);
+    if (m > 0) {
+      /* The same frames as the last walk: the same id, without a lookup. */
+      if (!(memo->same && memo->id)) memo->id = hci_depot_put_hashed(mp, m, hash);
+      return memo->id;
+    }
+  }
   if (dwarf) {
-    n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra, memo);
-    /* The same frames as the last walk: the same id, without hashing them. */
-    if (memo && memo->same && memo->id) return memo->id;
+    n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra, NULL);
   } else {
     n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
   }

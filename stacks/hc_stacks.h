@@ -12,6 +12,18 @@
 #include "hc_base.h"
 
 
+/* The hash of a stack, shared by the depot and the memo: the sum of pcs[k] *
+ * B^k (mod 2^64), innermost frame first.  A polynomial in B, so the memo
+ * gets the hash of any run of its frames from per-frame partial sums (hv
+ * below) instead of a pass over the frames: hash(s, s + L) = hv[s] -
+ * hv[s + L] * B^L. */
+#define HCI_STACK_HASH_B 0xff51afd7ed558ccdull
+static inline uint64_t hci_stack_hash(const uintptr_t *pcs, int n) {
+  uint64_t h = 0;
+  for (int i = n - 1; i >= 0; i--) h = h * HCI_STACK_HASH_B + pcs[i];
+  return h;
+}
+
 /* The last DWARF walk of a thread (unwind_dwarf.c): the registers at each
  * frame it passed, every stack word it read and the frames it found.  A
  * walk from the same registers over the same words finds the same frames
@@ -19,20 +31,31 @@
  * these frames with the same registers checks the words the rest of the
  * walk read instead of walking on: consecutive allocations that share their
  * outer callers cost a few steps plus one compare per outer word instead of
- * a rule lookup per frame. */
-#define HC_UNWIND_MEMO_LOADS 96
+ * a rule lookup per frame.
+ * Layout: the frames fill the top slots, [F - n, F), outermost in slot F - 1,
+ * so the frames are in the order a stack is reported (innermost first) and a
+ * walk that shares the memo's outer frames writes only its own inner ones
+ * below them: nothing is copied, and the caller reads the frames (and their
+ * hash) in place.  The words likewise fill [W - wtop[F - n], W), those of the
+ * steps from outer frames at the top.  It holds more frames than a stack
+ * records (HC_MAX_STACK_DEPTH), so a capture up to 16 frames shallower than a
+ * deep last one still finds all its frames in it. */
+#define HC_UNWIND_MEMO_FRAMES 80
+#define HC_UNWIND_MEMO_WORDS (2 * HC_UNWIND_MEMO_FRAMES) /* a step reads at most 2 */
 typedef struct hc_unwind_memo {
-  uintptr_t ra, rsp, rbp;  /* the walk's start: malloc's caller */
   uint32_t gen;            /* rule-cache generation it was made in; 0 = empty */
-  int n, nloads;           /* frames in pcs, words in addr/val */
-  int max;                 /* the frame limit it was walked with */
-  uint8_t end;             /* why it stopped (unwind_dwarf.c's END_*) */
+  uint32_t id;             /* the caller's: the depot id of the frames it last returned (0: none) */
+  int n;                   /* frames held, in slots [F - n, F) */
+  uint8_t end;             /* why the walk stopped (unwind_dwarf.c's END_*) */
   bool same;               /* the last walk found the frames of the one before it */
-  uint32_t id;             /* the caller's: the depot id of those frames (0: none) */
-  uint8_t li[HC_MAX_STACK_DEPTH];   /* frame k's first word: addr[li[k]] */
-  uintptr_t srsp[HC_MAX_STACK_DEPTH], srbp[HC_MAX_STACK_DEPTH]; /* rsp, rbp at frame k (pcs[k]) */
-  uintptr_t addr[HC_UNWIND_MEMO_LOADS], val[HC_UNWIND_MEMO_LOADS];
-  uintptr_t pcs[HC_MAX_STACK_DEPTH];
+  uintptr_t rsp0;          /* the walk's start: rsp at malloc's caller */
+  uintptr_t amax;          /* no word's address is above this */
+  uint16_t wtop[HC_UNWIND_MEMO_FRAMES]; /* the words of the steps from slot s outward: [W - wtop[s], W) */
+  uintptr_t pcs[HC_UNWIND_MEMO_FRAMES];
+  uintptr_t rsp[HC_UNWIND_MEMO_FRAMES + 1]; /* the registers at each frame; rsp[F]: all ones */
+  uintptr_t rbp[HC_UNWIND_MEMO_FRAMES];
+  uint64_t hv[HC_UNWIND_MEMO_FRAMES + 1]; /* hv[s] = hv[s + 1] * B + pcs[s]; hv[F]: frames dropped past F - 1 */
+  uintptr_t addr[HC_UNWIND_MEMO_WORDS], val[HC_UNWIND_MEMO_WORDS];
 } hc_unwind_memo_t;
 
 /* ======================= unwind.c / unwind_dwarf.c ======================= */
@@ -55,6 +78,11 @@ int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip);
  * whole DWARF walk from here, in which the caller looks for ra.  memo (may
  * be NULL): the calling thread's last walk, checked and replaced. */
 int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo);
+/* The same through memo (not NULL), without a copy: *pcs points at the
+ * innermost of the returned frames inside the memo (valid until its next
+ * use) and *hash is hci_stack_hash of them.  -1 when malloc's caller's frame
+ * is not among the allocator's (then hci_unwind_dwarf_at walks afresh). */
+int hci_unwind_memo_walk(hc_unwind_memo_t *memo, int max, uintptr_t ra, const uintptr_t **pcs, uint64_t *hash);
 /* Whether the function ra returns into keeps a frame pointer there (its CFA
  * is rbp-based per .eh_frame): a frame-pointer walk through it is sound.
  * False for -fomit-frame-pointer code, whose frames such a walk silently
@@ -93,6 +121,8 @@ static inline bool hci_eh_readable(const hci_eh_obj_t *o, uintptr_t a, size_t n)
 /* Deduplicates a stack; returns its id (>= 2), or HC_STACK_UNKNOWN on n == 0
  * or when out of memory.  Lock-free lookup; safe inside malloc. */
 uint32_t hci_depot_put(const uintptr_t *pcs, int n);
+/* The same with hash == hci_stack_hash(pcs, n) already known (n <= HC_MAX_STACK_DEPTH). */
+uint32_t hci_depot_put_hashed(const uintptr_t *pcs, int n, uint64_t hash);
 /* The frames of id; returns the depth (0 for NONE/UNKNOWN). */
 int hci_depot_get(uint32_t id, const uintptr_t **pcs);
 size_t hci_depot_bytes(void);

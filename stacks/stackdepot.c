@@ -64,13 +64,11 @@ static struct {
 } depot = {.lock = HCI_LOCK_INIT(HC_RANK_DEPOT)};
 HC_PRIVATE_STATE(depot);
 
-static inline uint32_t hash_frames(const uintptr_t *pcs, int n) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
-  for (int i = 0; i < n; i++) {
-    h ^= pcs[i];
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-  }
+/* The table's 32-bit hash of a stack from hci_stack_hash (hc_stacks.h): the
+ * polynomial sum is mixed with the depth so all its bits reach the top. */
+static inline uint32_t hash_final(uint64_t h, int n) {
+  h ^= (uint64_t)n * 0x9e3779b97f4a7c15ull;
+  h ^= h >> 32;
   h *= 0xc4ceb9fe1a85ec53ull;
   h ^= h >> 29;
   return (uint32_t)(h >> 32);
@@ -174,7 +172,13 @@ static entry_t **index_block(uint32_t id, size_t *pos) {
 uint32_t hci_depot_put(const uintptr_t *pcs, int n) {
   if (n <= 0 || pcs == NULL) return HC_STACK_UNKNOWN;
   if (n > HC_MAX_STACK_DEPTH) n = HC_MAX_STACK_DEPTH;
-  uint32_t hash = hash_frames(pcs, n);
+  return hci_depot_put_hashed(pcs, n, hci_stack_hash(pcs, n));
+}
+
+uint32_t hci_depot_put_hashed(const uintptr_t *pcs, int n, uint64_t full_hash) {
+  if (n <= 0 || pcs == NULL) return HC_STACK_UNKNOWN;
+  if (n > HC_MAX_STACK_DEPTH) return hci_depot_put(pcs, n);
+  uint32_t hash = hash_final(full_hash, n);
   table_t *t = atomic_load_explicit(&depot.table, memory_order_acquire);
   uint32_t id;
   if (t != NULL && (id = find(t, hash, pcs, n)) != 0) return id;

@@ -10,7 +10,7 @@
  *  - Every stack read lies in [sp0, hi): the walker's own stack pointer up to
  *    hci_unwind_stack_hi(sp0).  The CFA strictly increases, so walks end.
  *  - A cache entry is two words written without a lock; the key word is
- *    pc ^ mix(rule), so a reader that sees a torn pair (one word from a
+ *    pc ^ seal(rule), so a reader that sees a torn pair (one word from a
  *    racing writer) rejects it.  A lost update only costs a recomputation.
  *  - Anything unwind_cfi.c does not understand, or finds malformed, ends the
  *    walk cleanly (K_STOP) instead of guessing or faulting.
@@ -50,7 +50,7 @@
 #define EXACT_BIT ((uint64_t)1 << 63)        /* key flag: rip is an exact PC (user addresses < 2^47) */
 
 typedef struct cache_ent {
-  _Atomic uint64_t key;  /* query ^ mix(rule) */
+  _Atomic uint64_t key;  /* query ^ seal(rule) */
   _Atomic uint64_t rule; /* packed rule_t, bit 0 set when valid */
 } cache_ent_t;
 
@@ -107,13 +107,18 @@ static cache_ent_t *cache_get(void) {
   return mine;
 }
 
-static inline bool cache_lookup(cache_ent_t *cache, uint64_t q, rule_t *r) {
+/* The key word seals the rule word: a reader that sees the key of one
+ * writer with the rule of another (or a half-written entry) finds them
+ * unrelated.  Any bijection of the rule works; an odd multiply is one. */
+static inline uint64_t seal(uint64_t w) { return w * 0x9e3779b97f4a7c15ull; }
+
+static inline bool cache_lookup(cache_ent_t *cache, uint64_t q, uint64_t *out) {
   size_t i = cache_slot(q);
   for (int way = 0; way < 2; way++) {
     uint64_t w = atomic_load_explicit(&cache[i + way].rule, memory_order_relaxed);
     uint64_t k = atomic_load_explicit(&cache[i + way].key, memory_order_relaxed);
-    if ((w & 1) && k == (q ^ mix64(w))) {
-      unpack_rule(w, r);
+    if ((w & 1) && k == (q ^ seal(w))) {
+      *out = w;
       return true;
     }
   }
@@ -127,7 +132,7 @@ static void cache_insert(cache_ent_t *cache, uint64_t q, uint64_t w) {
                : (atomic_load_explicit(&cache[i + 1].rule, memory_order_relaxed) & 1) == 0 ? 1
                : (size_t)(mix64(q) & 1);
   atomic_store_explicit(&cache[i + way].rule, w, memory_order_relaxed);
-  atomic_store_explicit(&cache[i + way].key, q ^ mix64(w), memory_order_relaxed);
+  atomic_store_explicit(&cache[i + way].key, q ^ seal(w), memory_order_relaxed);
 }
 
 void hci_unwind_dwarf_cache_clear(void) {
@@ -157,9 +162,9 @@ typedef struct walk_log {
   uintptr_t *addr, *val;
   int cap, nloads;
   uintptr_t *srsp, *srbp; /* frame k's rsp/rbp, k < scap */
-  uint8_t *li;            /* frame k's first word */
+  uint16_t *li;           /* frame k's first word */
   int scap;
-  bool spoiled; /* too many words or frames, or a signal frame (its stack may move) */
+  bool spoiled; /* too many words or frames, a signal frame (its stack may move), a word below its frame */
   bool bounds;  /* a word was outside the stack */
 } walk_log_t;
 
@@ -170,13 +175,18 @@ static inline bool load_word(uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t 
   return true;
 }
 
-static inline bool load_logged(walk_log_t *log, uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t *out) {
+/* A read by the step from the frame whose rsp is sp.  The memo relies on
+ * every word it keeps lying at or above its frame's rsp (so a frame's words
+ * and all outer ones are inside a stack that holds the frame): a rule that
+ * reads below it (never seen in compiled code) is not memoised. */
+static inline bool load_logged(walk_log_t *log, uintptr_t lo, uintptr_t hi, uintptr_t sp, uintptr_t a,
+                               uintptr_t *out) {
   if (!load_word(lo, hi, a, out)) {
     if (log) log->bounds = true;
     return false;
   }
   if (log) {
-    if (log->nloads < log->cap) {
+    if (log->nloads < log->cap && a >= sp) {
       log->addr[log->nloads] = a;
       log->val[log->nloads++] = *out;
     } else {
@@ -195,7 +205,7 @@ static inline void log_frame(walk_log_t *log, int k, const regs_t *r) {
   }
   log->srsp[k] = r->rsp;
   log->srbp[k] = r->rbp;
-  log->li[k] = (uint8_t)log->nloads;
+  log->li[k] = (uint16_t)log->nloads;
 }
 
 /* Why a walk stopped: the outermost frame or a rule that ends it (both a
@@ -203,15 +213,13 @@ static inline void log_frame(walk_log_t *log, int k, const regs_t *r) {
  * (which depends on where the walk started). */
 enum { END_OUTER = 0, END_MAX = 1, END_FAIL = 2 };
 
-/* One step: the caller's registers from r.  False ends the walk.  [*lo, *hi)
- * is the stack being walked; a signal frame may move it to the interrupted
- * stack (sigaltstack handlers). */
 static rule_t rule_for(cache_ent_t *cache, uintptr_t rip, bool exact) {
   rule_t rule;
-  uint64_t q = rip | (exact ? EXACT_BIT : 0);
-  if (cache == NULL || !cache_lookup(cache, q, &rule)) {
+  uint64_t q = rip | (exact ? EXACT_BIT : 0), w;
+  if (cache != NULL && cache_lookup(cache, q, &w)) {
+    unpack_rule(w, &rule);
+  } else {
     bool cacheable;
-    uint64_t w;
     rule = hci_cfi_rule(rip, exact, &cacheable);
     if (cache && cacheable && pack_rule(&rule, &w)) cache_insert(cache, q, w);
   }
@@ -224,7 +232,33 @@ bool hci_unwind_keeps_fp(uintptr_t ra) {
   return rule.kind == K_NORMAL && rule.cfa_rbp;
 }
 
-static bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p, walk_log_t *log) {
+/* The step of a K_NORMAL frame: CFA = (rbp or rsp) + cfa_off, the return
+ * address at CFA + ra_off, rbp saved at CFA + rbp_off (R_OFFSET). */
+static inline bool normal_step(regs_t *r, uintptr_t lo, uintptr_t hi, walk_log_t *log, bool cfa_rbp, int64_t cfa_off,
+                               int64_t ra_off, int rbp_how, int64_t rbp_off) {
+  uintptr_t cfa = (cfa_rbp ? r->rbp : r->rsp) + (uintptr_t)cfa_off;
+  if (cfa <= r->rsp || cfa > hi) return false;
+  uintptr_t ra, rbp = r->rbp;
+  if (!load_logged(log, lo, hi, r->rsp, cfa + (uintptr_t)ra_off, &ra)) return false;
+  if (rbp_how == R_OFFSET && !load_logged(log, lo, hi, r->rsp, cfa + (uintptr_t)rbp_off, &rbp)) return false;
+  if (rbp_how == R_UNDEF) rbp = 0;
+  r->rip = ra;
+  r->rsp = cfa;
+  r->rbp = rbp;
+  r->exact = false;
+  return true;
+}
+
+/* One step: the caller's registers from r.  False ends the walk.  [*lo, *hi)
+ * is the stack being walked; a signal frame may move it to the interrupted
+ * stack (sigaltstack handlers).  The usual case - a cached K_NORMAL rule -
+ * is decoded straight from the cache word. */
+static inline bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p, walk_log_t *log) {
+  uint64_t w;
+  if (hc_likely(cache != NULL) && cache_lookup(cache, r->rip | (r->exact ? EXACT_BIT : 0), &w) &&
+      hc_likely((w >> 1 & 3) == K_NORMAL))
+    return normal_step(r, *lo_p, *hi_p, log, w >> 3 & 1, (int32_t)(uint32_t)(w >> 32), sext13(w >> 6 & 0x1fff) * 8,
+                       (int)(w >> 4 & 3), sext13(w >> 19 & 0x1fff) * 8);
   uintptr_t lo = *lo_p, hi = *hi_p;
   rule_t rule = rule_for(cache, r->rip, r->exact);
   /* A walk that ends at an address no module covers (yet) is not kept: a
@@ -253,17 +287,7 @@ static bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p
     return true;
   }
   if (rule.kind != K_NORMAL) return false;
-  uintptr_t cfa = (rule.cfa_rbp ? r->rbp : r->rsp) + (uintptr_t)rule.cfa_off;
-  if (cfa <= r->rsp || cfa > hi) return false;
-  uintptr_t ra, rbp = r->rbp;
-  if (!load_logged(log, lo, hi, cfa + (uintptr_t)rule.ra_off, &ra)) return false;
-  if (rule.rbp_how == R_OFFSET && !load_logged(log, lo, hi, cfa + (uintptr_t)rule.rbp_off, &rbp)) return false;
-  if (rule.rbp_how == R_UNDEF) rbp = 0;
-  r->rip = ra;
-  r->rsp = cfa;
-  r->rbp = rbp;
-  r->exact = false;
-  return true;
+  return normal_step(r, lo, hi, log, rule.cfa_rbp, rule.cfa_off, rule.ra_off, rule.rbp_how, rule.rbp_off);
 }
 
 /* Walks from r, frame index k0 (for the log) on; *end says why it stopped. */
@@ -320,20 +344,91 @@ hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
   return n;
 }
 
+/* ---- the memo of the last walk (hc_unwind_memo_t) ---- */
+
+#define MF HC_UNWIND_MEMO_FRAMES
+#define MW HC_UNWIND_MEMO_WORDS
+_Static_assert(HC_MAX_STACK_DEPTH <= MF, "the memo holds a whole recorded stack");
+
 /* The allocator is built with frame pointers up to the function that malloc
  * tail-calls, so the frame record holding ra is a few cheap steps away; the
  * caller's registers there are exactly what a DWARF step would compute, and
  * the 4-5 CFI lookups for allocator frames are saved. */
 #define ALLOCATOR_FRAMES 8
 
-/* Whether the words memo's walk read from word `from` on are unchanged and
- * still inside [lo, hi). */
-static bool words_hold(const hc_unwind_memo_t *m, int from, uintptr_t lo, uintptr_t hi) {
-  for (int i = from; i < m->nloads; i++) {
-    uintptr_t a = m->addr[i], v;
-    if (a < lo || a > hi - sizeof(uintptr_t)) return false;
-    memcpy(&v, (const void *)a, sizeof v);
-    if (v != m->val[i]) return false;
+static uint64_t hash_pow(int k) {
+  uint64_t r = 1, b = HCI_STACK_HASH_B;
+  for (; k; k >>= 1, b *= b)
+    if (k & 1) r *= b;
+  return r;
+}
+
+/* A whole walk from r into the memo (frames from slot 0 while it walks,
+ * then moved to the top).  Returns the frame count; the frames are in slots
+ * [MF - n, MF) when the memo holds the walk (gen != 0), else in [0, n). */
+static int memo_fill(hc_unwind_memo_t *m, regs_t r) {
+  m->gen = 0; /* empty while it is rewritten */
+  m->same = false;
+  m->n = 0;
+  walk_log_t log = {.addr = m->addr, .val = m->val, .cap = MW, .srsp = m->rsp, .srbp = m->rbp, .li = m->wtop,
+                    .scap = MF, .spoiled = false};
+  log_frame(&log, 0, &r);
+  m->pcs[0] = r.rip;
+  int end;
+  int n = 1 + dwarf_walk(m->pcs + 1, MF - 1, 0, r, &log, 1, &end);
+  if (log.spoiled) return n;
+  int b = MF - n, nw = log.nloads;
+  memmove(m->pcs + b, m->pcs, (size_t)n * sizeof *m->pcs);
+  memmove(m->rsp + b, m->rsp, (size_t)n * sizeof *m->rsp);
+  memmove(m->rbp + b, m->rbp, (size_t)n * sizeof *m->rbp);
+  for (int k = n - 1; k >= 0; k--) m->wtop[b + k] = (uint16_t)(nw - m->wtop[k]); /* first word -> words outward */
+  memmove(m->addr + MW - nw, m->addr, (size_t)nw * sizeof *m->addr);
+  memmove(m->val + MW - nw, m->val, (size_t)nw * sizeof *m->val);
+  uintptr_t amax = 0;
+  for (int i = MW - nw; i < MW; i++) amax = m->addr[i] > amax ? m->addr[i] : amax;
+  m->hv[MF] = 0;
+  for (int s = MF - 1; s >= b; s--) m->hv[s] = m->hv[s + 1] * HCI_STACK_HASH_B + m->pcs[s];
+  m->amax = amax;
+  m->rsp[MF] = UINTPTR_MAX;
+  m->rsp0 = r.rsp;
+  m->end = (uint8_t)end;
+  m->n = n;
+  m->gen = atomic_load_explicit(&rule_gen, memory_order_relaxed);
+  return n;
+}
+
+/* Drops the d outermost frames of m (and the words of their steps), moving
+ * the rest up: a walk that does not fit keeps its inner frames. */
+static void memo_drop_outer(hc_unwind_memo_t *m, int d) {
+  int b = MF - m->n, keep = m->n - d;
+  int wd = m->wtop[MF - d], wb = m->wtop[b];
+  m->hv[MF] = m->hv[MF - d];
+  memmove(m->pcs + b + d, m->pcs + b, (size_t)keep * sizeof *m->pcs);
+  memmove(m->rsp + b + d, m->rsp + b, (size_t)keep * sizeof *m->rsp);
+  memmove(m->rbp + b + d, m->rbp + b, (size_t)keep * sizeof *m->rbp);
+  memmove(m->hv + b + d, m->hv + b, (size_t)keep * sizeof *m->hv);
+  for (int s = MF - 1; s >= b + d; s--) m->wtop[s] = (uint16_t)(m->wtop[s - d] - wd);
+  memmove(m->addr + MW - (wb - wd), m->addr + MW - wb, (size_t)(wb - wd) * sizeof *m->addr);
+  memmove(m->val + MW - (wb - wd), m->val + MW - wb, (size_t)(wb - wd) * sizeof *m->val);
+  m->n = keep;
+  m->end = END_MAX;
+}
+
+/* Whether the words the memo's walk read from slot j outward still hold
+ * their values.  All lie in [rsp[j], amax] (memo_fill, splice), which the
+ * caller has checked to be inside the stack. */
+static inline bool words_hold(const hc_unwind_memo_t *m, int j) {
+  int k = MW - m->wtop[j];
+  uintptr_t w[4];
+  /* Four at a time: the loads run back to back, one test per four. */
+  for (; k + 4 <= MW; k += 4) {
+    for (int i = 0; i < 4; i++) memcpy(&w[i], (const void *)m->addr[k + i], sizeof w[i]);
+    if (((w[0] ^ m->val[k]) | (w[1] ^ m->val[k + 1]) | (w[2] ^ m->val[k + 2]) | (w[3] ^ m->val[k + 3])) != 0)
+      return false;
+  }
+  for (; k < MW; k++) {
+    memcpy(&w[0], (const void *)m->addr[k], sizeof w[0]);
+    if (w[0] != m->val[k]) return false;
   }
   return true;
 }
@@ -343,129 +438,133 @@ static bool words_hold(const hc_unwind_memo_t *m, int from, uintptr_t lo, uintpt
 #define PRE_LOADS 48
 typedef struct prefix {
   uintptr_t addr[PRE_LOADS], val[PRE_LOADS];
-  uintptr_t srsp[PRE_FRAMES], srbp[PRE_FRAMES];
-  uint8_t li[PRE_FRAMES];
+  uintptr_t pcs[PRE_FRAMES], srsp[PRE_FRAMES], srbp[PRE_FRAMES];
+  uint16_t li[PRE_FRAMES];
 } prefix_t;
 
-/* pcs[0, c) and p are a fresh walk from r0 whose frame c has the registers
- * of memo frame j, and the words the memo's walk read from there on are
- * unchanged: the rest of the walk is the memo's.  Completes pcs and makes
- * the memo this walk.  Returns the frame count. */
-static int splice(hc_unwind_memo_t *m, uintptr_t *pcs, int max, const regs_t *r0, const prefix_t *p, int c, int nl,
-                  int j) {
-  int n = c + (m->n - j);
-  int end = m->end;
-  if (n > max) {
-    n = max;
-    end = END_MAX;
+/* p's frames 0..c-1 and its words are a fresh walk from r0 whose frame c
+ * has the registers of memo slot j, and the words the memo's walk read from
+ * there on are unchanged: the rest of the walk is the memo's.  Writes the
+ * fresh frames below slot j (dropping outer frames when they do not fit)
+ * and returns the slot of the innermost frame. */
+static int splice(hc_unwind_memo_t *m, const regs_t *r0, const prefix_t *p, int c, int nl, int j) {
+  int old_b = MF - m->n;
+  /* The same frames as last time: as many fresh ones before slot j, equal. */
+  m->same = j - old_b == c && memcmp(p->pcs, m->pcs + old_b, (size_t)c * sizeof *p->pcs) == 0;
+  if (j - c < 0) {
+    int d = c - j;
+    m->n = MF - j;
+    memo_drop_outer(m, d);
+    j += d;
   }
-  int from = m->li[j];
-  int tail_loads = m->nloads - from;
-  /* The words of frames past n are not needed (the walk stops there); all
-   * that follow frame j's are kept, which is conservative. */
-  memcpy(pcs + c, m->pcs + j, (size_t)(n - c) * sizeof *pcs);
-  if (nl + tail_loads > HC_UNWIND_MEMO_LOADS) {
-    m->gen = 0; /* this walk's words do not fit: no memo */
-    return n;
+  int b = j - c, wt = m->wtop[j], w0 = MW - wt - nl;
+  uintptr_t amax = m->amax;
+  /* A few words and frames: plain loops (the empty asm keeps compilers from
+   * calling memcpy for each array). */
+  for (int i = 0; i < nl; i++) {
+    __asm__("" : "+r"(i));
+    m->addr[w0 + i] = p->addr[i];
+    m->val[w0 + i] = p->val[i];
+    amax = p->addr[i] > amax ? p->addr[i] : amax;
   }
-  if (c != j) {
-    memmove(m->pcs + c, m->pcs + j, (size_t)(n - c) * sizeof *m->pcs);
-    memmove(m->srsp + c, m->srsp + j, (size_t)(n - c) * sizeof *m->srsp);
-    memmove(m->srbp + c, m->srbp + j, (size_t)(n - c) * sizeof *m->srbp);
-    memmove(m->li + c, m->li + j, (size_t)(n - c));
+  for (int k = c - 1; k >= 0; k--) {
+    __asm__("" : "+r"(k));
+    int s = b + k;
+    m->pcs[s] = p->pcs[k];
+    m->rsp[s] = p->srsp[k];
+    m->rbp[s] = p->srbp[k];
+    m->wtop[s] = (uint16_t)(wt + nl - p->li[k]);
+    m->hv[s] = m->hv[s + 1] * HCI_STACK_HASH_B + p->pcs[k];
   }
-  if (nl != from) {
-    memmove(m->addr + nl, m->addr + from, (size_t)tail_loads * sizeof *m->addr);
-    memmove(m->val + nl, m->val + from, (size_t)tail_loads * sizeof *m->val);
-    for (int k = c; k < n; k++) m->li[k] = (uint8_t)(m->li[k] - from + nl);
-  }
-  memcpy(m->pcs, pcs, (size_t)c * sizeof *pcs);
-  memcpy(m->srsp, p->srsp, (size_t)c * sizeof *m->srsp);
-  memcpy(m->srbp, p->srbp, (size_t)c * sizeof *m->srbp);
-  memcpy(m->li, p->li, (size_t)c);
-  memcpy(m->addr, p->addr, (size_t)nl * sizeof *m->addr);
-  memcpy(m->val, p->val, (size_t)nl * sizeof *m->val);
-  m->ra = r0->rip;
-  m->rsp = r0->rsp;
-  m->rbp = r0->rbp;
-  m->n = n;
-  m->nloads = nl + tail_loads;
-  m->end = (uint8_t)end;
-  return n;
+  m->amax = amax;
+  m->rsp0 = r0->rsp;
+  m->n = MF - b;
+  return b;
 }
 
-/* The walk from r0 (pcs[0] = its rip) with the memo of the last one: up to
- * PRE_FRAMES fresh steps, each followed by a look for the same frame in
- * the memo.  Returns -1 when no frame matched (the caller walks afresh). */
-static int walk_memo(uintptr_t *pcs, int max, const regs_t *r0, hc_unwind_memo_t *m) {
-  if (m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed) || m->max != max || m->n <= 0) return -1;
+/* The walk from r0 with the memo of the last one: up to PRE_FRAMES fresh
+ * steps, each followed by a look for the same frame in the memo.  Returns
+ * the slot of the innermost frame, or -1 when no frame matched (the caller
+ * walks afresh).  The memo must hold at least max frames of the new walk, or
+ * all of them. */
+static int walk_memo(hc_unwind_memo_t *m, int max, const regs_t *r0) {
+  if (m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed) || m->n <= 0) return -1;
+  regs_t r = *r0;
+  uintptr_t lo = r.rsp, hi = hci_unwind_stack_hi(lo);
+  if (hi < lo + sizeof(uintptr_t) || m->amax > hi - sizeof(uintptr_t)) return -1;
+  /* A walk that stopped at a word below its start could go on from a lower
+   * start: only a start at or above it reproduces the stop. */
+  if (m->end == END_FAIL && lo < m->rsp0) return -1;
   prefix_t p;
   walk_log_t log = {.addr = p.addr, .val = p.val, .cap = PRE_LOADS, .srsp = p.srsp, .srbp = p.srbp,
                     .li = p.li, .scap = PRE_FRAMES, .spoiled = false};
-  regs_t r = *r0;
-  uintptr_t lo = r.rsp, hi = hci_unwind_stack_hi(lo);
-  if (hi < lo + sizeof(uintptr_t)) return -1;
-  /* A walk that stopped at a word below its start could go on from a lower
-   * start: only a start at or above it reproduces the stop. */
-  bool ends_same = m->end != END_FAIL || lo >= m->rsp;
   cache_ent_t *cache = cache_get();
   log_frame(&log, 0, &r);
-  pcs[0] = r.rip;
-  int c = 0, j = 0;
+  p.pcs[0] = r.rip;
+  int c = 0, j = MF - m->n;
   for (;;) {
-    while (j < m->n && m->srsp[j] < r.rsp) j++;
-    if (j < m->n && m->srsp[j] == r.rsp && m->pcs[j] == r.rip && m->srbp[j] == r.rbp && !r.exact && ends_same &&
-        !(m->end == END_MAX && c < j) && words_hold(m, m->li[j], lo, hi)) {
-      bool same = c == j && memcmp(pcs, m->pcs, (size_t)c * sizeof *pcs) == 0;
-      int n = splice(m, pcs, max, r0, &p, c, log.nloads, j);
-      m->same = same;
-      return n;
-    }
-    if (c + 1 >= max || c + 1 >= PRE_FRAMES || !step(cache, &r, &lo, &hi, &log) || log.spoiled || r.rip < 4096 ||
-        lo != r0->rsp)
+    while (m->rsp[j] < r.rsp) j++; /* rsp[MF] is the sentinel */
+    /* rsp[j] == r.rsp >= lo: the words from j outward are in the stack. */
+    if (j < MF && m->rsp[j] == r.rsp && m->pcs[j] == r.rip && m->rbp[j] == r.rbp && !r.exact &&
+        (m->end != END_MAX || c + (MF - j) >= max) && words_hold(m, j))
+      return splice(m, r0, &p, c, log.nloads, j);
+    if (c + 1 >= PRE_FRAMES || !step(cache, &r, &lo, &hi, &log) || log.spoiled || r.rip < 4096 || lo != r0->rsp)
       return -1;
     c++;
     log_frame(&log, c, &r);
-    pcs[c] = r.rip;
+    p.pcs[c] = r.rip;
   }
+}
+
+hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *m, int max, uintptr_t ra, const uintptr_t **pcs,
+                                     uint64_t *hash) {
+  if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
+  if (max <= 0 || !hci_eh_available()) return -1;
+  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+  uintptr_t rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
+  if (rec == 0) return -1;
+  regs_t r = {.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
+  int b = walk_memo(m, max, &r);
+  if (b < 0) {
+    int n = memo_fill(m, r);
+    if (m->gen == 0) { /* not kept: the frames are in slots [0, n) */
+      n = n < max ? n : max;
+      *pcs = m->pcs;
+      *hash = hci_stack_hash(m->pcs, n);
+      __asm__ volatile("" ::: "memory");
+      return n;
+    }
+    b = MF - n;
+  }
+  int n = MF - b;
+  if (n > max) n = max;
+  *pcs = m->pcs + b;
+  *hash = m->hv[b];
+  if (b + n < MF || m->hv[MF] != 0) *hash -= m->hv[b + n] * hash_pow(n);
+  __asm__ volatile("" ::: "memory");
+  return n;
 }
 
 hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo) {
   if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
   if (max <= 0) return 0;
-  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-  uintptr_t rec = hci_eh_available() ? hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp) : 0;
-  int n;
-  if (rec == 0) {
-    n = hci_unwind_dwarf(pcs, max, 0);
-  } else {
-    regs_t r = {.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
-    n = memo ? walk_memo(pcs, max, &r, memo) : -1;
-    if (n < 0) {
-      walk_log_t log = {.spoiled = false};
-      if (memo) {
-        memo->gen = 0; /* empty while it is rewritten */
-        memo->same = false;
-        log = (walk_log_t){.addr = memo->addr, .val = memo->val, .cap = HC_UNWIND_MEMO_LOADS, .srsp = memo->srsp,
-                           .srbp = memo->srbp, .li = memo->li, .scap = HC_MAX_STACK_DEPTH, .spoiled = false};
-        log_frame(&log, 0, &r);
-      }
+  int n = -1;
+  if (memo) {
+    const uintptr_t *mp;
+    uint64_t h;
+    n = hci_unwind_memo_walk(memo, max, ra, &mp, &h);
+    if (n >= 0) memcpy(pcs, mp, (size_t)n * sizeof *pcs);
+  } else if (hci_eh_available()) {
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
+    if (rec != 0) {
+      regs_t r = {.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
       int end;
       pcs[0] = ra;
-      n = 1 + dwarf_walk(pcs + 1, max - 1, 0, r, memo ? &log : NULL, 1, &end);
-      if (memo && !log.spoiled) {
-        memo->ra = r.rip;
-        memo->rsp = r.rsp;
-        memo->rbp = r.rbp;
-        memo->n = n;
-        memo->nloads = log.nloads;
-        memo->max = max;
-        memo->end = (uint8_t)end;
-        memcpy(memo->pcs, pcs, (size_t)n * sizeof *pcs);
-        memo->gen = atomic_load_explicit(&rule_gen, memory_order_relaxed);
-      }
+      n = 1 + dwarf_walk(pcs + 1, max - 1, 0, r, NULL, 1, &end);
     }
   }
+  if (n < 0) n = hci_unwind_dwarf(pcs, max, 0); /* a whole walk from here: the caller looks for ra */
   __asm__ volatile("" ::: "memory");
   return n;
 }

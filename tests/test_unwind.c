@@ -563,9 +563,24 @@ static void test_env(void) {
 
 static hc_unwind_memo_t memo_t;
 static volatile int memo_sink;
+static int memo_max = HC_MAX_STACK_DEPTH; /* frames asked for */
+static int memo_badhash;                  /* memo walks whose hash was not hci_stack_hash's */
 
+/* With the memo: its frames in place and their hash (as the allocator
+ * takes them); without: a fresh walk. */
 NOINL static int memo_capture(uintptr_t *pcs, hc_unwind_memo_t *memo) {
-  int n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, RA(), memo);
+  int n;
+  if (memo) {
+    const uintptr_t *mp;
+    uint64_t h;
+    n = hci_unwind_memo_walk(memo, memo_max, RA(), &mp, &h);
+    if (n > 0) {
+      memcpy(pcs, mp, (size_t)n * sizeof *pcs);
+      if (h != hci_stack_hash(mp, n)) memo_badhash++;
+    }
+  } else {
+    n = hci_unwind_dwarf_at(pcs, memo_max, RA(), NULL);
+  }
   BARRIER();
   return n;
 }
@@ -576,11 +591,15 @@ NOINL static int memo_deep(int d, unsigned path, int *bad) {
   volatile char pad[16 + (d % 3) * 16]; /* frames of different sizes */
   pad[0] = (char)d;
   int r;
+  /* Two call sites, kept apart by different code after each call (the
+   * compiler merges identical ones). */
   if (d > 0 && (path & 1)) {
     r = memo_deep(d - 1, path >> 1, bad);
+    __asm__ volatile("nop" ::: "memory");
   } else if (d > 0) {
     memo_sink++;
     r = memo_deep(d - 1, path >> 1, bad);
+    __asm__ volatile("nop; nop" ::: "memory");
   } else {
     uintptr_t got[2][HC_MAX_STACK_DEPTH];
     int n[2];
@@ -608,11 +627,31 @@ static void test_memo(void) {
     /* mostly shallow, sometimes past the frame limit (HC_MAX_STACK_DEPTH) */
     int d = (k % 7 == 0) ? 50 + (int)(seed >> 27) : (int)((seed >> 16) % 24);
     unsigned path = (k % 5 == 0) ? (unsigned)k : (seed >> 4);
+    /* the memo keeps more frames than asked: some captures ask for fewer */
+    memo_max = k % 11 == 0 ? 7 : k % 13 == 0 ? 30 : HC_MAX_STACK_DEPTH;
     int n = memo_deep(d, path, &bad);
     if (n >= HC_MAX_STACK_DEPTH) deep++;
     else shallow++;
   }
-  CHECK(bad == 0, "memo walks differ from fresh walks in %d of 3000 captures", bad);
+  /* One call path at depths 3..105 that differ by multiples of 3 (frame
+   * sizes repeat with d % 3), in a random walk: each capture meets the last
+   * one's frames at the same places, deeper than the memo holds (its outer
+   * frames dropped) or shallower than a memo cut at its frame limit. */
+  int d = 60;
+  for (int t = 0; t < 400; t++) {
+    seed = seed * 1103515245u + 12345u;
+    d += 3 * ((int)(seed >> 16) % 17 - 8); /* a random walk in steps of 3, up to 24 */
+    d = d < 3 ? 3 : d > 105 ? 105 : d; /* multiples of 3, as 60 is */
+    memo_max = t % 3 == 0 ? HC_MAX_STACK_DEPTH : t % 3 == 1 ? 20 : 50;
+    memo_deep(d, 0x5a5a5a5au, &bad);
+  }
+  /* One depth, call paths that differ in one call site: the frames below
+   * it match the memo's, and only the words above them tell the walks apart
+   * (the innermost of those words too). */
+  memo_max = HC_MAX_STACK_DEPTH;
+  for (int t = 0; t < 124; t++) memo_deep(30, 0x12345678u ^ (t & 1 ? 1u << (t / 2 % 31) : 0), &bad);
+  CHECK(bad == 0, "memo walks differ from fresh walks in %d of 3524 captures", bad);
+  CHECK(memo_badhash == 0, "%d memo walks gave a hash other than hci_stack_hash of their frames", memo_badhash);
   CHECK(deep > 0 && shallow > 0, "both shapes ran (%d at the frame limit, %d shorter)", deep, shallow);
   CHECK(memo_t.gen != 0 && memo_t.n > 0, "the memo holds a walk");
 }

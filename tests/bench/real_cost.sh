@@ -1,69 +1,155 @@
 #!/usr/bin/env bash
-# tests/bench/real_cost.sh - what HEAPCHECK=normal costs on real programs:
-# python3 (PYTHONMALLOC=malloc, so every object goes through malloc), sqlite3
-# and perl, each preloaded with libheapcheck.so without HEAPCHECK (the
+# tests/bench/real_cost.sh - what HEAPCHECK=normal costs on real programs.
+# Each program runs preloaded with libheapcheck.so without HEAPCHECK (the
 # allocator alone) and with HEAPCHECK=normal (every allocation's stack
-# recorded, final check at exit), run back to back as a pair, REPS pairs.
-# Prints a markdown table of the median wall and CPU (user+sys) times and
-# their ratio.  The workloads resemble tests/xval/real_programs.sh's.
-# Usage: tests/bench/real_cost.sh [--reps N] [--lib PATH]
+# recorded, final check at exit); optionally also with HEAPCHECK=normal and
+# an older library (--base, for before/after), LeakSanitizer (--lsan: gcc's
+# liblsan.so.0 preloaded, its defaults) and valgrind (--valgrind:
+# --leak-check=full, one run each: it is slow).  The configurations of one
+# program run interleaved, REPS rounds; the table gives median CPU time
+# (user + sys, from runstat) and its ratio to the allocator-only run, then
+# median wall times.  Exit statuses are not checked: a leak check that
+# fails a program (gcc's `as` and driver leak) still did the program's work;
+# a run killed by a signal (status >= 128) shows as "crashed".
+# Programs and workloads (all real programs of the distribution):
+#   python3  /usr/bin/python3 (PYTHON=...), PYTHONMALLOC=malloc: json, re and
+#            Counter on 20 000 dict entries, a 100 000-term sum
+#   perl     hashes of 100 000 keys, 20 000 words counted, a regex substitution
+#   sqlite3  a 100 000-row table, an index, two aggregate queries
+#   tclsh    a 100 000-key dict of lists, lsort, join and a regexp
+#   gcc      gcc -O2 -c symbolizer/dwarf_line.c (cc1, as and the driver)
+#   node     200 000 objects through JSON.stringify/parse
+# Usage: tests/bench/real_cost.sh [--reps N] [--lib PATH] [--base PATH]
+#          [--lsan] [--valgrind] [--only "python3 perl ..."]
 set -u
 REPS=5
 LIB=""
+BASE=""
+LSAN=0
+VG=0
+ONLY="python3 perl sqlite3 tclsh gcc node"
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) REPS=$2; shift 2 ;;
     --lib) LIB=$2; shift 2 ;;
-    *) sed -n '2,10p' "$0"; exit 2 ;;
+    --base) BASE=$2; shift 2 ;;
+    --lsan) LSAN=1; shift ;;
+    --valgrind) VG=1; shift ;;
+    --only) ONLY=$2; shift 2 ;;
+    *) sed -n '2,23p' "$0"; exit 2 ;;
   esac
 done
 root=$(cd "$(dirname "$0")/../.." && pwd)
-LIB=${LIB:-$root/build/libheapcheck.so}
+LIB=${LIB:-$root/build-bench/libheapcheck.so}
 [ -f "$LIB" ] || { echo "no $LIB" >&2; exit 2; }
+[ -z "$BASE" ] || [ -f "$BASE" ] || { echo "no $BASE" >&2; exit 2; }
+RUNSTAT=""
+for d in build-bench build; do [ -x "$root/$d/tests/bench/runstat" ] && RUNSTAT=$root/$d/tests/bench/runstat && break; done
+[ -n "$RUNSTAT" ] || { echo "no runstat (build tests/bench first)" >&2; exit 2; }
+LSAN_LIB=$(ls /usr/lib/*/liblsan.so.0 2>/dev/null | head -1)
+[ "$LSAN" = 0 ] || [ -n "$LSAN_LIB" ] || { echo "no liblsan.so.0" >&2; exit 2; }
+PYTHON=${PYTHON:-/usr/bin/python3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hc_rcost.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
-PY='import json, re, collections
+cat >"$work/w.py" <<'EOF'
+import json, re, collections
 table = {"k%d" % i: {"n": i, "sq": i * i, "s": "v" * (i % 7)} for i in range(20000)}
 text = json.dumps(table)
 again = json.loads(text)
 count = collections.Counter(re.findall(r"v+", text))
-print(len(text), len(again), count.most_common(3), sum(i * i for i in range(100000)))'
-PL='my %h; $h{$_} = $_ * 2 for 1 .. 100000;
+print(len(text), len(again), count.most_common(3), sum(i * i for i in range(100000)))
+EOF
+cat >"$work/w.pl" <<'EOF'
+my %h; $h{$_} = $_ * 2 for 1 .. 100000;
 my $s = 0; $s += $_ for values %h;
 my @w = map { join "", map { chr(97 + ($_ * 13) % 26) } 1 .. ($_ % 7 + 1) } 1 .. 20000;
 my %c; $c{$_}++ for @w;
 print "$s ", scalar(keys %c), "\n";
-my $t = "abc" x 10000; (my $u = $t) =~ s/b/BB/g; print length($u), "\n";'
-SQ="CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL, grp INTEGER);
-WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 10000)
+my $t = "abc" x 10000; (my $u = $t) =~ s/b/BB/g; print length($u), "\n";
+EOF
+cat >"$work/w.sql" <<'EOF'
+CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL, grp INTEGER);
+WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 100000)
   INSERT INTO t SELECT i, 'name' || i, i * 1.5, i % 17 FROM c;
 CREATE INDEX t_grp ON t(grp);
 SELECT count(*), sum(v), max(name) FROM t;
-SELECT grp, count(*), round(avg(v), 2) FROM t GROUP BY grp ORDER BY grp;"
-# one NAME MODE -> "wall cpu" seconds (GNU time's %e and %U+%S)
-one() {
-  local name=$1 mode=$2 out=$work/time.$$
-  local -a env=(LD_PRELOAD="$LIB")
-  [ "$mode" = normal ] && env+=(HEAPCHECK=normal HEAP_CHECK_DUMP_DIRECTORY="$work")
-  rm -f "$work/db.sqlite"
-  case $name in
-    python3) (cd "$work" && env "${env[@]}" PYTHONMALLOC=malloc /usr/bin/time -f '%e %U %S' -o "$out" python3 -c "$PY" >/dev/null 2>&1) ;;
-    perl) (cd "$work" && env "${env[@]}" /usr/bin/time -f '%e %U %S' -o "$out" perl -e "$PL" >/dev/null 2>&1) ;;
-    sqlite3) (cd "$work" && env "${env[@]}" /usr/bin/time -f '%e %U %S' -o "$out" sqlite3 db.sqlite "$SQ" >/dev/null 2>&1) ;;
+SELECT grp, count(*), round(avg(v), 2) FROM t GROUP BY grp ORDER BY grp;
+EOF
+cat >"$work/w.tcl" <<'EOF'
+set d [dict create]
+for {set i 0} {$i < 100000} {incr i} { dict set d k$i [list $i [expr {$i * $i}] [string repeat v [expr {$i % 7}]]] }
+set s 0
+dict for {k v} $d { incr s [lindex $v 0] }
+set l [lsort [dict keys $d]]
+set j [join $l ,]
+puts "$s [llength $l] [string length $j] [llength [regexp -all -inline {k1[0-9]+} $j]]"
+EOF
+JS='let a = []; for (let i = 0; i < 200000; i++) a.push({k: "v" + i, n: i});
+const s = JSON.stringify(a); console.log(JSON.parse(s).length, s.length);'
+# cmd NAME: the program's command line (words in the array CMD)
+cmd() {
+  case $1 in
+    python3) CMD=("$PYTHON" "$work/w.py") ;;
+    perl) CMD=(perl "$work/w.pl") ;;
+    sqlite3) CMD=(sh -c "rm -f '$work/db.sqlite'; exec sqlite3 '$work/db.sqlite' <'$work/w.sql'") ;;
+    tclsh) CMD=(tclsh "$work/w.tcl") ;;
+    gcc) CMD=(gcc -O2 -I"$root/base" -I"$root/stacks" -I"$root/allocator" -I"$root/symbolizer"
+              -c "$root/symbolizer/dwarf_line.c" -o "$work/x.o") ;;
+    node) CMD=(node -e "$JS") ;;
   esac
-  awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$out"
 }
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-echo "| program | allocator only: wall | HEAPCHECK=normal: wall | wall ratio | allocator only: CPU | HEAPCHECK=normal: CPU | CPU ratio |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
-for name in python3 sqlite3 perl; do
-  : >"$work/plain"; : >"$work/normal"
-  for _ in $(seq "$REPS"); do
-    one "$name" plain >>"$work/plain"
-    one "$name" normal >>"$work/normal"
+# one NAME CONFIG -> "wall cpu" seconds
+one() {
+  local name=$1 conf=$2 out=$work/stat
+  local -a env=(-e PYTHONMALLOC=malloc -e HEAP_CHECK_DUMP_DIRECTORY="$work")
+  local -a pre=()
+  cmd "$name"
+  case $conf in
+    plain) env+=(-e LD_PRELOAD="$LIB") ;;
+    normal) env+=(-e LD_PRELOAD="$LIB" -e HEAPCHECK=normal) ;;
+    base) env+=(-e LD_PRELOAD="$BASE" -e HEAPCHECK=normal) ;;
+    lsan) env+=(-e LD_PRELOAD="$LSAN_LIB") ;;
+    valgrind) pre=(valgrind -q --leak-check=full --trace-children=yes) ;;
+  esac
+  (cd "$work" && "$RUNSTAT" -o "$out" -t 600 "${env[@]}" -- "${pre[@]}" "${CMD[@]}" >/dev/null 2>&1)
+  awk '{ printf "%s %s %s\n", $1, $4, $3 }' "$out"
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+confs="plain normal"
+[ -n "$BASE" ] && confs="$confs base"
+[ "$LSAN" = 1 ] && confs="$confs lsan"
+[ "$VG" = 1 ] && confs="$confs valgrind"
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%H:%M) UTC" >&2
+for name in $ONLY; do
+  for c in $confs; do : >"$work/$name.$c"; done
+  for r in $(seq "$REPS"); do
+    for c in $confs; do
+      [ "$c" = valgrind ] && [ "$r" -gt 1 ] && continue
+      one "$name" "$c" >>"$work/$name.$c"
+    done
   done
-  pw=$(cut -d' ' -f1 "$work/plain" | median); nw=$(cut -d' ' -f1 "$work/normal" | median)
-  pc=$(cut -d' ' -f2 "$work/plain" | median); nc=$(cut -d' ' -f2 "$work/normal" | median)
-  awk -v n="$name" -v pw="$pw" -v nw="$nw" -v pc="$pc" -v nc="$nc" 'BEGIN {
-    printf "| %s | %.2f s | %.2f s | %.2fx | %.2f s | %.2f s | %.2fx |\n", n, pw, nw, (pw > 0 ? nw / pw : 0), pc, nc, (pc > 0 ? nc / pc : 0) }'
+done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%H:%M) UTC" >&2
+title() {
+  case $1 in plain) echo "allocator only" ;; normal) echo "HEAPCHECK=normal" ;; base) echo "HEAPCHECK=normal, --base" ;;
+    lsan) echo "LeakSanitizer" ;; valgrind) echo "valgrind (1 run)" ;; esac
+}
+for col in 2 1; do
+  [ "$col" = 2 ] && echo "CPU (user + sys), median of $REPS:" || echo "wall, median of $REPS:"
+  hdr="| program |"; sep="| --- |"
+  for c in $confs; do hdr="$hdr $(title "$c") |"; sep="$sep ---: |"; done
+  echo "$hdr"; echo "$sep"
+  for name in $ONLY; do
+    p=$(cut -d' ' -f"$col" "$work/$name.plain" | median)
+    line="| $name |"
+    for c in $confs; do
+      v=$(cut -d' ' -f"$col" "$work/$name.$c" | median)
+      st=$(awk '$3 >= 128 { s = $3 } END { print s + 0 }' "$work/$name.$c")
+      if [ "$st" != 0 ]; then line="$line crashed (status $st) |"; continue; fi
+      if [ "$c" = plain ]; then line="$line $(printf '%.3f s' "$v") |"
+      else line="$line $(awk -v v="$v" -v p="$p" 'BEGIN { printf "%.3f s (%.2fx)", v, (p > 0 ? v / p : 0) }') |"; fi
+    done
+    echo "$line"
+  done
+  echo
 done
