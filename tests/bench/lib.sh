@@ -25,7 +25,9 @@ BENCH_ALL_ALLOCATORS="glibc jemalloc tcmalloc mimalloc heapcheck"
 #   heapcheck-sample8x  HEAPCHECK_SAMPLE_PARAMETER=65536: 8 times the default
 #                       sampling rate, so sampling's cost stands out of the
 #                       noise (cost at the default rate ~ (ratio - 1) / 8)
-BENCH_VARIANTS="heapcheck-nosample heapcheck-normal heapcheck-sample8x"
+#   heapcheck-alt       the library named by BENCH_ALT_LIB (another build or
+#                       branch, compared in the same interleaved run)
+BENCH_VARIANTS="heapcheck-nosample heapcheck-normal heapcheck-sample8x heapcheck-alt"
 
 log() { echo "[bench] $*" >&2; }
 
@@ -95,6 +97,7 @@ allocator_lib() {
     tcmalloc) pkg_lib libtcmalloc-minimal4 libtcmalloc_minimal.so.4 ;;
     mimalloc) pkg_lib libmimalloc2.0 libmimalloc.so.2 ;;
     heapcheck|heapcheck-nosample|heapcheck-normal|heapcheck-sample8x) [ -e "$HEAPCHECK_LIB" ] && echo "$HEAPCHECK_LIB" ;;
+    heapcheck-alt) [ -n "${BENCH_ALT_LIB:-}" ] && [ -e "$BENCH_ALT_LIB" ] && echo "$BENCH_ALT_LIB" ;;
     *) return 1 ;;
   esac
 }

@@ -12,8 +12,9 @@
 #               xfree xfree4 churn server
 #   allocators: glibc jemalloc tcmalloc mimalloc heapcheck   (default: all), or
 #               the variants heapcheck-nosample (HEAPCHECK_SAMPLE_PARAMETER=0),
-#               heapcheck-normal (HEAPCHECK=normal) and heapcheck-sample8x
-#               (HEAPCHECK_SAMPLE_PARAMETER=65536, 8x the default rate)
+#               heapcheck-normal (HEAPCHECK=normal), heapcheck-sample8x
+#               (HEAPCHECK_SAMPLE_PARAMETER=65536, 8x the default rate) and
+#               heapcheck-alt (the library in $BENCH_ALT_LIB: another build)
 #   --quick   : about a tenth of the default work per workload (smoke test)
 #
 # Method: every run is one process started by runstat (wall time from the
