@@ -166,7 +166,7 @@ static void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size, ui
 static void *pop_small(hc_tcache_t *tc, unsigned cls, uintptr_t ra) {
   if (!tc) {
     hc_chain_t ch;
-    if (!hci_central_remove(cls, 1, &ch)) return NULL;
+    if (!hci_central_remove(cls, 1, &ch, NULL)) return NULL;
     void *p = ch.head;
     if (ch.n > 1) { /* a whole transfer chain: keep one, give the rest back */
       hc_chain_t rest = {hc_fl_next(p, 0), ch.tail, ch.n - 1};
@@ -423,6 +423,14 @@ static void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
     if (hci_record_all) clear_freed(p, ci->size - slack);
   } else if (hc_fl_is_free(p)) { /* the free mark (free_list.h): exact */
     double_free("free", p, ra);
+  } else if (tc && !hci_hooks_on) {
+    /* A thread's first frees come here (its cache has no capacity yet):
+     * an object another live cache owns goes back to it (remote.c). */
+    hc_tcache_t *o = __atomic_load_n((hc_tcache_t **)&s->owner, __ATOMIC_RELAXED);
+    if (o && o != tc && !atomic_load_explicit(&o->remote.dead, memory_order_relaxed)) {
+      hci_remote_free(tc, o, cls, p);
+      return;
+    }
   }
   push_small(tc, cls, p);
 }
@@ -443,15 +451,30 @@ void hci_free_miss(void *p, uintptr_t ra) {
     if (cls) {
       hc_tcache_t *tc = hci_tc;
       hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
-      if (l->len == 0 && l->lim != 0 &&
-          hc_is_object_start((uintptr_t)p - (info & ~HC_PM_CLASS_MASK), &hci_classes[cls]) && !hc_fl_is_free(p)) {
-        /* hci_tc_push's empty-list case, inline: calling it cost 3 of
-         * the ~30 instructions (callgrind ring 87.3 -> 90.1 per pair). */
-        hc_fl_link(p, NULL);
-        l->head = p;
-        l->len = 1;
-        hci_tc_free(tc)->tails[cls] = p;
-        return;
+      if (l->lim != 0 && hc_is_object_start((uintptr_t)p - (info & ~HC_PM_CLASS_MASK), &hci_classes[cls]) &&
+          !hc_fl_is_free(p)) {
+        /* Another live cache owns the span: the object goes back to it
+         * (remote.c).  Unowned spans and exited owners' stay here. */
+        hc_tcache_t *o = (hc_tcache_t *)__atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+        if (o != tc && o != NULL && !atomic_load_explicit(&o->remote.dead, memory_order_relaxed)) {
+          hci_remote_free(tc, o, cls, p);
+          return;
+        }
+        if (l->len - 1 < l->lim) { /* the fast path's push, missed only for the owner */
+          hc_fl_link(p, l->head);
+          l->head = p;
+          l->len++;
+          return;
+        }
+        if (l->len == 0) {
+          /* hci_tc_push's empty-list case, inline: calling it cost 3 of
+           * the ~30 instructions (callgrind ring 87.3 -> 90.1 per pair). */
+          hc_fl_link(p, NULL);
+          l->head = p;
+          l->len = 1;
+          hci_tc_free(tc)->tails[cls] = p;
+          return;
+        }
       }
     }
   }

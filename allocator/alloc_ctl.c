@@ -52,6 +52,7 @@ uintptr_t hci_alloc_thread_tp(int tid) {
 int hci_alloc_trim(void) {
   hc_tcache_t *tc = hci_tc;
   if (!tc->is_static) hci_tc_flush(tc);
+  hci_tc_drain_remote();
   hci_central_drain();
   hci_sample_stash_drain();
   return hci_ph_release(0) > 0;

@@ -3,8 +3,8 @@
  *
  * malloc: size -> class by table, pop the thread cache list, charge the
  * sampler.  free: pagemap -> class (0 = large/foreign: slow path), check
- * that the pointer is an object start and not the list head (cheap double
- * free check), push.  No locks, no atomics, no "initialised?" tests: a
+ * that the pointer is an object start without the free mark (free_list.h)
+ * and that our cache owns its span (remote.c), push.  No locks, no atomics, no "initialised?" tests: a
  * thread without a cache points at the empty cache, whose NULL heads and
  * zero capacities send it to the slow paths (thread_cache.c). */
 #ifndef HC_ALLOC_INLINE_H
@@ -75,12 +75,15 @@ static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintpt
     uintptr_t info = __atomic_load_n(&e->info, __ATOMIC_RELAXED);
     size_t cls = (uint8_t)info;
     if (hc_likely(cls != 0)) {
-      hc_tc_list_t *l = &hci_tc_free(hci_tc)->lists[cls];
+      hc_tcache_t *tc = hci_tc;
+      hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
       uintptr_t off = (uintptr_t)ptr - (info - cls);
       /* An object start (so both words are ours) without the free mark:
-       * a marked one is a double free, reported by the slow path. */
+       * a marked one is a double free, reported by the slow path.  Spans
+       * with an owner (small classes, remote.c) only when it is us. */
+      uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
       if (hc_likely(l->len - 1 < l->lim) && hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) &&
-          hc_likely(!hc_fl_is_free(ptr))) {
+          hc_likely(!hc_fl_is_free(ptr)) && hc_likely(owner == 0 || owner == (uintptr_t)tc)) {
         hc_fl_link(ptr, l->head);
         l->head = ptr;
         l->len++;

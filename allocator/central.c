@@ -29,14 +29,36 @@ static void span_list_init(hc_span_t *h) {
   if (!h->next) hci_span_list_init(h);
 }
 
-/* requires: lock.  Takes up to n objects out of spans into *out. */
-static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_t *out) {
+/* True when span s of a remote class (remote.c) is another live cache's:
+ * a refill passes it by, so that a thread's objects of these classes
+ * come from spans of its own and never share a cache line with another
+ * thread's (the reason these classes have owners). */
+static bool owned_by_other(const hc_span_t *s, const void *owner) {
+  const hc_tcache_t *o = s->owner;
+  return o && o != owner && !atomic_load_explicit(&o->remote.dead, memory_order_relaxed);
+}
+
+/* requires: lock.  Takes up to n objects out of spans into *out; the
+ * spans they come from become owner's (remote.c).  With an owner, a span
+ * of a remote class that another live cache owns is passed by (up to a
+ * few: then taken anyway, the list is not walked whole). */
+static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_t *out, void *owner) {
   const hc_class_info_t *ci = &hci_classes[cls];
+  bool owned = ci->size <= HC_REMOTE_SIZE_MAX;
+  int skips = owned && owner ? 8 : 0;
   void *head = NULL, *tail = NULL;
   uint32_t got = 0;
-  while (got < n && c->spans.next != &c->spans) {
-    hc_span_t *s = c->spans.next;
+  for (hc_span_t *s = c->spans.next, *next; got < n && s != &c->spans; s = next) {
+    next = s->next;
+    if (skips > 0 && owned_by_other(s, owner)) {
+      skips--;
+      continue;
+    }
     if (s == c->kept_empty) c->kept_empty = NULL; /* the kept empty span is used again */
+    if (owned && s->owner != owner) {
+      __atomic_store_n(&s->owner, owner, __ATOMIC_RELAXED); /* free_small reads it without the lock */
+      hci_pagemap_set_owner(s, owner);
+    }
     while (got < n && s->freelist) {
       void *p = s->freelist;
       s->freelist = hc_fl_next(p, 0);
@@ -73,6 +95,7 @@ static hc_span_t *new_span(unsigned cls) {
   s->freelist = NULL;
   s->allocated = 0;
   s->carved = 0;
+  s->owner = NULL; /* as the pagemap's owner words (hci_pagemap_set) */
   if (hci_record_all) {
     s->objmeta = hci_meta_alloc(ci->objs * sizeof(hc_objmeta_t));
     if (!s->objmeta) {
@@ -102,7 +125,7 @@ static void free_spans(hc_span_t *list) {
   }
 }
 
-bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out) {
+bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out, void *owner) {
   hc_central_t *c = &hci_central[cls];
   hci_lock(&c->lock);
   span_list_init(&c->spans);
@@ -114,7 +137,7 @@ bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out) {
     hci_unlock(&c->lock);
     return true;
   }
-  take_from_spans(c, cls, want, out);
+  take_from_spans(c, cls, want, out, owner);
   hci_unlock(&c->lock);
   if (out->n) return true;
   hc_span_t *s = new_span(cls);
@@ -124,7 +147,7 @@ bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out) {
   c->nspans++;
   c->span_allocs++;
   c->free_objs += hci_classes[cls].objs;
-  take_from_spans(c, cls, want, out);
+  take_from_spans(c, cls, want, out, owner);
   hci_unlock(&c->lock);
   return out->n != 0;
 }

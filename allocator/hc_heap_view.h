@@ -155,6 +155,8 @@ void hci_heap_for_each_sample(hci_heap_sample_fn fn, void *ctx);
 typedef struct hc_pm_entry {
   uintptr_t span;  /* hc_span_t * of the page, or 0 */
   uintptr_t info;  /* SMALL: span start | class; else 0 */
+  uintptr_t owner; /* SMALL: the hc_tcache_t that owns the span (remote.c), or 0 */
+  uintptr_t pad;   /* 32-byte entries: the index is one shift */
 } hc_pm_entry_t;
 extern _Atomic(hc_pm_entry_t *) hci_pagemap_root[HC_PM_ROOT_LEN];
 #define HC_PM_CLASS_MASK ((uintptr_t)0xff)

@@ -58,6 +58,12 @@ static inline unsigned hci_pagemap_class(uintptr_t addr) {
 /* Map pages [first, first + n) to span s with class cls.  Returns false when
  * a leaf cannot be allocated.  requires: page-heap lock. */
 bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls);
+/* The owner word of every page of SMALL span s (remote.c): written under
+ * the span's central lock, read by the free paths with no lock (a stale
+ * owner only sends a free the other way, both correct).  Pages keep the
+ * owner 0 that hci_pagemap_set wrote until the span's first objects go
+ * to a thread cache. */
+void hci_pagemap_set_owner(const hc_span_t *s, const void *owner);
 /* Make sure leaves exist for the range (called when the heap grows). */
 bool hci_pagemap_ensure(uintptr_t first_page, size_t n);
 
@@ -130,9 +136,10 @@ void hci_ph_forget_demand(void);
 /* ======================= central.c ======================= */
 extern hc_central_t hci_central[HC_NUM_CLASSES];
 /* Takes a chain of objects of class cls: a whole chain from a transfer slot
- * when there is one (any length), else up to `want` objects from spans.
+ * when there is one (any length), else up to `want` objects from spans,
+ * which become owner's (a thread cache, or NULL: remote.c).
  * Returns false only when memory is exhausted. */
-bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out);
+bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out, void *owner);
 /* Takes back a chain (any length) of objects of class cls. */
 void hci_central_insert(unsigned cls, const hc_chain_t *chain);
 /* Number of objects held in transfer slots and span free lists (stats). */
@@ -159,6 +166,9 @@ void hci_tc_flush(hc_tcache_t *tc);
 /* Sets lists[].lim of every live cache from cap[] (normal) or 0 (checker). */
 void hci_tc_set_fastpath(bool enabled);
 size_t hci_tc_total_bytes(void);
+/* Every cache's inboxes (remote.c) to the central lists (malloc_trim,
+ * ReleaseFreeMemory); takes the registry lock, central locks inside it. */
+void hci_tc_drain_remote(void);
 /* tcmalloc.max_total_thread_cache_bytes: what all caches hold together
  * (clamped to [HC_TC_BUDGET_MIN, 1 GiB]); caches adopt it as they grow. */
 void hci_tc_set_budget_total(size_t bytes);
@@ -176,6 +186,25 @@ static inline hc_tc_free_t *hci_tc_free(hc_tcache_t *tc) { return &tc->fl; }
 static inline hc_tc_sampler_t *hci_tc_sampler(hc_tcache_t *tc) { return &tc->smp; }
 static inline hc_tc_memo_t *hci_tc_memo(hc_tcache_t *tc) { return &tc->stk; }
 static inline hc_tc_chk_t *hci_tc_chk(hc_tcache_t *tc) { return &tc->chk; }
+
+/* ======================= remote.c ======================= */
+/* p (class cls, not marked free, owned by the live cache owner != tc) goes
+ * back to owner: into tc's batch for cls, pushed onto owner's inbox when
+ * full or when the next object has another owner. */
+void hci_remote_free(hc_tcache_t *tc, hc_tcache_t *owner, unsigned cls, void *p);
+/* Takes tc's inbox for cls whole (its tail and length found by walking
+ * it).  False when it is empty. */
+bool hci_remote_collect(hc_tcache_t *tc, unsigned cls, hc_chain_t *out);
+/* Pushes every batch of tc to its owner (flush, trim, thread exit). */
+void hci_remote_flush(hc_tcache_t *tc);
+/* Thread exit: flush, mark tc dead, give its inboxes to central. */
+void hci_remote_exit(hc_tcache_t *tc);
+/* Gives tc's inboxes to central (any thread: malloc_trim). */
+void hci_remote_drain(hc_tcache_t *tc);
+/* Objects of class cls in tc's batch and inbox, and bytes in all of them
+ * (statistics; racy, never low for inboxes). */
+size_t hci_remote_objects(const hc_tcache_t *tc, unsigned cls);
+size_t hci_remote_bytes(const hc_tcache_t *tc);
 
 /* ======================= sampler.c ======================= */
 extern _Atomic uint64_t hci_sample_interval;  /* mean bytes between samples; 0 = off */

@@ -10,8 +10,9 @@
  * them first, so no stopped thread can hold one.
  *
  * Ownership of a small object's memory at any time is exactly one of:
- * a thread cache list, a transfer-cache batch in its central list, the free
- * list of its span, or the user.  Free objects are linked through their first
+ * a thread cache list, a thread cache's remote batch, an owner's inbox
+ * (remote.c), a transfer-cache batch in its central list, the free list of
+ * its span, or the user.  Free objects are linked through their first
  * word, encoded, and carry the free mark in their second (free_list.h).
  */
 #ifndef HC_TYPES_H
@@ -71,6 +72,8 @@ typedef struct hc_span {
   hc_objmeta_t *objmeta;    /* SMALL in checker mode: one record per object, else NULL */
   uint32_t id;              /* dense, stable while the record exists: the key of the
                                layers above's side tables (the checker's marks); page_heap.c */
+  void *owner;              /* SMALL: the hc_tcache_t its objects last went to (remote.c); guarded by
+                               central[cls].lock, mirrored in the pagemap's owner words */
   /* LARGE objects keep their record here */
   hc_objmeta_t meta;        /* stack id, epoch, flags of the single object */
   size_t req_size;          /* LARGE: bytes requested (exact, for reports and profiles) */
@@ -82,6 +85,39 @@ typedef struct hc_span {
 } hc_span_t;
 
 /* ---- thread cache ---- */
+typedef struct hc_chain {
+  void *head;                        /* NULL-terminated list of objects */
+  void *tail;                        /* its last object */
+  uint32_t n;                        /* its length */
+} hc_chain_t;
+
+/* Remote frees (remote.c).  A small span is owned by the thread cache its
+ * objects last went to (hc_span_t.owner, the pagemap's owner word); a free
+ * by another thread goes back to the owner instead of into the freeing
+ * thread's cache: batched per class in the freeing cache (no atomic per
+ * object), then pushed as a chain onto the owner's inbox for that class
+ * with one compare-and-swap.  The owner takes a whole inbox with one
+ * exchange when its list runs dry, before it asks the central list.  Caches
+ * of exited threads are kept (pooled) and adopted by new threads, so an
+ * inbox is never freed memory. */
+typedef struct hc_tc_remote {
+  /* Written by other threads (lock-free: push a chain, take all).  The
+   * pads keep these lines apart from the owner's (hci_meta_alloc aligns
+   * to 16 bytes only, so no alignment attribute). */
+  char pad0[64];
+  struct {
+    _Atomic(void *) head;            /* objects pushed by other threads, linked as free lists */
+    _Atomic size_t n;                /* pushed and not taken yet (added before the push: never low) */
+  } inbox[HC_NUM_CLASSES];
+  _Atomic size_t pending;            /* bytes in all inboxes (as inbox[].n; bounded by HC_REMOTE_INBOX_MAX) */
+  _Atomic int dead;                  /* the thread exited; pushers give what they pushed to central */
+  /* Written by the owning thread only (read for statistics). */
+  char pad1[64];
+  hc_chain_t batch[HC_NUM_CLASSES];  /* freed here, owned by batch_owner[c] */
+  struct hc_tcache *batch_owner[HC_NUM_CLASSES];
+  struct hc_tcache *pool_next;       /* in the pool of exited threads' caches (registry lock) */
+} hc_tc_remote_t;
+
 typedef struct hc_tc_list {
   void *head;               /* singly linked through the first word */
   uint32_t len;             /* objects on the list */
@@ -138,15 +174,11 @@ typedef struct hc_tcache {
   bool is_static;           /* the shared empty cache (never written by any fast path) */
   hc_tc_chk_t chk;
   hc_tc_memo_t stk;
+  hc_tc_remote_t remote;    /* last: adoption clears the fields before it (thread_cache.c) */
 } hc_tcache_t;
 
 /* ---- central free list ---- */
 #define HC_TRANSFER_SLOTS 64
-typedef struct hc_chain {
-  void *head;                        /* NULL-terminated list of objects */
-  void *tail;                        /* its last object */
-  uint32_t n;                        /* its length */
-} hc_chain_t;
 typedef struct hc_central {
   hci_lock_t lock;
   uint32_t nchains;                  /* chains in slots[]; guarded by lock */

@@ -199,7 +199,7 @@ hc_public int MallocExtension_MallocMemoryStats(int *blocks, size_t *total, int 
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
       size_t idle = hci_central[cls].slot_objs;
       for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
-        idle += __atomic_load_n(&hci_tc_free(tc)->lists[cls].len, __ATOMIC_RELAXED);
+        idle += __atomic_load_n(&hci_tc_free(tc)->lists[cls].len, __ATOMIC_RELAXED) + hci_remote_objects(tc, cls);
       if (c.small_objs[cls] > idle) count(&c, hci_classes[cls].size, c.small_objs[cls] - idle);
     }
   }

@@ -167,6 +167,7 @@ hc_public void MallocExtension_ReleaseToSystem(size_t num_bytes) {
 }
 
 hc_public void MallocExtension_ReleaseFreeMemory(void) {
+  hci_tc_drain_remote();
   hci_central_drain();
   hci_sample_stash_drain();
   hci_lock(&release_lock);
@@ -203,7 +204,7 @@ hc_public size_t MallocExtension_GetThreadCacheSize(void) {
   if (tc->is_static) return 0;
   size_t bytes = 0;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) bytes += (size_t)hci_tc_free(tc)->lists[c].len * hci_classes[c].size;
-  return bytes;
+  return bytes + hci_remote_bytes(tc);
 }
 
 // ---- Ranges ----

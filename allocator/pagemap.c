@@ -1,7 +1,7 @@
 /* pagemap.c - the 2-level radix tree from page number to span.
  *
  * Root: 2^17 pointers in .bss (1 MiB of zero pages until touched).  Leaves:
- * 2^18 16-byte entries (4 MiB of virtual memory each, covering 2 GiB of
+ * 2^18 32-byte entries (8 MiB of virtual memory each, covering 2 GiB of
  * address space), mapped from the metadata arena on demand and never freed, so a
  * lock-free reader can never see a leaf disappear.  Entries are written with
  * relaxed atomic stores under the page-heap lock; a reader racing with a
@@ -40,6 +40,16 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
     hc_pm_entry_t *e = &leaf_for(page, false)[page & (HC_PM_LEAF_LEN - 1)];
     __atomic_store_n(&e->span, (uintptr_t)s, __ATOMIC_RELAXED);
     __atomic_store_n(&e->info, info, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->owner, 0, __ATOMIC_RELAXED);
   }
   return true;
+}
+
+void hci_pagemap_set_owner(const hc_span_t *s, const void *owner) {
+  uintptr_t first = s->start >> HC_PAGE_SHIFT;
+  for (size_t i = 0; i < s->npages; i++) {
+    uintptr_t page = first + i;
+    hc_pm_entry_t *e = &leaf_for(page, false)[page & (HC_PM_LEAF_LEN - 1)];
+    __atomic_store_n(&e->owner, (uintptr_t)owner, __ATOMIC_RELAXED);
+  }
 }

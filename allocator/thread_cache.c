@@ -23,6 +23,7 @@
  *
  * Lock: hci_tc_registry_lock guards the registry list only. */
 #include <pthread.h>
+#include <stddef.h>
 
 #include "alloc_inline.h"
 #include "usdt.h"
@@ -76,12 +77,35 @@ void hci_tc_thread_init(void) {
 
 static inline uintptr_t thread_pointer(void) { return (uintptr_t)__builtin_thread_pointer(); }
 
+/* A cache of an exited thread, for a new thread to adopt: its lists are
+ * empty (flushed at exit) and its inboxes may have received objects since
+ * (remote.c), which become the new thread's.  A cache is never freed, so
+ * a remote free never writes into freed memory.  Guarded by the registry
+ * lock. */
+static hc_tcache_t *tc_pool;
+
+static hc_tcache_t *tc_adopt(void) {
+  hci_lock(&hci_tc_registry_lock);
+  hc_tcache_t *tc = tc_pool;
+  if (tc) tc_pool = tc->remote.pool_next;
+  hci_unlock(&hci_tc_registry_lock);
+  if (!tc) return hci_meta_alloc(sizeof *tc); /* zeroed */
+  __builtin_memset(tc, 0, offsetof(hc_tcache_t, remote));
+  /* Batches are empty after a normal exit; a cache dropped in a fork
+   * child may have been mid-update, its objects lost as its lists'. */
+  __builtin_memset(tc->remote.batch, 0, sizeof tc->remote.batch);
+  __builtin_memset(tc->remote.batch_owner, 0, sizeof tc->remote.batch_owner);
+  tc->remote.pool_next = NULL;
+  atomic_store_explicit(&tc->remote.dead, 0, memory_order_seq_cst);
+  return tc;
+}
+
 hc_tcache_t *hci_tc_get(void) {
   hc_tcache_t *tc = hci_tc;
   if (hc_likely(!tc->is_static)) return tc;
   if (tc_dead) return NULL;
   hci_ensure_init();
-  tc = hci_meta_alloc(sizeof *tc);
+  tc = tc_adopt();
   if (!tc) return NULL;
   /* Capacities start at 0: a class gets capacity when the thread uses it. */
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
@@ -223,8 +247,9 @@ static void grow_cap(hc_tcache_t *tc, unsigned cls) {
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
   if (hc_unlikely((++tc->fl.refills & 255) == 0)) hci_ph_tick(); /* idle pages go back (page_heap.c) */
+  /* Objects of our spans freed by other threads first (remote.c), then central. */
   hc_chain_t ch;
-  if (!hci_central_remove(cls, hci_classes[cls].batch, &ch)) return NULL;
+  if (!hci_remote_collect(tc, cls, &ch) && !hci_central_remove(cls, hci_classes[cls].batch, &ch, tc)) return NULL;
   /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
   l->head = hc_fl_next(p, 0);
@@ -263,6 +288,8 @@ void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
 
 void hci_tc_flush(hc_tcache_t *tc) {
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) release_list(tc, c);
+  hci_remote_flush(tc);
+  hci_remote_drain(tc);
 }
 
 static void tc_destructor(void *arg) {
@@ -270,14 +297,16 @@ static void tc_destructor(void *arg) {
   if (!tc || tc->is_static) return;
   hci_tc = &hci_tc_empty;
   tc_dead = 1;
-  hci_tc_flush(tc);
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) release_list(tc, c);
+  hci_remote_exit(tc); /* batches to their owners; dead; inboxes to central */
   hci_lock(&hci_tc_registry_lock);
   if (tc->prev) tc->prev->next = tc->next;
   else hci_tc_registry = tc->next;
   if (tc->next) tc->next->prev = tc->prev;
   tc_live--;
+  tc->remote.pool_next = tc_pool; /* never freed: see tc_pool */
+  tc_pool = tc;
   hci_unlock(&hci_tc_registry_lock);
-  hci_meta_free(tc, sizeof *tc);
 }
 
 void hci_tc_set_fastpath(bool enabled) {
@@ -292,21 +321,40 @@ void hci_tc_set_fastpath(bool enabled) {
 size_t hci_tc_total_bytes(void) {
   size_t total = 0;
   hci_lock(&hci_tc_registry_lock);
-  for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
+  for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next) {
     for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
       total += (size_t)__atomic_load_n(&tc->fl.lists[c].len, __ATOMIC_RELAXED) * hci_classes[c].size;
+    total += hci_remote_bytes(tc);
+  }
+  for (hc_tcache_t *tc = tc_pool; tc; tc = tc->remote.pool_next) total += hci_remote_bytes(tc);
   hci_unlock(&hci_tc_registry_lock);
   return total;
+}
+
+void hci_tc_drain_remote(void) {
+  hci_lock(&hci_tc_registry_lock); /* then central locks, to its right */
+  for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next) hci_remote_drain(tc);
+  for (hc_tcache_t *tc = tc_pool; tc; tc = tc->remote.pool_next) hci_remote_drain(tc);
+  hci_unlock(&hci_tc_registry_lock);
 }
 
 size_t hci_tc_count(void) { return __atomic_load_n(&tc_live, __ATOMIC_RELAXED); }
 
 /* In the child of fork only the forking thread exists.  The other threads'
- * caches may have been mid-update: drop them (their objects are lost to the
- * child, as in tcmalloc) and keep ours. */
+ * caches may have been mid-update: their objects are lost to the child (as
+ * in tcmalloc), the caches go to the pool for the child's new threads, dead
+ * (so the child's frees of their objects stay local; their inboxes are
+ * consistent, a push is one CAS) and keep ours. */
 void hci_tc_fork_child(void) {
   hci_lock_reset(&hci_tc_registry_lock);
   hc_tcache_t *self = hci_tc;
+  for (hc_tcache_t *tc = hci_tc_registry, *next; tc; tc = next) {
+    next = tc->next;
+    if (tc == self) continue;
+    atomic_store_explicit(&tc->remote.dead, 1, memory_order_relaxed);
+    tc->remote.pool_next = tc_pool;
+    tc_pool = tc;
+  }
   hci_tc_registry = NULL;
   tc_live = 0;
   if (!self->is_static) {

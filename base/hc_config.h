@@ -38,6 +38,13 @@
 #define HC_TC_BUDGET_TOTAL ((size_t)32 << 20)   /* bytes held by all thread caches together */
 #define HC_TC_BUDGET_MIN ((size_t)512 << 10)    /* the least one thread cache may hold */
 #define HC_TC_BUDGET_MAX ((size_t)2 << 20)      /* the most one thread cache may hold */
+/* Remote frees (allocator/remote.c): objects below a cache line share
+ * lines, so they go back to their span's owner; bigger ones stay with the
+ * freeing thread (transfer chains are cheaper, docs/performance.md). */
+#define HC_REMOTE_SIZE_MAX 48
+/* What a cache holds besides its lists. */
+#define HC_REMOTE_INBOX_MAX ((size_t)1 << 20)  /* an owner's inboxes, all classes: past it pushes go to central */
+#define HC_REMOTE_BATCH_BYTES ((size_t)2 << 10)  /* a batch for another owner is pushed at this size (or a class batch) */
 
 /* ---- central transfer caches (chains kept whole between threads) ---- */
 #define HC_SLOT_BYTES_CLASS_MAX ((size_t)4 << 20)  /* per size class */

@@ -9,6 +9,11 @@
  *                 to the central lists and its span), then free(p)
  *   thread        free(p) in main, free(p) again in another thread
  *   thread-live   free(p) in a thread that keeps running, free(p) in main
+ *   remote-batch  a thread frees p, which main allocated (p waits in the
+ *                 thread's batch for main, allocator/remote.c), and frees
+ *                 it again
+ *   remote-inbox  the same, after the batch was pushed to main's inbox
+ *                 (a batch's worth of main's objects freed); main frees p
  *   realloc       free(p); realloc(p, 64)
  *   uaf-global    free(a); free(b); write &global over b's link; malloc x2
  *   uaf-zero      the same, writing 0 (a memset after free)
@@ -106,6 +111,34 @@ static void case_thread_live(void) {
   do_free(p);
 }
 
+/* p and the rest of a batch of 16-byte objects main allocated. */
+static char *remote_objs[64];
+
+static void *remote_batch_thread(void *arg) {
+  (void)arg;
+  do_free(remote_objs[0]);
+  ANNOUNCE("remote-batch", do_free);
+  do_free(remote_objs[0]);
+  return NULL;
+}
+
+static void *remote_inbox_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 64; i++) free(remote_objs[i]); /* batches of 32 pushed to main */
+  return NULL;
+}
+
+static void case_remote(int inbox) {
+  for (int i = 0; i < 64; i++) remote_objs[i] = malloc(16);
+  pthread_t t;
+  if (pthread_create(&t, NULL, inbox ? remote_inbox_thread : remote_batch_thread, NULL) != 0) exit(2);
+  pthread_join(t, NULL);
+  if (inbox) {
+    ANNOUNCE("remote-inbox", do_free);
+    do_free(remote_objs[0]);
+  }
+}
+
 static void case_realloc(void) {
   char *p = malloc(40);
   free(p);
@@ -158,6 +191,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "late")) case_late();
   else if (!strcmp(c, "thread")) case_thread();
   else if (!strcmp(c, "thread-live")) case_thread_live();
+  else if (!strcmp(c, "remote-batch")) case_remote(0);
+  else if (!strcmp(c, "remote-inbox")) case_remote(1);
   else if (!strcmp(c, "realloc")) case_realloc();
   else if (!strcmp(c, "uaf-global")) uaf_link("uaf-global", (uintptr_t)global_target);
   else if (!strcmp(c, "uaf-zero")) uaf_link("uaf-zero", 0);
@@ -166,7 +201,7 @@ int main(int argc, char **argv) {
     case_clean();
     return 0;
   } else {
-    fprintf(stderr, "usage: %s double|aba|late|thread|thread-live|realloc|uaf-global|uaf-zero|uaf-ones|clean\n",
+    fprintf(stderr, "usage: %s double|aba|late|thread|thread-live|remote-batch|remote-inbox|realloc|uaf-global|uaf-zero|uaf-ones|clean\n",
             argv[0]);
     return 2;
   }

@@ -160,7 +160,7 @@ static size_t take_n(unsigned c, void **v, size_t n) {
   while (got < n) {
     hc_chain_t ch;
     uint32_t want = (uint32_t)(n - got) < hci_classes[c].batch ? (uint32_t)(n - got) : hci_classes[c].batch;
-    bool ok = hci_central_remove(c, want, &ch);
+    bool ok = hci_central_remove(c, want, &ch, NULL);
     CHECK(ok && ch.n >= 1, "class %u: remove failed", c);
     if (!ok || !ch.n) break;
     if (ch.n > n - got) { /* a whole chain from a slot, longer than needed: not in these tests */
@@ -297,7 +297,7 @@ static void round_trips(unsigned c) {
   /* at least three chains (and four objects) straight from the spans */
   for (int k = 0; k < 3 || n < 4; k++) {
     hc_chain_t ch;
-    bool ok = hci_central_remove(c, want, &ch);
+    bool ok = hci_central_remove(c, want, &ch, NULL);
     CHECK(ok && ch.n >= 1, "class %u: remove failed", c);
     if (!ok) return;
     if (hci_central[c].nchains == 0) CHECK(ch.n <= want, "class %u: %u objects from spans, asked %u", c, ch.n, want);
@@ -323,7 +323,7 @@ static void round_trips(unsigned c) {
     off -= sizes[k];
     if (!kept[k]) continue;
     hc_chain_t ch;
-    bool ok = hci_central_remove(c, want, &ch);
+    bool ok = hci_central_remove(c, want, &ch, NULL);
     CHECK(ok, "class %u: remove from the transfer cache failed", c);
     if (!ok) return;
     CHECK(ch.n == sizes[k], "class %u: got a chain of %u from the transfer cache, want %u", c, ch.n, sizes[k]);
@@ -358,7 +358,7 @@ static void empty_span_returns(unsigned c) {
   size_t inuse0 = hci_pageheap.inuse_bytes;
   static void *v[MAXOBJ];
   hc_chain_t ch;
-  CHECK(hci_central_remove(c, ci->objs, &ch), "class %u: remove", c);
+  CHECK(hci_central_remove(c, ci->objs, &ch, NULL), "class %u: remove", c);
   CHECK(ch.n == ci->objs, "class %u: a fresh span gave %u objects, want %u", c, ch.n, ci->objs);
   CHECK(hci_central[c].nspans == 1, "class %u: %zu spans", c, hci_central[c].nspans);
   CHECK(hci_pageheap.inuse_bytes == inuse0 + (size_t)ci->pages * HC_PAGE_SIZE, "class %u: page heap in use %zu, want %zu",
@@ -399,7 +399,7 @@ static void slots_overflow(unsigned c) {
   static void *v[N];
   for (int i = 0; i < N; i++) {
     hc_chain_t ch;
-    CHECK(hci_central_remove(c, 1, &ch) && ch.n == 1, "class %u: remove %d", c, i);
+    CHECK(hci_central_remove(c, 1, &ch, NULL) && ch.n == 1, "class %u: remove %d", c, i);
     v[i] = ch.head;
   }
   CHECK(hci_central[c].nspans == N, "class %u: %zu spans for %d one-object removes", c, hci_central[c].nspans, N);
@@ -460,7 +460,7 @@ static void class_bound(unsigned c) {
   }
   /* the kept chain comes back whole; a chain over the bound on its own is refused too */
   hc_chain_t got;
-  CHECK(hci_central_remove(c, 1, &got) && got.n == fill && got.head == v[0] && got.tail == v[fill - 1],
+  CHECK(hci_central_remove(c, 1, &got, NULL) && got.n == fill && got.head == v[0] && got.tail == v[fill - 1],
         "class %u: the full chain did not come back whole", c);
   CHECK(hci_central_slot_bytes() == 0, "slot bytes %zu with every slot empty", hci_central_slot_bytes());
   size_t m = take_chain(c, &got, v, MAXOBJ);
@@ -509,7 +509,7 @@ static void total_bound(void) {
   CHECK(insert_checked(c8, &ch, "past the total") == TOTAL_BOUND, "class %u: an object kept past the total", c8);
   /* take one chain out: room again */
   hc_chain_t got;
-  CHECK(hci_central_remove(cls[3], 1, &got) && got.n == n[3] && got.head == v[3][0],
+  CHECK(hci_central_remove(cls[3], 1, &got, NULL) && got.n == n[3] && got.head == v[3][0],
         "class %u: the full chain did not come back whole", cls[3]);
   take_chain(cls[3], &got, v[3], MAXOBJ);
   CHECK(hci_central_slot_bytes() == HC_SLOT_BYTES_TOTAL_MAX - HC_SLOT_BYTES_CLASS_MAX, "slot bytes %zu",
@@ -552,7 +552,7 @@ static void *race_worker(void *arg) {
     for (int i = 0; i < RACE_CHAIN; i++) {
       hc_chain_t ch;
       uint64_t allocs0 = ce->span_allocs; /* racy read: statistics only */
-      if (!hci_central_remove(c, 1, &ch) || ch.n != 1) {
+      if (!hci_central_remove(c, 1, &ch, NULL) || ch.n != 1) {
         atomic_fetch_add(&race_bad, 1);
         race_why = "remove failed or gave a chain";
         return NULL;

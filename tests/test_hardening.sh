@@ -54,6 +54,8 @@ for mode in plain normal; do
   expect $mode late "^heapcheck: free\(\): double free of $hex; called from $hex\$"
   expect $mode thread "^heapcheck: free\(\): double free of $hex; called from $hex\$"
   expect $mode thread-live "^heapcheck: free\(\): double free of $hex; called from $hex\$"
+  expect $mode remote-batch "^heapcheck: free\(\): double free of $hex; called from $hex\$"
+  expect $mode remote-inbox "^heapcheck: free\(\): double free of $hex; called from $hex\$"
   expect $mode realloc "^heapcheck: realloc\(\): invalid pointer $hex \(already freed\); called from $hex\$"
   for c in uaf-global uaf-zero uaf-ones; do
     expect $mode $c "^heapcheck: malloc\(\): corrupted free list: the link in freed block $hex was overwritten \(use after free\?\); called from $hex\$"
