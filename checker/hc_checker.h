@@ -270,6 +270,10 @@ void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned w
  * Up to HCI_MAX_EXCLUDED ranges; call before checks (not while stopped). */
 #define HCI_MAX_EXCLUDED 64
 void hci_roots_exclude(uintptr_t lo, uintptr_t hi);
+/* libc's start frames on the main thread's stack, [caller_sp, argv_lo): not
+ * roots (roots.c says why).  Larger gaps than this are not believed. */
+#define HCI_START_FRAMES_MAX ((uintptr_t)64 << 10)
+void hci_roots_set_start_frames(uintptr_t tp, uintptr_t caller_sp, uintptr_t argv_lo);
 /* pc lies in the dynamic loader's text (objects it allocates - DTV, dynamic
  * TLS blocks - are roots).  Lock-free; valid after hci_world_init. */
 bool hci_pc_in_ldso(uintptr_t pc);

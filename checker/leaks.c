@@ -507,6 +507,8 @@ __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
 #define CALLER_SP() ((uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *))
 
 static hc_noinline int start_main(int argc, char **argv, char **envp) {
+  /* Our caller's frames up to argc are libc's start frames (roots.c). */
+  hci_roots_set_start_frames((uintptr_t)__builtin_thread_pointer(), CALLER_SP(), (uintptr_t)argv - sizeof(long));
   if (hci_chk.baseline_at_main)
     L.base_epoch = hci_alloc_next_epoch();
   /* Registered after every global constructor: runs before their destructors. */

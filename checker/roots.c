@@ -51,6 +51,9 @@ static struct {
    * exported descriptors); 0 when unknown. */
   uintptr_t stack_used;
   uint32_t pd_list_off, pd_tid_off;
+  /* libc's start-up frames on the main thread's stack (set once, before
+   * main; see hci_roots_set_start_frames): tp 0 = unknown. */
+  uintptr_t start_tp, start_lo, start_hi;
 } roots = {.lock = HCI_LOCK_INIT(HC_RANK_ROOTS)};
 HC_PRIVATE_STATE(roots);
 
@@ -175,16 +178,37 @@ void hci_roots_threads(const hci_world_t *w, uintptr_t self_sp, hci_root_fn fn, 
   hci_roots_threads_parts(w, self_sp, HCI_ROOTS_THREADS, fn, ctx);
 }
 
-/* The stack range [lo, hi) without the static TLS [tls_lo, tls_hi) inside it
- * (use_tls=0 with use_stacks=1: a thread's TLS sits at the top of its stack). */
+/* The main thread's stack between libc's call of main and the kernel's
+ * argument block (argc, argv, envp, auxv, strings) holds only libc's start
+ * frames: __libc_start_call_main, __libc_start_main, _start.  They keep no
+ * object of the program, but their unwritten slots (the cancellation buffer
+ * of __libc_start_call_main, alignment holes) keep whatever the start-up
+ * code - ld.so, constructors, the first mallocs - left there, and a stale
+ * word can reach a leaked block (a constructor's local copy of a pointer; a
+ * 4 GiB-aligned address, by its value a pagemap leaf's base, inside a
+ * 64 MiB block).  Recorded by
+ * start_main (leaks.c), cut from the main thread's stack in every check.
+ * argv_lo is &argc: from there up the block stays a root (a program may
+ * store heap pointers into argv or envp). */
+void hci_roots_set_start_frames(uintptr_t tp, uintptr_t caller_sp, uintptr_t argv_lo) {
+  if (caller_sp >= argv_lo || argv_lo - caller_sp > HCI_START_FRAMES_MAX) return;
+  roots.start_lo = caller_sp;
+  roots.start_hi = argv_lo;
+  roots.start_tp = tp;
+}
+
+/* The stack range [lo, hi) without [c1_lo, c1_hi) and [c2_lo, c2_hi) (empty
+ * cuts are 0, 0): a thread's static TLS when it sits at the top of its stack
+ * (use_tls=0 with use_stacks=1), the main thread's libc start frames. */
 static void emit_stack_without(const struct sink *s, const hci_maps_t *maps, uintptr_t lo, uintptr_t hi,
-                               uintptr_t tls_lo, uintptr_t tls_hi) {
-  if (tls_hi <= lo || tls_lo >= hi) {
-    emit(s, maps, lo, hi);
+                               uintptr_t c1_lo, uintptr_t c1_hi, uintptr_t c2_lo, uintptr_t c2_hi) {
+  if (c1_hi <= lo || c1_lo >= hi) {
+    if (c2_hi > c2_lo) emit_stack_without(s, maps, lo, hi, c2_lo, c2_hi, 0, 0);
+    else emit(s, maps, lo, hi);
     return;
   }
-  if (lo < tls_lo) emit(s, maps, lo, tls_lo);
-  if (tls_hi < hi) emit(s, maps, tls_hi, hi);
+  if (lo < c1_lo) emit_stack_without(s, maps, lo, c1_lo, c2_lo, c2_hi, 0, 0);
+  if (c1_hi < hi) emit_stack_without(s, maps, c1_hi, hi, c2_lo, c2_hi, 0, 0);
 }
 
 void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned what, hci_root_fn fn, void *ctx) {
@@ -201,10 +225,15 @@ void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned w
       if (regs && t->nregs > 0) fn(ctx, (uintptr_t)&t->regs[0], (uintptr_t)&t->regs[t->nregs], HCI_ROOT_REGISTERS);
       uintptr_t lo = t->stack_lo, hi = t->stack_hi;
       if (t->is_self && self_sp && self_sp >= lo && self_sp < hi) lo = self_sp;
+      uintptr_t start_lo = 0, start_hi = 0;
+      if (t->tp && t->tp == roots.start_tp && roots.start_lo >= t->stack_lo && roots.start_hi <= hi) {
+        start_lo = roots.start_lo;
+        start_hi = roots.start_hi;
+      }
       struct sink s = {fn, ctx, HCI_ROOT_STACK};
       if (!hi) fallback = fallback || stacks;
-      else if (stacks && (tls || !t->tp)) emit(&s, maps, lo, hi);
-      else if (stacks) emit_stack_without(&s, maps, lo, hi, tls_lo, tls_hi);
+      else if (stacks && (tls || !t->tp)) emit_stack_without(&s, maps, lo, hi, start_lo, start_hi, 0, 0);
+      else if (stacks) emit_stack_without(&s, maps, lo, hi, tls_lo, tls_hi, start_lo, start_hi);
       if (stacks && t->on_altstack && t->nstack_hi) {
         /* Interrupted on another stack: the normal one's sp is unknown. */
         struct sink sw = {fn, ctx, HCI_ROOT_STACK_WHOLE};
