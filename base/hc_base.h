@@ -158,9 +158,18 @@ enum hci_lock_rank {
 };
 typedef struct hci_lock {
   _Atomic int xstate;
-  uint8_t rank; /* enum hci_lock_rank */
+  uint8_t rank; /* enum hci_lock_rank; 0 unless HC_LOCK_RANKS */
 } hci_lock_t;
+/* Without rank checks a lock is all zeros: the statics holding locks (the
+ * central lists, the page heap, the metadata arena...) then go to .bss,
+ * zero pages the kernel maps on first touch, instead of .data, which the
+ * loader maps private from the file and relocations dirty (~280 KB of
+ * start-up RSS). */
+#if HC_LOCK_RANKS
 #define HCI_LOCK_INIT(r) {.xstate = 0, .rank = (r)}
+#else
+#define HCI_LOCK_INIT(r) {.xstate = 0, .rank = 0 * (r)}
+#endif
 void hci_lock_slow(hci_lock_t *l);
 void hci_unlock_slow(hci_lock_t *l);
 #if HC_LOCK_RANKS
