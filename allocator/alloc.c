@@ -580,6 +580,13 @@ void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra) {
   return alloc_generic(size, align, ra, 0, false);
 }
 
+/* Would a fresh block of `size` be of the block's class?  A sampled small
+ * object's page stands for its class (hci_usable_size). */
+static bool same_class(const hc_span_t *s, unsigned cls, bool sampled, size_t size) {
+  unsigned now_cls = cls ? cls : sampled && s->req_size <= HC_MAX_SMALL ? hci_size_class(s->req_size) : 0;
+  return now_cls && size <= HC_MAX_SMALL && hci_size_class(size) == now_cls;
+}
+
 void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   if (!p) return hc_malloc_fast(size, ra);
   if (size == 0) {
@@ -612,10 +619,7 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   /* In checker mode a small object's record keeps class size - requested
    * size in HC_OBJ_SLACK_MASK: a slack that does not fit moves the block. */
   bool slack_fits = !cls || !hci_record_all || usable - size <= HC_OBJ_SLACK_MASK;
-  /* A sampled small object's page stands for its class (hci_usable_size). */
-  unsigned now_cls = cls ? cls : sampled && s->req_size <= HC_MAX_SMALL ? hci_size_class(s->req_size) : 0;
-  bool same_cls = now_cls && size <= HC_MAX_SMALL && hci_size_class(size) == now_cls;
-  if (size <= usable && (size >= usable / 2 || same_cls) && slack_fits) {
+  if (size <= usable && slack_fits && (size >= usable / 2 || same_class(s, cls, sampled, size))) {
     /* A sampled block stays too (a program growing into its usable size
      * expects that), and the profile is told its new size as gperftools'
      * hooks are: the old sample freed, a sample of the new size taken. */
@@ -635,10 +639,23 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     set_requested_size(p, size);
     return p;
   }
-  void *q = hc_malloc_fast(size, ra);
+  /* A small block that grows gets a class an eighth above the request: a
+   * buffer grown step by step (a string builder reallocs on every append)
+   * otherwise moves at every class, an eighth apart; this way at every
+   * other one (mimalloc's bins are a quarter apart).  Not in checker mode,
+   * where the block's record keeps the requested size and slack. */
+  size_t want = size;
+  if (cls && size > usable && !hci_record_all && size < HC_MAX_SMALL - (size >> 3)) want = size + (size >> 3);
+  void *q = hc_malloc_fast(want, ra);
+  if (!q && want != size) q = hc_malloc_fast(want = size, ra);
   if (!q) {
     HC_USDT_MEMORY_REALLOC_RETRY(size, p);
     return NULL;
+  }
+  if (want != size && !hci_pagemap_class((uintptr_t)q)) {
+    /* Sampled: the profile is told the requested size. */
+    hc_span_t *qs = hci_pagemap_span((uintptr_t)q);
+    if (qs->is_sampled) resample_in_place(qs, size);
   }
   size_t old = hci_record_all ? hci_requested_size(p) : usable;
   memcpy(q, p, old < size ? old : size);

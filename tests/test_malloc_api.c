@@ -309,6 +309,34 @@ static void test_realloc(void) {
   free(q);
 }
 
+/* A buffer grown a byte at a time (a string builder) moves at every other
+ * size class, not at every one: realloc gives a growing small block a class
+ * an eighth above the request.  From 1 KiB to 128 KiB the classes are an
+ * eighth apart (56 of them); at most 36 moves, contents kept throughout. */
+static void test_realloc_growth(void) {
+  size_t n = 1024;
+  unsigned char *p = malloc(n);
+  CHECK(p != NULL, "malloc(1024)");
+  if (!p) return;
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(i * 7);
+  int moves = 0;
+  bool kept = true;
+  for (; n < (size_t)128 << 10; n++) {
+    unsigned char *q = realloc(p, n + 1);
+    CHECK(q != NULL, "realloc to %zu", n + 1);
+    if (!q) return;
+    if (q != p) {
+      moves++;
+      for (size_t i = 0; i < n && kept; i += 61) kept = q[i] == (unsigned char)(i * 7);
+    }
+    q[n] = (unsigned char)(n * 7);
+    p = q;
+  }
+  CHECK(kept, "realloc growth lost contents");
+  CHECK(moves > 0 && moves <= 36, "a buffer grown from 1 KiB to 128 KiB moved %d times (at most 36)", moves);
+  free(p);
+}
+
 static void test_posix_memalign(void) {
   size_t bad[] = {0, 1, 2, 3, 4, 12, 24, 48, 100, 4095, sizeof(void *) / 2, SIZE_MAX};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -666,6 +694,7 @@ int main(void) {
   test_calloc();
   test_reallocarray();
   test_realloc();
+  test_realloc_growth();
   test_posix_memalign();
   test_aligned();
   test_usable_size();
