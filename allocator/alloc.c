@@ -643,9 +643,11 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
    * buffer grown step by step (a string builder reallocs on every append)
    * otherwise moves at every class, an eighth apart; this way at every
    * other one (mimalloc's bins are a quarter apart).  Not in checker mode,
-   * where the block's record keeps the requested size and slack. */
+   * where the block's record keeps the requested size and slack, nor with
+   * malloc hooks, which are told the size of the new block. */
   size_t want = size;
-  if (cls && size > usable && !hci_record_all && size < HC_MAX_SMALL - (size >> 3)) want = size + (size >> 3);
+  if (cls && size > usable && !(hci_record_all | hci_hooks_on) && size < HC_MAX_SMALL - (size >> 3))
+    want = size + (size >> 3);
   void *q = hc_malloc_fast(want, ra);
   if (!q && want != size) q = hc_malloc_fast(want = size, ra);
   if (!q) {
