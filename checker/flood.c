@@ -12,10 +12,10 @@
  *      unmarked, so the common case pays nothing per object;
  *   5. what stays unmarked is unreachable: in scope (epoch) it is a leak,
  *      else an old object that is neither reported nor scanned;
- *   6. indirect pass (LSan): a leak pointed to by another leak is indirect;
- *      then every leaked structure that only cycles reach gets one direct
- *      representative, so each leak is covered by a direct one (LSan would
- *      call a whole cycle indirect and print no direct leak for it);
+ *   6. direct/indirect: one leak per leaked structure is direct (the lowest
+ *      member of each strongly connected component of the leak graph that
+ *      no other leak points to, flood_scc.c); what it reaches is indirect
+ *      and counted in the bytes it owns (flood_classify.c);
  *   7. copy the leaks out, drop the marks, resume the world, unlock.
  *
  * The scan loop is the hot spot (a 1 GiB heap is 134 M words): one unsigned
@@ -24,7 +24,7 @@
  *
  * This file: the driver (stop, steps 1-7 in order, resume), the flood's
  * memory and the marks.  The scan loop is in flood_scan.c, the roots in
- * flood_roots.c, steps 5-6 in flood_classify.c (flood_internal.h: what they
+ * flood_roots.c, steps 5-6 in flood_classify.c and flood_scc.c (flood_internal.h: what they
  * share and the invariants).
  * Locks: requires the checker lock; takes all allocator locks itself.
  */
@@ -35,7 +35,7 @@
 
 // ---- memory ----
 
-static void *grow(void *old, size_t old_bytes, size_t new_bytes) {
+void *hci_fl_grow(void *old, size_t old_bytes, size_t new_bytes) {
   void *n = hci_os_map(new_bytes);
   if (!n) return NULL;
   if (old) {
@@ -47,7 +47,7 @@ static void *grow(void *old, size_t old_bytes, size_t new_bytes) {
 
 bool hci_fl_grow_stack(flood_t *f) {
   size_t ncap = f->cap ? f->cap * 2 : 65536;
-  work_t *n = grow(f->stack, f->cap * sizeof(work_t), ncap * sizeof(work_t));
+  work_t *n = hci_fl_grow(f->stack, f->cap * sizeof(work_t), ncap * sizeof(work_t));
   if (!n) {
     f->r->oom = true;
     return false;
@@ -62,7 +62,7 @@ static bool append(flood_t *f, hci_leak_t **arr, size_t *n, size_t *map, uintptr
                    uint32_t stack) {
   if ((*n + 1) * sizeof(hci_leak_t) > *map) {
     size_t nb = *map ? *map * 2 : 65536 * sizeof(hci_leak_t);
-    hci_leak_t *g = grow(*arr, *map, nb);
+    hci_leak_t *g = hci_fl_grow(*arr, *map, nb);
     if (!g) {
       f->r->oom = true;
       return false;

@@ -9,7 +9,7 @@
 
 /* The mark of the live object v points into (same interior rules as the
  * main flood) and its start/size; NULL for anything else. */
-static uint8_t *resolve(flood_t *f, uintptr_t v, uintptr_t *start, size_t *size) {
+uint8_t *hci_fl_resolve(flood_t *f, uintptr_t v, uintptr_t *start, size_t *size) {
   if (v - f->heap_lo >= f->heap_span) return NULL;
   hci_heap_slot_t o;
   if (!hci_heap_locate(v, &o)) return NULL;
@@ -23,7 +23,7 @@ static uint8_t *resolve(flood_t *f, uintptr_t v, uintptr_t *start, size_t *size)
 }
 
 /* The leak starting at addr (leaks sorted by address), or NULL. */
-static hci_leak_t *find_leak(flood_t *f, uintptr_t addr) {
+hci_leak_t *hci_fl_find_leak(flood_t *f, uintptr_t addr) {
   hci_leak_t *v = f->r->leaks;
   size_t lo = 0, hi = f->r->nleaks;
   while (lo < hi) {
@@ -40,13 +40,17 @@ static hci_leak_t *find_leak(flood_t *f, uintptr_t addr) {
  * this one (its objects are not scanned again).  Words are read at their
  * address + delta. */
 void hci_fl_scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta) {
+  if (f->covered_mode == 2) {
+    hci_fl_scan_edges(f, lo, hi, delta);
+    return;
+  }
   uintptr_t a = (uintptr_t)f->p->align;
   hci_leak_t *leader = f->leader;
   for (uintptr_t q = (lo + a - 1) & ~(a - 1); q + sizeof(uintptr_t) <= hi; q += a) {
     uintptr_t v, start;
     size_t size;
     memcpy(&v, (const void *)(q + delta), sizeof v);
-    uint8_t *mk = resolve(f, v, &start, &size);
+    uint8_t *mk = hci_fl_resolve(f, v, &start, &size);
     if (!mk || !(*mk & M_LEAK) || start == leader->addr) continue;
     if (!(*mk & M_COVERED)) {
       *mk |= M_COVERED | M_INDIRECT;
@@ -55,7 +59,7 @@ void hci_fl_scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta) 
       push(f, start, size);
     } else if (!(*mk & M_INDIRECT)) {
       *mk |= M_INDIRECT;
-      hci_leak_t *old = find_leak(f, start);
+      hci_leak_t *old = hci_fl_find_leak(f, start);
       if (old) {
         leader->owned_bytes += old->size + old->owned_bytes;
         leader->owned_objects += 1 + old->owned_objects;
@@ -113,7 +117,7 @@ void hci_fl_collect_leaks(flood_t *f) { for_each_unmarked(f, collect_leak); }
 static uint8_t *leak_mark(flood_t *f, const hci_leak_t *l) {
   uintptr_t start;
   size_t size;
-  return resolve(f, l->addr, &start, &size);
+  return hci_fl_resolve(f, l->addr, &start, &size);
 }
 
 static int cmp_leak_addr(const void *a, const void *b) {
@@ -121,25 +125,36 @@ static int cmp_leak_addr(const void *a, const void *b) {
   return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* valgrind's rule: in address order, every leak not yet reached from an
- * earlier one leads a flood over the leaks it reaches; those are indirect,
- * and an earlier leader it reaches becomes indirect too.  What stays direct
- * is one leak per leaked structure (the lowest-addressed member of each
- * strongly connected component that no other leak points to), and each
- * direct leak owns the bytes of the indirect ones it keeps. */
+/* One leak per leaked structure is direct: the lowest-addressed member of
+ * each strongly connected component of the leak graph that no other leak
+ * points to (flood_scc.c).  Those lead, in address order, a flood over the
+ * leaks they reach, which become indirect and owned by the first leader
+ * that reaches them (valgrind's "clique" attribution of shared parts).
+ * valgrind picks its leaders by address alone (every leak not yet reached
+ * from an earlier one), which agrees only while later objects lie at higher
+ * addresses: heapcheck's spans hand them out downwards, and two cycles, one
+ * pointing into the other, came out as two direct leaks (valgrind's
+ * leak-cycle test).  Without memory for the graph, the second pass alone is
+ * valgrind's rule: an earlier leader reached becomes indirect too. */
 void hci_fl_classify(flood_t *f) {
   hci_flood_result_t *r = f->r;
   hci_sort(r->leaks, r->nleaks, sizeof *r->leaks, cmp_leak_addr);
+  size_t lead_map = 0;
+  uint8_t *lead = r->nleaks > 1 ? hci_fl_structure_leaders(f, &lead_map) : NULL;
   f->covered_mode = 1;
-  for (size_t i = 0; i < r->nleaks; i++) {
-    uint8_t *mk = leak_mark(f, &r->leaks[i]);
-    if (!mk || (*mk & M_COVERED)) continue;
-    *mk |= M_COVERED;
-    f->leader = &r->leaks[i];
-    push(f, r->leaks[i].addr, r->leaks[i].size);
-    hci_fl_drain(f);
+  for (int pass = lead ? 0 : 1; pass < 2; pass++) {
+    for (size_t i = 0; i < r->nleaks; i++) {
+      if (pass == 0 && !lead[i]) continue;
+      uint8_t *mk = leak_mark(f, &r->leaks[i]);
+      if (!mk || (*mk & M_COVERED)) continue;
+      *mk |= M_COVERED;
+      f->leader = &r->leaks[i];
+      push(f, r->leaks[i].addr, r->leaks[i].size);
+      hci_fl_drain(f);
+    }
   }
   f->covered_mode = 0;
+  if (lead) hci_os_unmap(lead, lead_map);
   for (size_t i = 0; i < r->nleaks; i++) {
     uint8_t *mk = leak_mark(f, &r->leaks[i]);
     r->leaks[i].kind = mk && (*mk & M_INDIRECT) ? HCI_LEAK_INDIRECT : HCI_LEAK_DIRECT;

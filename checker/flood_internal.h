@@ -42,6 +42,16 @@ typedef struct ldso_ent {
 } ldso_ent_t;
 #define LDSO_CACHE 4096
 
+/* The leak graph (classification): leak i's words point to the leaks
+ * to[off[i] .. off[i+1]) (indexes into the address-sorted leaks). */
+typedef struct leak_graph {
+  size_t *off;
+  uint32_t *to;
+  size_t nto, to_cap;
+  uint32_t from;   /* the leak whose words are being scanned */
+  bool failed;     /* out of memory: the graph is incomplete */
+} leak_graph_t;
+
 typedef struct flood {
   const hci_flood_params_t *p;
   hci_flood_result_t *r;
@@ -58,7 +68,8 @@ typedef struct flood {
   size_t sp, cap;
   ldso_ent_t *ldso;               /* stack id -> allocated by ld.so / suppressed */
   uintptr_t *scratch;             /* SCRATCH bytes: safe copies of unstable root ranges */
-  uint8_t covered_mode;           /* drain(): main flood (0) or classification (1) */
+  uint8_t covered_mode;           /* drain(): main flood (0), classification (1), leak graph edges (2) */
+  leak_graph_t *graph;            /* covered_mode 2: where the edges go */
   /* What may be read: the readable mappings of the snapshot taken with the
    * world stopped, merged and sorted (rd); cur_lo/cur_hi is
    * the one the last read fell in (the fast path: two compares a range). */
@@ -82,6 +93,8 @@ typedef struct flood {
 #define CHUNK ((size_t)4096)
 
 // ---- flood.c: memory ----
+/* A new mapping of new_bytes with old's old_bytes copied, old unmapped; NULL (old kept) on failure. */
+void *hci_fl_grow(void *old, size_t old_bytes, size_t new_bytes);
 bool hci_fl_grow_stack(flood_t *f);
 bool hci_fl_add_leak(flood_t *f, uintptr_t addr, size_t size, uint32_t stack);
 /* A "possibly lost" object, for the report's records (r->possible). */
@@ -162,5 +175,18 @@ void hci_fl_scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta);
 void hci_fl_flood_possible(flood_t *f);
 void hci_fl_collect_leaks(flood_t *f);
 void hci_fl_classify(flood_t *f);
+/* The live object v points into (the flood's interior rules): its mark, start and size; NULL otherwise. */
+uint8_t *hci_fl_resolve(flood_t *f, uintptr_t v, uintptr_t *start, size_t *size);
+/* The leak starting at addr (leaks sorted by address), or NULL. */
+hci_leak_t *hci_fl_find_leak(flood_t *f, uintptr_t addr);
+
+// ---- flood_scc.c ----
+/* covered_mode 2's scan of [lo, hi) (words read at + delta): edges from graph->from. */
+void hci_fl_scan_edges(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta);
+/* A mapping of *map bytes whose first nleaks bytes say, per leak (sorted by
+ * address), whether it leads a leaked structure: it is the lowest-addressed
+ * member of a strongly connected component of the leak graph that no leak
+ * outside the component points to.  NULL when memory runs out. */
+uint8_t *hci_fl_structure_leaders(flood_t *f, size_t *map);
 
 #endif
