@@ -81,7 +81,9 @@ void hci_set_stack_depth(int depth) {
   stack_depth_max = depth < 1 ? 1 : depth > HC_MAX_STACK_DEPTH ? HC_MAX_STACK_DEPTH : depth;
 }
 
-uint32_t hci_capture_stack_from(uintptr_t ra) {
+/* rec: the frame record holding ra when the caller knows it, else 0
+ * (hci_unwind_memo_walk). */
+static uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
   uintptr_t pcs[HC_MAX_STACK_DEPTH];
   int n, i;
   bool can_dwarf = ra && hci_unwind_dwarf_available() &&
@@ -95,11 +97,12 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
     /* The frames stay in the memo, with their hash: nothing to copy or hash. */
     const uintptr_t *mp;
     uint64_t hash;
-    int m = hci_unwind_memo_walk(memo, stack_depth_max, ra, &mp, &hash);
+    int m = hci_unwind_memo_walk(memo, stack_depth_max, ra, rec, &mp, &hash);
     if (m > 0) {
       /* The same frames as the last walk: the same id, without a lookup. */
-      if (!(memo->same && memo->id)) memo->id = hci_depot_put_hashed(mp, m, hash);
-      return memo->id;
+      hc_unwind_memo_way_t *w = hci_unwind_memo_cur(memo);
+      if (!(w->same && w->id)) w->id = hci_depot_put_hashed(mp, m, hash);
+      return w->id;
     }
   }
   if (dwarf) {
@@ -107,7 +110,9 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
   } else {
     n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
   }
-  if (memo) memo->id = 0;
+  /* The ids the ways keep are of their own frames: not this stack's. */
+  if (memo)
+    for (int k = 0; k < HC_UNWIND_MEMO_WAYS; k++) memo->way[k].id = 0;
   i = find_pc(pcs, n, ra);
   if (can_dwarf && !dwarf && n - i <= 1) {
     /* The frame-pointer chain ends at the caller of malloc (its caller
@@ -125,16 +130,16 @@ uint32_t hci_capture_stack_from(uintptr_t ra) {
     pcs[0] = ra;
     return hci_depot_put(pcs, ra ? 1 : 0);
   }
-  uint32_t id = hci_depot_put(pcs + i, n - i < stack_depth_max ? n - i : stack_depth_max);
-  if (memo && dwarf) memo->id = id;
-  return id;
+  return hci_depot_put(pcs + i, n - i < stack_depth_max ? n - i : stack_depth_max);
 }
 
+uint32_t hci_capture_stack_from(uintptr_t ra) { return capture_stack(ra, 0); }
+
 /* Stack id for a new object, guarded against re-entry from the unwinder. */
-static uint32_t record_stack(hc_tcache_t *tc, uintptr_t ra) {
+static uint32_t record_stack(hc_tcache_t *tc, uintptr_t ra, uintptr_t rec) {
   if (!tc || hci_tc_memo(tc)->in_alloc) return HC_STACK_UNKNOWN;
   hci_tc_memo(tc)->in_alloc = 1;
-  uint32_t id = hci_capture_stack_from(ra);
+  uint32_t id = capture_stack(ra, rec);
   hci_tc_memo(tc)->in_alloc = 0;
   return id;
 }
@@ -150,11 +155,11 @@ static inline uint32_t object_index(uintptr_t p, const hc_span_t *s, unsigned cl
 }
 
 /* Checker mode: fill the record of a small object. */
-static void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size, uintptr_t ra) {
+static void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size, uintptr_t ra, uintptr_t rec) {
   hc_span_t *s = hci_pagemap_span((uintptr_t)p);
   if (!s->objmeta) return; /* span made before recording began */
   hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
-  m->stack_id = record_stack(tc, ra);
+  m->stack_id = record_stack(tc, ra, rec);
   m->epoch = atomic_load_explicit(&hci_epoch, memory_order_relaxed);
   atomic_store_explicit(&m->xflags, new_flags(tc, hci_classes[cls].size - size), memory_order_relaxed);
 }
@@ -287,8 +292,8 @@ static hc_cold hc_noinline void *enomem(size_t size, size_t align, bool zero) {
   return NULL;
 }
 
-static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintptr_t ra, uint64_t weight,
-                               bool zero) {
+static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintptr_t ra, uintptr_t rec,
+                               uint64_t weight, bool zero) {
   /* A sampled small object spans its class size: its usable size is the
    * class's, as unsampled (hci_usable_size). */
   size_t span_bytes = weight && size <= HC_MAX_SMALL && align <= HC_PAGE_SIZE ? hci_alloc_size_for(size, align) : size;
@@ -300,7 +305,7 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
   s->req_size = size;
   s->meta.epoch = atomic_load_explicit(&hci_epoch, memory_order_relaxed);
   atomic_store_explicit(&s->meta.xflags, new_flags(tc, 0), memory_order_relaxed);
-  if (weight || hci_record_all) s->meta.stack_id = record_stack(tc, ra);
+  if (weight || hci_record_all) s->meta.stack_id = record_stack(tc, ra, rec);
   if (zero && !s->is_zeroed) memset((void *)s->start, 0, size);
   if (weight) {
     s->is_sampled = 1;
@@ -332,10 +337,11 @@ static HC_TLS uintptr_t entry_ra;
 
 uint32_t hci_alloc_growth_stack(void) {
   hc_tcache_t *tc = hci_tc;
-  return tc->is_static ? hci_capture_stack_from(entry_ra) : record_stack(tc, entry_ra);
+  return tc->is_static ? hci_capture_stack_from(entry_ra) : record_stack(tc, entry_ra, 0);
 }
 
-static void *alloc_object(size_t size, size_t align, uintptr_t ra, int flags, bool zero) {
+/* rec: the frame record holding ra when known (hci_alloc_slow), else 0. */
+static void *alloc_object(size_t size, size_t align, uintptr_t ra, uintptr_t rec, int flags, bool zero) {
   hci_ensure_init();
   entry_ra = ra;
   if (hc_unlikely(size > HC_MAX_REQUEST)) return enomem(size, align, zero);
@@ -348,13 +354,13 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, int flags, bo
   unsigned cls = align <= 16 ? (size <= HC_MAX_SMALL ? hci_size_class(size) : 0)
                  : align <= HC_PAGE_SIZE ? aligned_class(size, align) : 0;
   if (sample || cls == 0) {
-    return alloc_span_object(tc, size, align, ra, sample ? weight : 0, zero);
+    return alloc_span_object(tc, size, align, ra, rec, sample ? weight : 0, zero);
   }
   void *p = pop_small(tc, cls, ra);
   if (hc_unlikely(!p)) return enomem(size, align, zero);
   hc_fl_take(p);
   if (hci_record_all) {
-    record_small(tc, p, cls, size, ra);
+    record_small(tc, p, cls, size, ra, rec);
     /* The free-list link left in the first word would point at the next
      * free object of the class and keep whatever is allocated there later
      * alive if the program never overwrites it (padding, unused fields). */
@@ -365,15 +371,23 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, int flags, bo
 }
 
 /* Every allocation that is not the fast path's; runs the new hooks. */
-static void *alloc_generic(size_t size, size_t align, uintptr_t ra, int flags, bool zero) {
-  void *p = alloc_object(size, align, ra, flags, zero);
+static void *alloc_generic(size_t size, size_t align, uintptr_t ra, uintptr_t rec, int flags, bool zero) {
+  void *p = alloc_object(size, align, ra, rec, flags, zero);
   if (hc_unlikely(hci_hooks_on)) hci_hook_run_new(p, size); /* NULL too, as gperftools */
   return p;
 }
 
 void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
-  if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from malloc() */
-  return alloc_generic(size, 0, ra, flags, false);
+  /* Reached by a tail call from malloc(): our return address is ra and our
+   * frame record holds it, which the stack capture then need not search for. */
+  uintptr_t rec = 0;
+  if (!ra) {
+    ra = (uintptr_t)__builtin_return_address(0);
+    rec = (uintptr_t)__builtin_frame_address(0);
+  }
+  void *p = alloc_generic(size, 0, ra, rec, flags, false);
+  __asm__ volatile("" ::: "memory"); /* not a tail call: our frame holds ra while the stack is taken */
+  return p;
 }
 
 // ---- free ----
@@ -571,13 +585,13 @@ void *hci_malloc_ra(size_t size, uintptr_t ra) { return hc_malloc_fast(size, ra)
 void *hci_calloc_ra(size_t n, size_t size, uintptr_t ra) {
   size_t total;
   if (__builtin_mul_overflow(n, size, &total)) return enomem(SIZE_MAX, 0, true);
-  return alloc_generic(total, 0, ra, 0, true);
+  return alloc_generic(total, 0, ra, 0, 0, true);
 }
 
 void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra) {
   if (align <= 16) return hc_malloc_fast(size, ra);
   if (size > HC_MAX_REQUEST || align > HC_MAX_REQUEST) return enomem(size, align, false);
-  return alloc_generic(size, align, ra, 0, false);
+  return alloc_generic(size, align, ra, 0, 0, false);
 }
 
 /* Would a fresh block of `size` be of the block's class?  A sampled small

@@ -24,7 +24,7 @@ static inline uint64_t hci_stack_hash(const uintptr_t *pcs, int n) {
   return h;
 }
 
-/* The last DWARF walk of a thread (unwind_dwarf.c): the registers at each
+/* A thread's last DWARF walk (unwind_dwarf.c), one per way below: the registers at each
  * frame it passed, every stack word it read and the frames it found.  A
  * walk from the same registers over the same words finds the same frames
  * (rules are a function of the PC), so a later capture that reaches one of
@@ -42,7 +42,7 @@ static inline uint64_t hci_stack_hash(const uintptr_t *pcs, int n) {
  * deep last one still finds all its frames in it. */
 #define HC_UNWIND_MEMO_FRAMES 80
 #define HC_UNWIND_MEMO_WORDS (2 * HC_UNWIND_MEMO_FRAMES) /* a step reads at most 2 */
-typedef struct hc_unwind_memo {
+typedef struct hc_unwind_memo_way {
   uint32_t gen;            /* rule-cache generation it was made in; 0 = empty */
   uint32_t id;             /* the caller's: the depot id of the frames it last returned (0: none) */
   int n;                   /* frames held, in slots [F - n, F) */
@@ -56,7 +56,18 @@ typedef struct hc_unwind_memo {
   uintptr_t rbp[HC_UNWIND_MEMO_FRAMES];
   uint64_t hv[HC_UNWIND_MEMO_FRAMES + 1]; /* hv[s] = hv[s + 1] * B + pcs[s]; hv[F]: frames dropped past F - 1 */
   uintptr_t addr[HC_UNWIND_MEMO_WORDS], val[HC_UNWIND_MEMO_WORDS];
+} hc_unwind_memo_way_t;
+/* One way per group of malloc call sites (ra hashed): a capture walks with
+ * the last walk from its own group, and a call site that allocates again
+ * under the same callers finds its frames whole at its first frame (and its
+ * last depot id) even when other call sites allocated in between. */
+#define HC_UNWIND_MEMO_WAYS 4
+typedef struct hc_unwind_memo {
+  hc_unwind_memo_way_t way[HC_UNWIND_MEMO_WAYS];
+  int cur; /* the way of the last walk */
 } hc_unwind_memo_t;
+/* The way holding the frames of the last hci_unwind_memo_walk. */
+static inline hc_unwind_memo_way_t *hci_unwind_memo_cur(hc_unwind_memo_t *m) { return &m->way[m->cur]; }
 
 /* ======================= unwind.c / unwind_dwarf.c ======================= */
 enum { HC_UNWIND_FP = 0, HC_UNWIND_DWARF = 1 };
@@ -81,8 +92,14 @@ int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t 
 /* The same through memo (not NULL), without a copy: *pcs points at the
  * innermost of the returned frames inside the memo (valid until its next
  * use) and *hash is hci_stack_hash of them.  -1 when malloc's caller's frame
- * is not among the allocator's (then hci_unwind_dwarf_at walks afresh). */
-int hci_unwind_memo_walk(hc_unwind_memo_t *memo, int max, uintptr_t ra, const uintptr_t **pcs, uint64_t *hash);
+ * is not among the allocator's (then hci_unwind_dwarf_at walks afresh).
+ * rec: the frame record {saved rbp, ra} of the entry point's frame when
+ * the caller knows it (hci_alloc_slow's own frame, reached by malloc's tail
+ * call), else 0.  It is used only when it lies on the live stack above
+ * this call and holds ra; otherwise the allocator's frames are searched for
+ * it (hci_unwind_fp_find) as without it: the frames are the same. */
+int hci_unwind_memo_walk(hc_unwind_memo_t *memo, int max, uintptr_t ra, uintptr_t rec, const uintptr_t **pcs,
+                         uint64_t *hash);
 /* Whether the function ra returns into keeps a frame pointer there (its CFA
  * is rbp-based per .eh_frame): a frame-pointer walk through it is sound.
  * False for -fomit-frame-pointer code, whose frames such a walk silently

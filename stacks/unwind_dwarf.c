@@ -366,7 +366,7 @@ static uint64_t hash_pow(int k) {
 /* A whole walk from r into the memo (frames from slot 0 while it walks,
  * then moved to the top).  Returns the frame count; the frames are in slots
  * [MF - n, MF) when the memo holds the walk (gen != 0), else in [0, n). */
-static int memo_fill(hc_unwind_memo_t *m, regs_t r) {
+static int memo_fill(hc_unwind_memo_way_t *m, regs_t r) {
   m->gen = 0; /* empty while it is rewritten */
   m->same = false;
   m->n = 0;
@@ -399,7 +399,7 @@ static int memo_fill(hc_unwind_memo_t *m, regs_t r) {
 
 /* Drops the d outermost frames of m (and the words of their steps), moving
  * the rest up: a walk that does not fit keeps its inner frames. */
-static void memo_drop_outer(hc_unwind_memo_t *m, int d) {
+static void memo_drop_outer(hc_unwind_memo_way_t *m, int d) {
   int b = MF - m->n, keep = m->n - d;
   int wd = m->wtop[MF - d], wb = m->wtop[b];
   m->hv[MF] = m->hv[MF - d];
@@ -417,7 +417,7 @@ static void memo_drop_outer(hc_unwind_memo_t *m, int d) {
 /* Whether the words the memo's walk read from slot j outward still hold
  * their values.  All lie in [rsp[j], amax] (memo_fill, splice), which the
  * caller has checked to be inside the stack. */
-static inline bool words_hold(const hc_unwind_memo_t *m, int j) {
+static inline bool words_hold(const hc_unwind_memo_way_t *m, int j) {
   int k = MW - m->wtop[j];
   uintptr_t w[4];
   /* Four at a time: the loads run back to back, one test per four. */
@@ -447,7 +447,7 @@ typedef struct prefix {
  * there on are unchanged: the rest of the walk is the memo's.  Writes the
  * fresh frames below slot j (dropping outer frames when they do not fit)
  * and returns the slot of the innermost frame. */
-static int splice(hc_unwind_memo_t *m, const regs_t *r0, const prefix_t *p, int c, int nl, int j) {
+static int splice(hc_unwind_memo_way_t *m, const regs_t *r0, const prefix_t *p, int c, int nl, int j) {
   int old_b = MF - m->n;
   /* The same frames as last time: as many fresh ones before slot j, equal. */
   m->same = j - old_b == c && memcmp(p->pcs, m->pcs + old_b, (size_t)c * sizeof *p->pcs) == 0;
@@ -487,7 +487,7 @@ static int splice(hc_unwind_memo_t *m, const regs_t *r0, const prefix_t *p, int 
  * the slot of the innermost frame, or -1 when no frame matched (the caller
  * walks afresh).  The memo must hold at least max frames of the new walk, or
  * all of them. */
-static int walk_memo(hc_unwind_memo_t *m, int max, const regs_t *r0) {
+static int walk_memo(hc_unwind_memo_way_t *m, int max, const regs_t *r0) {
   if (m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed) || m->n <= 0) return -1;
   regs_t r = *r0;
   uintptr_t lo = r.rsp, hi = hci_unwind_stack_hi(lo);
@@ -516,14 +516,28 @@ static int walk_memo(hc_unwind_memo_t *m, int max, const regs_t *r0) {
   }
 }
 
-hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *m, int max, uintptr_t ra, const uintptr_t **pcs,
-                                     uint64_t *hash) {
+/* rec, given by the caller, is the frame record holding ra: it lies in the
+ * stack above our own frame (live: the entry point has not returned), is
+ * aligned and holds ra.  The search would find the same record (the
+ * allocator's frames in between return into the allocator), without its
+ * 5-8 steps and their checks. */
+static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp) {
+  uintptr_t hi = hci_unwind_stack_hi(fp);
+  return rec > fp && !(rec & 7) && hi >= 2 * sizeof(uintptr_t) && rec <= hi - 2 * sizeof(uintptr_t) &&
+         ((const uintptr_t *)rec)[1] == ra;
+}
+
+hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec,
+                                     const uintptr_t **pcs, uint64_t *hash) {
   if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
   if (max <= 0 || !hci_eh_available()) return -1;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-  uintptr_t rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
+  if (rec == 0 || !rec_holds(rec, ra, fp)) rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
   if (rec == 0) return -1;
   regs_t r = {.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
+  /* The way of ra's group: the top bits of a multiplicative hash. */
+  mm->cur = (int)((ra * 0x9e3779b97f4a7c15ull) >> 62) % HC_UNWIND_MEMO_WAYS;
+  hc_unwind_memo_way_t *m = &mm->way[mm->cur];
   int b = walk_memo(m, max, &r);
   if (b < 0) {
     int n = memo_fill(m, r);
@@ -552,7 +566,7 @@ hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_un
   if (memo) {
     const uintptr_t *mp;
     uint64_t h;
-    n = hci_unwind_memo_walk(memo, max, ra, &mp, &h);
+    n = hci_unwind_memo_walk(memo, max, ra, 0, &mp, &h);
     if (n >= 0) memcpy(pcs, mp, (size_t)n * sizeof *pcs);
   } else if (hci_eh_available()) {
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);

@@ -565,24 +565,63 @@ static hc_unwind_memo_t memo_t;
 static volatile int memo_sink;
 static int memo_max = HC_MAX_STACK_DEPTH; /* frames asked for */
 static int memo_badhash;                  /* memo walks whose hash was not hci_stack_hash's */
+static unsigned memo_recs;                /* captures so far: picks the frame record handed in */
+static int memo_same;                     /* memo walks that found their way's last frames again */
+static int memo_site = -1;                /* >= 0: memo_deep captures from call site memo_site of memo_at */
 
 /* With the memo: its frames in place and their hash (as the allocator
- * takes them); without: a fresh walk. */
+ * takes them); without: a fresh walk.  The frame record holding RA() is
+ * handed in as hci_alloc_slow does (our own frame's), or not (0: searched),
+ * or a wrong one that must be refused: a word off, one below the walker
+ * (dead stack), one whose return address is not RA(). */
 NOINL static int memo_capture(uintptr_t *pcs, hc_unwind_memo_t *memo) {
   int n;
   if (memo) {
     const uintptr_t *mp;
     uint64_t h;
-    n = hci_unwind_memo_walk(memo, memo_max, RA(), &mp, &h);
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0), rec;
+    volatile uintptr_t fake[2] = {((const uintptr_t *)fp)[0], RA() + 1};
+    switch (memo_recs++ % 5) {
+    case 0: rec = 0; break;
+    case 1: rec = fp + 8; break;
+    case 2: rec = fp - 4096; break;
+    case 3: rec = (uintptr_t)fake; break;
+    default: rec = fp; break;
+    }
+    n = hci_unwind_memo_walk(memo, memo_max, RA(), rec, &mp, &h);
     if (n > 0) {
       memcpy(pcs, mp, (size_t)n * sizeof *pcs);
       if (h != hci_stack_hash(mp, n)) memo_badhash++;
+      if (hci_unwind_memo_cur(memo)->same) memo_same++;
     }
   } else {
     n = hci_unwind_dwarf_at(pcs, memo_max, RA(), NULL);
   }
   BARRIER();
   return n;
+}
+
+/* Captures with the memo and without it from call site `site` of eight
+ * (the ways of the memo are chosen by call site); different code after each
+ * keeps the compiler from merging them. */
+#define MEMO_AT(k, nops)                                                                                   \
+  case k:                                                                                                  \
+    n[0] = memo_capture(got[0], &memo_t);                                                                  \
+    n[1] = memo_capture(got[1], NULL);                                                                     \
+    __asm__ volatile(nops ::: "memory");                                                                   \
+    break;
+NOINL static void memo_at(int site, uintptr_t got[2][HC_MAX_STACK_DEPTH], int n[2]) {
+  switch (site & 7) {
+    MEMO_AT(0, "nop")
+    MEMO_AT(1, "nop; nop")
+    MEMO_AT(2, "nop; nop; nop")
+    MEMO_AT(3, "nop; nop; nop; nop")
+    MEMO_AT(4, "nop; nop; nop; nop; nop")
+    MEMO_AT(5, "nop; nop; nop; nop; nop; nop")
+    MEMO_AT(6, "nop; nop; nop; nop; nop; nop; nop")
+    default: MEMO_AT(7, "nop; nop; nop; nop; nop; nop; nop; nop")
+  }
+  BARRIER();
 }
 
 /* Recurses d levels, through one of two call sites per level (bit i of
@@ -603,7 +642,10 @@ NOINL static int memo_deep(int d, unsigned path, int *bad) {
   } else {
     uintptr_t got[2][HC_MAX_STACK_DEPTH];
     int n[2];
-    for (int m = 0; m < 2; m++) n[m] = memo_capture(got[m], m == 0 ? &memo_t : NULL);
+    if (memo_site >= 0)
+      memo_at(memo_site, got, n);
+    else
+      for (int m = 0; m < 2; m++) n[m] = memo_capture(got[m], m == 0 ? &memo_t : NULL);
     /* frame 0 is the call site of memo_capture: two of them when unrolled */
     if (n[0] != n[1] || n[0] < 1 || memcmp(got[0] + 1, got[1] + 1, (size_t)(n[0] - 1) * sizeof(uintptr_t)) != 0) {
       if (*bad == 0) {
@@ -650,10 +692,31 @@ static void test_memo(void) {
    * (the innermost of those words too). */
   memo_max = HC_MAX_STACK_DEPTH;
   for (int t = 0; t < 124; t++) memo_deep(30, 0x12345678u ^ (t & 1 ? 1u << (t / 2 % 31) : 0), &bad);
-  CHECK(bad == 0, "memo walks differ from fresh walks in %d of 3524 captures", bad);
+  /* Two call sites in turn, each under its own call path (parting at the
+   * outermost of 20 levels): with a way each, each finds its last frames at
+   * its first frame (one memo would step out 20 levels each time and find
+   * the other's frames).  Two sites of memo_at that take different ways: */
+  int way_of[8], sa = -1, sb = -1;
+  for (int k = 0; k < 8; k++) {
+    memo_site = k;
+    memo_deep(20, 0, &bad);
+    way_of[k] = memo_t.cur;
+    for (int i = 0; i < k && sa < 0; i++)
+      if (way_of[i] != way_of[k]) sa = i, sb = k;
+  }
+  CHECK(sa >= 0, "eight call sites all took way %d of the memo", way_of[0]);
+  int same0 = memo_same;
+  for (int t = 0; t < 200 && sa >= 0; t++) {
+    memo_site = t & 1 ? sa : sb;
+    memo_deep(20, t & 1 ? 0x5555u : 0xaaaau, &bad);
+  }
+  memo_site = -1;
+  CHECK(memo_same - same0 >= 190, "two call sites in turn: %d of 200 captures found their last frames",
+        memo_same - same0);
+  CHECK(bad == 0, "memo walks differ from fresh walks in %d of 3732 captures", bad);
   CHECK(memo_badhash == 0, "%d memo walks gave a hash other than hci_stack_hash of their frames", memo_badhash);
   CHECK(deep > 0 && shallow > 0, "both shapes ran (%d at the frame limit, %d shorter)", deep, shallow);
-  CHECK(memo_t.gen != 0 && memo_t.n > 0, "the memo holds a walk");
+  CHECK(hci_unwind_memo_cur(&memo_t)->gen != 0 && hci_unwind_memo_cur(&memo_t)->n > 0, "the memo holds a walk");
 }
 
 int main(void) {
