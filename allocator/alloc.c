@@ -449,12 +449,11 @@ static void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
   push_small(tc, cls, p);
 }
 
-/* Where the free fast path's misses go first.  A push onto the empty list
- * of a real cache (lim is 0 in the static empty cache and in checker mode)
- * is done here, recording the list's tail, in ~30 instructions instead of
- * the slow path's ~120: in a ring of live objects 8 % of frees find their
- * list empty.  Kept out of the inline fast path, which it would make two
- * instructions longer.  Everything else goes on to hci_free_slow. */
+/* Where the free fast path's misses go first: an object of a span another
+ * live cache owns goes back to it (remote.c); one whose owner exited is
+ * pushed here when its list has room; everything else (a full list, the
+ * empty cache, checker mode, hooks, a large or foreign pointer, a double
+ * free) goes on to hci_free_slow. */
 void hci_free_miss(void *p, uintptr_t ra) {
   if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
   /* checker and malloc hooks: every free is slow */
@@ -474,19 +473,10 @@ void hci_free_miss(void *p, uintptr_t ra) {
           hci_remote_free(tc, o, cls, p);
           return;
         }
-        if (l->len - 1 < l->lim) { /* the fast path's push, missed only for the owner */
+        if (l->len < l->lim) { /* the fast path's push, missed for an exited owner's span */
           hc_fl_link(p, l->head);
           l->head = p;
           l->len++;
-          return;
-        }
-        if (l->len == 0) {
-          /* hci_tc_push's empty-list case, inline: calling it cost 3 of
-           * the ~30 instructions (callgrind ring 87.3 -> 90.1 per pair). */
-          hc_fl_link(p, NULL);
-          l->head = p;
-          l->len = 1;
-          hci_tc_free(tc)->tails[cls] = p;
           return;
         }
       }

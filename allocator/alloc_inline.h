@@ -1,10 +1,13 @@
 /* alloc_inline.h - the malloc and free fast paths, inlined into every
  * exported entry point of override.c.
  *
- * malloc: size -> class by table, pop the thread cache list, charge the
- * sampler.  free: pagemap -> class (0 = large/foreign: slow path), check
- * that the pointer is an object start without the free mark (free_list.h)
- * and that our cache owns its span (remote.c), push.  No locks, no atomics, no "initialised?" tests: a
+ * malloc: size -> list (direct[] up to 1 KiB, the class table above),
+ * pop the thread cache list, charge the sampler, decode and check the
+ * link, clear the free mark.  free: pagemap -> class (0 = large/foreign:
+ * slow path), check the capacity, that the pointer is an object start
+ * without the free mark (double free, free_list.h) and that our cache owns
+ * its span (remote.c), push.  No locks, no atomics, no "initialised?"
+ * tests: a
  * thread without a cache points at the empty cache, whose NULL heads and
  * zero capacities send it to the slow paths (thread_cache.c). */
 #ifndef HC_ALLOC_INLINE_H
@@ -21,22 +24,40 @@ void hci_free_miss(void *p, uintptr_t ra) hc_noinline;
 
 #define HC_RA() ((uintptr_t)__builtin_return_address(0))
 
+/* Code-shape helpers for the fast paths (no effect on what they compute).
+ * hc_opaque: the compiler forgets where v came from, so it does not
+ * rewrite a + b - c into a longer sequence.  hc_in_ret_reg: p is loaded
+ * straight into the return register (x86-64: rax), saving the final move. */
+static inline uintptr_t hc_opaque(uintptr_t v) {
+  __asm__("" : "+r"(v));
+  return v;
+}
+static inline void *hc_in_ret_reg(void *p) {
+#if defined(__x86_64__)
+  __asm__("" : "+a"(p));
+#endif
+  return p;
+}
+
 static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, uintptr_t ra) {
-  if (hc_likely(size <= HC_MAX_SMALL)) {
-    hc_tcache_t *tc = hci_tc;
-    hc_tc_list_t *l = &hci_tc_free(tc)->lists[hci_size_class(size)];
-    void *p = l->head;
-    if (hc_likely(p != NULL)) {
-      if (hc_unlikely((hci_tc_sampler(tc)->left -= (int64_t)size) < 0))
-        return hci_alloc_slow(size, ra, HC_SLOW_SAMPLE_CHARGED);
-      /* The link, decoded and checked (free_list.h), and the free mark cleared. */
-      uintptr_t next = *(uintptr_t *)p ^ hci_fl.key;
-      if (hc_unlikely(hc_fl_bad(next))) return hci_fl_corrupt_fast(p, ra);
-      hc_fl_take(p);
-      l->head = (void *)next;
-      l->len--;
-      return p;
-    }
+  hc_tcache_t *tc = hci_tc;
+  hc_tc_list_t *l;
+  /* Up to 1 KiB one load (direct[size]); larger small sizes by the class
+   * table, a branch the compiler puts out of the way. */
+  if (hc_likely(size <= HC_TC_DIRECT_MAX)) l = (hc_tc_list_t *)((char *)tc + hci_tc_free(tc)->direct[size]);
+  else if (size <= HC_MAX_SMALL) l = &hci_tc_free(tc)->lists[hci_size_class(size)];
+  else return hci_alloc_slow(size, ra, 0);
+  void *p = hc_in_ret_reg(l->head);
+  if (hc_likely(p != NULL)) {
+    if (hc_unlikely((hci_tc_sampler(tc)->left -= (int64_t)size) < 0))
+      return hci_alloc_slow(size, ra, HC_SLOW_SAMPLE_CHARGED);
+    /* The link, decoded and checked (free_list.h), and the free mark cleared. */
+    uintptr_t next = *(uintptr_t *)p ^ hci_fl.key;
+    if (hc_unlikely(hc_fl_bad(next))) return hci_fl_corrupt_fast(p, ra);
+    hc_fl_take(p);
+    l->head = (void *)next;
+    l->len--;
+    return p;
   }
   return hci_alloc_slow(size, ra, 0);
 }
@@ -73,22 +94,22 @@ static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintpt
   const hc_pm_entry_t *e = hci_pagemap_find((uintptr_t)ptr);
   if (hc_likely(e != NULL)) {
     uintptr_t info = __atomic_load_n(&e->info, __ATOMIC_RELAXED);
+    /* Class 0 (not a small-object page) needs no test of its own: every
+     * cache's lists[0] has lim 0, so the capacity test sends it on. */
     size_t cls = (uint8_t)info;
-    if (hc_likely(cls != 0)) {
-      hc_tcache_t *tc = hci_tc;
-      hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
-      uintptr_t off = (uintptr_t)ptr - (info - cls);
-      /* An object start (so both words are ours) without the free mark:
-       * a marked one is a double free, reported by the slow path.  Spans
-       * with an owner (small classes, remote.c) only when it is us. */
-      uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
-      if (hc_likely(l->len - 1 < l->lim) && hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) &&
-          hc_likely(!hc_fl_is_free(ptr)) && hc_likely(owner == 0 || owner == (uintptr_t)tc)) {
-        hc_fl_link(ptr, l->head);
-        l->head = ptr;
-        l->len++;
-        return;
-      }
+    hc_tcache_t *tc = hci_tc;
+    hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
+    uintptr_t off = hc_opaque((uintptr_t)ptr + cls) - info; /* lea + sub (gcc: mov, sub, add) */
+    /* Room in the list, an object start (so both words are ours), no free
+     * mark (a marked one is a double free, reported by the slow path), and
+     * a span with no owner or us as its owner (remote.c). */
+    uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+    if (hc_likely(l->len < l->lim) && hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) &&
+        hc_likely(!hc_fl_is_free(ptr)) && hc_likely(owner == 0 || owner == (uintptr_t)tc)) {
+      hc_fl_link(ptr, l->head);
+      l->head = ptr;
+      l->len++;
+      return;
     }
   }
   hci_free_miss(ptr, ra);

@@ -87,7 +87,8 @@ typedef struct hc_span {
 /* ---- thread cache ---- */
 typedef struct hc_chain {
   void *head;                        /* NULL-terminated list of objects */
-  void *tail;                        /* its last object */
+  void *tail;                        /* its last object, or NULL: a thread cache does not track
+                                        its lists' tails (central never reads a chain's tail) */
   uint32_t n;                        /* its length */
 } hc_chain_t;
 
@@ -121,11 +122,10 @@ typedef struct hc_tc_remote {
 typedef struct hc_tc_list {
   void *head;               /* singly linked through the first word */
   uint32_t len;             /* objects on the list */
-  uint32_t lim;             /* free fast path runs while 1 <= len <= lim (unsigned len - 1 < lim);
-                               lim = capacity - 1, or 0 to force the slow path (empty cache,
-                               checker mode).  A push onto an empty list misses the fast path
-                               and is done by hci_free_miss, which also sets the tail
-                               (tails[]): the common free pays nothing for tracking it. */
+  uint32_t lim;             /* the free fast path pushes while len < lim: lim = capacity, or 0
+                               to force the slow path (empty cache, checker mode; always 0 in
+                               lists[0], which stands for every page that is not a small
+                               object's: the free fast path does not test the class) */
   /* The free fast path's object-start check, copied from the class so it
    * needs no second table: off is the offset of an object of this class
    * inside its span iff rol(off * recip, 16) < start_lim (hc_tc_is_start). */
@@ -143,9 +143,19 @@ typedef struct hc_tc_sampler { /* sampler.c (the malloc fast path subtracts from
   uint64_t interval;        /* mean sampling interval the current draw was made with */
 } hc_tc_sampler_t;
 
+/* Sizes up to HC_TC_DIRECT_MAX find their list through direct[size] (the
+ * malloc fast path). */
+#define HC_TC_DIRECT_MAX 1024
+
 typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_inline.h */
+  /* Byte offset in the hc_tcache_t of lists[class of size], for every size
+   * up to HC_TC_DIRECT_MAX: the malloc fast path's one load (indexed by the
+   * size itself, relative to the cache pointer it holds anyway) instead of
+   * the class table's six instructions (round, shift, table address, byte,
+   * scale, add).  2 KiB a cache.  In the empty cache every entry is
+   * lists[0]'s, which is empty. */
+  uint16_t direct[HC_TC_DIRECT_MAX + 1];
   hc_tc_list_t lists[HC_NUM_CLASSES];
-  void *tails[HC_NUM_CLASSES];  /* last object of each non-empty list: whole lists move in O(1) */
   uint32_t cap[HC_NUM_CLASSES]; /* capacity per class (lists[].lim is 0 in checker mode) */
   /* cap[c] * class size / 1024, for steal_capacity's scan: padded to whole
    * 16-byte vectors (entries past the classes stay 0) */

@@ -7,11 +7,13 @@
  * The empty cache is never written by a fast path (malloc stops at the NULL
  * head, free at len >= max).
  *
- * Capacity per class starts at 0 and grows by a batch at each overflow or
- * refill up to a limit (slow start, as in tcmalloc).  A list that
- * overflows at its capacity goes to central whole, in O(1) (the tail is
- * tracked: a push onto an empty list misses the free fast path and is done
- * by hci_free_miss, which sets it, see hc_tc_list_t.lim).  The bytes a
+ * Capacity per class starts at 0, gets a batch at the first refill and
+ * grows by a batch at each overflow up to a limit (slow start, as in
+ * tcmalloc).  A list that
+ * overflows at its capacity goes to central whole, in O(1): a chain needs
+ * its head and length only (central keeps chains whole and hands them out
+ * whole), so no tail is tracked and a push onto an empty list is the free
+ * fast path's like any other.  The bytes a
  * cache can hold are bounded structurally: the sum of capacity x size over
  * the classes (cap_bytes) never exceeds the cache's budget
  * (HC_TC_BUDGET_TOTAL shared among the live caches); growing one class
@@ -29,7 +31,9 @@
 #include "usdt.h"
 
 HC_TLS hc_tcache_t *hci_tc = &hci_tc_empty;
-hc_tcache_t hci_tc_empty = {.is_static = true};
+hc_tcache_t hci_tc_empty = {.is_static = true,
+                            .fl.direct = {[0 ... HC_TC_DIRECT_MAX] = offsetof(hc_tcache_t, fl.lists[0])}};
+_Static_assert(offsetof(hc_tcache_t, fl.lists[HC_NUM_CLASSES]) <= UINT16_MAX, "direct[] offsets fit 16 bits");
 HC_PRIVATE_STATE(hci_tc_empty);
 hci_lock_t hci_tc_registry_lock = HCI_LOCK_INIT(HC_RANK_TC_REGISTRY);
 hc_tcache_t *hci_tc_registry;
@@ -69,7 +73,7 @@ static size_t budget_now(void) {
 static void tc_destructor(void *arg);
 
 /* lists[].lim for a capacity (0 = fast free path off; see hc_tc_list_t). */
-static inline uint32_t lim_of(uint32_t cap) { return fastpath_enabled && cap ? cap - 1 : 0; }
+static inline uint32_t lim_of(uint32_t cap) { return fastpath_enabled ? cap : 0; }
 
 void hci_tc_thread_init(void) {
   if (!tc_key_ok && pthread_key_create(&tc_key, tc_destructor) == 0) tc_key_ok = true;
@@ -112,6 +116,8 @@ hc_tcache_t *hci_tc_get(void) {
     tc->fl.lists[c].recip = hci_classes[c].recip;
     tc->fl.lists[c].start_lim = hc_start_lim(&hci_classes[c]);
   }
+  for (size_t size = 0; size <= HC_TC_DIRECT_MAX; size++)
+    tc->fl.direct[size] = (uint16_t)((char *)&tc->fl.lists[hci_size_class(size)] - (char *)tc);
   tc->tid = hci_os_tid();
   tc->tp = thread_pointer();
   hci_tc_sampler(tc)->rng = ((uint64_t)tc->tid << 32) ^ (uintptr_t)tc ^ 0x9e3779b97f4a7c15ull;
@@ -145,10 +151,8 @@ static void release_tail(hc_tcache_t *tc, unsigned cls, uint32_t keep) {
   }
   void *cut = l->head;
   for (uint32_t i = 1; i < keep; i++) cut = hc_fl_next(cut, 0);
-  hc_chain_t ch = {hc_fl_next(cut, 0), tc->fl.tails[cls], l->len - keep};
-  hc_fl_link(ch.tail, NULL);
+  hc_chain_t ch = {hc_fl_next(cut, 0), NULL, l->len - keep};
   hc_fl_link(cut, NULL);
-  tc->fl.tails[cls] = cut;
   l->len = keep;
   hci_central_insert(cls, &ch);
 }
@@ -157,11 +161,9 @@ static void release_tail(hc_tcache_t *tc, unsigned cls, uint32_t keep) {
 static void release_list(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
   if (!l->len) return;
-  hc_chain_t ch = {l->head, tc->fl.tails[cls], l->len};
-  hc_fl_link(ch.tail, NULL);
+  hc_chain_t ch = {l->head, NULL, l->len};
   l->head = NULL;
   l->len = 0;
-  tc->fl.tails[cls] = NULL;
   hci_central_insert(cls, &ch);
 }
 
@@ -225,14 +227,20 @@ static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
   return true;
 }
 
-/* Slow start: a class's capacity grows by a batch at each refill or
- * overflow, up to its limit, within the cache's budget.  The budget shrinks
- * when threads start; a cache over it gives capacity back, from the other
- * classes first and from this one last. */
-static void grow_cap(hc_tcache_t *tc, unsigned cls) {
+/* Slow start: a class's capacity grows by a batch at each overflow (grow),
+ * up to its limit, within the cache's budget; a refill asks for growth only
+ * while the capacity is below a batch (as tcmalloc's slow start: capacity
+ * helps a list that overflows, not one that runs empty).  Growing at every
+ * refill too kept a cache at its budget stealing all the time: in
+ * bench_server 4 712 of 26 793 calls stole, halving 7 classes each and
+ * giving back 21 075 lists (docs/performance.md, "grow_cap").  Every call
+ * refreshes the budget, which shrinks when threads start; a cache over it
+ * gives capacity back, from the other classes first and from this one
+ * last. */
+static void grow_cap(hc_tcache_t *tc, unsigned cls, bool grow) {
   tc->fl.budget = budget_now();
   uint32_t batch = hci_classes[cls].batch;
-  size_t need = tc->fl.cap[cls] < cap_limit(cls) ? (size_t)batch * hci_classes[cls].size : 0;
+  size_t need = grow && tc->fl.cap[cls] < cap_limit(cls) ? (size_t)batch * hci_classes[cls].size : 0;
   if (tc->fl.cap_bytes + need > tc->fl.budget && !steal_capacity(tc, cls, need)) {
     need = 0;
     while (tc->fl.cap_bytes > tc->fl.budget && tc->fl.cap[cls]) {
@@ -254,8 +262,7 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   void *p = ch.head;
   l->head = hc_fl_next(p, 0);
   l->len = ch.n - 1;
-  tc->fl.tails[cls] = l->len ? ch.tail : NULL;
-  grow_cap(tc, cls);
+  grow_cap(tc, cls, tc->fl.cap[cls] < hci_classes[cls].batch);
   /* A chain from another thread may exceed our capacity: keep what fits,
    * give the rest back (walking only the part kept), so a cache never
    * holds more than its budget. */
@@ -267,7 +274,7 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
 void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
   if (l->len >= tc->fl.cap[cls]) {
-    grow_cap(tc, cls);
+    grow_cap(tc, cls, true);
     if (l->len >= tc->fl.cap[cls]) {
       uint32_t keep = tc->fl.cap[cls] / 4;
       if (keep > 16) keep = 16;
@@ -280,7 +287,6 @@ void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
     hci_central_insert(cls, &ch);
     return;
   }
-  if (l->len == 0) tc->fl.tails[cls] = p;
   hc_fl_link(p, l->head);
   l->head = p;
   l->len++;

@@ -34,7 +34,7 @@
  *    object it held is free in central again (conservation of objects);
  *  - hci_tc_set_fastpath(false) forces every live cache (and caches made
  *    later) onto the slow path (lim == 0) while allocation keeps working;
- *    set_fastpath(true) restores lim = cap - 1.
+ *    set_fastpath(true) restores lim = cap.
  *
  * With the argument "chain-bound" or "budget-shrink" it runs one of two
  * scenarios that broke these bounds before refills cut long chains and a
@@ -113,21 +113,22 @@ static struct {
 static void model_set_cap(tc_state_t *m, unsigned c, uint32_t cap) {
   m->cap_bytes = m->cap_bytes - (size_t)m->cap[c] * hci_classes[c].size + (size_t)cap * hci_classes[c].size;
   m->cap[c] = cap;
-  m->lim[c] = cap ? cap - 1 : 0;
+  m->lim[c] = cap;
 }
 
-/* grow_cap(): the budget refreshed; + a batch below the limit; over the
+/* grow_cap(): the budget refreshed; + a batch below the limit when grow
+ * (an overflow, or a refill of a class below a batch); over the
  * budget, the biggest other class (by whole KiB of capacity, the lowest
  * class on ties; the lowest class with capacity when none has a KiB) halved (its
  * list given back if longer than the half) until an eighth of the budget
  * is free beyond the growth; if no other class has capacity left and the
  * growth does not fit, the class itself halved (its list cut to the half)
  * until within the budget, and no growth. */
-static void model_grow(tc_state_t *m, unsigned c) {
+static void model_grow(tc_state_t *m, unsigned c, bool grow) {
   m->budget = budget_model();
   size_t need = 0;
-  if (m->cap[c] < cap_limit_model(c)) need = (size_t)hci_classes[c].batch * hci_classes[c].size;
-  else ev.at_limit++;
+  if (grow && m->cap[c] < cap_limit_model(c)) need = (size_t)hci_classes[c].batch * hci_classes[c].size;
+  else if (grow) ev.at_limit++;
   if (m->cap_bytes + need > m->budget) {
     size_t target = m->budget - m->budget / 8;
     while (m->cap_bytes + need > target) {
@@ -209,7 +210,7 @@ static void *t_malloc(size_t size) {
   } else { /* refill: the chain becomes the list but for the object returned */
     ev.refills++;
     m.len[c] = chain - 1;
-    model_grow(&m, c);
+    model_grow(&m, c, m.cap[c] < batch); /* a refill grows a class below a batch only */
     uint32_t keep = m.cap[c] > batch ? m.cap[c] : batch;
     last_chain = chain;
     last_returned = 0;
@@ -241,12 +242,12 @@ static void t_free(void *p) {
   uint32_t len = m.len[c];
   if (remote) {
     /* the list is left alone */
-  } else if (len >= 1 && len - 1 < m.lim[c]) { /* fast path */
+  } else if (len < m.lim[c]) { /* fast path */
     m.len[c]++;
   } else {
     if (len >= m.cap[c]) {
       ev.overflows++;
-      model_grow(&m, c);
+      model_grow(&m, c, true);
       len = m.len[c]; /* a shrinking budget may have halved c itself */
       if (len >= m.cap[c]) {
         ev.releases++;
@@ -406,16 +407,21 @@ static void *policy_thread(void *arg) {
     if (c != c64) CHECK(tc->fl.cap[c] == 0, "class %u has capacity %u before any use", c, tc->fl.cap[c]);
   CHECK(tc->fl.budget == budget_model(), "budget %zu with %zu caches, want %zu", tc->fl.budget, hci_tc_count(),
         budget_model());
-  /* each refill adds a batch */
+  /* more refills add nothing: an empty list is not helped by capacity */
   for (int i = 1; i < 1000; i++) v[i] = t_malloc(64);
-  CHECK(ev.refills > 1 && tc->fl.cap[c64] == (uint32_t)(1 + ev.refills) * hci_classes[c64].batch,
-        "capacity %u after %d + 1 refills, want a batch for each", tc->fl.cap[c64], ev.refills);
+  CHECK(ev.refills > 1 && tc->fl.cap[c64] == hci_classes[c64].batch,
+        "capacity %u after %d + 1 refills, want one batch", tc->fl.cap[c64], ev.refills);
   for (int i = 0; i < 1000; i++) t_free(v[i]);
   /* objects a thread that has exited allocated (its spans' owner is dead,
-   * or this cache adopted it: either way they stay here, remote.c): the list overflows, each time the
-   * capacity grows by a batch, up to the class limit; then the list goes
-   * back to central (but for its newest objects) */
+   * or this cache adopted it: either way they stay here, remote.c), then
+   * rounds of 4096 allocations freed together: the list overflows, each
+   * time the capacity grows by a batch, up to the class limit, and the list
+   * goes back to central but for its newest objects */
   for (int i = 0; i < NFOREIGN; i++) t_free(foreign[i]);
+  for (int round = 0; round < 64 && tc->fl.cap[c64] < cap_limit_model(c64); round++) {
+    for (int i = 0; i < 4096; i++) v[i] = t_malloc(64);
+    for (int i = 0; i < 4096; i++) t_free(v[i]);
+  }
   printf("slow start: 64 B: %d refills, %d overflows (%d gave back the list), capacity %u\n", ev.refills,
          ev.overflows, ev.releases, tc->fl.cap[c64]);
   CHECK(ev.overflows > 1 && ev.releases > 0 && tc->fl.cap[c64] == cap_limit_model(c64),
@@ -676,7 +682,7 @@ static void *fastpath_thread(void *arg) {
 
 static void check_lims(const hc_tcache_t *tc, bool enabled, const char *who) {
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-    uint32_t want = enabled ? (tc->fl.cap[c] ? tc->fl.cap[c] - 1 : 0) : 0;
+    uint32_t want = enabled ? tc->fl.cap[c] : 0;
     if (tc->fl.lists[c].lim != want) {
       CHECK(0, "%s: class %u lim %u, want %u (fast path %s)", who, c, tc->fl.lists[c].lim, want,
             enabled ? "on" : "off");
@@ -780,8 +786,8 @@ static void *chain_taker(void *arg) {
 }
 
 /* "budget-shrink": a thread grows one class's capacity to ~1 MiB (below
- * its limit: the refill wants to grow it; shrink_phase() covers a class at
- * its limit) while few caches live (budget 4 MiB); then 70 more threads
+ * its limit; a refill does not grow it, being above a batch) while few
+ * caches live (budget 2 MiB); then 70 more threads
  * make caches (budget 512 KiB).  Its next refill refreshes the budget and,
  * no other class having capacity to give, halves the class itself (its
  * list cut) until cap_bytes is within the budget; t_malloc checks every
@@ -801,9 +807,13 @@ static void *shrink_worker(void *arg) {
   (void)arg;
   static void *v[512];
   unsigned c = hci_size_class(4096);
-  for (int i = 0; i < 120; i++) v[i] = malloc(4096);
-  for (int i = 0; i < 120; i++) free(v[i]);
   hc_tcache_t *tc = hci_tc;
+  /* capacity grows at overflows: rounds of frees beyond it, up to ~1 MiB */
+  for (int round = 0; round < 32 && (tc->is_static || tc->fl.cap_bytes < ((size_t)3 << 18)); round++) {
+    for (int i = 0; i < 240; i++) v[i] = malloc(4096);
+    for (int i = 0; i < 240; i++) free(v[i]);
+    tc = hci_tc;
+  }
   size_t cap0 = tc->fl.cap_bytes, budget0 = tc->fl.budget;
   CHECK(tc->fl.cap[c] < cap_limit_model(c) && cap0 > HC_TC_BUDGET_MIN,
         "4 KiB: capacity %u (limit %u), cap_bytes %zu: want below the limit, above the least budget", tc->fl.cap[c],
