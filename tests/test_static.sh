@@ -64,11 +64,15 @@ noshdr="$dump/main_stack_exit_noshdr"
 cp "$stack_exit" "$noshdr" && chmod +x "$noshdr" &&
   dd if=/dev/zero of="$noshdr" bs=1 seek=40 count=8 conv=notrunc 2>/dev/null &&
   dd if=/dev/zero of="$noshdr" bs=1 seek=60 count=4 conv=notrunc 2>/dev/null || fail "cannot copy $stack_exit"
+# clang's driver links -static executables with .eh_frame_hdr (a program
+# header, not a section): then the walk needs no section header and works.
+hdr=0
+readelf -lW "$stack_exit" 2>/dev/null | grep -q GNU_EH_FRAME && hdr=1
 for m in normal strict; do
   run HEAPCHECK=$m PERFTOOLS_VERBOSE=1 "$noshdr"
   expect_rc 1
   has "SUMMARY: heapcheck: 77 bytes leaked in 1 allocations"
-  has "exit's caller not found by unwinding"
+  if [ "$hdr" = 0 ]; then has "exit's caller not found by unwinding"; else lacks "exit's caller not found"; fi
   run HEAPCHECK=$m PERFTOOLS_VERBOSE=1 "$stack_exit"
   expect_rc 1
   has "SUMMARY: heapcheck: 77 bytes leaked in 1 allocations"
