@@ -468,11 +468,43 @@ int hci_chk_recoverable_now(uintptr_t sp) {
   return !global_check(sp, false, &b, &o);
 }
 
+/* Where the program ended, when no interposer of ours saw it: in a static
+ * link libc.a's exit and __libc_start_main are the program's (and libc may
+ * call its exit itself, e.g. error()).  Run from an at-exit handler, whose
+ * callers are exit -> __run_exit_handlers [-> call_fini or _dl_fini]: the
+ * walk up the stack by .eh_frame (stacks/unwind_caller.c) finds exit's
+ * caller and its callee-saved registers at the call, which is what the exit
+ * interposer records.  When main returned, that caller is libc's
+ * (__libc_start_call_main) and main's frame lies below it, dead.  Not found
+ * (no unwind tables, a walk it cannot follow): L.end_sp stays 0 and the check
+ * scans this thread's stack from the checking function up, as before. */
+static hc_noinline void find_exit_caller(void) {
+  if (L.end_sp || !hci_chk.active || !hci_chk.global_check) return;
+  /* libc's exit: dlsym's in a dynamic process (our own exit is the one the
+   * name binds to there), the linked one in a static executable. */
+  uintptr_t fn = L.real_exit ? (uintptr_t)L.real_exit : (uintptr_t)&exit;
+  /* gcc links -static executables without .eh_frame_hdr: the walk then
+   * reads .eh_frame itself, found in the executable's section headers. */
+  uintptr_t eh_lo = 0, eh_hi = 0;
+  if (hci_eh_static_exe() && !hci_symbolize_section(fn, ".eh_frame", &eh_lo, &eh_hi)) eh_lo = eh_hi = 0;
+  hci_caller_t c;
+  if (!hci_unwind_find_caller(fn, eh_lo, eh_hi, &c)) {
+    hci_chk_log(1, "heapcheck: exit's caller not found by unwinding: the final check scans this thread's "
+                   "stack from the check up");
+    return;
+  }
+  memcpy(L.end_regs, c.regs, (size_t)c.nregs * sizeof c.regs[0]);
+  L.end_nregs = c.nregs;
+  L.end_tp = (uintptr_t)__builtin_thread_pointer();
+  L.end_sp = c.sp;
+}
+
 /* on_exit handlers get the status given to exit() (atexit handlers do
  * not); both kinds run in one list, in reverse order of registration. */
 static hc_noinline void exit_check(int status, void *arg) {
   (void)arg;
   HCI_ENTRY_SP(sp);
+  find_exit_caller();
   L.exit_status = status;
   L.have_status = true;
   final_check(sp, false);
@@ -497,7 +529,9 @@ static void register_exit_check(void) {
  * which runs backwards, and would otherwise run after this check. */
 __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
   HCI_ENTRY_SP(sp);
-  if (hci_chk.active && hci_chk.check_at_exit && hci_chk.after_destructors) final_check(sp, false);
+  if (!(hci_chk.active && hci_chk.check_at_exit && hci_chk.after_destructors)) return;
+  find_exit_caller();
+  final_check(sp, false);
 }
 
 // ---- start-up ----

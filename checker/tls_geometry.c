@@ -10,7 +10,8 @@
  * static_size is glibc's dl_tls_static_size (it includes the TCB), read with
  * _dl_get_tls_static_info; sizeof(struct pthread) is glibc's exported
  * _thread_db_sizeof_pthread (2.34 and later).  Without them the range is
- * estimated from the PT_TLS blocks (dlpi_tls_data) plus glibc's surplus.
+ * estimated from the PT_TLS blocks (dlpi_tls_data) plus glibc's surplus
+ * (none in a static executable: its only block is the whole static TLS).
  * Dynamic TLS (dlopen'ed modules using the general-dynamic model) is malloc'd
  * by ld.so and reached through the DTV; see hci_pc_in_ldso.
  *
@@ -80,10 +81,19 @@ static void compute(hci_tls_geometry_t *g) {
     struct estimate e = {(uintptr_t)__builtin_thread_pointer(), (uintptr_t)__builtin_thread_pointer(), 0};
     e.highest = e.tp;
     dl_iterate_phdr(estimate_cb, &e);
+    /* A static executable's one TLS block is all its static TLS: glibc's
+     * surplus (kept for initial-exec dlopens, which a static program does
+     * not make in its own namespace) lies between that block and the top of
+     * a thread's stack, so counting it would make the stack's top frames -
+     * and the dead words below a thread's stack pointer there - part of
+     * "TLS", scanned whole (a thread that called exit kept a helper's
+     * dead frame alive). */
+    bool found = e.lowest < e.tp || e.highest > e.tp;
+    size_t surplus = dyn || !found ? GLIBC_SURPLUS : 0;
 #if defined(__aarch64__)
-    g->static_size = (e.highest - e.tp) + GLIBC_SURPLUS;
+    g->static_size = (e.highest - e.tp) + surplus;
 #else
-    g->static_size = (e.tp - e.lowest) + GLIBC_SURPLUS + g->pthread_size;
+    g->static_size = (e.tp - e.lowest) + surplus + g->pthread_size;
 #endif
     g->static_size = (g->static_size + 63) & ~(size_t)63;
   }

@@ -107,6 +107,24 @@ int hci_unwind_memo_walk(hc_unwind_memo_t *memo, int max, uintptr_t ra, uintptr_
 bool hci_unwind_keeps_fp(uintptr_t ra);
 void hci_unwind_init(void);
 
+/* ======================= unwind_caller.c ======================= */
+/* The frame that called the function containing fn (its .eh_frame FDE's
+ * range), seen from code that function called: the caller's state at the
+ * call, as an interposer of fn would see it at its entry. */
+typedef struct hci_caller {
+  uintptr_t sp;       /* the caller's stack pointer after the call (fn's CFA): its frame and its callers' lie at and above */
+  uintptr_t pc;       /* the return address into the caller */
+  uintptr_t regs[6];  /* its callee-saved registers: rbx, r12-r15, rbp (0 when undefined) */
+  int nregs;
+} hci_caller_t;
+/* 1 and *out filled when a frame of fn is among the 64 innermost of the
+ * calling thread's stack and every frame up to it has .eh_frame rules the
+ * walk follows; 0 otherwise (no FDE, a signal frame on the way, a register
+ * rule other than an offset, not x86-64).  [eh_lo, eh_hi) (may be empty):
+ * the .eh_frame section of a module without .eh_frame_hdr (a -static link),
+ * searched whole.  Never faults, never allocates; uncached (cold path). */
+int hci_unwind_find_caller(uintptr_t fn, uintptr_t eh_lo, uintptr_t eh_hi, hci_caller_t *out);
+
 /* ======================= unwind_obj.c ======================= */
 /* The module covering a PC, as the DWARF unwinder needs it: every table read
  * is checked against seg_lo/seg_hi (the readable PT_LOAD segments), and the

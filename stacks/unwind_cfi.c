@@ -34,8 +34,11 @@
 #define DW_EH_PE_datarel 0x30
 #define DW_EH_PE_table_ok 0x3b /* datarel | sdata4: the only table layout we search */
 
+#define REG_RBX_DW 3
 #define REG_RBP_DW 6
 #define REG_RSP_DW 7
+#define REG_R12_DW 12
+#define REG_R15_DW 15
 #define CFA_STACK_DEPTH 8     /* remember_state nesting we accept */
 
 /* ---- byte readers (all bounded by the CIE/FDE extent) ---- */
@@ -233,17 +236,27 @@ typedef struct cfa_state {
   int64_t cfa_off;
   bool cfa_expr;
   reg_rule_t rbp, ra;
+  reg_rule_t saved[HCI_CFI_NSAVED]; /* rbx, r12-r15 (hci_cfi_frame) */
 } cfa_state_t;
+
+/* The index in cfa_state_t.saved of a callee-saved register, or -1. */
+static int saved_index(uint64_t reg) {
+  if (reg == REG_RBX_DW) return 0;
+  if (reg >= REG_R12_DW && reg <= REG_R15_DW) return (int)(reg - REG_R12_DW) + 1;
+  return -1;
+}
 
 static reg_rule_t *tracked(cfa_state_t *st, const cie_t *c, uint64_t reg) {
   if (reg == REG_RBP_DW) return &st->rbp;
   if (reg == c->ra_reg) return &st->ra;
-  return NULL;
+  int k = saved_index(reg);
+  return k >= 0 ? &st->saved[k] : NULL;
 }
 
 static const reg_rule_t *tracked_init(const cfa_state_t *st, uint64_t reg) {
   if (reg == REG_RBP_DW) return &st->rbp;
-  return &st->ra; /* only called for tracked registers */
+  int k = saved_index(reg);
+  return k >= 0 ? &st->saved[k] : &st->ra; /* only called for tracked registers */
 }
 
 static void set_rule(cfa_state_t *st, const cie_t *c, uint64_t reg, int how, int64_t off) {
@@ -436,6 +449,39 @@ static int find_fde(const hci_eh_obj_t *o, uintptr_t pc, const uint8_t **fde_out
   return 1;
 }
 
+/* The FDE covering pc found by reading the whole .eh_frame [lo, hi): what
+ * a static executable linked without a search table offers (gcc passes
+ * --eh-frame-hdr to the linker except with -static).  Every record is read
+ * inside a readable segment of o (record_extent) and inside [lo, hi); the
+ * CIE shared by consecutive FDEs is parsed once.  Cold: a few frames once
+ * per process.  Returns 1 found, 0 not. */
+static int find_fde_linear(const hci_eh_obj_t *o, uintptr_t lo, uintptr_t hi, uintptr_t pc,
+                           const uint8_t **fde_out) {
+  const uint8_t *p = (const uint8_t *)lo, *last_cie = NULL;
+  cie_t c;
+  bool have_cie = false;
+  while ((uintptr_t)p < hi && hi - (uintptr_t)p >= 4) {
+    const uint8_t *body, *end, *q;
+    if (!record_extent(o, p, &body, &end) || (uintptr_t)end > hi) return 0; /* the terminator, or junk */
+    uint32_t id;
+    q = body;
+    if (rd_fixed(&q, end, &id, 4) && id != 0 && id <= (uintptr_t)body) {
+      if (body - id != last_cie) {
+        last_cie = body - id;
+        have_cie = parse_cie(o, last_cie, &c);
+      }
+      uintptr_t begin, range;
+      if (have_cie && rd_enc(&q, end, c.fde_enc, 0, o, &begin) && rd_enc(&q, end, c.fde_enc & 0x0f, 0, NULL, &range) &&
+          pc >= begin && pc - begin < range) {
+        *fde_out = p;
+        return 1;
+      }
+    }
+    p = end;
+  }
+  return 0;
+}
+
 /* Bytes of glibc's x86-64 __restore_rt: mov $15, %rax; syscall. */
 static const uint8_t restore_rt_code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
 
@@ -444,17 +490,21 @@ static const rule_t rule_stop = {.kind = K_STOP};
 static const rule_t rule_fp = {.kind = K_NORMAL, .cfa_rbp = 1, .rbp_how = R_OFFSET,
                                .cfa_off = 16, .ra_off = -8, .rbp_off = -16};
 
-/* See unwind_cfi.h. */
-rule_t hci_cfi_rule(uintptr_t rip, bool exact, bool *cacheable) {
+/* hci_cfi_rule, and with full (not NULL) hci_cfi_frame's extras; [eh_lo,
+ * eh_hi): the .eh_frame to search when the module has no .eh_frame_hdr. */
+static rule_t cfi_lookup(uintptr_t rip, bool exact, bool *cacheable, hci_cfi_frame_t *full, uintptr_t eh_lo,
+                         uintptr_t eh_hi) {
   uintptr_t pc = exact ? rip : rip - 1;
   hci_eh_obj_t o;
   *cacheable = false;
   if (!hci_eh_find(pc, &o)) return rule_stop;
   *cacheable = true;
   if (o.nseg == 0) return rule_stop; /* headers unusable: nothing may be read */
-  if (o.hdr == 0) return rule_fp;
   const uint8_t *fde;
-  int found = find_fde(&o, pc, &fde);
+  int found;
+  if (o.hdr != 0) found = find_fde(&o, pc, &fde);
+  else if (eh_lo < eh_hi && hci_eh_readable(&o, eh_lo, eh_hi - eh_lo)) found = find_fde_linear(&o, eh_lo, eh_hi, pc, &fde);
+  else return rule_fp;
   if (found < 0) return rule_stop;
   if (found == 0) return rule_fp;
 
@@ -469,6 +519,10 @@ rule_t hci_cfi_rule(uintptr_t rip, bool exact, bool *cacheable) {
   if (!rd_enc(&p, end, c.fde_enc, 0, &o, &pc_begin) || !rd_enc(&p, end, c.fde_enc & 0x0f, 0, NULL, &pc_range))
     return rule_stop;
   if (pc < pc_begin || pc - pc_begin >= pc_range) return rule_fp; /* a gap between FDEs */
+  if (full) {
+    full->fn_lo = pc_begin;
+    full->fn_hi = pc_begin + pc_range;
+  }
   if (c.has_z) {
     uint64_t alen;
     if (!rd_uleb(&p, end, &alen) || alen > (uint64_t)(end - p)) return rule_stop;
@@ -484,6 +538,8 @@ rule_t hci_cfi_rule(uintptr_t rip, bool exact, bool *cacheable) {
     return r;
   }
 
+  /* The callee-saved registers keep their values unless a rule says where
+   * they were saved (saved[]: R_SAME, zero-initialised). */
   cfa_state_t st = {.cfa_reg = REG_RSP_DW, .cfa_off = 0, .cfa_expr = false,
                     .rbp = {R_SAME, 0}, .ra = {R_UNDEF, 0}};
   cfa_state_t init;
@@ -499,7 +555,24 @@ rule_t hci_cfi_rule(uintptr_t rip, bool exact, bool *cacheable) {
   if (st.ra.how != R_OFFSET || st.rbp.how == R_UNSUP) return rule_stop;
   rule_t r = {.kind = K_NORMAL, .cfa_rbp = st.cfa_reg == REG_RBP_DW, .rbp_how = st.rbp.how,
               .cfa_off = st.cfa_off, .ra_off = st.ra.off, .rbp_off = st.rbp.off};
+  if (full)
+    for (int i = 0; i < HCI_CFI_NSAVED; i++) {
+      full->saved_how[i] = st.saved[i].how;
+      full->saved_off[i] = st.saved[i].off;
+    }
   return r;
+}
+
+/* See unwind_cfi.h. */
+rule_t hci_cfi_rule(uintptr_t rip, bool exact, bool *cacheable) {
+  return cfi_lookup(rip, exact, cacheable, NULL, 0, 0);
+}
+
+rule_t hci_cfi_frame(uintptr_t rip, bool exact, uintptr_t eh_lo, uintptr_t eh_hi, hci_cfi_frame_t *f) {
+  bool cacheable;
+  memset(f, 0, sizeof *f); /* no FDE: fn_lo == fn_hi */
+  for (int i = 0; i < HCI_CFI_NSAVED; i++) f->saved_how[i] = R_UNSUP;
+  return cfi_lookup(rip, exact, &cacheable, f, eh_lo, eh_hi);
 }
 
 #endif

@@ -27,4 +27,19 @@ typedef struct rule {
  * segments (hci_eh_find); malformed data gives K_STOP, never a fault. */
 rule_t hci_cfi_rule(uintptr_t rip, bool exact, bool *cacheable);
 
+/* What a walk that recovers every callee-saved register needs besides the
+ * rule (unwind_caller.c; not cached): the function's extent and where the
+ * frame saved rbx and r12-r15. */
+#define HCI_CFI_NSAVED 5
+typedef struct hci_cfi_frame {
+  uintptr_t fn_lo, fn_hi;           /* the FDE's range; equal when no FDE covers the PC */
+  int saved_how[HCI_CFI_NSAVED];    /* rbx, r12, r13, r14, r15: R_SAME, R_UNDEF, R_OFFSET or R_UNSUP */
+  int64_t saved_off[HCI_CFI_NSAVED];/* saved at CFA + off (R_OFFSET) */
+} hci_cfi_frame_t;
+/* hci_cfi_rule (uncached) with *f filled; f->saved_how is meaningful only
+ * for a K_NORMAL rule from an FDE (fn_lo < fn_hi).  [eh_lo, eh_hi) (may be
+ * empty): the module's .eh_frame, searched whole when the module has no
+ * .eh_frame_hdr (hci_cfi_rule then assumes frame pointers). */
+rule_t hci_cfi_frame(uintptr_t rip, bool exact, uintptr_t eh_lo, uintptr_t eh_hi, hci_cfi_frame_t *f);
+
 #endif

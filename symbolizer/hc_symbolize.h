@@ -58,6 +58,10 @@ int hci_format_frame(char *buf, size_t size, const hci_frame_t *f);
  * in the symbol table of the module containing in_module; returns how many
  * were found (at most max).  Same locking rules as hci_symbolize. */
 int hci_symbolize_func_ranges(uintptr_t in_module, const char *const *names, uintptr_t *lo, uintptr_t *hi, int max);
+/* [lo, hi): where section `name` (".eh_frame") of the module containing
+ * in_module is loaded, from its file's section headers; false when the file
+ * has no such section or it lies outside the module's segments. */
+bool hci_symbolize_section(uintptr_t in_module, const char *name, uintptr_t *lo, uintptr_t *hi);
 /* Drops caches and unmaps files (e.g. after dlclose). */
 void hci_symbolizer_reset(void);
 /* Saves the executable's path (at start-up, from the checker's constructor)

@@ -721,6 +721,22 @@ int hci_symbolize_func_ranges(uintptr_t in_module, const char *const *names, uin
   return n;
 }
 
+bool hci_symbolize_section(uintptr_t in_module, const char *name, uintptr_t *lo, uintptr_t *hi) {
+  bool ok = false;
+  hci_elf_sect_t s;
+  hci_lock(&S.lock);
+  refresh_modules();
+  module_t *m = find_in(S.modules, in_module);
+  if (m && !m->loaded) load_module(m); /* the file whose build id matches the loaded image */
+  if (m && hci_elf_section(&m->elf, name, &s) && s.size > 0) {
+    *lo = m->base + (uintptr_t)s.addr;
+    *hi = *lo + s.size;
+    ok = *lo >= m->lo && *hi <= m->hi && *lo < *hi;
+  }
+  hci_unlock(&S.lock);
+  return ok;
+}
+
 int hci_format_frame(char *buf, size_t size, const hci_frame_t *f) {
   size_t n = 0;
 #define EMIT(...)                                                                     \

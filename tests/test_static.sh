@@ -5,12 +5,20 @@
 # every unwinder, a heap profile written at exit, and the whole-program
 # check with a DWARF-walked stack.  Before the fix, every checker mode
 # crashed in the first malloc (libc.a's _dl_find_object before its init).
+# Where the program ended (exit's caller, found by unwinding from the
+# at-exit check through .eh_frame): in a stripped executable (no symbol
+# table) too, and the fallback when the walk cannot be done (no section
+# headers, so no .eh_frame to read): the check scans from itself up, as
+# before, and still completes.
 #
 # Usage: test_static.sh MANY_OBJECTS_FULLSTATIC LEAK_LIST_FULLSTATIC
+#          STALE_MAIN_PAD_FULLSTATIC_STRIPPED MAIN_STACK_EXIT_FULLSTATIC
 . "$(dirname "$0")/expect.sh"
 expect_private_env hc_static
 many=$1
 list=$2
+pad_stripped=$3
+stack_exit=$4
 
 run() { cur="$*"; out=$(env "$@" 2>&1); rc=$?; }
 
@@ -41,5 +49,33 @@ for m in normal strict; do
   expect_rc 1
   has "SUMMARY: heapcheck: 320 bytes leaked in 10 allocations"
   has_re "@ [0-9a-f]+ main .*leak_list.c:[0-9]+"
+done
+# Stripped: exit's extent comes from its FDE, not from a symbol; main's
+# dead frame (the only pointer to the 100-byte block) is not a root.
+for m in normal strict; do
+  run HEAPCHECK=$m "$pad_stripped"
+  expect_rc 1
+  has "SUMMARY: heapcheck: 100 bytes leaked in 1 allocations"
+done
+# No section headers (e_shoff, e_shnum, e_shstrndx zeroed in a copy): no
+# .eh_frame to walk by; the check falls back to scanning from itself and
+# says so.  main's live local keeps its block; the 77-byte control leaks.
+noshdr="$dump/main_stack_exit_noshdr"
+cp "$stack_exit" "$noshdr" && chmod +x "$noshdr" &&
+  dd if=/dev/zero of="$noshdr" bs=1 seek=40 count=8 conv=notrunc 2>/dev/null &&
+  dd if=/dev/zero of="$noshdr" bs=1 seek=60 count=4 conv=notrunc 2>/dev/null || fail "cannot copy $stack_exit"
+# clang's driver links -static executables with .eh_frame_hdr (a program
+# header, not a section): then the walk needs no section header and works.
+hdr=0
+readelf -lW "$stack_exit" 2>/dev/null | grep -q GNU_EH_FRAME && hdr=1
+for m in normal strict; do
+  run HEAPCHECK=$m PERFTOOLS_VERBOSE=1 "$noshdr"
+  expect_rc 1
+  has "SUMMARY: heapcheck: 77 bytes leaked in 1 allocations"
+  if [ "$hdr" = 0 ]; then has "exit's caller not found by unwinding"; else lacks "exit's caller not found"; fi
+  run HEAPCHECK=$m PERFTOOLS_VERBOSE=1 "$stack_exit"
+  expect_rc 1
+  has "SUMMARY: heapcheck: 77 bytes leaked in 1 allocations"
+  lacks "exit's caller not found"
 done
 finish test_static

@@ -50,6 +50,23 @@ static SC_NOINLINE SC_UNUSED void sc_leak(size_t n) {
 /* Called last in main (and before a thread returns). */
 static SC_NOINLINE SC_UNUSED void sc_end(void) { sc_scrub_stack(); }
 
+/* Builds a 4-node list of 32-byte nodes and drops it: the only pointers
+ * left are stale words in this function's dead frame (stale_* scenarios). */
+struct sc_node {
+  struct sc_node *next;
+  char pad[24];
+};
+static SC_NOINLINE SC_UNUSED void sc_build_and_drop(void) {
+  struct sc_node *head = NULL;
+  for (int i = 0; i < 4; i++) {
+    struct sc_node *n = (struct sc_node *)malloc(sizeof *n);
+    n->next = head;
+    head = n;
+  }
+  sc_sink = head;
+  sc_sink = NULL;
+}
+
 /* Mixes a pointer so no word in memory equals it (or any interior address). */
 #define SC_XOR_KEY ((uintptr_t)0x5a5a5a5a5a5a5a5aULL)
 

@@ -8,23 +8,7 @@
  * 3 indirect), as valgrind says. */
 #include "scenario.h"
 
-struct node {
-  struct node *next;
-  char pad[24];
-};
-
-static SC_NOINLINE void build_and_drop(void) {
-  struct node *head = NULL;
-  for (int i = 0; i < 4; i++) {
-    struct node *n = malloc(sizeof *n);
-    n->next = head;
-    head = n;
-  }
-  sc_sink = head;
-  sc_sink = NULL;
-}
-
 int main(void) {
-  build_and_drop();
+  sc_build_and_drop();
   return 0;
 }

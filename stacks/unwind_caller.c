@@ -1,0 +1,132 @@
+/* unwind_caller.c - the frame that called a given function, found from code
+ * that function (indirectly) called: a walk up the calling thread's stack by
+ * .eh_frame that also recovers the callee-saved registers (rbx, rbp,
+ * r12-r15), so the caller's stack pointer and registers at the call are what
+ * an interposer of the function would have seen at its entry.
+ *
+ * Why: the leak checker's final check runs from handlers that exit() calls.
+ * A fully static executable keeps libc.a's exit and __libc_start_main (they
+ * cannot be interposed), so the checker learns where the program ended by
+ * this walk, from its handler up to exit's caller: the live part of the
+ * ending thread's stack starts at that caller's stack pointer, and what lies
+ * below it (main's frames after main returned, its callees') is dead.
+ *
+ * Invariants (as unwind_dwarf.c's):
+ *  - Every stack read lies in [sp0, hci_unwind_stack_hi(sp0)), sp0 being
+ *    this function's own stack pointer; the CFA strictly increases.
+ *  - Every frame up to the caller must have an FDE (the frame-pointer guess
+ *    for code without one cannot say where registers were saved) and
+ *    K_NORMAL rules whose registers are saved at CFA offsets; anything else
+ *    (a signal frame, an expression, a register kept in another register)
+ *    ends the walk with "not found", and the caller keeps its safe default.
+ * Cold: once per process, a few frames, no rule cache.
+ * Locks: none; no allocation.
+ */
+#include <string.h>
+
+#include "hc_stacks.h"
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <dlfcn.h>
+#endif
+
+#if defined(__x86_64__) && defined(__linux__) && defined(DLFO_EH_SEGMENT_TYPE)
+#include "unwind_cfi.h"
+
+#define MAX_FRAMES 64 /* exit -> __run_exit_handlers -> _dl_fini -> a destructor: a handful */
+
+/* A word of the stack [lo, hi). */
+static inline bool load(uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t *out) {
+  if (a < lo || a > hi - sizeof(uintptr_t)) return false;
+  memcpy(out, (const void *)a, sizeof *out);
+  return true;
+}
+
+/* Registers of one frame: rip, rsp, rbp, then rbx, r12-r15 (cs[]). */
+typedef struct frame {
+  uintptr_t rip, rsp, rbp;
+  uintptr_t cs[HCI_CFI_NSAVED];
+  bool exact; /* rip is a PC (our own frame), not a return address */
+} frame_t;
+
+/* One step from fr to its caller: false when the rules do not allow it. */
+static bool step_full(frame_t *fr, uintptr_t lo, uintptr_t hi, uintptr_t eh_lo, uintptr_t eh_hi) {
+  hci_cfi_frame_t f;
+  rule_t rule = hci_cfi_frame(fr->rip, fr->exact, eh_lo, eh_hi, &f);
+  if (rule.kind != K_NORMAL || f.fn_lo >= f.fn_hi) return false;
+  uintptr_t cfa = (rule.cfa_rbp ? fr->rbp : fr->rsp) + (uintptr_t)rule.cfa_off;
+  if (cfa <= fr->rsp || cfa > hi) return false;
+  frame_t up = {.rsp = cfa, .rbp = fr->rbp, .exact = false};
+  if (!load(lo, hi, cfa + (uintptr_t)rule.ra_off, &up.rip)) return false;
+  if (rule.rbp_how == R_OFFSET && !load(lo, hi, cfa + (uintptr_t)rule.rbp_off, &up.rbp)) return false;
+  if (rule.rbp_how == R_UNDEF) up.rbp = 0;
+  for (int i = 0; i < HCI_CFI_NSAVED; i++) {
+    switch (f.saved_how[i]) {
+    case R_SAME: up.cs[i] = fr->cs[i]; break;
+    case R_UNDEF: up.cs[i] = 0; break;
+    case R_OFFSET:
+      if (!load(lo, hi, cfa + (uintptr_t)f.saved_off[i], &up.cs[i])) return false;
+      break;
+    default: return false;
+    }
+  }
+  *fr = up;
+  return true;
+}
+
+hc_noinline int hci_unwind_find_caller(uintptr_t fn, uintptr_t eh_lo, uintptr_t eh_hi, hci_caller_t *out) {
+  hci_cfi_frame_t f;
+  (void)hci_cfi_frame(fn, true, eh_lo, eh_hi, &f);
+  uintptr_t fn_lo = f.fn_lo, fn_hi = f.fn_hi;
+  if (fn_lo >= fn_hi || fn < fn_lo || fn >= fn_hi) return 0;
+  /* Our own registers at one instruction (the one after the lea): its PC,
+   * with these values, is a frame the CFI describes exactly.  Only stores
+   * before the lea, so every register still holds its value there. */
+  uintptr_t r[3 + HCI_CFI_NSAVED];
+  __asm__ volatile("movq %%rsp, 8(%0)\n\t"
+                   "movq %%rbp, 16(%0)\n\t"
+                   "movq %%rbx, 24(%0)\n\t"
+                   "movq %%r12, 32(%0)\n\t"
+                   "movq %%r13, 40(%0)\n\t"
+                   "movq %%r14, 48(%0)\n\t"
+                   "movq %%r15, 56(%0)\n\t"
+                   "leaq 0(%%rip), %%rax\n\t"
+                   "movq %%rax, 0(%0)"
+                   :
+                   : "r"(r)
+                   : "rax", "memory");
+  frame_t fr = {.rip = r[0], .rsp = r[1], .rbp = r[2], .exact = true};
+  memcpy(fr.cs, r + 3, sizeof fr.cs);
+  uintptr_t lo = fr.rsp, hi = hci_unwind_stack_hi(lo);
+  int found = 0;
+  if (hi >= lo + sizeof(uintptr_t)) {
+    for (int k = 0; k < MAX_FRAMES && fr.rip >= 4096; k++) {
+      /* A return address into fn: fr is fn's frame, the next its caller. */
+      bool in_fn = !fr.exact && fr.rip - 1 >= fn_lo && fr.rip - 1 < fn_hi;
+      if (!step_full(&fr, lo, hi, eh_lo, eh_hi)) break;
+      if (in_fn) {
+        out->sp = fr.rsp;
+        out->pc = fr.rip;
+        memcpy(out->regs, fr.cs, sizeof fr.cs); /* rbx, r12-r15 */
+        out->regs[HCI_CFI_NSAVED] = fr.rbp;
+        out->nregs = HCI_CFI_NSAVED + 1;
+        found = 1;
+        break;
+      }
+    }
+  }
+  __asm__ volatile("" ::: "memory"); /* no tail call: our frame is the walk's first */
+  return found;
+}
+
+#else
+
+hc_noinline int hci_unwind_find_caller(uintptr_t fn, uintptr_t eh_lo, uintptr_t eh_hi, hci_caller_t *out) {
+  (void)fn;
+  (void)eh_lo;
+  (void)eh_hi;
+  (void)out;
+  return 0;
+}
+
+#endif
