@@ -468,6 +468,30 @@ int hci_chk_recoverable_now(uintptr_t sp) {
   return !global_check(sp, false, &b, &o);
 }
 
+extern void *__libc_stack_end;
+/* Weak: resolved only in a static link (a shared object sees no main). */
+extern int main(int, char **, char **) __attribute__((weak));
+
+/* In a static link, libc's start frames (roots.c), the part of the main
+ * thread's stack from main's caller up to __libc_stack_end (where _start
+ * left argc), found by the same walk as exit's caller: main's caller when
+ * main runs (it called exit), or, when main is not on this thread's stack
+ * and the walk reached _start, exit's caller, libc's, which called main
+ * and then exit.  Anything else (another thread called exit, a walk that
+ * stopped early) keeps them as roots.  Only the final check has them: a
+ * scoped check before exit scans them, as before. */
+static void static_start_frames(uintptr_t exit_sp, uintptr_t eh_lo, uintptr_t eh_hi) {
+  if (!main || hci_os_tid() != getpid()) return;
+  uintptr_t tp = (uintptr_t)__builtin_thread_pointer(), top = (uintptr_t)__libc_stack_end;
+  hci_caller_t m;
+  int r = hci_unwind_find_caller((uintptr_t)&main, eh_lo, eh_hi, &m);
+  uintptr_t lo = r == HCI_CALLER_FOUND ? m.sp : r == HCI_CALLER_ABSENT ? exit_sp : 0;
+  if (!lo) return;
+  hci_roots_set_start_frames(tp, lo, top);
+  hci_chk_log(1, "heapcheck: libc's start frames [%p, %p) are not roots (%s)", (void *)lo, (void *)top,
+              r == HCI_CALLER_FOUND ? "from main's caller" : "main returned");
+}
+
 /* Where the program ended, when no interposer of ours saw it: in a static
  * link libc.a's exit and __libc_start_main are the program's (and libc may
  * call its exit itself, e.g. error()).  Run from an at-exit handler, whose
@@ -488,7 +512,7 @@ static hc_noinline void find_exit_caller(void) {
   uintptr_t eh_lo = 0, eh_hi = 0;
   if (hci_eh_static_exe() && !hci_symbolize_section(fn, ".eh_frame", &eh_lo, &eh_hi)) eh_lo = eh_hi = 0;
   hci_caller_t c;
-  if (!hci_unwind_find_caller(fn, eh_lo, eh_hi, &c)) {
+  if (hci_unwind_find_caller(fn, eh_lo, eh_hi, &c) != HCI_CALLER_FOUND) {
     hci_chk_log(1, "heapcheck: exit's caller not found by unwinding: the final check scans this thread's "
                    "stack from the check up");
     return;
@@ -497,6 +521,7 @@ static hc_noinline void find_exit_caller(void) {
   L.end_nregs = c.nregs;
   L.end_tp = (uintptr_t)__builtin_thread_pointer();
   L.end_sp = c.sp;
+  if (hci_eh_static_exe()) static_start_frames(c.sp, eh_lo, eh_hi);
 }
 
 /* on_exit handlers get the status given to exit() (atexit handlers do

@@ -197,18 +197,29 @@ void hci_roots_set_start_frames(uintptr_t tp, uintptr_t caller_sp, uintptr_t arg
   roots.start_tp = tp;
 }
 
-/* The stack range [lo, hi) without [c1_lo, c1_hi) and [c2_lo, c2_hi) (empty
- * cuts are 0, 0): a thread's static TLS when it sits at the top of its stack
- * (use_tls=0 with use_stacks=1), the main thread's libc start frames. */
-static void emit_stack_without(const struct sink *s, const hci_maps_t *maps, uintptr_t lo, uintptr_t hi,
-                               uintptr_t c1_lo, uintptr_t c1_hi, uintptr_t c2_lo, uintptr_t c2_hi) {
-  if (c1_hi <= lo || c1_lo >= hi) {
-    if (c2_hi > c2_lo) emit_stack_without(s, maps, lo, hi, c2_lo, c2_hi, 0, 0);
-    else emit(s, maps, lo, hi);
-    return;
+/* A range cut out of a thread's stack scan; empty (lo >= hi) = none. */
+typedef struct {
+  uintptr_t lo, hi;
+} span_t;
+
+/* The stack range [lo, hi) without the two cuts (in any order, possibly
+ * empty or overlapping): a thread's static TLS when it sits at the top of
+ * its stack (use_tls=0 with use_stacks=1), the main thread's libc start
+ * frames. */
+static void emit_stack_without(const struct sink *s, const hci_maps_t *maps, uintptr_t lo, uintptr_t hi, span_t a,
+                               span_t b) {
+  if (b.lo < a.lo) {
+    span_t t = a;
+    a = b;
+    b = t;
   }
-  if (lo < c1_lo) emit_stack_without(s, maps, lo, c1_lo, c2_lo, c2_hi, 0, 0);
-  if (c1_hi < hi) emit_stack_without(s, maps, c1_hi, hi, c2_lo, c2_hi, 0, 0);
+  const span_t cuts[2] = {a, b};
+  for (int i = 0; i < 2 && lo < hi; i++) {
+    if (cuts[i].lo >= cuts[i].hi || cuts[i].hi <= lo) continue;
+    emit(s, maps, lo, cuts[i].lo < hi ? cuts[i].lo : hi);
+    lo = cuts[i].hi;
+  }
+  emit(s, maps, lo, hi);
 }
 
 void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned what, hci_root_fn fn, void *ctx) {
@@ -225,15 +236,13 @@ void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned w
       if (regs && t->nregs > 0) fn(ctx, (uintptr_t)&t->regs[0], (uintptr_t)&t->regs[t->nregs], HCI_ROOT_REGISTERS);
       uintptr_t lo = t->stack_lo, hi = t->stack_hi;
       if (t->is_self && self_sp && self_sp >= lo && self_sp < hi) lo = self_sp;
-      uintptr_t start_lo = 0, start_hi = 0;
-      if (t->tp && t->tp == roots.start_tp && roots.start_lo >= t->stack_lo && roots.start_hi <= hi) {
-        start_lo = roots.start_lo;
-        start_hi = roots.start_hi;
-      }
+      span_t start = {0, 0}, tls_cut = {0, 0};
+      if (t->tp && t->tp == roots.start_tp && roots.start_lo >= t->stack_lo && roots.start_hi <= hi)
+        start = (span_t){roots.start_lo, roots.start_hi};
+      if (!tls && t->tp) tls_cut = (span_t){tls_lo, tls_hi};
       struct sink s = {fn, ctx, HCI_ROOT_STACK};
       if (!hi) fallback = fallback || stacks;
-      else if (stacks && (tls || !t->tp)) emit_stack_without(&s, maps, lo, hi, start_lo, start_hi, 0, 0);
-      else if (stacks) emit_stack_without(&s, maps, lo, hi, tls_lo, tls_hi, start_lo, start_hi);
+      else if (stacks) emit_stack_without(&s, maps, lo, hi, tls_cut, start);
       if (stacks && t->on_altstack && t->nstack_hi) {
         /* Interrupted on another stack: the normal one's sp is unknown. */
         struct sink sw = {fn, ctx, HCI_ROOT_STACK_WHOLE};

@@ -117,12 +117,16 @@ typedef struct hci_caller {
   uintptr_t regs[6];  /* its callee-saved registers: rbx, r12-r15, rbp (0 when undefined) */
   int nregs;
 } hci_caller_t;
-/* 1 and *out filled when a frame of fn is among the 64 innermost of the
- * calling thread's stack and every frame up to it has .eh_frame rules the
- * walk follows; 0 otherwise (no FDE, a signal frame on the way, a register
- * rule other than an offset, not x86-64).  [eh_lo, eh_hi) (may be empty):
- * the .eh_frame section of a module without .eh_frame_hdr (a -static link),
- * searched whole.  Never faults, never allocates; uncached (cold path). */
+/* HCI_CALLER_FOUND and *out filled when a frame of fn is among the 64
+ * innermost of the calling thread's stack and every frame up to it has
+ * .eh_frame rules the walk follows; HCI_CALLER_ABSENT when the walk reached
+ * the stack's outermost frame (_start, a thread's start routine) without
+ * meeting fn: fn is not running on this thread; HCI_CALLER_UNKNOWN otherwise
+ * (no FDE, a signal frame on the way, a register rule other than an offset,
+ * too deep, not x86-64).  [eh_lo, eh_hi) (may be empty): the .eh_frame
+ * section of a module without .eh_frame_hdr (a -static link), searched
+ * whole.  Never faults, never allocates; uncached (cold path). */
+enum { HCI_CALLER_UNKNOWN = 0, HCI_CALLER_FOUND = 1, HCI_CALLER_ABSENT = 2 };
 int hci_unwind_find_caller(uintptr_t fn, uintptr_t eh_lo, uintptr_t eh_hi, hci_caller_t *out);
 
 /* ======================= unwind_obj.c ======================= */

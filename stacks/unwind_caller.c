@@ -49,29 +49,34 @@ typedef struct frame {
   bool exact; /* rip is a PC (our own frame), not a return address */
 } frame_t;
 
-/* One step from fr to its caller: false when the rules do not allow it. */
-static bool step_full(frame_t *fr, uintptr_t lo, uintptr_t hi, uintptr_t eh_lo, uintptr_t eh_hi) {
+enum { STEP_FAILED = 0, STEP_DONE = 1, STEP_OUTERMOST = 2 };
+
+/* One step from fr to its caller: STEP_FAILED when the rules do not allow
+ * it, STEP_OUTERMOST when fr is the stack's first frame (_start, a thread's
+ * start: its FDE leaves the return address undefined). */
+static int step_full(frame_t *fr, uintptr_t lo, uintptr_t hi, uintptr_t eh_lo, uintptr_t eh_hi) {
   hci_cfi_frame_t f;
   rule_t rule = hci_cfi_frame(fr->rip, fr->exact, eh_lo, eh_hi, &f);
-  if (rule.kind != K_NORMAL || f.fn_lo >= f.fn_hi) return false;
+  if (rule.kind == K_END && f.fn_lo < f.fn_hi) return STEP_OUTERMOST;
+  if (rule.kind != K_NORMAL || f.fn_lo >= f.fn_hi) return STEP_FAILED;
   uintptr_t cfa = (rule.cfa_rbp ? fr->rbp : fr->rsp) + (uintptr_t)rule.cfa_off;
-  if (cfa <= fr->rsp || cfa > hi) return false;
+  if (cfa <= fr->rsp || cfa > hi) return STEP_FAILED;
   frame_t up = {.rsp = cfa, .rbp = fr->rbp, .exact = false};
-  if (!load(lo, hi, cfa + (uintptr_t)rule.ra_off, &up.rip)) return false;
-  if (rule.rbp_how == R_OFFSET && !load(lo, hi, cfa + (uintptr_t)rule.rbp_off, &up.rbp)) return false;
+  if (!load(lo, hi, cfa + (uintptr_t)rule.ra_off, &up.rip)) return STEP_FAILED;
+  if (rule.rbp_how == R_OFFSET && !load(lo, hi, cfa + (uintptr_t)rule.rbp_off, &up.rbp)) return STEP_FAILED;
   if (rule.rbp_how == R_UNDEF) up.rbp = 0;
   for (int i = 0; i < HCI_CFI_NSAVED; i++) {
     switch (f.saved_how[i]) {
     case R_SAME: up.cs[i] = fr->cs[i]; break;
     case R_UNDEF: up.cs[i] = 0; break;
     case R_OFFSET:
-      if (!load(lo, hi, cfa + (uintptr_t)f.saved_off[i], &up.cs[i])) return false;
+      if (!load(lo, hi, cfa + (uintptr_t)f.saved_off[i], &up.cs[i])) return STEP_FAILED;
       break;
-    default: return false;
+    default: return STEP_FAILED;
     }
   }
   *fr = up;
-  return true;
+  return STEP_DONE;
 }
 
 hc_noinline int hci_unwind_find_caller(uintptr_t fn, uintptr_t eh_lo, uintptr_t eh_hi, hci_caller_t *out) {
@@ -98,19 +103,21 @@ hc_noinline int hci_unwind_find_caller(uintptr_t fn, uintptr_t eh_lo, uintptr_t 
   frame_t fr = {.rip = r[0], .rsp = r[1], .rbp = r[2], .exact = true};
   memcpy(fr.cs, r + 3, sizeof fr.cs);
   uintptr_t lo = fr.rsp, hi = hci_unwind_stack_hi(lo);
-  int found = 0;
+  int found = HCI_CALLER_UNKNOWN;
   if (hi >= lo + sizeof(uintptr_t)) {
     for (int k = 0; k < MAX_FRAMES && fr.rip >= 4096; k++) {
       /* A return address into fn: fr is fn's frame, the next its caller. */
       bool in_fn = !fr.exact && fr.rip - 1 >= fn_lo && fr.rip - 1 < fn_hi;
-      if (!step_full(&fr, lo, hi, eh_lo, eh_hi)) break;
+      int step = step_full(&fr, lo, hi, eh_lo, eh_hi);
+      if (step == STEP_OUTERMOST && !in_fn) found = HCI_CALLER_ABSENT;
+      if (step != STEP_DONE) break;
       if (in_fn) {
         out->sp = fr.rsp;
         out->pc = fr.rip;
         memcpy(out->regs, fr.cs, sizeof fr.cs); /* rbx, r12-r15 */
         out->regs[HCI_CFI_NSAVED] = fr.rbp;
         out->nregs = HCI_CFI_NSAVED + 1;
-        found = 1;
+        found = HCI_CALLER_FOUND;
         break;
       }
     }
@@ -126,7 +133,7 @@ hc_noinline int hci_unwind_find_caller(uintptr_t fn, uintptr_t eh_lo, uintptr_t 
   (void)eh_lo;
   (void)eh_hi;
   (void)out;
-  return 0;
+  return HCI_CALLER_UNKNOWN;
 }
 
 #endif

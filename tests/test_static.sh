@@ -11,14 +11,19 @@
 # headers, so no .eh_frame to read): the check scans from itself up, as
 # before, and still completes.
 #
+# libc's start frames (main's caller up to argc) are found by the same walk
+# and are not roots; the verbose note says which way they were found.
+#
 # Usage: test_static.sh MANY_OBJECTS_FULLSTATIC LEAK_LIST_FULLSTATIC
 #          STALE_MAIN_PAD_FULLSTATIC_STRIPPED MAIN_STACK_EXIT_FULLSTATIC
+#          STALE_THREAD_EXIT_FULLSTATIC
 . "$(dirname "$0")/expect.sh"
 expect_private_env hc_static
 many=$1
 list=$2
 pad_stripped=$3
 stack_exit=$4
+thread_exit=$5
 
 run() { cur="$*"; out=$(env "$@" 2>&1); rc=$?; }
 
@@ -52,11 +57,20 @@ for m in normal strict; do
 done
 # Stripped: exit's extent comes from its FDE, not from a symbol; main's
 # dead frame (the only pointer to the 100-byte block) is not a root.
+# main returned: the walk reaches _start without meeting main, and libc's
+# start frames begin at exit's caller.
 for m in normal strict; do
-  run HEAPCHECK=$m "$pad_stripped"
+  run HEAPCHECK=$m PERFTOOLS_VERBOSE=1 "$pad_stripped"
   expect_rc 1
   has "SUMMARY: heapcheck: 100 bytes leaked in 1 allocations"
+  has_re "libc's start frames \[0x[0-9a-f]+, 0x[0-9a-f]+\) are not roots \(main returned\)"
 done
+# Another thread called exit: main is not on its stack and the walk ends at
+# the thread's start, but the start frames are the main thread's: kept.
+run HEAPCHECK=normal PERFTOOLS_VERBOSE=1 "$thread_exit"
+expect_rc 1
+has "SUMMARY: heapcheck: 228 bytes leaked in 5 allocations"
+lacks "libc's start frames"
 # No section headers (e_shoff, e_shnum, e_shstrndx zeroed in a copy): no
 # .eh_frame to walk by; the check falls back to scanning from itself and
 # says so.  main's live local keeps its block; the 77-byte control leaks.
@@ -77,5 +91,8 @@ for m in normal strict; do
   expect_rc 1
   has "SUMMARY: heapcheck: 77 bytes leaked in 1 allocations"
   lacks "exit's caller not found"
+  # main called exit: its caller's frame starts the start frames; main's
+  # own frame, below, stays a root (the 77-byte control alone leaks).
+  has_re "libc's start frames \[0x[0-9a-f]+, 0x[0-9a-f]+\) are not roots \(from main's caller\)"
 done
 finish test_static

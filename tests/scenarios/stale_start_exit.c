@@ -1,0 +1,7 @@
+// EXPECT: bytes=48 objects=1
+/* stale_start_exit.c - stale_start_frames, but main ends by calling exit()
+ * from a helper: main's frame stays live and is scanned, libc's start
+ * frames above it (from main's caller up to argc), which hold the
+ * constructor's stale copies, still are not. */
+#define SC_END_BY_EXIT 1
+#include "stale_start_frames.c"
