@@ -39,14 +39,20 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
   if (!hci_pagemap_ensure(first_page, n)) return false;
   uintptr_t start = cls ? s->start : 0;
   uint32_t lofs = (uint32_t)(cls * sizeof(hc_tc_list_t));
-  for (size_t i = 0; i < n; i++) {
-    uintptr_t page = first_page + i;
-    hc_pm_entry_t *e = &leaf_for(page, false)[page & (HC_PM_LEAF_LEN - 1)];
-    __atomic_store_n(&e->span, (uintptr_t)s, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->start, start, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->cls, cls, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->lofs, lofs, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->owner, 0, __ATOMIC_RELAXED);
+  /* A leaf at a time: large spans set thousands of entries. */
+  for (uintptr_t page = first_page, end = first_page + n; page < end;) {
+    hc_pm_entry_t *leaf = leaf_for(page, false);
+    size_t i = page & (HC_PM_LEAF_LEN - 1);
+    size_t stop = end - page < HC_PM_LEAF_LEN - i ? i + (end - page) : HC_PM_LEAF_LEN;
+    page += stop - i;
+    for (; i < stop; i++) {
+      hc_pm_entry_t *e = &leaf[i];
+      __atomic_store_n(&e->span, (uintptr_t)s, __ATOMIC_RELAXED);
+      __atomic_store_n(&e->start, start, __ATOMIC_RELAXED);
+      __atomic_store_n(&e->cls, cls, __ATOMIC_RELAXED);
+      __atomic_store_n(&e->lofs, lofs, __ATOMIC_RELAXED);
+      __atomic_store_n(&e->owner, 0, __ATOMIC_RELAXED);
+    }
   }
   return true;
 }
