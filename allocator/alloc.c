@@ -183,7 +183,7 @@ static void *pop_small(hc_tcache_t *tc, unsigned cls, uintptr_t ra) {
   void *p = l->head;
   if (p) {
     l->head = hc_fl_next(p, ra);
-    l->len--;
+    l->room++;
     return p;
   }
   return hci_tc_refill(tc, cls);
@@ -459,13 +459,13 @@ void hci_free_miss(void *p, uintptr_t ra) {
   /* checker and malloc hooks: every free is slow */
   const hc_pm_entry_t *e = hci_record_all | hci_hooks_on ? NULL : hci_pagemap_find((uintptr_t)p);
   if (hc_likely(e != NULL)) {
-    uintptr_t info = __atomic_load_n(&e->info, __ATOMIC_RELAXED);
-    unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+    unsigned cls = __atomic_load_n(&e->cls, __ATOMIC_RELAXED);
     if (cls) {
       hc_tcache_t *tc = hci_tc;
       hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
-      if (l->lim != 0 && hc_is_object_start((uintptr_t)p - (info & ~HC_PM_CLASS_MASK), &hci_classes[cls]) &&
-          !hc_fl_is_free(p)) {
+      uintptr_t off = (uintptr_t)p - __atomic_load_n(&e->start, __ATOMIC_RELAXED);
+      /* start_lim 0: the empty cache (no remote batch of its own) */
+      if (l->start_lim != 0 && hc_is_object_start(off, &hci_classes[cls]) && !hc_fl_is_free(p)) {
         /* Another live cache owns the span: the object goes back to it
          * (remote.c).  Unowned spans and exited owners' stay here. */
         hc_tcache_t *o = (hc_tcache_t *)__atomic_load_n(&e->owner, __ATOMIC_RELAXED);
@@ -473,10 +473,10 @@ void hci_free_miss(void *p, uintptr_t ra) {
           hci_remote_free(tc, o, cls, p);
           return;
         }
-        if (l->len < l->lim) { /* the fast path's push, missed for an exited owner's span */
+        if (l->room > 0) { /* the fast path's push, missed for an exited owner's span */
           hc_fl_link(p, l->head);
           l->head = p;
-          l->len++;
+          l->room--;
           return;
         }
       }

@@ -3,10 +3,11 @@
  *
  * malloc: size -> list (direct[] up to 1 KiB, the class table above),
  * pop the thread cache list, charge the sampler, decode and check the
- * link, clear the free mark.  free: pagemap -> class (0 = large/foreign:
- * slow path), check the capacity, that the pointer is an object start
- * without the free mark (double free, free_list.h) and that our cache owns
- * its span (remote.c), push.  No locks, no atomics, no "initialised?"
+ * link, clear the free mark.  free: pagemap entry -> list and span start
+ * (lists[0] for anything but a small object's page: slow path), check
+ * that the pointer is an object start without the free mark (double free,
+ * free_list.h), that our cache owns its span (remote.c) and the room,
+ * push.  No locks, no atomics, no "initialised?"
  * tests: a
  * thread without a cache points at the empty cache, whose NULL heads and
  * zero capacities send it to the slow paths (thread_cache.c). */
@@ -56,7 +57,7 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, u
     if (hc_unlikely(hc_fl_bad(next))) return hci_fl_corrupt_fast(p, ra);
     hc_fl_take(p);
     l->head = (void *)next;
-    l->len--;
+    l->room++;
     return p;
   }
   return hci_alloc_slow(size, ra, 0);
@@ -90,26 +91,79 @@ static inline bool hc_tc_is_start(uintptr_t off, uint64_t recip, uint64_t start_
   return ((m << 16) | (m >> 48)) < start_lim;
 }
 
+/* --*room >= 0, as one subtraction from memory and the sign flag (gcc
+ * loads, subtracts, stores and tests: 5 instructions). */
+static inline bool hc_room_take(int32_t *room) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool neg;
+  __asm__("subl $1, %0" : "+m"(*room), "=@ccs"(neg));
+  return !neg;
+#else
+  return --*room >= 0;
+#endif
+}
+
+/* The free fast path's pagemap lookup (hci_pagemap_entry): from the
+ * entry of ptr's page, the byte offset of its class's list in a cache
+ * (lofs), ptr's offset in its span (off) and the span's owner word.  False
+ * when ptr is above the address space.  On x86-64 in assembly: the
+ * compiler forms the entry's address (an add and a lea) and loads the
+ * root word before adding it; here the root word is added from memory and
+ * the entry's fields are loaded at base + offset + field: 2 instructions
+ * less. */
+static inline __attribute__((always_inline)) bool hc_pm_free_lookup(const void *ptr, uintptr_t *lofs, uintptr_t *off,
+                                                                    uintptr_t *owner) {
+  uintptr_t a = (uintptr_t)ptr, root = a >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
+  if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return false;
+#if defined(__x86_64__)
+  uintptr_t eo;
+  _Static_assert(HC_PAGE_SHIFT - 5 == 8 && ((HC_PM_LEAF_LEN - 1) << 5) == 0x7fffe0, "the constants below");
+  __asm__("mov %[a], %[eo]\n\t"
+          "shr $8, %[eo]\n\t"
+          "and $0x7fffe0, %k[eo]\n\t"
+          "add (%[b],%[r],8), %[eo]\n\t"
+          "mov %c[flofs](%[b],%[eo]), %k[lofs]\n\t"
+          "mov %[a], %[off]\n\t"
+          "sub %c[fstart](%[b],%[eo]), %[off]\n\t"
+          "mov %c[fowner](%[b],%[eo]), %[own]"
+          : [eo] "=&r"(eo), [lofs] "=&r"(*lofs), [off] "=&r"(*off), [own] "=r"(*owner)
+          : [b] "r"(&hci_pagemap), "m"(hci_pagemap), [a] "r"(a), [r] "r"(root),
+            [flofs] "i"(offsetof(hc_pagemap_t, zero) + offsetof(hc_pm_entry_t, lofs)),
+            [fstart] "i"(offsetof(hc_pagemap_t, zero) + offsetof(hc_pm_entry_t, start)),
+            [fowner] "i"(offsetof(hc_pagemap_t, zero) + offsetof(hc_pm_entry_t, owner))
+          : "cc");
+#else
+  const hc_pm_entry_t *e = hci_pagemap_entry(a);
+  *lofs = e->lofs;
+  *off = a - e->start;
+  *owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+#endif
+  return true;
+}
+
 static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintptr_t ra) {
-  const hc_pm_entry_t *e = hci_pagemap_find((uintptr_t)ptr);
-  if (hc_likely(e != NULL)) {
-    uintptr_t info = __atomic_load_n(&e->info, __ATOMIC_RELAXED);
-    /* Class 0 (not a small-object page) needs no test of its own: every
-     * cache's lists[0] has lim 0, so the capacity test sends it on. */
-    size_t cls = (uint8_t)info;
+  uintptr_t lofs, off, owner;
+  if (hc_likely(hc_pm_free_lookup(ptr, &lofs, &off, &owner))) {
+    /* The entry names the class's list (lofs) and the span's start (plain
+     * loads: no thread writes the entry of a page holding an object that
+     * is ours to free).  A page that is not a small object's (no leaf,
+     * large, free) has both 0: lists[0], whose start_lim 0 fails every
+     * offset, so the class needs no test of its own. */
     hc_tcache_t *tc = hci_tc;
-    hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
-    uintptr_t off = hc_opaque((uintptr_t)ptr + cls) - info; /* lea + sub (gcc: mov, sub, add) */
-    /* Room in the list, an object start (so both words are ours), no free
-     * mark (a marked one is a double free, reported by the slow path), and
-     * a span with no owner or us as its owner (remote.c). */
-    uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
-    if (hc_likely(l->len < l->lim) && hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) &&
-        hc_likely(!hc_fl_is_free(ptr)) && hc_likely(owner == 0 || owner == (uintptr_t)tc)) {
-      hc_fl_link(ptr, l->head);
-      l->head = ptr;
-      l->len++;
-      return;
+    hc_tc_list_t *l = (hc_tc_list_t *)((char *)hci_tc_free(tc)->lists + lofs);
+    /* An object start (so both words are ours; start_lim 0 also stops
+     * the empty cache and switched-off caches here, before anything is
+     * written), no free mark (a marked one is a double free, reported by
+     * the slow path), a span with no owner or us as its owner (remote.c),
+     * and room in the list: one subtraction, undone when there was none. */
+    if (hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) && hc_likely(!hc_fl_is_free(ptr)) &&
+        hc_likely(owner == 0 || owner == (uintptr_t)tc)) {
+      if (hc_likely(hc_room_take(&l->room))) {
+        hc_fl_link(ptr, l->head);
+        l->head = ptr;
+        return;
+      }
+      l->room++;
     }
   }
   hci_free_miss(ptr, ra);

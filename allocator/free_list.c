@@ -23,7 +23,7 @@ static uint64_t mix(uint64_t x) {
 }
 
 void hci_fl_init(void) {
-  if (__atomic_load_n(&hci_fl.key, __ATOMIC_ACQUIRE)) return;
+  if (__atomic_load_n(&hci_fl.key2, __ATOMIC_ACQUIRE)) return;
   uint64_t r = 0;
   if (syscall(SYS_getrandom, &r, sizeof r, 1 /* GRND_NONBLOCK */) != (long)sizeof r) {
     const uint64_t *at = (const uint64_t *)getauxval(AT_RANDOM);
@@ -32,6 +32,8 @@ void hci_fl_init(void) {
   uintptr_t want = (uintptr_t)r | ((uintptr_t)1 << 63) | 1u;
   uintptr_t zero = 0;
   __atomic_compare_exchange_n(&hci_fl.key, &zero, want, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  /* Every caller stores the key that won: key2 is set only once key is. */
+  __atomic_store_n(&hci_fl.key2, __atomic_load_n(&hci_fl.key, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 }
 
 void hci_fl_corrupt(const void *p, uintptr_t ra) {

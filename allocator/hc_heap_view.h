@@ -154,16 +154,43 @@ void hci_heap_for_each_sample(hci_heap_sample_fn fn, void *ctx);
 /* The pagemap (pagemap.c); see hc_internal.h. */
 typedef struct hc_pm_entry {
   uintptr_t span;  /* hc_span_t * of the page, or 0 */
-  uintptr_t info;  /* SMALL: span start | class; else 0 */
+  uintptr_t start; /* SMALL: the span's first byte (the free fast path's object offset is
+                      addr - start); else 0 */
   uintptr_t owner; /* SMALL: the hc_tcache_t that owns the span (remote.c), or 0 */
-  uintptr_t pad;   /* 32-byte entries: the index is one shift */
+  uint32_t cls;    /* SMALL: the size class; else 0 */
+  uint32_t lofs;   /* SMALL: cls * sizeof(hc_tc_list_t), the byte offset of the class's list in a
+                      thread cache's lists[] (the free fast path's one load); else 0 */
 } hc_pm_entry_t;
-extern _Atomic(hc_pm_entry_t *) hci_pagemap_root[HC_PM_ROOT_LEN];
-#define HC_PM_CLASS_MASK ((uintptr_t)0xff)
+_Static_assert(sizeof(hc_pm_entry_t) == 32, "32-byte entries: the index is one shift");
+/* Root entries hold the byte offset of their leaf from zero[], an all-zero
+ * leaf in .bss (0: no leaf yet, so the zeroed root needs no set-up): a page
+ * without a leaf reads as an entry of zeros, so the free fast path has no
+ * "leaf?" test.  zero[] is 8 MiB of .bss never written (the zero page when
+ * read). */
+typedef struct hc_pagemap {
+  _Atomic uintptr_t root[HC_PM_ROOT_LEN];
+  hc_pm_entry_t zero[HC_PM_LEAF_LEN];
+} hc_pagemap_t;
+extern hc_pagemap_t hci_pagemap;
+/* The entry of addr's page: in zero[] when no leaf covers it; NULL when
+ * addr is above the address space. */
+static inline const hc_pm_entry_t *hci_pagemap_entry(uintptr_t addr) {
+  uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
+  if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return NULL;
+  uintptr_t eoff = atomic_load_explicit(&hci_pagemap.root[root], memory_order_acquire) +
+                   ((addr >> (HC_PAGE_SHIFT - 5)) & ((HC_PM_LEAF_LEN - 1) << 5));
+  return (const hc_pm_entry_t *)((const char *)hci_pagemap.zero + eoff);
+}
+/* The leaf of root entry i, or NULL. */
+static inline hc_pm_entry_t *hci_pagemap_leaf(size_t i) {
+  uintptr_t off = atomic_load_explicit(&hci_pagemap.root[i], memory_order_acquire);
+  return off ? (hc_pm_entry_t *)((char *)hci_pagemap.zero + off) : NULL;
+}
+/* The entry of addr's page, or NULL when no leaf covers it. */
 static inline const hc_pm_entry_t *hci_pagemap_find(uintptr_t addr) {
   uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
   if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return NULL;
-  hc_pm_entry_t *leaf = atomic_load_explicit(&hci_pagemap_root[root], memory_order_acquire);
+  hc_pm_entry_t *leaf = hci_pagemap_leaf(root);
   if (hc_unlikely(leaf == NULL)) return NULL;
   return &leaf[(addr >> HC_PAGE_SHIFT) & (HC_PM_LEAF_LEN - 1)];
 }
@@ -173,13 +200,12 @@ static inline __attribute__((always_inline)) bool hci_heap_locate(uintptr_t addr
   if (!pe) return false;
   hc_span_t *s = (hc_span_t *)pe->span;
   if (!s) return false;
-  uintptr_t info = pe->info;
-  unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+  unsigned cls = pe->cls;
   o->span = s;
   o->cls = cls;
   if (hc_likely(cls)) {
     const hc_class_info_t *ci = &hci_classes[cls];
-    uintptr_t base = info & ~HC_PM_CLASS_MASK, off = addr - base;
+    uintptr_t base = pe->start, off = addr - base;
     uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
     if (idx >= s->carved) return false;
     o->index = idx;
@@ -258,12 +284,11 @@ static inline __attribute__((always_inline)) bool hci_heap_locate_marked(uintptr
   if (!s) return false;
   uint8_t *m0 = mk->slot0[s->id];
   if (!m0) return false;
-  uintptr_t info = pe->info;
-  unsigned cls = (unsigned)(info & HC_PM_CLASS_MASK);
+  unsigned cls = pe->cls;
   t->span = s;
   if (hc_likely(cls)) {
     const hc_class_info_t *ci = &hci_classes[cls];
-    uintptr_t off = addr - (info & ~HC_PM_CLASS_MASK);
+    uintptr_t off = addr - pe->start;
     uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
     if (idx >= s->carved) return false;
     t->ci = ci;

@@ -39,13 +39,13 @@ static inline size_t hci_class_index(size_t size) {
 static inline unsigned hci_size_class(size_t size) { return hci_class_lookup[hci_class_index(size)]; }
 
 /* ======================= pagemap.c ======================= */
-/* page number -> {span, info}.  info = span start | size class for pages of
- * SMALL spans (start is page aligned, so the class fits in the low byte) and
- * 0 for every other page: the free fast path reads only info and finds the
- * object start without touching the span.  Every page of every span, free
+/* page number -> {span, start, owner, cls, lofs}.  start, cls and lofs (the
+ * class's list offset in a thread cache) are set for pages of SMALL spans
+ * and 0 for every other page: the free fast path finds the object start and
+ * its list from the entry without touching the span.  Every page of every span, free
  * or in use, maps to its span.  Readers take no lock; writers hold the
  * page-heap lock.  Leaves are never freed. */
-/* hc_pm_entry_t, hci_pagemap_root, hci_pagemap_find: hc_heap_view.h. */
+/* hc_pm_entry_t, hci_pagemap, hci_pagemap_find: hc_heap_view.h. */
 static inline hc_span_t *hci_pagemap_span(uintptr_t addr) {
   const hc_pm_entry_t *e = hci_pagemap_find(addr);
   return e ? (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED) : NULL;
@@ -53,7 +53,7 @@ static inline hc_span_t *hci_pagemap_span(uintptr_t addr) {
 /* Size class of the page holding addr (0: not a small-object page). */
 static inline unsigned hci_pagemap_class(uintptr_t addr) {
   const hc_pm_entry_t *e = hci_pagemap_find(addr);
-  return e ? (unsigned)(__atomic_load_n(&e->info, __ATOMIC_RELAXED) & HC_PM_CLASS_MASK) : 0;
+  return e ? __atomic_load_n(&e->cls, __ATOMIC_RELAXED) : 0;
 }
 /* Map pages [first, first + n) to span s with class cls.  Returns false when
  * a leaf cannot be allocated.  requires: page-heap lock. */
@@ -163,7 +163,8 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls);  /* requires: list cls empty
 void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p);
 /* Gives every object of the cache back to central (thread exit, trim). */
 void hci_tc_flush(hc_tcache_t *tc);
-/* Sets lists[].lim of every live cache from cap[] (normal) or 0 (checker). */
+/* Switches the free fast path of every live cache on (lists[].start_lim
+ * from the class) or off (0: checker mode, malloc hooks). */
 void hci_tc_set_fastpath(bool enabled);
 size_t hci_tc_total_bytes(void);
 /* Every cache's inboxes (remote.c) to the central lists (malloc_trim,
@@ -186,6 +187,16 @@ static inline hc_tc_free_t *hci_tc_free(hc_tcache_t *tc) { return &tc->fl; }
 static inline hc_tc_sampler_t *hci_tc_sampler(hc_tcache_t *tc) { return &tc->smp; }
 static inline hc_tc_memo_t *hci_tc_memo(hc_tcache_t *tc) { return &tc->stk; }
 static inline hc_tc_chk_t *hci_tc_chk(hc_tcache_t *tc) { return &tc->chk; }
+
+/* Objects on list l, and setters that keep room = lim - length (hc_tc_list_t):
+ * the owning thread only. */
+static inline uint32_t hc_tc_len(const hc_tc_list_t *l) { return (uint32_t)((int64_t)l->lim - l->room); }
+static inline void hc_tc_set_len(hc_tc_list_t *l, uint32_t n) { l->room = (int32_t)((int64_t)l->lim - n); }
+static inline void hc_tc_set_lim(hc_tc_list_t *l, uint32_t lim) {
+  uint32_t n = hc_tc_len(l);
+  l->lim = lim;
+  hc_tc_set_len(l, n);
+}
 
 /* ======================= remote.c ======================= */
 /* p (class cls, not marked free, owned by the live cache owner != tc) goes

@@ -121,16 +121,21 @@ typedef struct hc_tc_remote {
 
 typedef struct hc_tc_list {
   void *head;               /* singly linked through the first word */
-  uint32_t len;             /* objects on the list */
-  uint32_t lim;             /* the free fast path pushes while len < lim: lim = capacity, or 0
-                               to force the slow path (empty cache, checker mode; always 0 in
-                               lists[0], which stands for every page that is not a small
-                               object's: the free fast path does not test the class) */
+  int32_t room;             /* lim - objects on the list (hc_tc_len): the free fast path
+                               subtracts 1 and pushes when the result is not negative (else
+                               adds it back and misses), malloc adds 1; negative when a list
+                               holds more than its capacity (a refill's chain) */
+  uint32_t lim;             /* the capacity, cap[] of the class (0 in the empty cache) */
   /* The free fast path's object-start check, copied from the class so it
    * needs no second table: off is the offset of an object of this class
-   * inside its span iff rol(off * recip, 16) < start_lim (hc_tc_is_start). */
+   * inside its span iff rol(off * recip, 16) < start_lim (hc_tc_is_start).
+   * start_lim is also the free fast path's switch: 0 fails every offset,
+   * in lists[0] (which stands for every page that is not a small object's:
+   * the free fast path does not test the class), in the empty cache (never
+   * written by a fast path), and in checker mode or with malloc hooks
+   * (hci_tc_set_fastpath; the one field other threads write). */
   uint64_t recip;           /* hci_classes[].recip */
-  uint64_t start_lim;       /* objs * ((size * recip - 2^48) * 2^16 + 1); 0 in the empty cache */
+  uint64_t start_lim;       /* objs * ((size * recip - 2^48) * 2^16 + 1), or 0: see above */
 } hc_tc_list_t;
 
 /* A thread's state, in one group per owner; each module touches only its own
@@ -156,7 +161,7 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
    * lists[0]'s, which is empty. */
   uint16_t direct[HC_TC_DIRECT_MAX + 1];
   hc_tc_list_t lists[HC_NUM_CLASSES];
-  uint32_t cap[HC_NUM_CLASSES]; /* capacity per class (lists[].lim is 0 in checker mode) */
+  uint32_t cap[HC_NUM_CLASSES]; /* capacity per class (= lists[].lim) */
   /* cap[c] * class size / 1024, for steal_capacity's scan: padded to whole
    * 16-byte vectors (entries past the classes stay 0) */
   uint32_t cap_kib[(HC_NUM_CLASSES + 3) & ~3] __attribute__((aligned(16)));

@@ -110,8 +110,10 @@ static void check_span(void *ctx, hc_span_t *s) {
     uintptr_t a = s->start + (i << HC_PAGE_SHIFT);
     const hc_pm_entry_t *e = hci_pagemap_find(a);
     if (!e || (hc_span_t *)e->span != s) return bad(v, "page not mapped to its span", a);
-    uintptr_t want = s->state == HC_SPAN_SMALL ? s->start | s->cls : 0;
-    if (e->info != want) return bad(v, "page with a wrong class", a);
+    bool small = s->state == HC_SPAN_SMALL;
+    if (e->start != (small ? s->start : 0) || e->cls != (small ? s->cls : 0u) ||
+        e->lofs != (small ? s->cls * sizeof(hc_tc_list_t) : 0u))
+      return bad(v, "page with a wrong class", a);
   }
   switch (s->state) {
     case HC_SPAN_FREE:
@@ -154,7 +156,7 @@ hc_public int MallocExtension_VerifyAllMemory(void) {
     for (uint32_t i = 0; i < cl->nchains; i++)
       check_list(&v, cl->slots[i].head, c, cl->slots[i].n, "transfer slot entry that is not an object of its class");
     hc_tcache_t *tc = hci_tc;
-    if (!tc->is_static) check_list(&v, hci_tc_free(tc)->lists[c].head, c, hci_tc_free(tc)->lists[c].len, "thread cache entry that is not an object of its class");
+    if (!tc->is_static) check_list(&v, hci_tc_free(tc)->lists[c].head, c, hc_tc_len(&hci_tc_free(tc)->lists[c]), "thread cache entry that is not an object of its class");
   }
   hci_unlock_all();
   return v.errors == 0;
@@ -199,7 +201,7 @@ hc_public int MallocExtension_MallocMemoryStats(int *blocks, size_t *total, int 
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
       size_t idle = hci_central[cls].slot_objs;
       for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
-        idle += __atomic_load_n(&hci_tc_free(tc)->lists[cls].len, __ATOMIC_RELAXED) + hci_remote_objects(tc, cls);
+        idle += hc_tc_len(&hci_tc_free(tc)->lists[cls]) + hci_remote_objects(tc, cls);
       if (c.small_objs[cls] > idle) count(&c, hci_classes[cls].size, c.small_objs[cls] - idle);
     }
   }

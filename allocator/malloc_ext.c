@@ -203,7 +203,7 @@ hc_public size_t MallocExtension_GetThreadCacheSize(void) {
   hc_tcache_t *tc = hci_tc;
   if (tc->is_static) return 0;
   size_t bytes = 0;
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) bytes += (size_t)hci_tc_free(tc)->lists[c].len * hci_classes[c].size;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) bytes += (size_t)hc_tc_len(&hci_tc_free(tc)->lists[c]) * hci_classes[c].size;
   return bytes + hci_remote_bytes(tc);
 }
 
@@ -220,7 +220,7 @@ static int next_ranges(uintptr_t *page, hc_malloc_range_t *out, int max) {
   if (*page < (hci_pageheap.lo >> HC_PAGE_SHIFT)) *page = hci_pageheap.lo >> HC_PAGE_SHIFT;
   while (n < max && *page < end) {
     hc_pm_entry_t *leaf =
-        atomic_load_explicit(&hci_pagemap_root[*page >> HC_PM_LEAF_BITS], memory_order_acquire);
+        hci_pagemap_leaf(*page >> HC_PM_LEAF_BITS);
     if (!leaf) {
       *page = ((*page >> HC_PM_LEAF_BITS) + 1) << HC_PM_LEAF_BITS;
       continue;

@@ -5,7 +5,7 @@
  * are 0, so both fast paths fall into their slow paths on first use, which
  * create the real cache: the fast paths never test "initialised?".
  * The empty cache is never written by a fast path (malloc stops at the NULL
- * head, free at len >= max).
+ * head, free at start_lim 0, before it counts).
  *
  * Capacity per class starts at 0, gets a batch at the first refill and
  * grows by a batch at each overflow up to a limit (slow start, as in
@@ -72,8 +72,9 @@ static size_t budget_now(void) {
 
 static void tc_destructor(void *arg);
 
-/* lists[].lim for a capacity (0 = fast free path off; see hc_tc_list_t). */
-static inline uint32_t lim_of(uint32_t cap) { return fastpath_enabled ? cap : 0; }
+/* lists[c].start_lim: the class's, or 0 with the free fast path off (see
+ * hc_tc_list_t).  requires: the registry lock. */
+static inline uint64_t start_lim_of(unsigned c) { return fastpath_enabled ? hc_start_lim(&hci_classes[c]) : 0; }
 
 void hci_tc_thread_init(void) {
   if (!tc_key_ok && pthread_key_create(&tc_key, tc_destructor) == 0) tc_key_ok = true;
@@ -112,10 +113,7 @@ hc_tcache_t *hci_tc_get(void) {
   tc = tc_adopt();
   if (!tc) return NULL;
   /* Capacities start at 0: a class gets capacity when the thread uses it. */
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-    tc->fl.lists[c].recip = hci_classes[c].recip;
-    tc->fl.lists[c].start_lim = hc_start_lim(&hci_classes[c]);
-  }
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) tc->fl.lists[c].recip = hci_classes[c].recip;
   for (size_t size = 0; size <= HC_TC_DIRECT_MAX; size++)
     tc->fl.direct[size] = (uint16_t)((char *)&tc->fl.lists[hci_size_class(size)] - (char *)tc);
   tc->tid = hci_os_tid();
@@ -123,6 +121,8 @@ hc_tcache_t *hci_tc_get(void) {
   hci_tc_sampler(tc)->rng = ((uint64_t)tc->tid << 32) ^ (uintptr_t)tc ^ 0x9e3779b97f4a7c15ull;
   hci_sampler_reset(tc);
   hci_lock(&hci_tc_registry_lock);
+  /* Under the lock: hci_tc_set_fastpath sees this cache or we see its switch. */
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) tc->fl.lists[c].start_lim = start_lim_of(c);
   tc->next = hci_tc_registry;
   if (hci_tc_registry) hci_tc_registry->prev = tc;
   hci_tc_registry = tc;
@@ -145,25 +145,25 @@ static void release_list(hc_tcache_t *tc, unsigned cls);
  * would send every other malloc to central for a refill. */
 static void release_tail(hc_tcache_t *tc, unsigned cls, uint32_t keep) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
-  if (keep == 0 || l->len <= keep) {
+  if (keep == 0 || hc_tc_len(l) <= keep) {
     if (keep == 0) release_list(tc, cls);
     return;
   }
   void *cut = l->head;
   for (uint32_t i = 1; i < keep; i++) cut = hc_fl_next(cut, 0);
-  hc_chain_t ch = {hc_fl_next(cut, 0), NULL, l->len - keep};
+  hc_chain_t ch = {hc_fl_next(cut, 0), NULL, hc_tc_len(l) - keep};
   hc_fl_link(cut, NULL);
-  l->len = keep;
+  hc_tc_set_len(l, keep);
   hci_central_insert(cls, &ch);
 }
 
 /* Hands the whole list cls to central in O(1). */
 static void release_list(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
-  if (!l->len) return;
-  hc_chain_t ch = {l->head, NULL, l->len};
+  if (!hc_tc_len(l)) return;
+  hc_chain_t ch = {l->head, NULL, hc_tc_len(l)};
   l->head = NULL;
-  l->len = 0;
+  hc_tc_set_len(l, 0);
   hci_central_insert(cls, &ch);
 }
 
@@ -172,7 +172,7 @@ static void set_cap(hc_tcache_t *tc, unsigned cls, uint32_t cap) {
   tc->fl.cap[cls] = cap;
   tc->fl.cap_bytes += (size_t)cap * hci_classes[cls].size;
   tc->fl.cap_kib[cls] = (uint32_t)(((size_t)cap * hci_classes[cls].size) >> 10);
-  tc->fl.lists[cls].lim = lim_of(cap);
+  hc_tc_set_lim(&tc->fl.lists[cls], cap);
 }
 
 /* The class with the most KiB of capacity (0 when none has a KiB; the
@@ -221,7 +221,7 @@ static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
         if (c != keep && tc->fl.cap[c]) best = c;
     if (!best) return tc->fl.cap_bytes + need <= tc->fl.budget;
     uint32_t cap = tc->fl.cap[best] / 2;
-    if (tc->fl.lists[best].len > cap) release_list(tc, best);
+    if (hc_tc_len(&tc->fl.lists[best]) > cap) release_list(tc, best);
     set_cap(tc, best, cap);
   }
   return true;
@@ -245,7 +245,7 @@ static void grow_cap(hc_tcache_t *tc, unsigned cls, bool grow) {
     need = 0;
     while (tc->fl.cap_bytes > tc->fl.budget && tc->fl.cap[cls]) {
       uint32_t cap = tc->fl.cap[cls] / 2;
-      if (tc->fl.lists[cls].len > cap) release_tail(tc, cls, cap);
+      if (hc_tc_len(&tc->fl.lists[cls]) > cap) release_tail(tc, cls, cap);
       set_cap(tc, cls, cap);
     }
   }
@@ -261,21 +261,21 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
   l->head = hc_fl_next(p, 0);
-  l->len = ch.n - 1;
+  hc_tc_set_len(l, ch.n - 1);
   grow_cap(tc, cls, tc->fl.cap[cls] < hci_classes[cls].batch);
   /* A chain from another thread may exceed our capacity: keep what fits,
    * give the rest back (walking only the part kept), so a cache never
    * holds more than its budget. */
   uint32_t keep = tc->fl.cap[cls] > hci_classes[cls].batch ? tc->fl.cap[cls] : hci_classes[cls].batch;
-  if (l->len > keep) release_tail(tc, cls, keep);
+  if (hc_tc_len(l) > keep) release_tail(tc, cls, keep);
   return p;
 }
 
 void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
-  if (l->len >= tc->fl.cap[cls]) {
+  if (hc_tc_len(l) >= tc->fl.cap[cls]) {
     grow_cap(tc, cls, true);
-    if (l->len >= tc->fl.cap[cls]) {
+    if (hc_tc_len(l) >= tc->fl.cap[cls]) {
       uint32_t keep = tc->fl.cap[cls] / 4;
       if (keep > 16) keep = 16;
       release_tail(tc, cls, keep);
@@ -289,7 +289,7 @@ void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
   }
   hc_fl_link(p, l->head);
   l->head = p;
-  l->len++;
+  l->room--;
 }
 
 void hci_tc_flush(hc_tcache_t *tc) {
@@ -320,7 +320,7 @@ void hci_tc_set_fastpath(bool enabled) {
   fastpath_enabled = enabled;
   for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next)
     for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
-      __atomic_store_n(&tc->fl.lists[c].lim, lim_of(tc->fl.cap[c]), __ATOMIC_RELAXED);
+      __atomic_store_n(&tc->fl.lists[c].start_lim, start_lim_of(c), __ATOMIC_RELAXED);
   hci_unlock(&hci_tc_registry_lock);
 }
 
@@ -328,8 +328,11 @@ size_t hci_tc_total_bytes(void) {
   size_t total = 0;
   hci_lock(&hci_tc_registry_lock);
   for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next) {
-    for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
-      total += (size_t)__atomic_load_n(&tc->fl.lists[c].len, __ATOMIC_RELAXED) * hci_classes[c].size;
+    for (unsigned c = 1; c < HC_NUM_CLASSES; c++) { /* racy: room and lim may be of two moments */
+      int64_t n = (int64_t)__atomic_load_n(&tc->fl.lists[c].lim, __ATOMIC_RELAXED) -
+                  __atomic_load_n(&tc->fl.lists[c].room, __ATOMIC_RELAXED);
+      total += n > 0 ? (size_t)n * hci_classes[c].size : 0;
+    }
     total += hci_remote_bytes(tc);
   }
   for (hc_tcache_t *tc = tc_pool; tc; tc = tc->remote.pool_next) total += hci_remote_bytes(tc);

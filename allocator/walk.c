@@ -39,7 +39,7 @@ void hci_unlock_all(void) {
  * it, so a span is visited at its first page. */
 static void walk_spans(hci_heap_span_fn fn, void *ctx, bool with_free) {
   for (size_t r = 0; r < HC_PM_ROOT_LEN; r++) {
-    hc_pm_entry_t *leaf = atomic_load_explicit(&hci_pagemap_root[r], memory_order_acquire);
+    hc_pm_entry_t *leaf = hci_pagemap_leaf(r);
     if (!leaf) continue;
     for (size_t i = 0; i < HC_PM_LEAF_LEN; i++) {
       hc_span_t *s = (hc_span_t *)leaf[i].span;

@@ -266,7 +266,7 @@ void hci_roots_threads(const hci_world_t *w, uintptr_t self_sp, hci_root_fn fn, 
 enum { HCI_ROOTS_STACKS = 1u, HCI_ROOTS_REGISTERS = 2u, HCI_ROOTS_TLS = 4u, HCI_ROOTS_THREADS = 7u };
 void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned what, hci_root_fn fn, void *ctx);
 /* Cuts [lo, hi) out of every root range reported from now on (allocator and
- * checker state: hci_central, hci_pageheap, hci_pagemap_root, hci_tc_empty...).
+ * checker state: hci_central, hci_pageheap, hci_pagemap, hci_tc_empty...).
  * Up to HCI_MAX_EXCLUDED ranges; call before checks (not while stopped). */
 #define HCI_MAX_EXCLUDED 64
 void hci_roots_exclude(uintptr_t lo, uintptr_t hi);

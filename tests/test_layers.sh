@@ -9,7 +9,7 @@
 #    (base < stacks < allocator < symbolizer < checker|profiler < runtime).
 # 2. The checker and the profiler reference no writable allocator data
 #    (globals the allocator owns are reached through its setters and the heap
-#    view); read-only tables and the pagemap root the inline view reads are
+#    view); read-only tables and the pagemap (hci_pagemap) the inline view reads are
 #    allowed.
 # 3. No source above allocator/ reads span, pagemap or page-heap internals:
 #    the heap view (allocator/hc_heap_view.h) is the one door.
@@ -58,7 +58,7 @@ done
 
 # 2. No writable allocator data referenced from above (types B, D: bss and data).
 # Read by inline code of the allocator's headers (hci_ensure_init, the heap view).
-allowed='hci_pagemap_root|hci_init_state'
+allowed='hci_pagemap|hci_init_state'
 allowed="^($allowed)\$"
 awk '$1 ~ /^[BDbdS]$/ {print $2}' "$tmp/allocator.def" | sort -u >"$tmp/alloc.data"
 for n in checker profiler; do

@@ -24,7 +24,8 @@ static hc_span_t fake[4];
 
 static uintptr_t info_of(uintptr_t a) {
   const hc_pm_entry_t *e = hci_pagemap_find(a);
-  return e ? __atomic_load_n(&e->info, __ATOMIC_RELAXED) : 0;
+  /* start | class: what the entry says about a page, in one word */
+  return e ? __atomic_load_n(&e->start, __ATOMIC_RELAXED) | __atomic_load_n(&e->cls, __ATOMIC_RELAXED) : 0;
 }
 
 /* Sets [first, first + n) to s/cls and checks several addresses of every
@@ -50,8 +51,11 @@ static void set_and_check(uintptr_t first, size_t n, hc_span_t *s, unsigned cls)
       CHECK(hci_pagemap_class(a) == cls, "class(%#zx) = %u, want %u", (size_t)a, hci_pagemap_class(a), cls);
       CHECK(info_of(a) == want_info, "info(%#zx) = %#zx, want %#zx", (size_t)a, (size_t)info_of(a),
             (size_t)want_info);
-      if (cls) /* what the free fast path computes */
-        CHECK(a - (info_of(a) & ~HC_PM_CLASS_MASK) == a - s->start, "span offset of %#zx", (size_t)a);
+      if (cls) { /* what the free fast path computes */
+        const hc_pm_entry_t *e = hci_pagemap_entry(a);
+        CHECK(e && a - e->start == a - s->start, "span offset of %#zx", (size_t)a);
+        CHECK(e && e->lofs == cls * sizeof(hc_tc_list_t), "list offset of %#zx: %u", (size_t)a, e ? e->lofs : 0);
+      }
     }
   }
   CHECK(hci_pagemap_span((first - 1) << HC_PAGE_SHIFT) == before, "page before the range changed");
@@ -68,7 +72,10 @@ static uint64_t rnd(void) {
 }
 
 static bool nothing_at(uintptr_t a) {
-  return hci_pagemap_span(a) == NULL && hci_pagemap_class(a) == 0 && info_of(a) == 0;
+  /* the free fast path's lookup: above the address space, or an entry of zeros */
+  const hc_pm_entry_t *e = hci_pagemap_entry(a);
+  bool zero = !e || (!e->span && !e->start && !e->owner && !e->cls && !e->lofs);
+  return zero && hci_pagemap_span(a) == NULL && hci_pagemap_class(a) == 0 && info_of(a) == 0;
 }
 
 int main(void) {

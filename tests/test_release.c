@@ -50,7 +50,7 @@ static size_t rss(void) {
 
 static size_t cache_bytes_self(void) {
   size_t b = 0;
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) b += (size_t)hci_tc->fl.lists[c].len * hci_classes[c].size;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) b += (size_t)hc_tc_len(&hci_tc->fl.lists[c]) * hci_classes[c].size;
   return b;
 }
 

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_inline.h"
 #include "free_list.h"
 #include "hc_internal.h"
 #include "heapcheck.h"
@@ -55,7 +56,7 @@
 
 static size_t cache_bytes(const hc_tcache_t *tc) {
   size_t b = 0;
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) b += (size_t)tc->fl.lists[c].len * hci_classes[c].size;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) b += (size_t)hc_tc_len(&tc->fl.lists[c]) * hci_classes[c].size;
   return b;
 }
 
@@ -65,7 +66,7 @@ static void check_caps(const hc_tcache_t *tc, const char *when, size_t *excess) 
   size_t sum = 0, ex = 0;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
     sum += (size_t)tc->fl.cap[c] * hci_classes[c].size;
-    if (tc->fl.lists[c].len > tc->fl.cap[c]) ex += (size_t)(tc->fl.lists[c].len - tc->fl.cap[c]) * hci_classes[c].size;
+    if (hc_tc_len(&tc->fl.lists[c]) > tc->fl.cap[c]) ex += (size_t)(hc_tc_len(&tc->fl.lists[c]) - tc->fl.cap[c]) * hci_classes[c].size;
   }
   CHECK(tc->fl.cap_bytes == sum, "%s: cap_bytes %zu, capacities add up to %zu", when, tc->fl.cap_bytes, sum);
   CHECK(tc->fl.cap_bytes <= tc->fl.budget, "%s: cap_bytes %zu over the budget %zu", when, tc->fl.cap_bytes, tc->fl.budget);
@@ -99,8 +100,8 @@ typedef struct {
 static void snap(const hc_tcache_t *tc, tc_state_t *s) {
   for (unsigned c = 0; c < HC_NUM_CLASSES; c++) {
     s->cap[c] = tc->fl.cap[c];
-    s->len[c] = tc->fl.lists[c].len;
-    s->lim[c] = tc->fl.lists[c].lim;
+    s->len[c] = hc_tc_len(&tc->fl.lists[c]);
+    s->lim[c] = tc->fl.lists[c].start_lim ? tc->fl.lists[c].lim : 0; /* what the free fast path fills up to */
   }
   s->cap_bytes = tc->fl.cap_bytes;
   s->budget = tc->fl.budget;
@@ -220,9 +221,9 @@ static void *t_malloc(size_t size) {
       m.len[c] = keep;
     }
     /* what the list does not keep is back in central, nothing lost or doubled */
-    CHECK(outside_central(c) == outside0 + 1 + tc->fl.lists[c].len,
+    CHECK(outside_central(c) == outside0 + 1 + hc_tc_len(&tc->fl.lists[c]),
           "malloc(%zu): refill: %zu objects of class %u outside central, want %zu + 1 + the list's %u", size,
-          outside_central(c), c, outside0, tc->fl.lists[c].len);
+          outside_central(c), c, outside0, hc_tc_len(&tc->fl.lists[c]));
   }
   compare(&m, tc, "malloc", size);
   check_caps(tc, "malloc", &(size_t){0});
@@ -329,26 +330,26 @@ static void below_batch(void) {
   hci_central_drain(); /* room in the transfer slots */
   push_chain(big, 4);
   void *b1 = t_malloc(262144); /* capacity 2 (everything else given up), keeps 2 of 4 */
-  CHECK(tc->fl.cap[big] == batch && tc->fl.cap_bytes == (size_t)batch * 262144 && tc->fl.lists[big].len == 2,
-        "256 KiB: capacity %u, list %u, cap_bytes %zu after the first refill", tc->fl.cap[big], tc->fl.lists[big].len,
+  CHECK(tc->fl.cap[big] == batch && tc->fl.cap_bytes == (size_t)batch * 262144 && hc_tc_len(&tc->fl.lists[big]) == 2,
+        "256 KiB: capacity %u, list %u, cap_bytes %zu after the first refill", tc->fl.cap[big], hc_tc_len(&tc->fl.lists[big]),
         tc->fl.cap_bytes);
   void *s1 = t_malloc(64); /* takes half of 256 KiB's capacity; its list goes back */
-  CHECK(tc->fl.cap[big] == 1 && tc->fl.lists[big].len == 0 && tc->fl.cap[small] > 0,
-        "256 KiB: capacity %u, list %u; 64 B capacity %u: want 1, 0 and > 0", tc->fl.cap[big], tc->fl.lists[big].len,
+  CHECK(tc->fl.cap[big] == 1 && hc_tc_len(&tc->fl.lists[big]) == 0 && tc->fl.cap[small] > 0,
+        "256 KiB: capacity %u, list %u; 64 B capacity %u: want 1, 0 and > 0", tc->fl.cap[big], hc_tc_len(&tc->fl.lists[big]),
         tc->fl.cap[small]);
   push_chain(big, 4);
   int cuts0 = ev.cuts;
   void *b2 = t_malloc(262144); /* cannot grow: capacity 1, keeps a batch of the chain */
   size_t excess = 0;
   check_caps(tc, "after a refill below a batch", &excess);
-  CHECK(ev.cuts == cuts0 + 1 && tc->fl.cap[big] == 1 && tc->fl.lists[big].len == batch && tc->fl.cap[small] == 0 &&
+  CHECK(ev.cuts == cuts0 + 1 && tc->fl.cap[big] == 1 && hc_tc_len(&tc->fl.lists[big]) == batch && tc->fl.cap[small] == 0 &&
             excess == (size_t)(batch - 1) * 262144,
         "256 KiB: capacity %u, list %u (excess %zu bytes), 64 B capacity %u: want 1, %u (one object beyond), 0",
-        tc->fl.cap[big], tc->fl.lists[big].len, excess, tc->fl.cap[small], batch);
+        tc->fl.cap[big], hc_tc_len(&tc->fl.lists[big]), excess, tc->fl.cap[small], batch);
   CHECK(cache_bytes(tc) <= tc->fl.budget + (size_t)batch * 262144, "cache holds %zu bytes, budget %zu + a batch %zu",
         cache_bytes(tc), tc->fl.budget, (size_t)batch * 262144);
   printf("below a batch: 256 KiB capacity %u, list %u, cache holds %zu KB, budget %zu KB\n", tc->fl.cap[big],
-         tc->fl.lists[big].len, cache_bytes(tc) >> 10, tc->fl.budget >> 10);
+         hc_tc_len(&tc->fl.lists[big]), cache_bytes(tc) >> 10, tc->fl.budget >> 10);
   t_free(b2);
   t_free(s1);
   t_free(b1);
@@ -374,7 +375,7 @@ static void shrink_phase(void **v) {
         hci_tc_count());
   size_t cap0 = tc->fl.cap_bytes;
   int self0 = ev.self_shrinks;
-  uint32_t len = tc->fl.lists[c].len;
+  uint32_t len = hc_tc_len(&tc->fl.lists[c]);
   for (uint32_t i = 0; i <= len; i++) v[i] = t_malloc(size); /* empty the list, then one refill */
   printf("budget shrink: capacity %zu KB in %zu classes + 4 KiB at its limit, budget %zu KB: capacity %zu KB, "
          "4 KiB halved %d times to %u\n",
@@ -477,11 +478,11 @@ static void *receiver_thread(void *arg) {
   int cuts0 = ev.cuts;
   void *p = t_malloc(size); /* checked against the model: the chain cut to max(cap, batch) */
   check_caps(tc, "after receiving a chain", NULL);
-  CHECK(last_chain == top && ev.cuts == cuts0 + 1 && tc->fl.cap[c] == batch && tc->fl.lists[c].len == batch &&
+  CHECK(last_chain == top && ev.cuts == cuts0 + 1 && tc->fl.cap[c] == batch && hc_tc_len(&tc->fl.lists[c]) == batch &&
             last_returned == top - 1 - batch,
         "refill took a chain of %u (the top one has %u): list of %u objects, capacity %u, %u given back; want %u, "
         "%u and %u",
-        last_chain, top, tc->fl.lists[c].len, tc->fl.cap[c], last_returned, batch, batch, top - 1 - batch);
+        last_chain, top, hc_tc_len(&tc->fl.lists[c]), tc->fl.cap[c], last_returned, batch, batch, top - 1 - batch);
   CHECK(nchains && ce->nchains == nchains && ce->slots[nchains - 1].n == top - 1 - batch,
         "central: %u chains (%u before), the top one of %u objects; want the rest (%u) where the chain was",
         ce->nchains, nchains, ce->nchains ? ce->slots[ce->nchains - 1].n : 0, top - 1 - batch);
@@ -489,23 +490,23 @@ static void *receiver_thread(void *arg) {
         "cache holds %zu bytes, capacity %zu, budget %zu after receiving a chain of %u", cache_bytes(tc),
         tc->fl.cap_bytes, tc->fl.budget, top);
   printf("received a chain of %u objects of %zu bytes: kept %u, gave %u back; cache holds %zu KB, budget %zu KB\n",
-         top, size, tc->fl.lists[c].len, last_returned, cache_bytes(tc) >> 10, tc->fl.budget >> 10);
+         top, size, hc_tc_len(&tc->fl.lists[c]), last_returned, cache_bytes(tc) >> 10, tc->fl.budget >> 10);
   t_free(p);
   check_caps(tc, "after the next free", NULL);
   /* Again with a capacity above a batch: the list keeps its capacity. */
   static void *w[4096];
-  uint32_t len = tc->fl.lists[c].len;
+  uint32_t len = hc_tc_len(&tc->fl.lists[c]);
   for (uint32_t i = 0; i < len; i++) w[i] = t_malloc(size);
   pthread_create(&g, NULL, giver_thread, (void *)(uintptr_t)size);
   pthread_join(g, NULL);
   nchains = ce->nchains;
   top = nchains ? ce->slots[nchains - 1].n : 0;
   w[len] = t_malloc(size);
-  CHECK(last_chain == top && tc->fl.cap[c] > batch && tc->fl.lists[c].len == tc->fl.cap[c] &&
+  CHECK(last_chain == top && tc->fl.cap[c] > batch && hc_tc_len(&tc->fl.lists[c]) == tc->fl.cap[c] &&
             last_returned == top - 1 - tc->fl.cap[c],
         "second chain of %u (top %u): list of %u objects, capacity %u, %u given back; want the capacity kept",
-        last_chain, top, tc->fl.lists[c].len, tc->fl.cap[c], last_returned);
-  printf("received a chain of %u with capacity %u: kept %u, gave %u back\n", top, tc->fl.cap[c], tc->fl.lists[c].len,
+        last_chain, top, hc_tc_len(&tc->fl.lists[c]), tc->fl.cap[c], last_returned);
+  printf("received a chain of %u with capacity %u: kept %u, gave %u back\n", top, tc->fl.cap[c], hc_tc_len(&tc->fl.lists[c]),
          last_returned);
   for (uint32_t i = 0; i <= len; i++) t_free(w[i]);
   check_caps(tc, "after freeing the second chain", NULL);
@@ -682,10 +683,11 @@ static void *fastpath_thread(void *arg) {
 
 static void check_lims(const hc_tcache_t *tc, bool enabled, const char *who) {
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-    uint32_t want = enabled ? tc->fl.cap[c] : 0;
-    if (tc->fl.lists[c].lim != want) {
-      CHECK(0, "%s: class %u lim %u, want %u (fast path %s)", who, c, tc->fl.lists[c].lim, want,
-            enabled ? "on" : "off");
+    uint64_t want = enabled ? hc_start_lim(&hci_classes[c]) : 0;
+    if (tc->fl.lists[c].start_lim != want || tc->fl.lists[c].lim != tc->fl.cap[c]) {
+      CHECK(0, "%s: class %u start_lim %#llx, want %#llx (fast path %s); lim %u, capacity %u", who, c,
+            (unsigned long long)tc->fl.lists[c].start_lim, (unsigned long long)want, enabled ? "on" : "off",
+            tc->fl.lists[c].lim, tc->fl.cap[c]);
       return;
     }
   }
@@ -762,7 +764,7 @@ static void *chain_taker(void *arg) {
   hc_tcache_t *tc = hci_tc;
   for (size_t k = 0; k < N_CHAIN_SIZES; k++) {
     unsigned c = hci_size_class(chain_sizes[k]);
-    CHECK(tc->fl.lists[c].len == 0, "class %u (%zu B) not empty before its refill", c, chain_sizes[k]);
+    CHECK(hc_tc_len(&tc->fl.lists[c]) == 0, "class %u (%zu B) not empty before its refill", c, chain_sizes[k]);
     p[k] = t_malloc(chain_sizes[k]); /* a refill: the model checks the cut */
     size_t chain = (size_t)last_chain * chain_sizes[k], bb = (size_t)hci_classes[c].batch * chain_sizes[k];
     if (chain > max_chain) max_chain = chain;
@@ -820,7 +822,7 @@ static void *shrink_worker(void *arg) {
         cap_limit_model(c), cap0);
   atomic_store(&shrink_grown, 1);        /* main starts the other threads now */
   pthread_barrier_wait(&shrink_barrier); /* the other caches exist now */
-  int n = (int)tc->fl.lists[c].len + 1;     /* empty the list, then one refill */
+  int n = (int)hc_tc_len(&tc->fl.lists[c]) + 1;     /* empty the list, then one refill */
   int self0 = ev.self_shrinks;
   for (int i = 0; i < n; i++) v[i] = t_malloc(4096);
   printf("budget-shrink: capacity %zu KB with budget %zu KB; with %zu caches: capacity %zu KB, budget %zu KB "
