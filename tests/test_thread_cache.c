@@ -195,10 +195,13 @@ static void *t_malloc(size_t size) {
   unsigned c = hci_size_class(size);
   const hc_central_t *ce = &hci_central[c];
   uint32_t batch = hci_classes[c].batch;
+  /* a class without capacity yet asks for what a 4 KiB page holds (at least one) */
+  uint32_t want = batch, page = (uint32_t)(4096 / hci_classes[c].size);
+  if (tc->fl.cap[c] == 0) want = page == 0 ? 1 : page < batch ? page : batch;
   uint32_t chain = ce->nchains                ? ce->slots[ce->nchains - 1].n
-                   : ce->free_objs             ? (ce->free_objs < batch ? (uint32_t)ce->free_objs : batch)
-                   : hci_classes[c].objs < batch ? hci_classes[c].objs
-                                                 : batch;
+                   : ce->free_objs             ? (ce->free_objs < want ? (uint32_t)ce->free_objs : want)
+                   : hci_classes[c].objs < want ? hci_classes[c].objs
+                                                : want;
   size_t outside0 = outside_central(c);
   tc_state_t m;
   snap(tc, &m);
