@@ -737,7 +737,8 @@ static void test_fastpath(void) {
 // ---- scenarios (each its own test: "chain-bound", "budget-shrink") ----
 
 /* "chain-bound": a thread that allocates one object of each of 11 classes
- * after another thread freed many of them receives 11 long chains, one per
+ * after another thread freed many of them (a slot total's worth, so every chain
+ * stays whole in the transfer slots) receives 11 long chains, one per
  * refill.  Each list keeps max(cap, batch) objects and central gets the
  * rest back (t_malloc checks both against the model), so the cache holds
  * at most its budget plus one batch.  (Refills used to keep each chain
@@ -750,7 +751,7 @@ static void *chain_giver(void *arg) {
   (void)arg;
   static void *v[4096];
   for (size_t k = 0; k < N_CHAIN_SIZES; k++) {
-    size_t n = ((size_t)2 << 20) / chain_sizes[k];
+    size_t n = (HC_SLOT_BYTES_TOTAL_MAX / N_CHAIN_SIZES) / chain_sizes[k]; /* every chain fits the slots */
     for (size_t i = 0; i < n; i++) v[i] = malloc(chain_sizes[k]);
     for (size_t i = 0; i < n; i++) free(v[i]);
   }
