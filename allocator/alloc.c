@@ -648,9 +648,13 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
    * otherwise moves at every class, an eighth apart; this way at every
    * other one (mimalloc's bins are a quarter apart).  Not in checker mode,
    * where the block's record keeps the requested size and slack, nor with
-   * malloc hooks, which are told the size of the new block. */
+   * malloc hooks, which are told the size of the new block.  Only a step
+   * (at most a quarter of the block): a block that doubles is a vector
+   * whose next growth doubles again, and headroom there was an eighth of
+   * its memory wasted (bench_realloc's peak RSS, docs/performance.md). */
   size_t want = size;
-  if (cls && size > usable && !(hci_record_all | hci_hooks_on) && size < HC_MAX_SMALL - (size >> 3))
+  if (cls && size > usable && size - usable <= usable / 4 && !(hci_record_all | hci_hooks_on) &&
+      size < HC_MAX_SMALL - (size >> 3))
     want = size + (size >> 3);
   void *q = hc_malloc_fast(want, ra);
   if (!q && want != size) q = hc_malloc_fast(want = size, ra);

@@ -256,8 +256,18 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
   if (hc_unlikely((++tc->fl.refills & 255) == 0)) hci_ph_tick(); /* idle pages go back (page_heap.c) */
   /* Objects of our spans freed by other threads first (remote.c), then central. */
+  /* A class this cache has no capacity for yet (its first use) takes what
+   * one 4 KiB page holds, not a batch: carving links, and so touches, every
+   * object it hands out, and a class a thread uses once (stdio's 4 KiB
+   * buffer: 8 objects, 32 KiB, were touched) should not make a batch of
+   * pages resident.  From the next refill on, a batch. */
+  uint32_t want = hci_classes[cls].batch;
+  if (tc->fl.cap[cls] == 0) {
+    uint32_t page = (uint32_t)(4096 / hci_classes[cls].size);
+    want = page == 0 ? 1 : page < want ? page : want;
+  }
   hc_chain_t ch;
-  if (!hci_remote_collect(tc, cls, &ch) && !hci_central_remove(cls, hci_classes[cls].batch, &ch, tc)) return NULL;
+  if (!hci_remote_collect(tc, cls, &ch) && !hci_central_remove(cls, want, &ch, tc)) return NULL;
   /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
   l->head = hc_fl_next(p, 0);

@@ -48,7 +48,10 @@
 
 /* ---- central transfer caches (chains kept whole between threads) ---- */
 #define HC_SLOT_BYTES_CLASS_MAX ((size_t)4 << 20)  /* per size class */
-#define HC_SLOT_BYTES_TOTAL_MAX ((size_t)16 << 20) /* all classes together */
+/* All classes together.  4 MiB, not 16: bench_realloc (one thread) kept
+ * up to 16 MiB of freed 8-256 KiB objects in slots, pages no other class
+ * could reuse (peak RSS 122 -> 97 MB, docs/performance.md "Memory"). */
+#define HC_SLOT_BYTES_TOTAL_MAX ((size_t)4 << 20)
 #define HC_SAMPLE_STASH 16                      /* free one-page spans kept for samples (128 KiB) */
 
 /* ---- stacks ---- */

@@ -433,7 +433,12 @@ static void class_bound(unsigned c) {
   const hc_class_info_t *ci = &hci_classes[c];
   CHECK(HC_SLOT_BYTES_CLASS_MAX % ci->size == 0, "class %u does not divide the bound", c);
   size_t fill = HC_SLOT_BYTES_CLASS_MAX / ci->size; /* objects that fill the bound exactly */
-  CHECK(fill + 4 <= MAXOBJ && (fill + 4) * ci->size <= HC_SLOT_BYTES_TOTAL_MAX, "class %u does not fit this test", c);
+  /* Past the class bound the chain must not be refused for the total alone;
+   * when the two bounds are equal, a chain past one is past both, and both
+   * send it back to its spans. */
+  CHECK(fill + 4 <= MAXOBJ &&
+            ((fill + 4) * ci->size <= HC_SLOT_BYTES_TOTAL_MAX || HC_SLOT_BYTES_CLASS_MAX == HC_SLOT_BYTES_TOTAL_MAX),
+        "class %u does not fit this test", c);
   hci_central_drain();
   size_t outside_spans = hci_central[c].nspans;
   static void *v[MAXOBJ];
@@ -475,25 +480,27 @@ static void class_bound(unsigned c) {
         hci_central[c].nspans, outside_spans);
 }
 
-/* The total byte bound, exactly: four classes fill their class bound, the
+/* The total byte bound, exactly: NFULL classes fill their class bound, the
  * total is then HC_SLOT_BYTES_TOTAL_MAX (kept: <=); one more object of any
  * class is refused although its class's slots are empty; once a chain is
  * taken out, the same chain is kept. */
 static void total_bound(void) {
+  enum { NFULL = HC_SLOT_BYTES_TOTAL_MAX / HC_SLOT_BYTES_CLASS_MAX };
   static const size_t sizes[4] = {256 << 10, 128 << 10, 64 << 10, 32 << 10};
-  _Static_assert(4 * HC_SLOT_BYTES_CLASS_MAX == HC_SLOT_BYTES_TOTAL_MAX, "four full classes fill the total");
-  static void *v[4][MAXOBJ];
-  size_t n[4];
-  unsigned cls[4];
+  _Static_assert(NFULL >= 1 && NFULL <= 4 && NFULL * HC_SLOT_BYTES_CLASS_MAX == HC_SLOT_BYTES_TOTAL_MAX,
+                 "one to four full classes fill the total");
+  static void *v[NFULL][MAXOBJ];
+  size_t n[NFULL];
+  unsigned cls[NFULL];
   hci_central_drain();
   CHECK(hci_central_slot_bytes() == 0, "slot bytes %zu after drain", hci_central_slot_bytes());
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < NFULL; k++) {
     cls[k] = hci_size_class(sizes[k]);
     CHECK(hci_classes[cls[k]].size == sizes[k], "no class of %zu bytes", sizes[k]);
     n[k] = take_n(cls[k], v[k], HC_SLOT_BYTES_CLASS_MAX / sizes[k]);
     if (n[k] != HC_SLOT_BYTES_CLASS_MAX / sizes[k]) return;
   }
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < NFULL; k++) {
     hc_chain_t ch;
     make_chain(v[k], (uint32_t)n[k], &ch);
     CHECK(insert_checked(cls[k], &ch, "fill the total") == KEPT, "class %u: full chain not kept", cls[k]);
@@ -509,19 +516,19 @@ static void total_bound(void) {
   CHECK(insert_checked(c8, &ch, "past the total") == TOTAL_BOUND, "class %u: an object kept past the total", c8);
   /* take one chain out: room again */
   hc_chain_t got;
-  CHECK(hci_central_remove(cls[3], 1, &got, NULL) && got.n == n[3] && got.head == v[3][0],
-        "class %u: the full chain did not come back whole", cls[3]);
-  take_chain(cls[3], &got, v[3], MAXOBJ);
+  CHECK(hci_central_remove(cls[NFULL - 1], 1, &got, NULL) && got.n == n[NFULL - 1] && got.head == v[NFULL - 1][0],
+        "class %u: the full chain did not come back whole", cls[NFULL - 1]);
+  take_chain(cls[NFULL - 1], &got, v[NFULL - 1], MAXOBJ);
   CHECK(hci_central_slot_bytes() == HC_SLOT_BYTES_TOTAL_MAX - HC_SLOT_BYTES_CLASS_MAX, "slot bytes %zu",
         hci_central_slot_bytes());
   if (take_n(c8, one, 1) != 1) return;
   make_chain(one, 1, &ch);
   CHECK(insert_checked(c8, &ch, "room again") == KEPT, "class %u: refused with room in the total", c8);
-  make_chain(v[3], (uint32_t)n[3], &ch);
-  insert_checked(cls[3], &ch, "back");
+  make_chain(v[NFULL - 1], (uint32_t)n[NFULL - 1], &ch);
+  insert_checked(cls[NFULL - 1], &ch, "back");
   hci_central_drain();
   CHECK(hci_central_slot_bytes() == 0, "slot bytes %zu after drain", hci_central_slot_bytes());
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < NFULL; k++)
     CHECK(outside[cls[k]] != 0 || hci_central[cls[k]].nspans == 0, "class %u: %zu spans after drain", cls[k],
           hci_central[cls[k]].nspans);
 }

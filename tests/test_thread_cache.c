@@ -196,10 +196,13 @@ static void *t_malloc(size_t size) {
   unsigned c = hci_size_class(size);
   const hc_central_t *ce = &hci_central[c];
   uint32_t batch = hci_classes[c].batch;
+  /* a class without capacity yet asks for what a 4 KiB page holds (at least one) */
+  uint32_t want = batch, page = (uint32_t)(4096 / hci_classes[c].size);
+  if (tc->fl.cap[c] == 0) want = page == 0 ? 1 : page < batch ? page : batch;
   uint32_t chain = ce->nchains                ? ce->slots[ce->nchains - 1].n
-                   : ce->free_objs             ? (ce->free_objs < batch ? (uint32_t)ce->free_objs : batch)
-                   : hci_classes[c].objs < batch ? hci_classes[c].objs
-                                                 : batch;
+                   : ce->free_objs             ? (ce->free_objs < want ? (uint32_t)ce->free_objs : want)
+                   : hci_classes[c].objs < want ? hci_classes[c].objs
+                                                : want;
   size_t outside0 = outside_central(c);
   tc_state_t m;
   snap(tc, &m);
@@ -736,7 +739,8 @@ static void test_fastpath(void) {
 // ---- scenarios (each its own test: "chain-bound", "budget-shrink") ----
 
 /* "chain-bound": a thread that allocates one object of each of 11 classes
- * after another thread freed many of them receives 11 long chains, one per
+ * after another thread freed many of them (a slot total's worth, so every chain
+ * stays whole in the transfer slots) receives 11 long chains, one per
  * refill.  Each list keeps max(cap, batch) objects and central gets the
  * rest back (t_malloc checks both against the model), so the cache holds
  * at most its budget plus one batch.  (Refills used to keep each chain
@@ -749,7 +753,7 @@ static void *chain_giver(void *arg) {
   (void)arg;
   static void *v[4096];
   for (size_t k = 0; k < N_CHAIN_SIZES; k++) {
-    size_t n = ((size_t)2 << 20) / chain_sizes[k];
+    size_t n = (HC_SLOT_BYTES_TOTAL_MAX / N_CHAIN_SIZES) / chain_sizes[k]; /* every chain fits the slots */
     for (size_t i = 0; i < n; i++) v[i] = malloc(chain_sizes[k]);
     for (size_t i = 0; i < n; i++) free(v[i]);
   }
