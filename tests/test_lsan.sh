@@ -137,6 +137,19 @@ check "use_registers=0:use_tls=0" "" global 0 "" "global leaked=0;"
 check "use_unaligned=1" "" unaligned 0 "" "unaligned leaked=0;"
 check "use_root_regions=0" "" root_region 23 "50 1 50 1 50 1" "registered leaked=1;unregistered leaked=1;"
 check "use_ld_allocations=0" "" clean 0 "" ""
+# Joined threads' DTVs stay allocated in glibc's stack cache, made by
+# pthread_create (LSan ignores what pthread_create allocates).
+check "use_ld_allocations=0" "" joined 0 "" ""
+check "use_ld_allocations=0:use_tls=0:use_stacks=0:use_registers=0" "" joined 0 "" ""
+# max_allocation_size_mb: beyond it NULL and ENOMEM (allocator_may_return_null=1,
+# one warning per failure) or a report and LSan's exit status.
+check "allocator_may_return_null=1:max_allocation_size_mb=16" "" too_big 0 "" \
+  "realloc null=1;enomem=1;kept=1;malloc null=1;calloc null=1;limit null=0;"
+has_re "failed to allocate 0x1000001 bytes"
+count_re "failed to allocate 0x" 3
+check "allocator_may_return_null=1" "" too_big 0 "" "realloc null=0;enomem=0;kept=0;malloc null=0;calloc null=0;limit null=0;"
+check "max_allocation_size_mb=16" "" too_big 23 "" ""
+has_re "requested allocation size 0x1000001 .*exceeds maximum supported size of 0x1000000"
 printf 'leak:leak_for_supp\n' >"$dump/supp file.txt"
 check "suppressions='$dump/supp file.txt'" "" supp 0 "" ""
 has "Suppressions used:"

@@ -8,6 +8,7 @@
  * Built with -DLSAN_HOOKS it also defines the program's hooks
  * (__lsan_default_options, __lsan_default_suppressions, __lsan_is_turned_off).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sanitizer/lsan_interface.h>
 #include <stdint.h>
@@ -76,6 +77,8 @@ static void *reg_thread(void *arg) {
 #endif
   return NULL;
 }
+
+static void *idle_thread(void *arg) { return arg; }
 
 /* use_tls: a thread keeps the only pointer in its static TLS. */
 static __thread void *tls_ptr;
@@ -191,6 +194,27 @@ int main(int argc, char **argv) {
     printf("unaligned leaked=%d\n", __lsan_do_recoverable_leak_check());
   } else if (!strcmp(c, "deep")) {          /* a deep stack for malloc_context_size */
     drop(leak_a, 5);
+  } else if (!strcmp(c, "joined")) {        /* joined threads: glibc keeps their DTVs (pthread_create's) */
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, idle_thread, NULL);
+    for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+  } else if (!strcmp(c, "too_big")) {       /* max_allocation_size_mb=16: one byte more fails */
+    g_keep = leak_a(9);
+    memset(g_keep, 'k', 9);
+    errno = 0;
+    void *q = realloc(g_keep, ((size_t)16 << 20) + 1);
+    printf("realloc null=%d\nenomem=%d\n", q == NULL, errno == ENOMEM);
+    printf("kept=%d\n", q == NULL && memcmp(g_keep, "kkkkkkkkk", 9) == 0);
+    if (q) g_keep = q;
+    g_sink = malloc(((size_t)17 << 20));
+    printf("malloc null=%d\n", g_sink == NULL);
+    free(g_sink);
+    g_sink = calloc(((size_t)1 << 20) + 1, 16);
+    printf("calloc null=%d\n", g_sink == NULL);
+    free(g_sink);
+    g_sink = malloc((size_t)16 << 20); /* the limit itself is allowed */
+    printf("limit null=%d\n", g_sink == NULL);
+    free(g_sink);
   } else if (!strcmp(c, "fail_leak")) {     /* a failing program that leaks: status 3 kept (LSan: 23) */
     drop(leak_a, 9);
     exit(3);
