@@ -148,6 +148,8 @@ check "allocator_may_return_null=1:max_allocation_size_mb=16" "" too_big 0 "" \
 has_re "failed to allocate 0x1000001 bytes"
 count_re "failed to allocate 0x" 3
 check "allocator_may_return_null=1" "" too_big 0 "" "realloc null=0;enomem=0;kept=0;malloc null=0;calloc null=0;limit null=0;"
+check "" "" alloc_hooks 0 "" \
+  "slot=1;owned=1;size=4242;mallocs=1;frees=1;owned in free=1;size in free=4242;"
 check "max_allocation_size_mb=16" "" too_big 23 "" ""
 has_re "requested allocation size 0x1000001 .*exceeds maximum supported size of 0x1000000"
 printf 'leak:leak_for_supp\n' >"$dump/supp file.txt"
@@ -207,6 +209,8 @@ check "exitcode=7 max_leaks=1,report_objects=0:use_globals=1" "" leak 7 "7 1" ""
 check "fast_unwind_on_malloc=0:exitcode=4" "" leak 4 "7 1" ""
 has "heapcheck: warning: LSAN_OPTIONS: unsupported option fast_unwind_on_malloc (ignored)"
 count_re "warning" 1
+check "" "TEST_OWNERSHIP_EXTRA=1" alloc_hooks 0 "" \
+  "slot=1;owned=1;size=4242;interior owned=0;global owned=0;mallocs=1;frees=1;owned in free=1;size in free=4242;freed owned=0;"
 check "exitcode=abc" "" leak 23 "7 1" ""
 has "LSAN_OPTIONS: exitcode=abc is not a number in [0, 255]; using the default 23"
 check "exitcode=5 exitcode=300" "" leak 23 "7 1" ""    # out of range: the key's default, not the earlier value

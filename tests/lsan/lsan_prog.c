@@ -80,6 +80,24 @@ static void *reg_thread(void *arg) {
 
 static void *idle_thread(void *arg) { return arg; }
 
+/* sanitizer_common's allocator interface (<sanitizer/allocator_interface.h>,
+ * which gcc does not install): its prototypes. */
+int __sanitizer_install_malloc_and_free_hooks(void (*m)(const volatile void *, size_t), void (*f)(const volatile void *));
+int __sanitizer_get_ownership(const volatile void *p);
+size_t __sanitizer_get_allocated_size(const volatile void *p);
+static void *volatile hk_watch;
+static int hk_mallocs, hk_frees, hk_owned_in_free;
+static size_t hk_size_in_free;
+static void hk_on_malloc(const volatile void *p, size_t size) {
+  if (p == hk_watch || size == 4242) hk_mallocs++;
+}
+static void hk_on_free(const volatile void *p) {
+  if (p != hk_watch) return;
+  hk_frees++;
+  hk_owned_in_free = __sanitizer_get_ownership(p);
+  hk_size_in_free = __sanitizer_get_allocated_size(p);
+}
+
 /* use_tls: a thread keeps the only pointer in its static TLS. */
 static __thread void *tls_ptr;
 static volatile int tls_ready;
@@ -215,6 +233,20 @@ int main(int argc, char **argv) {
     g_sink = malloc((size_t)16 << 20); /* the limit itself is allowed */
     printf("limit null=%d\n", g_sink == NULL);
     free(g_sink);
+  } else if (!strcmp(c, "alloc_hooks")) {   /* the hooks, ownership and size */
+    printf("slot=%d\n", __sanitizer_install_malloc_and_free_hooks(hk_on_malloc, hk_on_free));
+    char *p = malloc(4242);
+    hk_watch = p;
+    /* The interface: "returned by the allocator and not yet freed".  Clang
+     * 14's LSan also owns interior pointers and freed blocks and dies on a
+     * global's address: those answers are heapcheck's only (EXTRA). */
+    printf("owned=%d\nsize=%d\n", __sanitizer_get_ownership(p), (int)__sanitizer_get_allocated_size(p));
+    if (getenv("TEST_OWNERSHIP_EXTRA"))
+      printf("interior owned=%d\nglobal owned=%d\n", __sanitizer_get_ownership(p + 8), __sanitizer_get_ownership(&hk_watch));
+    free(p);
+    printf("mallocs=%d\nfrees=%d\nowned in free=%d\nsize in free=%d\n", hk_mallocs, hk_frees, hk_owned_in_free,
+           (int)hk_size_in_free);
+    if (getenv("TEST_OWNERSHIP_EXTRA")) printf("freed owned=%d\n", __sanitizer_get_ownership(p));
   } else if (!strcmp(c, "fail_leak")) {     /* a failing program that leaks: status 3 kept (LSan: 23) */
     drop(leak_a, 9);
     exit(3);
