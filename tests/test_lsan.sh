@@ -198,7 +198,7 @@ check "help=1" "" clean 0 "" ""
 has "Available flags"
 for o in detect_leaks leak_check_at_exit exitcode suppressions print_suppressions log_path report_objects \
   max_leaks use_globals use_stacks use_registers use_tls use_ld_allocations use_root_regions use_unaligned \
-  malloc_context_size strip_path_prefix verbosity help; do
+  malloc_context_size strip_path_prefix verbosity max_allocation_size_mb allocator_may_return_null help; do
   has_re "^	$o$"
 done
 
