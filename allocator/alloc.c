@@ -292,6 +292,22 @@ static hc_cold hc_noinline void *enomem(size_t size, size_t align, bool zero) {
   return NULL;
 }
 
+/* Requests above max_request go to too_big (hci_alloc_set_limit). */
+static _Atomic size_t max_request = HC_MAX_REQUEST;
+static _Atomic(hci_too_big_fn) too_big_handler;
+
+void hci_alloc_set_limit(size_t limit, hci_too_big_fn fn) {
+  atomic_store_explicit(&too_big_handler, fn, memory_order_release);
+  atomic_store_explicit(&max_request, limit && limit < HC_MAX_REQUEST ? limit : HC_MAX_REQUEST, memory_order_release);
+}
+
+static hc_cold hc_noinline void *too_big(size_t size, size_t align, bool zero) {
+  hci_too_big_fn h = atomic_load_explicit(&too_big_handler, memory_order_acquire);
+  size_t limit = atomic_load_explicit(&max_request, memory_order_relaxed);
+  if (h && limit < HC_MAX_REQUEST) h(size, limit);
+  return enomem(size, align, zero);
+}
+
 static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintptr_t ra, uintptr_t rec,
                                uint64_t weight, bool zero) {
   /* A sampled small object spans its class size: its usable size is the
@@ -344,7 +360,7 @@ uint32_t hci_alloc_growth_stack(void) {
 static void *alloc_object(size_t size, size_t align, uintptr_t ra, uintptr_t rec, int flags, bool zero) {
   hci_ensure_init();
   entry_ra = ra;
-  if (hc_unlikely(size > HC_MAX_REQUEST)) return enomem(size, align, zero);
+  if (hc_unlikely(size > atomic_load_explicit(&max_request, memory_order_relaxed))) return too_big(size, align, zero);
   hc_tcache_t *tc = hci_tc_get();
   /* Charge the sampler (unless the fast path did already). */
   bool sample = false;
@@ -638,7 +654,7 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   }
   /* A large block grows into the free pages after it when there are
    * enough: a buffer grown step by step is then never copied. */
-  if (!cls && !sampled && size > usable && size <= HC_MAX_REQUEST &&
+  if (!cls && !sampled && size > usable && size <= atomic_load_explicit(&max_request, memory_order_relaxed) &&
       hci_ph_grow(s, (size + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT)) {
     set_requested_size(p, size);
     return p;

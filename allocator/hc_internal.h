@@ -363,6 +363,12 @@ void hci_alloc_set_sample_listener(const hci_sample_listener_t *l);
  * NULL removes it. */
 typedef void *(*hci_oom_fn)(size_t size, size_t align, bool zero);
 void hci_alloc_set_oom_handler(hci_oom_fn fn);
+/* LSan's max_allocation_size_mb: a request above limit bytes (0: none) calls
+ * fn(size, limit) first (it may end the process), then fails with ENOMEM as
+ * above.  Limits are above HC_MAX_SMALL (whole MiB): only the slow path
+ * checks.  Set before threads start (option parsing). */
+typedef void (*hci_too_big_fn)(size_t size, size_t limit);
+void hci_alloc_set_limit(size_t limit, hci_too_big_fn fn);
 
 /* ======================= malloc_hook.c ======================= */
 /* gperftools' MallocHook lists (the exported API is runtime/malloc_hooks.c).

@@ -111,6 +111,8 @@
   INT(malloc_context_size, 30, 1, 1000000, NULL, checker, "frames recorded per allocation stack, malloc's own counted as in LSan") \
   STR(strip_path_prefix, "unset", checker, "prefix cut from file and module paths in reports")             \
   INT(verbosity, 0, -1000, 1000, NULL, checker, "message level (PERFTOOLS_VERBOSE): 1 adds timings, 2 their breakdown") \
+  INT(max_allocation_size_mb, 0, 0, 1ll << 26, NULL, checker, "a request above this many MiB fails (0: no limit): a report, then the exit status, or NULL (below)") \
+  BOOL(allocator_may_return_null, false, checker, "a request above max_allocation_size_mb returns NULL with ENOMEM after a warning (real out-of-memory always returns NULL)") \
   BOOL(help, false, checker, "print this list at start-up")
 
 #define HCO_ID_INT(name, ...) HCO_##name,

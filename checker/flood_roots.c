@@ -82,13 +82,18 @@ static void ignored_root(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const
 void hci_fl_push_ignored(flood_t *f) { for_each_unmarked(f, ignored_root); }
 
 /* Allocated by the dynamic loader (its first frame is in ld.so: DTV,
- * dynamic TLS blocks, link maps) or by a suppressed stack.  Cached per id. */
+ * dynamic TLS blocks, link maps) or by a suppressed stack.  Cached per id.
+ * With use_ld_allocations=0 the loader's objects made inside pthread_create
+ * stay roots: a thread's DTV, which glibc keeps with the descriptor in its
+ * stack cache after the join, reachable from nothing we scan (LSan ignores
+ * whatever pthread_create allocates, for that reason). */
 static bool extra_root(flood_t *f, uint32_t id) {
   ldso_ent_t *c = f->ldso ? &f->ldso[id % LDSO_CACHE] : NULL;
   if (c && c->id == id) return c->is_root;
   const uintptr_t *pcs;
   int n = hci_depot_get(id, &pcs);
-  bool root = (n > 0 && !f->p->no_ld_roots && hci_pc_in_ldso(pcs[0])) || hci_supp_is_suppressed(id);
+  bool root = (n > 0 && hci_pc_in_ldso(pcs[0]) && (!f->p->no_ld_roots || hci_stack_in_thread_create(pcs, n))) ||
+              hci_supp_is_suppressed(id);
   if (c) {
     c->id = id;
     c->is_root = root;

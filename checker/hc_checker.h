@@ -277,6 +277,9 @@ void hci_roots_set_start_frames(uintptr_t tp, uintptr_t caller_sp, uintptr_t arg
 /* pc lies in the dynamic loader's text (objects it allocates - DTV, dynamic
  * TLS blocks - are roots).  Lock-free; valid after hci_world_init. */
 bool hci_pc_in_ldso(uintptr_t pc);
+/* A frame of the stack lies in pthread_create (glibc's thread state it
+ * allocates, kept for reuse after the join).  Lock-free, as hci_pc_in_ldso. */
+bool hci_stack_in_thread_create(const uintptr_t *pcs, int n);
 /* Computes the loader's text ranges (hci_world_init calls it). */
 void hci_roots_init(void);
 /* Statically linked: adds the text of libc.a's loader functions that

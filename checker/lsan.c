@@ -160,6 +160,26 @@ static void print_help(void) {
   for (int k = 0; k < HCL_COUNT; k++) hci_fdprintf(fd, "\t%s\n\t\t- %s\n", hci_lsan_options[k].name, hci_lsan_options[k].doc);
 }
 
+/* max_allocation_size_mb: the allocator calls this (in malloc, no lock
+ * held) for a request above the limit, then returns NULL with ENOMEM.
+ * LSan's texts; as LSan, the report ends the process with the exit code
+ * unless allocator_may_return_null=1. */
+static bool may_return_null;
+static __attribute__((noreturn)) void die(void);
+
+static void too_big(size_t size, size_t limit) {
+  if (may_return_null) {
+    hci_warn("failed to allocate 0x%zx bytes (LSAN_OPTIONS max_allocation_size_mb=%zu): NULL, errno ENOMEM", size,
+             limit >> 20);
+    return;
+  }
+  hci_chk_log(HCI_LOG_ERROR,
+              "heapcheck: error: requested allocation size 0x%zx exceeds maximum supported size of 0x%zx "
+              "(LSAN_OPTIONS max_allocation_size_mb=%zu; allocator_may_return_null=1 returns NULL instead)",
+              size, limit, limit >> 20);
+  die();
+}
+
 static void apply_one(const char *src, const char *name, size_t nlen, const char *v, size_t vlen) {
   int id = find_opt(name, nlen);
   if (id < 0) {
@@ -210,6 +230,8 @@ static void apply_one(const char *src, const char *name, size_t nlen, const char
       break;
     case HCL_strip_path_prefix: hci_chk.strip_path_prefix = vlen ? keep(v, vlen) : NULL; break;
     case HCL_verbosity: hci_chk.verbose = (int)x; break;
+    case HCL_max_allocation_size_mb: hci_alloc_set_limit((size_t)x << 20, x ? too_big : NULL); break;
+    case HCL_allocator_may_return_null: may_return_null = b; break;
     case HCL_help:
       if (b) print_help();
       break;

@@ -51,6 +51,8 @@ static struct {
    * exported descriptors); 0 when unknown. */
   uintptr_t stack_used;
   uint32_t pd_list_off, pd_tid_off;
+  /* pthread_create's text (dladdr1's symbol size); 0, 0 when unknown. */
+  uintptr_t ptc_lo, ptc_hi;
   /* libc's start-up frames on the main thread's stack (set once, before
    * main; see hci_roots_set_start_frames): tp 0 = unknown. */
   uintptr_t start_tp, start_lo, start_hi;
@@ -474,6 +476,13 @@ void hci_roots_init(void) {
       roots.pd_list_off = list[2];
       roots.pd_tid_off = tid[2];
     }
+    void *ptc = dlsym(RTLD_DEFAULT, "pthread_create");
+    Dl_info di;
+    const ElfW(Sym) *sym = NULL;
+    if (ptc && dladdr1(ptc, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+      roots.ptc_lo = (uintptr_t)ptc;
+      roots.ptc_hi = (uintptr_t)ptc + sym->st_size;
+    }
     atomic_store_explicit(&roots.ready, 1, memory_order_release);
   }
   hci_unlock(&roots.lock);
@@ -500,6 +509,13 @@ void hci_roots_static_loader(void) {
     roots.nldso++;
   }
   hci_unlock(&roots.lock);
+}
+
+bool hci_stack_in_thread_create(const uintptr_t *pcs, int n) {
+  if (!atomic_load_explicit(&roots.ready, memory_order_acquire)) return false;
+  for (int i = 0; i < n; i++)
+    if (pcs[i] > roots.ptc_lo && pcs[i] <= roots.ptc_hi) return true; /* return addresses: call + 1 */
+  return false;
 }
 
 bool hci_pc_in_ldso(uintptr_t pc) {

@@ -137,6 +137,21 @@ check "use_registers=0:use_tls=0" "" global 0 "" "global leaked=0;"
 check "use_unaligned=1" "" unaligned 0 "" "unaligned leaked=0;"
 check "use_root_regions=0" "" root_region 23 "50 1 50 1 50 1" "registered leaked=1;unregistered leaked=1;"
 check "use_ld_allocations=0" "" clean 0 "" ""
+# Joined threads' DTVs stay allocated in glibc's stack cache, made by
+# pthread_create (LSan ignores what pthread_create allocates).
+check "use_ld_allocations=0" "" joined 0 "" ""
+check "use_ld_allocations=0:use_tls=0:use_stacks=0:use_registers=0" "" joined 0 "" ""
+# max_allocation_size_mb: beyond it NULL and ENOMEM (allocator_may_return_null=1,
+# one warning per failure) or a report and LSan's exit status.
+check "allocator_may_return_null=1:max_allocation_size_mb=16" "" too_big 0 "" \
+  "realloc null=1;enomem=1;kept=1;malloc null=1;calloc null=1;limit null=0;"
+has_re "failed to allocate 0x1000001 bytes"
+count_re "failed to allocate 0x" 3
+check "allocator_may_return_null=1" "" too_big 0 "" "realloc null=0;enomem=0;kept=0;malloc null=0;calloc null=0;limit null=0;"
+check "" "" alloc_hooks 0 "" \
+  "slot=1;owned=1;size=4242;mallocs=1;frees=1;owned in free=1;size in free=4242;"
+check "max_allocation_size_mb=16" "" too_big 23 "" ""
+has_re "requested allocation size 0x1000001 .*exceeds maximum supported size of 0x1000000"
 printf 'leak:leak_for_supp\n' >"$dump/supp file.txt"
 check "suppressions='$dump/supp file.txt'" "" supp 0 "" ""
 has "Suppressions used:"
@@ -183,7 +198,7 @@ check "help=1" "" clean 0 "" ""
 has "Available flags"
 for o in detect_leaks leak_check_at_exit exitcode suppressions print_suppressions log_path report_objects \
   max_leaks use_globals use_stacks use_registers use_tls use_ld_allocations use_root_regions use_unaligned \
-  malloc_context_size strip_path_prefix verbosity help; do
+  malloc_context_size strip_path_prefix verbosity max_allocation_size_mb allocator_may_return_null help; do
   has_re "^	$o$"
 done
 
@@ -194,6 +209,8 @@ check "exitcode=7 max_leaks=1,report_objects=0:use_globals=1" "" leak 7 "7 1" ""
 check "fast_unwind_on_malloc=0:exitcode=4" "" leak 4 "7 1" ""
 has "heapcheck: warning: LSAN_OPTIONS: unsupported option fast_unwind_on_malloc (ignored)"
 count_re "warning" 1
+check "" "TEST_OWNERSHIP_EXTRA=1" alloc_hooks 0 "" \
+  "slot=1;owned=1;size=4242;interior owned=0;global owned=0;mallocs=1;frees=1;owned in free=1;size in free=4242;freed owned=0;"
 check "exitcode=abc" "" leak 23 "7 1" ""
 has "LSAN_OPTIONS: exitcode=abc is not a number in [0, 255]; using the default 23"
 check "exitcode=5 exitcode=300" "" leak 23 "7 1" ""    # out of range: the key's default, not the earlier value

@@ -8,6 +8,7 @@
  * Built with -DLSAN_HOOKS it also defines the program's hooks
  * (__lsan_default_options, __lsan_default_suppressions, __lsan_is_turned_off).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sanitizer/lsan_interface.h>
 #include <stdint.h>
@@ -75,6 +76,26 @@ static void *reg_thread(void *arg) {
       : "r12", "memory");
 #endif
   return NULL;
+}
+
+static void *idle_thread(void *arg) { return arg; }
+
+/* sanitizer_common's allocator interface (<sanitizer/allocator_interface.h>,
+ * which gcc does not install): its prototypes. */
+int __sanitizer_install_malloc_and_free_hooks(void (*m)(const volatile void *, size_t), void (*f)(const volatile void *));
+int __sanitizer_get_ownership(const volatile void *p);
+size_t __sanitizer_get_allocated_size(const volatile void *p);
+static void *volatile hk_watch;
+static int hk_mallocs, hk_frees, hk_owned_in_free;
+static size_t hk_size_in_free;
+static void hk_on_malloc(const volatile void *p, size_t size) {
+  if (p == hk_watch || size == 4242) hk_mallocs++;
+}
+static void hk_on_free(const volatile void *p) {
+  if (p != hk_watch) return;
+  hk_frees++;
+  hk_owned_in_free = __sanitizer_get_ownership(p);
+  hk_size_in_free = __sanitizer_get_allocated_size(p);
 }
 
 /* use_tls: a thread keeps the only pointer in its static TLS. */
@@ -191,6 +212,41 @@ int main(int argc, char **argv) {
     printf("unaligned leaked=%d\n", __lsan_do_recoverable_leak_check());
   } else if (!strcmp(c, "deep")) {          /* a deep stack for malloc_context_size */
     drop(leak_a, 5);
+  } else if (!strcmp(c, "joined")) {        /* joined threads: glibc keeps their DTVs (pthread_create's) */
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, idle_thread, NULL);
+    for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+  } else if (!strcmp(c, "too_big")) {       /* max_allocation_size_mb=16: one byte more fails */
+    g_keep = leak_a(9);
+    memset(g_keep, 'k', 9);
+    errno = 0;
+    void *q = realloc(g_keep, ((size_t)16 << 20) + 1);
+    printf("realloc null=%d\nenomem=%d\n", q == NULL, errno == ENOMEM);
+    printf("kept=%d\n", q == NULL && memcmp(g_keep, "kkkkkkkkk", 9) == 0);
+    if (q) g_keep = q;
+    g_sink = malloc(((size_t)17 << 20));
+    printf("malloc null=%d\n", g_sink == NULL);
+    free(g_sink);
+    g_sink = calloc(((size_t)1 << 20) + 1, 16);
+    printf("calloc null=%d\n", g_sink == NULL);
+    free(g_sink);
+    g_sink = malloc((size_t)16 << 20); /* the limit itself is allowed */
+    printf("limit null=%d\n", g_sink == NULL);
+    free(g_sink);
+  } else if (!strcmp(c, "alloc_hooks")) {   /* the hooks, ownership and size */
+    printf("slot=%d\n", __sanitizer_install_malloc_and_free_hooks(hk_on_malloc, hk_on_free));
+    char *p = malloc(4242);
+    hk_watch = p;
+    /* The interface: "returned by the allocator and not yet freed".  Clang
+     * 14's LSan also owns interior pointers and freed blocks and dies on a
+     * global's address: those answers are heapcheck's only (EXTRA). */
+    printf("owned=%d\nsize=%d\n", __sanitizer_get_ownership(p), (int)__sanitizer_get_allocated_size(p));
+    if (getenv("TEST_OWNERSHIP_EXTRA"))
+      printf("interior owned=%d\nglobal owned=%d\n", __sanitizer_get_ownership(p + 8), __sanitizer_get_ownership(&hk_watch));
+    free(p);
+    printf("mallocs=%d\nfrees=%d\nowned in free=%d\nsize in free=%d\n", hk_mallocs, hk_frees, hk_owned_in_free,
+           (int)hk_size_in_free);
+    if (getenv("TEST_OWNERSHIP_EXTRA")) printf("freed owned=%d\n", __sanitizer_get_ownership(p));
   } else if (!strcmp(c, "fail_leak")) {     /* a failing program that leaks: status 3 kept (LSan: 23) */
     drop(leak_a, 9);
     exit(3);
