@@ -179,6 +179,12 @@ int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_
 /* The same, with sizes[i] the size of frame i: the distance between its
  * frame record and the next (gperftools' GetStackFrames), 0 when unknown. */
 int hci_unwind_fp_sizes(uintptr_t *pcs, size_t *sizes, int max, int skip, uintptr_t fp, uintptr_t sp);
+/* The frame-pointer walk from rec, the frame record {saved fp, ra} of an
+ * entry point's frame (hci_alloc_slow's, reached by malloc's tail call):
+ * pcs[0] = ra, then its callers, as hci_backtrace finds them past the
+ * allocator's own frames.  0 when rec does not lie on the stack above the
+ * caller's frame or does not hold ra (then walk with hci_backtrace). */
+int hci_unwind_fp_from(uintptr_t *pcs, int max, uintptr_t rec, uintptr_t ra);
 /* Address of the frame record {saved fp, return address} whose return
  * address is ra, within `max` frames of the chain from fp; 0 if none. */
 uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp);
