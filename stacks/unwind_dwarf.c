@@ -147,7 +147,18 @@ void hci_unwind_dwarf_cache_clear(void) {
   }
 }
 
-bool hci_unwind_dwarf_available(void) { return hci_eh_available(); }
+/* hci_eh_available, asked once: the answer (the link kind, whether ld.so
+ * has _dl_find_object) never changes, and every capture asks.  0: not yet. */
+static _Atomic signed char eh_known;
+static inline bool eh_ok(void) {
+  int v = atomic_load_explicit(&eh_known, memory_order_relaxed);
+  if (hc_likely(v != 0)) return v > 0;
+  bool ok = hci_eh_available();
+  atomic_store_explicit(&eh_known, (signed char)(ok ? 1 : -1), memory_order_relaxed);
+  return ok;
+}
+
+bool hci_unwind_dwarf_available(void) { return eh_ok(); }
 
 /* ---- the walk ---- */
 
@@ -582,7 +593,7 @@ static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp) {
 hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec,
                                      const uintptr_t **pcs, uint64_t *hash) {
   if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
-  if (max <= 0 || !hci_eh_available()) return -1;
+  if (max <= 0 || !eh_ok()) return -1;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
   if (rec == 0 || !rec_holds(rec, ra, fp)) rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
   if (rec == 0) return -1;
