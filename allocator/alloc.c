@@ -108,7 +108,11 @@ static uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
   if (dwarf) {
     n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra, NULL);
   } else {
-    n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
+    /* From the entry point's frame record when it is handed down: the
+     * allocator's own frames are not walked, and the stack keeps
+     * HC_MAX_STACK_DEPTH frames of the program whatever their number. */
+    n = rec && hci_unwinder == HC_UNWIND_FP ? hci_unwind_fp_from(pcs, HC_MAX_STACK_DEPTH, rec, ra) : 0;
+    if (n == 0) n = hci_backtrace(pcs, HC_MAX_STACK_DEPTH, 0);
   }
   /* The ids the ways keep are of their own frames: not this stack's. */
   if (memo)

@@ -31,7 +31,9 @@ static inline uint64_t hci_stack_hash(const uintptr_t *pcs, int n) {
  * these frames with the same registers checks the words the rest of the
  * walk read instead of walking on: consecutive allocations that share their
  * outer callers cost a few steps plus one compare per outer word instead of
- * a rule lookup per frame.
+ * a rule lookup per frame.  rbp and the words saved from it count only
+ * where a step uses rbp before one reloads it (lv): code without frame
+ * pointers keeps data in rbp, which would otherwise make the memo miss.
  * Layout: the frames fill the top slots, [F - n, F), outermost in slot F - 1,
  * so the frames are in the order a stack is reported (innermost first) and a
  * walk that shares the memo's outer frames writes only its own inner ones
@@ -48,6 +50,7 @@ typedef struct hc_unwind_memo_way {
   int n;                   /* frames held, in slots [F - n, F) */
   uint8_t end;             /* why the walk stopped (unwind_dwarf.c's END_*) */
   bool same;               /* the last walk found the frames of the one before it */
+  uint8_t fresh;           /* frames the last walk stepped to itself before the memo's took over (tests) */
   uintptr_t rsp0;          /* the walk's start: rsp at malloc's caller */
   uintptr_t amax;          /* no word's address is above this */
   uint16_t wtop[HC_UNWIND_MEMO_FRAMES]; /* the words of the steps from slot s outward: [W - wtop[s], W) */
@@ -55,6 +58,7 @@ typedef struct hc_unwind_memo_way {
   uintptr_t rsp[HC_UNWIND_MEMO_FRAMES + 1]; /* the registers at each frame; rsp[F]: all ones */
   uintptr_t rbp[HC_UNWIND_MEMO_FRAMES];
   uint64_t hv[HC_UNWIND_MEMO_FRAMES + 1]; /* hv[s] = hv[s + 1] * B + pcs[s]; hv[F]: frames dropped past F - 1 */
+  uint8_t lv[HC_UNWIND_MEMO_FRAMES];      /* rbp at slot s matters to the walk from s outward (else not compared) */
   uintptr_t addr[HC_UNWIND_MEMO_WORDS], val[HC_UNWIND_MEMO_WORDS];
 } hc_unwind_memo_way_t;
 /* One way per group of malloc call sites (ra hashed): a capture walks with
@@ -65,6 +69,8 @@ typedef struct hc_unwind_memo_way {
 typedef struct hc_unwind_memo {
   hc_unwind_memo_way_t way[HC_UNWIND_MEMO_WAYS];
   int cur; /* the way of the last walk */
+  int pow_n;     /* pow_v = B^pow_n (0: none yet) */
+  uint64_t pow_v;
 } hc_unwind_memo_t;
 /* The way holding the frames of the last hci_unwind_memo_walk. */
 static inline hc_unwind_memo_way_t *hci_unwind_memo_cur(hc_unwind_memo_t *m) { return &m->way[m->cur]; }
@@ -173,6 +179,12 @@ int hci_unwind_fp_skip(uintptr_t *pcs, int max, int skip, uintptr_t fp, uintptr_
 /* The same, with sizes[i] the size of frame i: the distance between its
  * frame record and the next (gperftools' GetStackFrames), 0 when unknown. */
 int hci_unwind_fp_sizes(uintptr_t *pcs, size_t *sizes, int max, int skip, uintptr_t fp, uintptr_t sp);
+/* The frame-pointer walk from rec, the frame record {saved fp, ra} of an
+ * entry point's frame (hci_alloc_slow's, reached by malloc's tail call):
+ * pcs[0] = ra, then its callers, as hci_backtrace finds them past the
+ * allocator's own frames.  0 when rec does not lie on the stack above the
+ * caller's frame or does not hold ra (then walk with hci_backtrace). */
+int hci_unwind_fp_from(uintptr_t *pcs, int max, uintptr_t rec, uintptr_t ra);
 /* Address of the frame record {saved fp, return address} whose return
  * address is ra, within `max` frames of the chain from fp; 0 if none. */
 uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp);

@@ -179,6 +179,14 @@ uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp) 
   return 0;
 }
 
+hc_noinline int hci_unwind_fp_from(uintptr_t *pcs, int max, uintptr_t rec, uintptr_t ra) {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  /* Above our frame (a live caller's), inside the stack (fp_walk checks). */
+  int n = rec > sp ? fp_walk(pcs, NULL, max, 0, rec, sp) : 0;
+  __asm__ volatile("" ::: "memory");
+  return n > 0 && pcs[0] == ra ? n : 0;
+}
+
 int hci_unwind_fp(uintptr_t *pcs, int max, uintptr_t fp, uintptr_t sp) {
   return hci_unwind_fp_skip(pcs, max, 0, fp, sp);
 }

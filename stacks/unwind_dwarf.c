@@ -147,7 +147,18 @@ void hci_unwind_dwarf_cache_clear(void) {
   }
 }
 
-bool hci_unwind_dwarf_available(void) { return hci_eh_available(); }
+/* hci_eh_available, asked once: the answer (the link kind, whether ld.so
+ * has _dl_find_object) never changes, and every capture asks.  0: not yet. */
+static _Atomic signed char eh_known;
+static inline bool eh_ok(void) {
+  int v = atomic_load_explicit(&eh_known, memory_order_relaxed);
+  if (hc_likely(v != 0)) return v > 0;
+  bool ok = hci_eh_available();
+  atomic_store_explicit(&eh_known, (signed char)(ok ? 1 : -1), memory_order_relaxed);
+  return ok;
+}
+
+bool hci_unwind_dwarf_available(void) { return eh_ok(); }
 
 /* ---- the walk ---- */
 
@@ -163,10 +174,20 @@ typedef struct walk_log {
   int cap, nloads;
   uintptr_t *srsp, *srbp; /* frame k's rsp/rbp, k < scap */
   uint16_t *li;           /* frame k's first word */
-  int scap;
+  uint8_t *fl;            /* frame k's step: STEP_* */
+  int scap, cur;          /* cur: the frame being stepped from */
   bool spoiled; /* too many words or frames, a signal frame (its stack may move), a word below its frame */
   bool bounds;  /* a word was outside the stack */
 } walk_log_t;
+
+/* What the step from a frame does with rbp (walk_log_t.fl), for the memo:
+ * a frame's rbp matters to the rest of the walk only when a step uses it
+ * before one reloads it, and a word read as the caller's rbp only when the
+ * caller's rbp matters (code without frame pointers keeps data in rbp, and
+ * saves it: comparing those words and registers made the memo miss). */
+#define STEP_USES 1  /* CFA from rbp */
+#define STEP_KILLS 2 /* rbp reloaded from the stack (its word read second) or undefined */
+#define STEP_LOADS 4 /* the rbp word is read (after the return address) */
 
 /* [lo, hi): the readable stack; a read of 8 bytes at a must fit. */
 static inline bool load_word(uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t *out) {
@@ -206,6 +227,8 @@ static inline void log_frame(walk_log_t *log, int k, const regs_t *r) {
   log->srsp[k] = r->rsp;
   log->srbp[k] = r->rbp;
   log->li[k] = (uint16_t)log->nloads;
+  log->fl[k] = 0; /* no step (yet): the frame limit */
+  log->cur = k;
 }
 
 /* Why a walk stopped: the outermost frame or a rule that ends it (both a
@@ -236,6 +259,9 @@ bool hci_unwind_keeps_fp(uintptr_t ra) {
  * address at CFA + ra_off, rbp saved at CFA + rbp_off (R_OFFSET). */
 static inline bool normal_step(regs_t *r, uintptr_t lo, uintptr_t hi, walk_log_t *log, bool cfa_rbp, int64_t cfa_off,
                                int64_t ra_off, int rbp_how, int64_t rbp_off) {
+  if (log && !log->spoiled)
+    log->fl[log->cur] = (uint8_t)((cfa_rbp ? STEP_USES : 0) | (rbp_how == R_OFFSET ? STEP_KILLS | STEP_LOADS : 0) |
+                                  (rbp_how == R_UNDEF ? STEP_KILLS : 0));
   uintptr_t cfa = (cfa_rbp ? r->rbp : r->rsp) + (uintptr_t)cfa_off;
   if (cfa <= r->rsp || cfa > hi) return false;
   uintptr_t ra, rbp = r->rbp;
@@ -363,6 +389,27 @@ static uint64_t hash_pow(int k) {
   return r;
 }
 
+/* Whether rbp at a frame matters to the walk from there on, given whether
+ * it does at the next frame out and what the frame's step does (STEP_*). */
+static inline bool rbp_live(uint8_t fl, bool live_next) { return (fl & STEP_USES) || (!(fl & STEP_KILLS) && live_next); }
+
+/* The words of one step, [a, e) of saddr/sval, into the memo's below word
+ * w (returned lowered): the caller's rbp word only when that rbp matters
+ * (live_next).  Highest first: memo_fill moves words up within the memo's
+ * own arrays.  *amax: the highest address kept so far. */
+static inline int keep_step_words(hc_unwind_memo_way_t *m, int w, const uintptr_t *saddr, const uintptr_t *sval, int a,
+                                  int e, uint8_t fl, bool live_next, uintptr_t *amax) {
+  int cnt = e - a;
+  if ((fl & STEP_LOADS) && cnt == 2 && !live_next) cnt = 1; /* the rbp word is read second */
+  for (int i = cnt - 1; i >= 0; i--) {
+    __asm__("" : "+r"(i)); /* a word or two: no call to memmove */
+    m->addr[w - cnt + i] = saddr[a + i];
+    m->val[w - cnt + i] = sval[a + i];
+    *amax = saddr[a + i] > *amax ? saddr[a + i] : *amax;
+  }
+  return w - cnt;
+}
+
 /* A whole walk from r into the memo (frames from slot 0 while it walks,
  * then moved to the top).  Returns the frame count; the frames are in slots
  * [MF - n, MF) when the memo holds the walk (gen != 0), else in [0, n). */
@@ -371,7 +418,7 @@ static int memo_fill(hc_unwind_memo_way_t *m, regs_t r) {
   m->same = false;
   m->n = 0;
   walk_log_t log = {.addr = m->addr, .val = m->val, .cap = MW, .srsp = m->rsp, .srbp = m->rbp, .li = m->wtop,
-                    .scap = MF, .spoiled = false};
+                    .fl = m->lv, .scap = MF, .spoiled = false};
   log_frame(&log, 0, &r);
   m->pcs[0] = r.rip;
   int end;
@@ -381,17 +428,30 @@ static int memo_fill(hc_unwind_memo_way_t *m, regs_t r) {
   memmove(m->pcs + b, m->pcs, (size_t)n * sizeof *m->pcs);
   memmove(m->rsp + b, m->rsp, (size_t)n * sizeof *m->rsp);
   memmove(m->rbp + b, m->rbp, (size_t)n * sizeof *m->rbp);
-  for (int k = n - 1; k >= 0; k--) m->wtop[b + k] = (uint16_t)(nw - m->wtop[k]); /* first word -> words outward */
-  memmove(m->addr + MW - nw, m->addr, (size_t)nw * sizeof *m->addr);
-  memmove(m->val + MW - nw, m->val, (size_t)nw * sizeof *m->val);
+  /* Outermost frame first: the words of each step move to the top (a
+   * caller's rbp word only when that rbp matters, see STEP_*), wtop[k]
+   * (its first word) becomes the count of words from it outward, fl[k]
+   * whether its rbp matters.  Every write lands at or above what is still
+   * to be read. */
+  int w = MW, e = nw;
+  bool live = false; /* past the last frame: nothing */
   uintptr_t amax = 0;
-  for (int i = MW - nw; i < MW; i++) amax = m->addr[i] > amax ? m->addr[i] : amax;
+  for (int k = n - 1; k >= 0; k--) {
+    int a = m->wtop[k];
+    uint8_t fl = m->lv[k];
+    w = keep_step_words(m, w, m->addr, m->val, a, e, fl, live, &amax);
+    e = a;
+    live = rbp_live(fl, live);
+    m->wtop[b + k] = (uint16_t)(MW - w);
+    m->lv[b + k] = live;
+  }
   m->hv[MF] = 0;
   for (int s = MF - 1; s >= b; s--) m->hv[s] = m->hv[s + 1] * HCI_STACK_HASH_B + m->pcs[s];
   m->amax = amax;
   m->rsp[MF] = UINTPTR_MAX;
   m->rsp0 = r.rsp;
   m->end = (uint8_t)end;
+  m->fresh = (uint8_t)n;
   m->n = n;
   m->gen = atomic_load_explicit(&rule_gen, memory_order_relaxed);
   return n;
@@ -407,6 +467,7 @@ static void memo_drop_outer(hc_unwind_memo_way_t *m, int d) {
   memmove(m->rsp + b + d, m->rsp + b, (size_t)keep * sizeof *m->rsp);
   memmove(m->rbp + b + d, m->rbp + b, (size_t)keep * sizeof *m->rbp);
   memmove(m->hv + b + d, m->hv + b, (size_t)keep * sizeof *m->hv);
+  memmove(m->lv + b + d, m->lv + b, (size_t)keep * sizeof *m->lv);
   for (int s = MF - 1; s >= b + d; s--) m->wtop[s] = (uint16_t)(m->wtop[s - d] - wd);
   memmove(m->addr + MW - (wb - wd), m->addr + MW - wb, (size_t)(wb - wd) * sizeof *m->addr);
   memmove(m->val + MW - (wb - wd), m->val + MW - wb, (size_t)(wb - wd) * sizeof *m->val);
@@ -440,6 +501,7 @@ typedef struct prefix {
   uintptr_t addr[PRE_LOADS], val[PRE_LOADS];
   uintptr_t pcs[PRE_FRAMES], srsp[PRE_FRAMES], srbp[PRE_FRAMES];
   uint16_t li[PRE_FRAMES];
+  uint8_t fl[PRE_FRAMES];
 } prefix_t;
 
 /* p's frames 0..c-1 and its words are a fresh walk from r0 whose frame c
@@ -457,27 +519,28 @@ static int splice(hc_unwind_memo_way_t *m, const regs_t *r0, const prefix_t *p, 
     memo_drop_outer(m, d);
     j += d;
   }
-  int b = j - c, wt = m->wtop[j], w0 = MW - wt - nl;
+  int b = j - c, w = MW - m->wtop[j], e = nl;
   uintptr_t amax = m->amax;
-  /* A few words and frames: plain loops (the empty asm keeps compilers from
-   * calling memcpy for each array). */
-  for (int i = 0; i < nl; i++) {
-    __asm__("" : "+r"(i));
-    m->addr[w0 + i] = p->addr[i];
-    m->val[w0 + i] = p->val[i];
-    amax = p->addr[i] > amax ? p->addr[i] : amax;
-  }
+  bool live = m->lv[j];
+  /* A few words and frames, outermost first (as memo_fill): plain loops
+   * (the empty asm keeps compilers from calling memcpy for each array). */
   for (int k = c - 1; k >= 0; k--) {
     __asm__("" : "+r"(k));
-    int s = b + k;
+    int s = b + k, a = p->li[k];
+    uint8_t fl = p->fl[k];
+    w = keep_step_words(m, w, p->addr, p->val, a, e, fl, live, &amax);
+    e = a;
+    live = rbp_live(fl, live);
     m->pcs[s] = p->pcs[k];
     m->rsp[s] = p->srsp[k];
     m->rbp[s] = p->srbp[k];
-    m->wtop[s] = (uint16_t)(wt + nl - p->li[k]);
+    m->wtop[s] = (uint16_t)(MW - w);
+    m->lv[s] = live;
     m->hv[s] = m->hv[s + 1] * HCI_STACK_HASH_B + p->pcs[k];
   }
   m->amax = amax;
   m->rsp0 = r0->rsp;
+  m->fresh = (uint8_t)c;
   m->n = MF - b;
   return b;
 }
@@ -497,7 +560,7 @@ static int walk_memo(hc_unwind_memo_way_t *m, int max, const regs_t *r0) {
   if (m->end == END_FAIL && lo < m->rsp0) return -1;
   prefix_t p;
   walk_log_t log = {.addr = p.addr, .val = p.val, .cap = PRE_LOADS, .srsp = p.srsp, .srbp = p.srbp,
-                    .li = p.li, .scap = PRE_FRAMES, .spoiled = false};
+                    .li = p.li, .fl = p.fl, .scap = PRE_FRAMES, .spoiled = false};
   cache_ent_t *cache = cache_get();
   log_frame(&log, 0, &r);
   p.pcs[0] = r.rip;
@@ -505,7 +568,7 @@ static int walk_memo(hc_unwind_memo_way_t *m, int max, const regs_t *r0) {
   for (;;) {
     while (m->rsp[j] < r.rsp) j++; /* rsp[MF] is the sentinel */
     /* rsp[j] == r.rsp >= lo: the words from j outward are in the stack. */
-    if (j < MF && m->rsp[j] == r.rsp && m->pcs[j] == r.rip && m->rbp[j] == r.rbp && !r.exact &&
+    if (j < MF && m->rsp[j] == r.rsp && m->pcs[j] == r.rip && (m->rbp[j] == r.rbp || !m->lv[j]) && !r.exact &&
         (m->end != END_MAX || c + (MF - j) >= max) && words_hold(m, j))
       return splice(m, r0, &p, c, log.nloads, j);
     if (c + 1 >= PRE_FRAMES || !step(cache, &r, &lo, &hi, &log) || log.spoiled || r.rip < 4096 || lo != r0->rsp)
@@ -530,7 +593,7 @@ static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp) {
 hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec,
                                      const uintptr_t **pcs, uint64_t *hash) {
   if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
-  if (max <= 0 || !hci_eh_available()) return -1;
+  if (max <= 0 || !eh_ok()) return -1;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
   if (rec == 0 || !rec_holds(rec, ra, fp)) rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
   if (rec == 0) return -1;
@@ -554,7 +617,13 @@ hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra
   if (n > max) n = max;
   *pcs = m->pcs + b;
   *hash = m->hv[b];
-  if (b + n < MF || m->hv[MF] != 0) *hash -= m->hv[b + n] * hash_pow(n);
+  if (b + n < MF || m->hv[MF] != 0) {
+    if (mm->pow_n != n) { /* B^n for the n of the last capture (nearly always the frame limit) */
+      mm->pow_v = hash_pow(n);
+      mm->pow_n = n;
+    }
+    *hash -= m->hv[b + n] * mm->pow_v;
+  }
   __asm__ volatile("" ::: "memory");
   return n;
 }

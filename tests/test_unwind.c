@@ -660,6 +660,43 @@ NOINL static int memo_deep(int d, unsigned path, int *bad) {
   return r + pad[0] * 0;
 }
 
+/* The memo through a frame without frame pointer whose rbp (data, not a
+ * frame) differs at each call: rbp is compared only where a step uses it,
+ * so each capture finds the last one's frames at its first frame. */
+void nofp_rbp(void (*cb)(void *), void *arg, uintptr_t v);
+typedef struct rbp_run {
+  uintptr_t got[2][HC_MAX_STACK_DEPTH];
+  int n[2], fresh;
+} rbp_run_t;
+
+NOINL static void rbp_cb(void *arg) {
+  rbp_run_t *r = arg;
+  r->n[0] = memo_capture(r->got[0], &memo_t);
+  r->fresh = hci_unwind_memo_cur(&memo_t)->fresh;
+  r->n[1] = memo_capture(r->got[1], NULL);
+  BARRIER();
+}
+
+NOINL static void test_memo_dead_rbp(void) {
+  rbp_run_t r;
+  int bad = 0, at_first = 0;
+  memo_max = HC_MAX_STACK_DEPTH;
+  for (int t = 0; t < 100; t++) {
+    nofp_rbp(rbp_cb, &r, 0x1000 + (uintptr_t)t * 0x10);
+    /* frame 0: the two call sites of memo_capture */
+    if (r.n[0] != r.n[1] || r.n[0] < 3 || memcmp(r.got[0] + 1, r.got[1] + 1, (size_t)(r.n[0] - 1) * sizeof(uintptr_t))) {
+      if (bad++ == 0) {
+        dump("with the memo", r.got[0], r.n[0]);
+        dump("fresh", r.got[1], r.n[1]);
+      }
+    }
+    if (t > 0 && r.fresh == 0) at_first++;
+  }
+  CHECK(bad == 0, "through a frame with data in rbp: %d of 100 memo walks differ from fresh walks", bad);
+  CHECK(at_first >= 95, "through a frame with data in rbp: %d of 99 captures found the last frames at their first frame",
+        at_first);
+}
+
 static void test_memo(void) {
   memset(&memo_t, 0, sizeof memo_t);
   int bad = 0, shallow = 0, deep = 0;
@@ -737,6 +774,7 @@ int main(void) {
   test_fp_junk();
   test_sampled_nofp();
   test_memo();
+  test_memo_dead_rbp();
   test_stress();
   test_env();
   if (failures) {

@@ -68,6 +68,20 @@ __attribute__((noinline)) void nofp_a(nofp_cb cb, void *arg, uintptr_t *ras) {
   __asm__ volatile("" : : "r"(v) : "memory");
 }
 
+/* nofp_rbp -> cb(arg) with a value derived from v in rbp: seven values
+ * live across the call (as in nofp_b), so rbp holds one.  Called again
+ * from the same place with another v, the walk through here meets other
+ * rbp values (in the register at this frame and in the word cb's frame
+ * saves it to) that no step uses: this frame's CFA is rsp-based and its
+ * caller's rbp is reloaded from where this one saved it. */
+__attribute__((noinline)) void nofp_rbp(nofp_cb cb, void *arg, uintptr_t v) {
+  volatile uintptr_t vals[7];
+  for (int i = 0; i < 7; i++) vals[i] = v * (uintptr_t)(i + 3);
+  uintptr_t a = vals[0], b = vals[1], c = vals[2], d = vals[3], e = vals[4], f = vals[5], g = vals[6];
+  cb(arg);
+  __asm__ volatile("" : : "r"(a), "r"(b), "r"(c), "r"(d), "r"(e), "r"(f), "r"(g) : "memory");
+}
+
 /* nofp_alloc -> nofp_alloc2 -> malloc(size): malloc called straight from
  * code without frame pointers, as from Debian's libc (strdup) or
  * libstdc++.  ras[1]: nofp_alloc2 -> nofp_alloc, ras[2]: nofp_alloc -> caller. */
