@@ -252,6 +252,22 @@ static void grow_cap(hc_tcache_t *tc, unsigned cls, bool grow) {
   if (need) set_cap(tc, cls, tc->fl.cap[cls] + batch);
 }
 
+/* A chain longer than the list's capacity is another thread's overflow
+ * (or its list at exit).  A thread that allocates a class it never frees
+ * (the consumer side of a producer/consumer pair: xmalloc) kept a batch of
+ * it, gave the rest back and came back for it a batch later: two central
+ * locks and a cold walk of a batch per batch, where one lock per chain
+ * does (docs/performance.md, "Long chains kept").  So the capacity grows to
+ * hold the chain, up to the class's limit, when the budget has room for it
+ * as it is, short of the eighth steal_capacity keeps free: a refill never
+ * takes capacity from another class (grow_cap's slow start). */
+static void fit_chain(hc_tcache_t *tc, unsigned cls, uint32_t n) {
+  uint32_t lim = cap_limit(cls), want = n < lim ? n : lim;
+  if (want <= tc->fl.cap[cls]) return;
+  size_t need = (size_t)(want - tc->fl.cap[cls]) * hci_classes[cls].size;
+  if (tc->fl.cap_bytes + need <= tc->fl.budget - tc->fl.budget / 8) set_cap(tc, cls, want);
+}
+
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
   if (hc_unlikely((++tc->fl.refills & 255) == 0)) hci_ph_tick(); /* idle pages go back (page_heap.c) */
@@ -273,9 +289,10 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   l->head = hc_fl_next(p, 0);
   hc_tc_set_len(l, ch.n - 1);
   grow_cap(tc, cls, tc->fl.cap[cls] < hci_classes[cls].batch);
-  /* A chain from another thread may exceed our capacity: keep what fits,
-   * give the rest back (walking only the part kept), so a cache never
-   * holds more than its budget. */
+  if (hc_tc_len(l) > tc->fl.cap[cls]) fit_chain(tc, cls, hc_tc_len(l));
+  /* A chain from another thread may still exceed our capacity: keep what
+   * fits, give the rest back (walking only the part kept), so a cache
+   * never holds more than its budget. */
   uint32_t keep = tc->fl.cap[cls] > hci_classes[cls].batch ? tc->fl.cap[cls] : hci_classes[cls].batch;
   if (hc_tc_len(l) > keep) release_tail(tc, cls, keep);
   return p;
