@@ -6,10 +6,11 @@
  *   handler   single-threaded; SIGALRM arrives every 200 us from an interval
  *             timer while main allocates and frees (10 signals); the handler forks, the
  *             child allocates nothing and _exits, the handler waits for it.
- *   nested    single-threaded; a sender process floods us with SIGUSR1 while
- *             main alternates malloc/free with fork+wait of its own, so the
- *             handler's fork also interrupts main's fork (prepare, parent and
- *             child handlers run inside one another).
+ *   nested    single-threaded; a sender process sends SIGUSR1 at each step
+ *             of main, which alternates malloc/free with fork+wait of its
+ *             own, one step just before each fork, so the handler's fork
+ *             also interrupts main's fork (prepare, parent and child
+ *             handlers run inside one another).
  *   stdio     four threads loop on getline over a file, fflush(NULL) and
  *             malloc/free while main forks; each child allocates, frees,
  *             calls fflush(NULL) and _exits.
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -108,20 +110,38 @@ static int run_nested(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGUSR1, &sa, NULL);
   pid_t self = getpid();
+  /* Main's steps, shared with the sender, which sends one signal per step.
+   * A sender that never paused kept a signal pending through every
+   * handler (each forks and waits), so one was delivered at every
+   * sigreturn and main never ran again: a livelock of the test itself,
+   * with glibc's malloc too, that hung it whenever the sender kept a CPU. */
+  atomic_int *steps = mmap(NULL, sizeof *steps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (steps == MAP_FAILED) {
+    say("mmap failed\n");
+    return 1;
+  }
   pid_t sender = fork();
   if (sender == 0) {
-    for (;;) {
-      /* No pause: a signal is pending whenever main returns from a system
-       * call, so it lands inside main's fork (between _Fork and the
-       * parent's handlers) at once, whatever the machine's load. */
+    for (int last = 0;;) {
+      int now = atomic_load(steps);
+      if (now == last) {
+        if (getppid() != self) _exit(0);
+        sched_yield();
+        continue;
+      }
+      last = now;
       if (kill(self, SIGUSR1) != 0) _exit(0);
-      sched_yield();
     }
   }
   unsigned seed = 2;
   for (int i = 0; handled < 30 || i < 100; i++) {
+    atomic_fetch_add(steps, 1);
     churn(&seed);
     if (i % 4 == 0) {
+      /* A step just before fork: the signal it sends arrives while main
+       * is in fork (the clone returns between _Fork and the parent's
+       * handlers), so the handler's fork runs inside main's. */
+      atomic_fetch_add(steps, 1);
       pid_t pid = fork();
       if (pid == 0) _exit(0);
       int st;
