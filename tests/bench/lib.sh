@@ -97,7 +97,7 @@ allocator_lib() {
     tcmalloc) pkg_lib libtcmalloc-minimal4 libtcmalloc_minimal.so.4 ;;
     mimalloc) pkg_lib libmimalloc2.0 libmimalloc.so.2 ;;
     heapcheck|heapcheck-nosample|heapcheck-normal|heapcheck-sample8x) [ -e "$HEAPCHECK_LIB" ] && echo "$HEAPCHECK_LIB" ;;
-    heapcheck-alt) [ -n "${BENCH_ALT_LIB:-}" ] && [ -e "$BENCH_ALT_LIB" ] && echo "$BENCH_ALT_LIB" ;;
+    heapcheck-alt) [ -n "${BENCH_ALT_LIB:-}" ] && [ -e "$BENCH_ALT_LIB" ] && realpath "$BENCH_ALT_LIB" ;;
     *) return 1 ;;
   esac
 }

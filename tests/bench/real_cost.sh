@@ -43,6 +43,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 LIB=${LIB:-$root/build-bench/libheapcheck.so}
 [ -f "$LIB" ] || { echo "no $LIB" >&2; exit 2; }
 [ -z "$BASE" ] || [ -f "$BASE" ] || { echo "no $BASE" >&2; exit 2; }
+# The programs run in a scratch directory: a relative LD_PRELOAD path would
+# not load there, and every configuration would silently measure glibc.
+LIB=$(realpath "$LIB"); [ -z "$BASE" ] || BASE=$(realpath "$BASE")
 RUNSTAT=""
 for d in build-bench build; do [ -x "$root/$d/tests/bench/runstat" ] && RUNSTAT=$root/$d/tests/bench/runstat && break; done
 [ -n "$RUNSTAT" ] || { echo "no runstat (build tests/bench first)" >&2; exit 2; }
