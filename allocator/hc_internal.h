@@ -66,6 +66,11 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
 void hci_pagemap_set_owner(const hc_span_t *s, const void *owner);
 /* Make sure leaves exist for the range (called when the heap grows). */
 bool hci_pagemap_ensure(uintptr_t first_page, size_t n);
+/* fn for every leaf in address order, with the entries [lo, hi) of it that
+ * were ever written (the whole leaf when that is not known); requires the
+ * page-heap lock. */
+typedef void (*hci_pm_leaf_fn)(void *ctx, size_t root, hc_pm_entry_t *leaf, size_t lo, size_t hi);
+void hci_pagemap_for_each_leaf(hci_pm_leaf_fn fn, void *ctx);
 
 /* ======================= span lists (page_heap.c, central.c) ======================= */
 /* Circular doubly linked lists of spans through next/prev, with a sentinel.

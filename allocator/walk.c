@@ -37,19 +37,27 @@ void hci_unlock_all(void) {
 
 /* Spans are found by walking the pagemap: every page of every span maps to
  * it, so a span is visited at its first page. */
-static void walk_spans(hci_heap_span_fn fn, void *ctx, bool with_free) {
-  for (size_t r = 0; r < HC_PM_ROOT_LEN; r++) {
-    hc_pm_entry_t *leaf = hci_pagemap_leaf(r);
-    if (!leaf) continue;
-    for (size_t i = 0; i < HC_PM_LEAF_LEN; i++) {
-      hc_span_t *s = (hc_span_t *)leaf[i].span;
-      if (!s) continue;
-      uintptr_t page_addr = ((r << HC_PM_LEAF_BITS) | i) << HC_PAGE_SHIFT;
-      if (s->start != page_addr) continue;
-      if (with_free || s->state != HC_SPAN_FREE) fn(ctx, s);
-      if (s->npages > 1) i += s->npages - 1; /* skip the rest of this span */
-    }
+typedef struct span_walk {
+  hci_heap_span_fn fn;
+  void *ctx;
+  bool with_free;
+} span_walk_t;
+
+static void walk_leaf(void *arg, size_t r, hc_pm_entry_t *leaf, size_t lo, size_t hi) {
+  span_walk_t *w = arg;
+  for (size_t i = lo; i < hi; i++) {
+    hc_span_t *s = (hc_span_t *)leaf[i].span;
+    if (!s) continue;
+    uintptr_t page_addr = ((r << HC_PM_LEAF_BITS) | i) << HC_PAGE_SHIFT;
+    if (s->start != page_addr) continue;
+    if (w->with_free || s->state != HC_SPAN_FREE) w->fn(w->ctx, s);
+    if (s->npages > 1) i += s->npages - 1; /* skip the rest of this span */
   }
+}
+
+static void walk_spans(hci_heap_span_fn fn, void *ctx, bool with_free) {
+  span_walk_t w = {fn, ctx, with_free};
+  hci_pagemap_for_each_leaf(walk_leaf, &w);
 }
 
 void hci_heap_for_each_span(hci_heap_span_fn fn, void *ctx) { walk_spans(fn, ctx, false); }

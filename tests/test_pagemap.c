@@ -5,7 +5,9 @@
  * arbitrary 64-bit junk (>= 2^48, 0, -1, random) maps to no span and class
  * 0 without faulting; checks the info word (span start | class) of every
  * page of real heap spans, which the free fast path uses to find object
- * starts. */
+ * starts; and that the leaf walk of the checker's heap walks
+ * (hci_pagemap_for_each_leaf) covers every page ever set, in address order,
+ * also once more leaves exist than it keeps bounds for. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,43 @@ static void set_and_check(uintptr_t first, size_t n, hc_span_t *s, unsigned cls)
   CHECK(hci_pagemap_span((first - 1) << HC_PAGE_SHIFT) == before, "page before the range changed");
   CHECK(info_of((first - 1) << HC_PAGE_SHIFT) == before_info, "info of the page before the range changed");
   CHECK(hci_pagemap_span((first + n) << HC_PAGE_SHIFT) == after, "page after the range changed");
+}
+
+/* What hci_pagemap_for_each_leaf reported. */
+typedef struct leaf_seen {
+  size_t n;
+  size_t root[4096], lo[4096], hi[4096];
+} leaf_seen_t;
+static leaf_seen_t seen;
+
+static void note_leaf(void *ctx, size_t root, hc_pm_entry_t *leaf, size_t lo, size_t hi) {
+  leaf_seen_t *w = ctx;
+  CHECK(leaf == hci_pagemap_leaf(root), "leaf of root %zu", root);
+  CHECK(lo < hi && hi <= HC_PM_LEAF_LEN, "root %zu: bounds [%zu, %zu)", root, lo, hi);
+  if (w->n < 4096) {
+    w->root[w->n] = root;
+    w->lo[w->n] = lo;
+    w->hi[w->n++] = hi;
+  }
+}
+
+/* Every page in pages[] lies in a reported leaf, inside its bounds; the
+ * leaves come in address order. */
+static void check_walk(const uintptr_t *pages, size_t npages, const char *when) {
+  seen.n = 0;
+  hci_lock(&hci_pageheap.lock);
+  hci_pagemap_for_each_leaf(note_leaf, &seen);
+  hci_unlock(&hci_pageheap.lock);
+  for (size_t k = 1; k < seen.n; k++)
+    CHECK(seen.root[k - 1] < seen.root[k], "%s: leaves out of order (%zu, %zu)", when, seen.root[k - 1], seen.root[k]);
+  for (size_t i = 0; i < npages; i++) {
+    size_t root = pages[i] >> HC_PM_LEAF_BITS, idx = pages[i] & (HC_PM_LEAF_LEN - 1), k = 0;
+    while (k < seen.n && seen.root[k] != root) k++;
+    CHECK(k < seen.n, "%s: the leaf of page %#zx was not walked", when, (size_t)pages[i]);
+    if (k < seen.n)
+      CHECK(seen.lo[k] <= idx && idx < seen.hi[k], "%s: page %#zx outside the walked [%zu, %zu)", when,
+            (size_t)pages[i], seen.lo[k], seen.hi[k]);
+  }
 }
 
 static uint64_t rng = 0x123456789abcdefull;
@@ -169,6 +208,24 @@ int main(void) {
   hc_span_t *fs = hci_pagemap_span((uintptr_t)b);
   CHECK(fs && fs->state == HC_SPAN_FREE && info_of((uintptr_t)b) == 0, "freed large span");
   hc_release(small);
+
+  /* The leaf walk: the pages set above, then one page in each of 40 more
+   * leaves (more than the walk keeps bounds for), set high to low. */
+  uintptr_t walked[64];
+  size_t nw = 0;
+  walked[nw++] = rp + 5;
+  walked[nw++] = rp + leaf - 3;
+  walked[nw++] = rp + leaf + 3;
+  walked[nw++] = rp + 5 * leaf + leaf / 2;
+  walked[nw++] = last;
+  walked[nw++] = (uintptr_t)b >> HC_PAGE_SHIFT;
+  check_walk(walked, nw, "before");
+  for (size_t k = 40; k-- > 0;) {
+    uintptr_t page = rp + (8 + 2 * k) * leaf + 1000 + k;
+    set_and_check(page, 1, &fake[k % 4], 0);
+    walked[nw++] = page;
+  }
+  check_walk(walked, nw, "with 40 more leaves");
 
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);
