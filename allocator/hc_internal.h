@@ -58,6 +58,8 @@ static inline unsigned hci_pagemap_class(uintptr_t addr) {
 /* Map pages [first, first + n) to span s with class cls.  Returns false when
  * a leaf cannot be allocated.  requires: page-heap lock. */
 bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls);
+/* A pagemap entry's lofs for class cls: its list's byte offset in lists[]. */
+static inline uint32_t hci_pagemap_lofs(unsigned cls) { return (uint32_t)(cls * sizeof(hc_tc_list_t)); }
 /* The owner word of every page of SMALL span s (remote.c): written under
  * the span's central lock, read by the free paths with no lock (a stale
  * owner only sends a free the other way, both correct).  Pages keep the
@@ -171,6 +173,9 @@ void hci_tc_flush(hc_tcache_t *tc);
 /* Switches the free fast path of every live cache on (lists[].start_lim
  * from the class) or off (0: checker mode, malloc hooks). */
 void hci_tc_set_fastpath(bool enabled);
+/* Bytes in tc's lists and its remote lists (a count for another thread's
+ * cache is racy), and in every cache. */
+size_t hci_tc_bytes(const hc_tcache_t *tc);
 size_t hci_tc_total_bytes(void);
 /* Every cache's inboxes (remote.c) to the central lists (malloc_trim,
  * ReleaseFreeMemory); takes the registry lock, central locks inside it. */

@@ -112,7 +112,7 @@ static void check_span(void *ctx, hc_span_t *s) {
     if (!e || (hc_span_t *)e->span != s) return bad(v, "page not mapped to its span", a);
     bool small = s->state == HC_SPAN_SMALL;
     if (e->start != (small ? s->start : 0) || e->cls != (small ? s->cls : 0u) ||
-        e->lofs != (small ? s->cls * sizeof(hc_tc_list_t) : 0u))
+        e->lofs != (small ? hci_pagemap_lofs(s->cls) : 0u))
       return bad(v, "page with a wrong class", a);
   }
   switch (s->state) {

@@ -202,9 +202,7 @@ hc_public MallocExtension_Ownership MallocExtension_GetOwnership(const void *p) 
 hc_public size_t MallocExtension_GetThreadCacheSize(void) {
   hc_tcache_t *tc = hci_tc;
   if (tc->is_static) return 0;
-  size_t bytes = 0;
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) bytes += (size_t)hc_tc_len(&hci_tc_free(tc)->lists[c]) * hci_classes[c].size;
-  return bytes + hci_remote_bytes(tc);
+  return hci_tc_bytes(tc);
 }
 
 // ---- Ranges ----

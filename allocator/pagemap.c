@@ -89,7 +89,7 @@ bool hci_pagemap_ensure(uintptr_t first_page, size_t n) {
 bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls) {
   if (!hci_pagemap_ensure(first_page, n)) return false;
   uintptr_t start = cls ? s->start : 0;
-  uint32_t lofs = (uint32_t)(cls * sizeof(hc_tc_list_t));
+  uint32_t lofs = hci_pagemap_lofs(cls);
   /* A leaf at a time: large spans set thousands of entries. */
   for (uintptr_t page = first_page, end = first_page + n; page < end;) {
     hc_pm_entry_t *leaf = leaf_for(page, false);

@@ -351,17 +351,21 @@ void hci_tc_set_fastpath(bool enabled) {
   hci_unlock(&hci_tc_registry_lock);
 }
 
+size_t hci_tc_bytes(const hc_tcache_t *tc) {
+  size_t total = 0;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) { /* racy for another thread's cache: room and lim
+                                                     may be of two moments */
+    int64_t n = (int64_t)__atomic_load_n(&tc->fl.lists[c].lim, __ATOMIC_RELAXED) -
+                __atomic_load_n(&tc->fl.lists[c].room, __ATOMIC_RELAXED);
+    total += n > 0 ? (size_t)n * hci_classes[c].size : 0;
+  }
+  return total + hci_remote_bytes(tc);
+}
+
 size_t hci_tc_total_bytes(void) {
   size_t total = 0;
   hci_lock(&hci_tc_registry_lock);
-  for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next) {
-    for (unsigned c = 1; c < HC_NUM_CLASSES; c++) { /* racy: room and lim may be of two moments */
-      int64_t n = (int64_t)__atomic_load_n(&tc->fl.lists[c].lim, __ATOMIC_RELAXED) -
-                  __atomic_load_n(&tc->fl.lists[c].room, __ATOMIC_RELAXED);
-      total += n > 0 ? (size_t)n * hci_classes[c].size : 0;
-    }
-    total += hci_remote_bytes(tc);
-  }
+  for (hc_tcache_t *tc = hci_tc_registry; tc; tc = tc->next) total += hci_tc_bytes(tc);
   for (hc_tcache_t *tc = tc_pool; tc; tc = tc->remote.pool_next) total += hci_remote_bytes(tc);
   hci_unlock(&hci_tc_registry_lock);
   return total;

@@ -29,6 +29,16 @@ int main(void) {
   char buf[4096];
   MallocExtension_GetStats(buf, sizeof buf);
   EXPECT(strstr(buf, "MALLOC:") != NULL);
+  /* Freed objects stay in this thread's cache and are counted there, and in
+   * the total over every cache. */
+  void *objs[8];
+  for (int i = 0; i < 8; i++) objs[i] = tc_malloc(200);
+  size_t cached = MallocExtension_GetThreadCacheSize();
+  for (int i = 0; i < 8; i++) tc_free(objs[i]);
+  size_t all = 0;
+  EXPECT(MallocExtension_GetThreadCacheSize() >= cached + 8 * 200);
+  EXPECT(MallocExtension_GetNumericProperty("tcmalloc.current_total_thread_cache_bytes", &all) &&
+         all >= MallocExtension_GetThreadCacheSize());
   MallocExtension_ReleaseFreeMemory();
   MallocExtension_MarkThreadIdle();
   EXPECT(MallocExtension_GetThreadCacheSize() == 0);
