@@ -102,8 +102,6 @@ static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
   return syscall(SYS_futex, (int *)addr, op, val, ts, NULL, 0);
 }
 
-static int gettid_raw(void) { return (int)syscall(SYS_gettid); }
-
 /* ---------------------------------------------------------------- handler */
 
 #if defined(__x86_64__)
@@ -238,7 +236,7 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
   bool wait = false;
   if (slots) {
     int n = atomic_load_explicit(&stw.nslots, memory_order_acquire);
-    hci_thread_t *me = find_slot(slots, n, gettid_raw(), (int)(uint32_t)value);
+    hci_thread_t *me = find_slot(slots, n, hci_os_tid(), (int)(uint32_t)value);
     if (me) {
       int expect = HCI_T_SIGNALLED;
       if (atomic_compare_exchange_strong(&me->state, &expect, HCI_T_FILLING)) {
@@ -609,7 +607,7 @@ int hci_world_stop(hci_world_t *w) {
   HC_CHECK(atomic_load(&stw.ready) && w->threads, "hci_world_stop without hci_world_init");
   HC_CHECK(!w->active, "hci_world_stop: the world is already stopped");
   int pid = getpid();
-  int self = gettid_raw();
+  int self = hci_os_tid();
   w->nthreads = 0;
   w->nstopped = w->nnot_stopped = w->nexited = 0;
   w->incomplete = false;
