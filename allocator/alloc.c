@@ -94,16 +94,10 @@ static uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
   hc_tcache_t *tc = hci_tc;
   hc_unwind_memo_t *memo = !tc->is_static && hci_tc_memo(tc)->in_alloc ? &hci_tc_memo(tc)->memo : NULL;
   if (dwarf && memo) {
-    /* The frames stay in the memo, with their hash: nothing to copy or hash. */
-    const uintptr_t *mp;
-    uint64_t hash;
-    int m = hci_unwind_memo_walk(memo, stack_depth_max, ra, rec, &mp, &hash);
-    if (m > 0) {
-      /* The same frames as the last walk: the same id, without a lookup. */
-      hc_unwind_memo_way_t *w = hci_unwind_memo_cur(memo);
-      if (!(w->same && w->id)) w->id = hci_depot_put_hashed(mp, m, hash);
-      return w->id;
-    }
+    /* The frames stay in the memo, with their hash; a site or the way's
+     * last walk may know their id (memo_site.c). */
+    uint32_t id = hci_unwind_memo_stack_id(memo, stack_depth_max, ra, rec);
+    if (id) return id;
   }
   if (dwarf) {
     n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra, NULL);

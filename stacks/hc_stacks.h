@@ -47,6 +47,7 @@ static inline uint64_t hci_stack_hash(const uintptr_t *pcs, int n) {
 typedef struct hc_unwind_memo_way {
   uint32_t gen;            /* rule-cache generation it was made in; 0 = empty */
   uint32_t id;             /* the caller's: the depot id of the frames it last returned (0: none) */
+  int idn;                 /* how many frames that id has (a capture may ask for fewer) */
   int n;                   /* frames held, in slots [F - n, F) */
   uint8_t end;             /* why the walk stopped (unwind_dwarf.c's END_*) */
   bool same;               /* the last walk found the frames of the one before it */
@@ -59,6 +60,11 @@ typedef struct hc_unwind_memo_way {
   uintptr_t rbp[HC_UNWIND_MEMO_FRAMES];
   uint64_t hv[HC_UNWIND_MEMO_FRAMES + 1]; /* hv[s] = hv[s + 1] * B + pcs[s]; hv[F]: frames dropped past F - 1 */
   uint8_t lv[HC_UNWIND_MEMO_FRAMES];      /* rbp at slot s matters to the walk from s outward (else not compared) */
+  /* ver[s]: a stamp (hc_unwind_memo_t.vnext) given when slot s was last
+   * written and renewed whenever any slot outward of it is: equal stamps
+   * mean equal slots [s, F) while s is inside the memo (s >= F - n): a
+   * site (below) names the slot it met by its stamp. */
+  uint64_t ver[HC_UNWIND_MEMO_FRAMES];
   uintptr_t addr[HC_UNWIND_MEMO_WORDS], val[HC_UNWIND_MEMO_WORDS];
 } hc_unwind_memo_way_t;
 /* One way per group of malloc call sites (ra hashed): a capture walks with
@@ -66,11 +72,40 @@ typedef struct hc_unwind_memo_way {
  * under the same callers finds its frames whole at its first frame (and its
  * last depot id) even when other call sites allocated in between. */
 #define HC_UNWIND_MEMO_WAYS 4
+/* A call site's own steps (memo_site.c): a capture that took c
+ * fresh steps (1..HC_UNWIND_MEMO_SITE_FRAMES) before it met a memo slot
+ * keeps its start registers, the words those steps read (the ones that
+ * matter: rbp's only where it is used), its frames, the slot met with that
+ * slot's stamp, and the depot id of the whole stack.  A later capture from
+ * the same registers over the same words steps to the same registers at the
+ * same slot; while that slot keeps its stamp and the words from it outward
+ * hold, its stack is the same: the id comes without a step, a splice or a
+ * depot lookup.  python3 allocates from a few hundred callers of one malloc
+ * call site in turn, under outer frames that stay: the way's last frames
+ * are another caller's, the site's are its own. */
+#define HC_UNWIND_MEMO_SITES 32 /* sets of 4 */
+#define HC_UNWIND_MEMO_SITE_FRAMES 6
+#define HC_UNWIND_MEMO_SITE_WORDS 8
+typedef struct hc_unwind_memo_site {
+  uintptr_t ra, rsp0, rbp0; /* the start (rbp0 compared only when it matters: lv0) */
+  uintptr_t a0;             /* the first word's address: frame 0's return address */
+  uint64_t ver;             /* the stamp of the slot met */
+  uintptr_t amax;           /* the highest word address (of the site's words) */
+  uint32_t id;              /* depot id of the stack; 0: empty, or not known yet */
+  uint8_t way, at, c, n, nw, lv0;
+  uintptr_t pcs[HC_UNWIND_MEMO_SITE_FRAMES];
+  uintptr_t addr[HC_UNWIND_MEMO_SITE_WORDS], val[HC_UNWIND_MEMO_SITE_WORDS]; /* [W - nw, W), frame 0's first */
+} hc_unwind_memo_site_t;
 typedef struct hc_unwind_memo {
   hc_unwind_memo_way_t way[HC_UNWIND_MEMO_WAYS];
   int cur; /* the way of the last walk */
   int pow_n;     /* pow_v = B^pow_n (0: none yet) */
   uint64_t pow_v;
+  uint64_t vnext; /* the last stamp given (hc_unwind_memo_way_t.ver), in all ways: stamps are unique per memo */
+  uint64_t site_hits; /* captures a site answered (tests, counting builds) */
+  int site_new;       /* the site the last walk made (its id is filled in by hci_unwind_memo_id), -1: none */
+  uint32_t site_clock; /* picks the site replaced in a full set */
+  hc_unwind_memo_site_t site[HC_UNWIND_MEMO_SITES];
 } hc_unwind_memo_t;
 /* The way holding the frames of the last hci_unwind_memo_walk. */
 static inline hc_unwind_memo_way_t *hci_unwind_memo_cur(hc_unwind_memo_t *m) { return &m->way[m->cur]; }
@@ -111,6 +146,14 @@ int hci_unwind_memo_walk(hc_unwind_memo_t *memo, int max, uintptr_t ra, uintptr_
  * False for -fomit-frame-pointer code, whose frames such a walk silently
  * skips when it leaves rbp alone.  True when DWARF is unavailable. */
 bool hci_unwind_keeps_fp(uintptr_t ra);
+/* The depot id of the frames the last hci_unwind_memo_walk returned (pcs,
+ * n, hash: its results): the way's last id when they are its last frames,
+ * else hci_depot_put_hashed's; the site that walk made gets it (memo_id.c). */
+uint32_t hci_unwind_memo_id(hc_unwind_memo_t *memo, const uintptr_t *pcs, int n, uint64_t hash);
+/* The depot id of the stack hci_unwind_memo_walk would return, through a
+ * site when one holds (no frames are produced), else by the walk and
+ * hci_unwind_memo_id.  0 when the walk cannot use the memo (as its -1). */
+uint32_t hci_unwind_memo_stack_id(hc_unwind_memo_t *memo, int max, uintptr_t ra, uintptr_t rec);
 void hci_unwind_init(void);
 
 /* ======================= unwind_caller.c ======================= */

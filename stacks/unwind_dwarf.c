@@ -40,6 +40,7 @@
 #ifdef HC_DWARF_X86_64
 
 #include "unwind_cfi.h"
+#include "unwind_memo.h"
 
 #define MAX_STEPS 256         /* frames walked at most, skip included */
 
@@ -162,11 +163,6 @@ bool hci_unwind_dwarf_available(void) { return eh_ok(); }
 
 /* ---- the walk ---- */
 
-typedef struct regs {
-  uintptr_t rip, rsp, rbp;
-  bool exact;        /* rip is a PC, not a return address */
-} regs_t;
-
 /* What a walk read and where it passed, for the memo (NULL when not kept):
  * the words in addr/val (cap of them), the registers of each frame. */
 typedef struct walk_log {
@@ -179,22 +175,6 @@ typedef struct walk_log {
   bool spoiled; /* too many words or frames, a signal frame (its stack may move), a word below its frame */
   bool bounds;  /* a word was outside the stack */
 } walk_log_t;
-
-/* What the step from a frame does with rbp (walk_log_t.fl), for the memo:
- * a frame's rbp matters to the rest of the walk only when a step uses it
- * before one reloads it, and a word read as the caller's rbp only when the
- * caller's rbp matters (code without frame pointers keeps data in rbp, and
- * saves it: comparing those words and registers made the memo miss). */
-#define STEP_USES 1  /* CFA from rbp */
-#define STEP_KILLS 2 /* rbp reloaded from the stack (its word read second) or undefined */
-#define STEP_LOADS 4 /* the rbp word is read (after the return address) */
-
-/* [lo, hi): the readable stack; a read of 8 bytes at a must fit. */
-static inline bool load_word(uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t *out) {
-  if (a < lo || a > hi - sizeof(uintptr_t)) return false;
-  memcpy(out, (const void *)a, sizeof *out);
-  return true;
-}
 
 /* A read by the step from the frame whose rsp is sp.  The memo relies on
  * every word it keeps lying at or above its frame's rsp (so a frame's words
@@ -230,11 +210,6 @@ static inline void log_frame(walk_log_t *log, int k, const regs_t *r) {
   log->fl[k] = 0; /* no step (yet): the frame limit */
   log->cur = k;
 }
-
-/* Why a walk stopped: the outermost frame or a rule that ends it (both a
- * function of the frame), the frame limit, or a word outside the stack
- * (which depends on where the walk started). */
-enum { END_OUTER = 0, END_MAX = 1, END_FAIL = 2 };
 
 static rule_t rule_for(cache_ent_t *cache, uintptr_t rip, bool exact) {
   rule_t rule;
@@ -372,10 +347,6 @@ hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
 
 /* ---- the memo of the last walk (hc_unwind_memo_t) ---- */
 
-#define MF HC_UNWIND_MEMO_FRAMES
-#define MW HC_UNWIND_MEMO_WORDS
-_Static_assert(HC_MAX_STACK_DEPTH <= MF, "the memo holds a whole recorded stack");
-
 /* The allocator is built with frame pointers up to the function that malloc
  * tail-calls, so the frame record holding ra is a few cheap steps away; the
  * caller's registers there are exactly what a DWARF step would compute, and
@@ -389,31 +360,14 @@ static uint64_t hash_pow(int k) {
   return r;
 }
 
-/* Whether rbp at a frame matters to the walk from there on, given whether
- * it does at the next frame out and what the frame's step does (STEP_*). */
-static inline bool rbp_live(uint8_t fl, bool live_next) { return (fl & STEP_USES) || (!(fl & STEP_KILLS) && live_next); }
-
-/* The words of one step, [a, e) of saddr/sval, into the memo's below word
- * w (returned lowered): the caller's rbp word only when that rbp matters
- * (live_next).  Highest first: memo_fill moves words up within the memo's
- * own arrays.  *amax: the highest address kept so far. */
-static inline int keep_step_words(hc_unwind_memo_way_t *m, int w, const uintptr_t *saddr, const uintptr_t *sval, int a,
-                                  int e, uint8_t fl, bool live_next, uintptr_t *amax) {
-  int cnt = e - a;
-  if ((fl & STEP_LOADS) && cnt == 2 && !live_next) cnt = 1; /* the rbp word is read second */
-  for (int i = cnt - 1; i >= 0; i--) {
-    __asm__("" : "+r"(i)); /* a word or two: no call to memmove */
-    m->addr[w - cnt + i] = saddr[a + i];
-    m->val[w - cnt + i] = sval[a + i];
-    *amax = saddr[a + i] > *amax ? saddr[a + i] : *amax;
-  }
-  return w - cnt;
-}
+/* A new stamp for a written memo slot (hc_unwind_memo_way_t.ver): 64 bits
+ * never wrap, so no stamp is given twice in a memo. */
+static inline uint64_t stamp(hc_unwind_memo_t *mm) { return ++mm->vnext; }
 
 /* A whole walk from r into the memo (frames from slot 0 while it walks,
  * then moved to the top).  Returns the frame count; the frames are in slots
  * [MF - n, MF) when the memo holds the walk (gen != 0), else in [0, n). */
-static int memo_fill(hc_unwind_memo_way_t *m, regs_t r) {
+static int memo_fill(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, regs_t r) {
   m->gen = 0; /* empty while it is rewritten */
   m->same = false;
   m->n = 0;
@@ -439,14 +393,17 @@ static int memo_fill(hc_unwind_memo_way_t *m, regs_t r) {
   for (int k = n - 1; k >= 0; k--) {
     int a = m->wtop[k];
     uint8_t fl = m->lv[k];
-    w = keep_step_words(m, w, m->addr, m->val, a, e, fl, live, &amax);
+    w = keep_step_words(m->addr, m->val, w, m->addr, m->val, a, e, fl, live, &amax);
     e = a;
     live = rbp_live(fl, live);
     m->wtop[b + k] = (uint16_t)(MW - w);
     m->lv[b + k] = live;
   }
   m->hv[MF] = 0;
-  for (int s = MF - 1; s >= b; s--) m->hv[s] = m->hv[s + 1] * HCI_STACK_HASH_B + m->pcs[s];
+  for (int s = MF - 1; s >= b; s--) {
+    m->hv[s] = m->hv[s + 1] * HCI_STACK_HASH_B + m->pcs[s];
+    m->ver[s] = stamp(mm);
+  }
   m->amax = amax;
   m->rsp[MF] = UINTPTR_MAX;
   m->rsp0 = r.rsp;
@@ -459,7 +416,7 @@ static int memo_fill(hc_unwind_memo_way_t *m, regs_t r) {
 
 /* Drops the d outermost frames of m (and the words of their steps), moving
  * the rest up: a walk that does not fit keeps its inner frames. */
-static void memo_drop_outer(hc_unwind_memo_way_t *m, int d) {
+static void memo_drop_outer(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int d) {
   int b = MF - m->n, keep = m->n - d;
   int wd = m->wtop[MF - d], wb = m->wtop[b];
   m->hv[MF] = m->hv[MF - d];
@@ -473,70 +430,40 @@ static void memo_drop_outer(hc_unwind_memo_way_t *m, int d) {
   memmove(m->val + MW - (wb - wd), m->val + MW - wb, (size_t)(wb - wd) * sizeof *m->val);
   m->n = keep;
   m->end = END_MAX;
+  for (int s = MF - 1; s >= b + d; s--) m->ver[s] = stamp(mm); /* every slot's outer frames changed */
 }
-
-/* Whether the words the memo's walk read from slot j outward still hold
- * their values.  All lie in [rsp[j], amax] (memo_fill, splice), which the
- * caller has checked to be inside the stack. */
-static inline bool words_hold(const hc_unwind_memo_way_t *m, int j) {
-  int k = MW - m->wtop[j];
-  uintptr_t w[4];
-  /* Four at a time: the loads run back to back, one test per four. */
-  for (; k + 4 <= MW; k += 4) {
-    for (int i = 0; i < 4; i++) memcpy(&w[i], (const void *)m->addr[k + i], sizeof w[i]);
-    if (((w[0] ^ m->val[k]) | (w[1] ^ m->val[k + 1]) | (w[2] ^ m->val[k + 2]) | (w[3] ^ m->val[k + 3])) != 0)
-      return false;
-  }
-  for (; k < MW; k++) {
-    memcpy(&w[0], (const void *)m->addr[k], sizeof w[0]);
-    if (w[0] != m->val[k]) return false;
-  }
-  return true;
-}
-
-/* A walk's first frames, kept aside while the memo still holds the last walk. */
-#define PRE_FRAMES 24
-#define PRE_LOADS 48
-typedef struct prefix {
-  uintptr_t addr[PRE_LOADS], val[PRE_LOADS];
-  uintptr_t pcs[PRE_FRAMES], srsp[PRE_FRAMES], srbp[PRE_FRAMES];
-  uint16_t li[PRE_FRAMES];
-  uint8_t fl[PRE_FRAMES];
-} prefix_t;
 
 /* p's frames 0..c-1 and its words are a fresh walk from r0 whose frame c
  * has the registers of memo slot j, and the words the memo's walk read from
  * there on are unchanged: the rest of the walk is the memo's.  Writes the
  * fresh frames below slot j (dropping outer frames when they do not fit)
  * and returns the slot of the innermost frame. */
-static int splice(hc_unwind_memo_way_t *m, const regs_t *r0, const prefix_t *p, int c, int nl, int j) {
+static int splice(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, const regs_t *r0, const prefix_t *p, int c, int nl,
+                  int j) {
   int old_b = MF - m->n;
   /* The same frames as last time: as many fresh ones before slot j, equal. */
-  m->same = j - old_b == c && memcmp(p->pcs, m->pcs + old_b, (size_t)c * sizeof *p->pcs) == 0;
+  m->same = j - old_b == c && (c == 0 || memcmp(p->pcs, m->pcs + old_b, (size_t)c * sizeof *p->pcs) == 0);
   if (j - c < 0) {
     int d = c - j;
     m->n = MF - j;
-    memo_drop_outer(m, d);
+    memo_drop_outer(mm, m, d);
     j += d;
   }
-  int b = j - c, w = MW - m->wtop[j], e = nl;
+  int b = j - c, wk[PRE_FRAMES];
+  bool lk[PRE_FRAMES], live = m->lv[j];
   uintptr_t amax = m->amax;
-  bool live = m->lv[j];
-  /* A few words and frames, outermost first (as memo_fill): plain loops
-   * (the empty asm keeps compilers from calling memcpy for each array). */
+  prefix_words(p, c, nl, m->addr, m->val, MW - m->wtop[j], &amax, &live, wk, lk);
+  /* The frames, outermost first (each hash from the next one out). */
   for (int k = c - 1; k >= 0; k--) {
-    __asm__("" : "+r"(k));
-    int s = b + k, a = p->li[k];
-    uint8_t fl = p->fl[k];
-    w = keep_step_words(m, w, p->addr, p->val, a, e, fl, live, &amax);
-    e = a;
-    live = rbp_live(fl, live);
+    __asm__("" : "+r"(k)); /* plain loops: no calls to memcpy for each array */
+    int s = b + k;
     m->pcs[s] = p->pcs[k];
     m->rsp[s] = p->srsp[k];
     m->rbp[s] = p->srbp[k];
-    m->wtop[s] = (uint16_t)(MW - w);
-    m->lv[s] = live;
+    m->wtop[s] = (uint16_t)(MW - wk[k]);
+    m->lv[s] = lk[k];
     m->hv[s] = m->hv[s + 1] * HCI_STACK_HASH_B + p->pcs[k];
+    m->ver[s] = stamp(mm);
   }
   m->amax = amax;
   m->rsp0 = r0->rsp;
@@ -548,9 +475,10 @@ static int splice(hc_unwind_memo_way_t *m, const regs_t *r0, const prefix_t *p, 
 /* The walk from r0 with the memo of the last one: up to PRE_FRAMES fresh
  * steps, each followed by a look for the same frame in the memo.  Returns
  * the slot of the innermost frame, or -1 when no frame matched (the caller
- * walks afresh).  The memo must hold at least max frames of the new walk, or
- * all of them. */
-static int walk_memo(hc_unwind_memo_way_t *m, int max, const regs_t *r0) {
+ * walks afresh), or -2 - i when site i answers (sites: the caller wants
+ * only the id; the memo is left as it was).  The memo must hold at least
+ * max frames of the new walk, or all of them. */
+static int walk_memo(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max, const regs_t *r0, bool sites) {
   if (m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed) || m->n <= 0) return -1;
   regs_t r = *r0;
   uintptr_t lo = r.rsp, hi = hci_unwind_stack_hi(lo);
@@ -569,8 +497,14 @@ static int walk_memo(hc_unwind_memo_way_t *m, int max, const regs_t *r0) {
     while (m->rsp[j] < r.rsp) j++; /* rsp[MF] is the sentinel */
     /* rsp[j] == r.rsp >= lo: the words from j outward are in the stack. */
     if (j < MF && m->rsp[j] == r.rsp && m->pcs[j] == r.rip && (m->rbp[j] == r.rbp || !m->lv[j]) && !r.exact &&
-        (m->end != END_MAX || c + (MF - j) >= max) && words_hold(m, j))
-      return splice(m, r0, &p, c, log.nloads, j);
+        (m->end != END_MAX || c + (MF - j) >= max) && words_hold(m, j)) {
+      if (c > 0) hci_memo_site_make(mm, m, r0, &p, c, log.nloads, j);
+      return splice(mm, m, r0, &p, c, log.nloads, j);
+    }
+    if (c == 1 && sites) { /* not the way's last frames: perhaps a site's (keyed by the first word read) */
+      int s = hci_memo_site_find(mm, m, max, r0, hi, p.addr[0], p.val[0]);
+      if (s >= 0) return -2 - s;
+    }
     if (c + 1 >= PRE_FRAMES || !step(cache, &r, &lo, &hi, &log) || log.spoiled || r.rip < 4096 || lo != r0->rsp)
       return -1;
     c++;
@@ -590,8 +524,10 @@ static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp) {
          ((const uintptr_t *)rec)[1] == ra;
 }
 
-hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec,
-                                     const uintptr_t **pcs, uint64_t *hash) {
+/* hci_unwind_memo_walk, and with sites (the caller wants only the id): a
+ * site that answers gives -2 - its index instead of frames. */
+static inline __attribute__((always_inline)) int memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec,
+                                                           const uintptr_t **pcs, uint64_t *hash, bool sites) {
   if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
   if (max <= 0 || !eh_ok()) return -1;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
@@ -601,20 +537,22 @@ hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra
   /* The way of ra's group: the top bits of a multiplicative hash. */
   mm->cur = (int)((ra * 0x9e3779b97f4a7c15ull) >> 62) % HC_UNWIND_MEMO_WAYS;
   hc_unwind_memo_way_t *m = &mm->way[mm->cur];
-  int b = walk_memo(m, max, &r);
+  mm->site_new = -1;
+  int b = walk_memo(mm, m, max, &r, sites);
+  if (b < -1) return b;
   if (b < 0) {
-    int n = memo_fill(m, r);
+    int n = memo_fill(mm, m, r);
     if (m->gen == 0) { /* not kept: the frames are in slots [0, n) */
       n = n < max ? n : max;
       *pcs = m->pcs;
       *hash = hci_stack_hash(m->pcs, n);
-      __asm__ volatile("" ::: "memory");
       return n;
     }
     b = MF - n;
   }
   int n = MF - b;
   if (n > max) n = max;
+  if (mm->site_new >= 0) mm->site[mm->site_new].n = (uint8_t)n;
   *pcs = m->pcs + b;
   *hash = m->hv[b];
   if (b + n < MF || m->hv[MF] != 0) {
@@ -624,8 +562,29 @@ hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra
     }
     *hash -= m->hv[b + n] * mm->pow_v;
   }
+  return n;
+}
+
+hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec,
+                                     const uintptr_t **pcs, uint64_t *hash) {
+  int n = memo_walk(mm, max, ra, rec, pcs, hash, false);
   __asm__ volatile("" ::: "memory");
   return n;
+}
+
+hc_noinline uint32_t hci_unwind_memo_stack_id(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec) {
+  const uintptr_t *pcs;
+  uint64_t hash;
+  int n = memo_walk(mm, max, ra, rec, &pcs, &hash, true);
+  uint32_t id = 0;
+  if (n < -1) {
+    mm->site_hits++;
+    id = mm->site[-2 - n].id;
+  } else if (n > 0) {
+    id = hci_unwind_memo_id(mm, pcs, n, hash);
+  }
+  __asm__ volatile("" ::: "memory");
+  return id;
 }
 
 hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo) {
@@ -669,6 +628,14 @@ hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
 bool hci_unwind_keeps_fp(uintptr_t ra) {
   (void)ra;
   return true;
+}
+
+uint32_t hci_unwind_memo_stack_id(hc_unwind_memo_t *memo, int max, uintptr_t ra, uintptr_t rec) {
+  (void)memo;
+  (void)max;
+  (void)ra;
+  (void)rec;
+  return 0;
 }
 
 hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo) {

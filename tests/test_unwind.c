@@ -568,6 +568,8 @@ static int memo_badhash;                  /* memo walks whose hash was not hci_s
 static unsigned memo_recs;                /* captures so far: picks the frame record handed in */
 static int memo_same;                     /* memo walks that found their way's last frames again */
 static int memo_site = -1;                /* >= 0: memo_deep captures from call site memo_site of memo_at */
+static int memo_badid;                    /* memo walks whose depot id (hci_unwind_memo_id) names other frames */
+static bool memo_by_id;                   /* every memo capture through hci_unwind_memo_stack_id (else every other) */
 
 /* With the memo: its frames in place and their hash (as the allocator
  * takes them); without: a fresh walk.  The frame record holding RA() is
@@ -588,11 +590,26 @@ NOINL static int memo_capture(uintptr_t *pcs, hc_unwind_memo_t *memo) {
     case 3: rec = (uintptr_t)fake; break;
     default: rec = fp; break;
     }
-    n = hci_unwind_memo_walk(memo, memo_max, RA(), rec, &mp, &h);
-    if (n > 0) {
-      memcpy(pcs, mp, (size_t)n * sizeof *pcs);
-      if (h != hci_stack_hash(mp, n)) memo_badhash++;
-      if (hci_unwind_memo_cur(memo)->same) memo_same++;
+    if (memo_by_id || (memo_recs & 1)) {
+      /* As the allocator captures: only the depot id (a site's, the way's
+       * last, or the depot's), whose frames the caller compares with a
+       * fresh walk's. */
+      uint64_t hits = memo->site_hits;
+      uint32_t id = hci_unwind_memo_stack_id(memo, memo_max, RA(), rec);
+      n = id ? hci_depot_get(id, &mp) : -1;
+      if (n > 0) memcpy(pcs, mp, (size_t)n * sizeof *pcs);
+      if (memo->site_hits == hits && hci_unwind_memo_cur(memo)->same) memo_same++;
+    } else {
+      n = hci_unwind_memo_walk(memo, memo_max, RA(), rec, &mp, &h);
+      if (n > 0) {
+        memcpy(pcs, mp, (size_t)n * sizeof *pcs);
+        if (h != hci_stack_hash(mp, n)) memo_badhash++;
+        if (hci_unwind_memo_cur(memo)->same) memo_same++;
+        /* The id the allocator would record: it must name exactly these frames. */
+        const uintptr_t *dp;
+        uint32_t id = hci_unwind_memo_id(memo, mp, n, h);
+        if (hci_depot_get(id, &dp) != n || memcmp(dp, pcs, (size_t)n * sizeof *pcs) != 0) memo_badid++;
+      }
     }
   } else {
     n = hci_unwind_dwarf_at(pcs, memo_max, RA(), NULL);
@@ -695,6 +712,8 @@ NOINL static void test_memo_dead_rbp(void) {
   CHECK(bad == 0, "through a frame with data in rbp: %d of 100 memo walks differ from fresh walks", bad);
   CHECK(at_first >= 95, "through a frame with data in rbp: %d of 99 captures found the last frames at their first frame",
         at_first);
+  CHECK(memo_badid == 0, "through a frame with data in rbp: %d memo walks got a depot id that names other frames",
+        memo_badid);
 }
 
 static void test_memo(void) {
@@ -750,8 +769,24 @@ static void test_memo(void) {
   memo_site = -1;
   CHECK(memo_same - same0 >= 190, "two call sites in turn: %d of 200 captures found their last frames",
         memo_same - same0);
-  CHECK(bad == 0, "memo walks differ from fresh walks in %d of 3732 captures", bad);
+  /* Four call paths that part one and two levels above the capture, in
+   * turn (one way, through hci_unwind_memo_stack_id as the allocator): the
+   * way keeps the frames of the last capture it walked; the others step two
+   * or three frames out to where the paths meet, and from their second turn
+   * on a site answers them (memo_site.c) without a walk.  Then the same
+   * under two outer call paths (parting 10 levels out) in turn: equal first
+   * steps, other frames outward, which a site must not answer for.  Every
+   * id must name the frames of a fresh walk (memo_deep checks). */
+  memo_by_id = true;
+  uint64_t hits0 = memo_t.site_hits;
+  for (int t = 0; t < 100; t++) memo_deep(20, (t & 3u) << 18, &bad);
+  CHECK(memo_t.site_hits - hits0 >= 60, "four inner call paths in turn: %llu of 100 captures answered by a site",
+        (unsigned long long)(memo_t.site_hits - hits0));
+  for (int t = 0; t < 200; t++) memo_deep(20, (t & 3u) << 18 ^ (t & 4 ? 1u << 10 : 0), &bad);
+  memo_by_id = false;
+  CHECK(bad == 0, "memo walks differ from fresh walks in %d of 4032 captures", bad);
   CHECK(memo_badhash == 0, "%d memo walks gave a hash other than hci_stack_hash of their frames", memo_badhash);
+  CHECK(memo_badid == 0, "%d memo walks got a depot id that names other frames", memo_badid);
   CHECK(deep > 0 && shallow > 0, "both shapes ran (%d at the frame limit, %d shorter)", deep, shallow);
   CHECK(hci_unwind_memo_cur(&memo_t)->gen != 0 && hci_unwind_memo_cur(&memo_t)->n > 0, "the memo holds a walk");
 }

@@ -1,0 +1,126 @@
+/* unwind_memo.h - the DWARF walk's pieces shared by unwind_dwarf.c (the
+ * walk and the memo of the last walk) and memo_site.c (sites and ids): the
+ * registers of a frame, what a step did with rbp, the words a walk read.
+ * Private to stacks/.  Plain C; the memo runs on x86-64 Linux only
+ * (unwind_dwarf.c's HC_DWARF_X86_64).
+ */
+#ifndef HC_UNWIND_MEMO_H
+#define HC_UNWIND_MEMO_H
+
+#include <string.h>
+
+#include "hc_stacks.h"
+
+typedef struct regs {
+  uintptr_t rip, rsp, rbp;
+  bool exact;        /* rip is a PC, not a return address */
+} regs_t;
+
+/* What the step from a frame does with rbp (walk_log_t.fl), for the memo:
+ * a frame's rbp matters to the rest of the walk only when a step uses it
+ * before one reloads it, and a word read as the caller's rbp only when the
+ * caller's rbp matters (code without frame pointers keeps data in rbp, and
+ * saves it: comparing those words and registers made the memo miss). */
+#define STEP_USES 1  /* CFA from rbp */
+#define STEP_KILLS 2 /* rbp reloaded from the stack (its word read second) or undefined */
+#define STEP_LOADS 4 /* the rbp word is read (after the return address) */
+
+/* Why a walk stopped: the outermost frame or a rule that ends it (both a
+ * function of the frame), the frame limit, or a word outside the stack
+ * (which depends on where the walk started). */
+enum { END_OUTER = 0, END_MAX = 1, END_FAIL = 2 };
+
+/* [lo, hi): the readable stack; a read of 8 bytes at a must fit. */
+static inline bool load_word(uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t *out) {
+  if (a < lo || a > hi - sizeof(uintptr_t)) return false;
+  memcpy(out, (const void *)a, sizeof *out);
+  return true;
+}
+
+#define MF HC_UNWIND_MEMO_FRAMES
+#define MW HC_UNWIND_MEMO_WORDS
+_Static_assert(HC_MAX_STACK_DEPTH <= MF, "the memo holds a whole recorded stack");
+
+/* Whether rbp at a frame matters to the walk from there on, given whether
+ * it does at the next frame out and what the frame's step does (STEP_*). */
+static inline bool rbp_live(uint8_t fl, bool live_next) { return (fl & STEP_USES) || (!(fl & STEP_KILLS) && live_next); }
+
+/* The words of one step, [a, e) of saddr/sval, into daddr/dval below word
+ * w (returned lowered; a step reads at most 2): the caller's rbp word only
+ * when that rbp matters (live_next).  Highest first: memo_fill moves words
+ * up within the memo's own arrays.  *amax: the highest address kept so far. */
+static inline int keep_step_words(uintptr_t *daddr, uintptr_t *dval, int w, const uintptr_t *saddr,
+                                  const uintptr_t *sval, int a, int e, uint8_t fl, bool live_next, uintptr_t *amax) {
+  int cnt = e - a;
+  if ((fl & STEP_LOADS) && cnt == 2 && !live_next) cnt = 1; /* the rbp word is read second */
+  for (int i = cnt - 1; i >= 0; i--) {
+    __asm__("" : "+r"(i)); /* a word or two: no call to memmove */
+    daddr[w - cnt + i] = saddr[a + i];
+    dval[w - cnt + i] = sval[a + i];
+    *amax = saddr[a + i] > *amax ? saddr[a + i] : *amax;
+  }
+  return w - cnt;
+}
+
+/* Whether the words the memo's walk read from slot j outward still hold
+ * their values.  All lie in [rsp[j], amax] (memo_fill, splice), which the
+ * caller has checked to be inside the stack. */
+static inline bool words_hold(const hc_unwind_memo_way_t *m, int j) {
+  int k = MW - m->wtop[j];
+  uintptr_t w[4];
+  /* Four at a time: the loads run back to back, one test per four. */
+  for (; k + 4 <= MW; k += 4) {
+    for (int i = 0; i < 4; i++) memcpy(&w[i], (const void *)m->addr[k + i], sizeof w[i]);
+    if (((w[0] ^ m->val[k]) | (w[1] ^ m->val[k + 1]) | (w[2] ^ m->val[k + 2]) | (w[3] ^ m->val[k + 3])) != 0)
+      return false;
+  }
+  for (; k < MW; k++) {
+    memcpy(&w[0], (const void *)m->addr[k], sizeof w[0]);
+    if (w[0] != m->val[k]) return false;
+  }
+  return true;
+}
+
+/* A walk's first frames, kept aside while the memo still holds the last walk. */
+#define PRE_FRAMES 24
+#define PRE_LOADS 48
+typedef struct prefix {
+  uintptr_t addr[PRE_LOADS], val[PRE_LOADS];
+  uintptr_t pcs[PRE_FRAMES], srsp[PRE_FRAMES], srbp[PRE_FRAMES];
+  uint16_t li[PRE_FRAMES];
+  uint8_t fl[PRE_FRAMES];
+} prefix_t;
+
+/* The words that matter of the prefix's steps c - 1 down to 0 (p, nl words
+ * in all) into daddr/dval below word w, outermost first; *live: whether rbp
+ * matters past frame c, then at frame 0.  Per frame k, when wk is given:
+ * wk[k], where its words start, and lk[k], whether its rbp matters.
+ * Returns where the words start. */
+static inline int prefix_words(const prefix_t *p, int c, int nl, uintptr_t *daddr, uintptr_t *dval, int w,
+                               uintptr_t *amax, bool *live, int *wk, bool *lk) {
+  int e = nl;
+  for (int k = c - 1; k >= 0; k--) {
+    __asm__("" : "+r"(k)); /* a few frames: plain loops, no calls to memcpy */
+    int a = p->li[k];
+    w = keep_step_words(daddr, dval, w, p->addr, p->val, a, e, p->fl[k], *live, amax);
+    e = a;
+    *live = rbp_live(p->fl[k], *live);
+    if (wk) {
+      wk[k] = w;
+      lk[k] = *live;
+    }
+  }
+  return w;
+}
+
+/* memo_site.c: the sites of the memo (hc_unwind_memo_site_t).  site_make
+ * keeps the c fresh steps of a walk from r0 that met slot j of m (before
+ * splice writes them into m); site_find looks for one that answers a
+ * capture from r0 whose first step read w1 at a0, with walk_memo's checks
+ * of m done and hi the stack's end: its index, or -1. */
+void hci_memo_site_make(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, const regs_t *r0, const prefix_t *p, int c,
+                        int nl, int j) __attribute__((visibility("hidden")));
+int hci_memo_site_find(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max, const regs_t *r0, uintptr_t hi,
+                       uintptr_t a0, uintptr_t w1) __attribute__((visibility("hidden")));
+
+#endif
