@@ -349,9 +349,32 @@ static unsigned aligned_class(size_t size, size_t align) {
  * thread (the heap-growth stacks start there). */
 static HC_TLS uintptr_t entry_ra;
 
+/* Set while hci_alloc_reserve_heap grows the heap at start-up. */
+static HC_TLS bool reserving;
+
 uint32_t hci_alloc_growth_stack(void) {
+  if (reserving) { /* start-up's growth: its one frame, without a walk (hci_alloc_reserve_heap) */
+    uintptr_t pc = entry_ra;
+    return hci_depot_put(&pc, 1);
+  }
   hc_tcache_t *tc = hci_tc;
   return tc->is_static ? hci_capture_stack_from(entry_ra) : record_stack(tc, entry_ra, 0);
+}
+
+/* The heap's first growth at start-up, as tcmalloc's initialisation makes
+ * it (its TCMallocGuard allocates), recorded with one frame: the caller's
+ * return address (runtime/init.c's start-up), no walk.  Made by the
+ * program's first malloc instead, its stack needed the unwinder's rules for
+ * main's callers in libc: every process then paged in a 64 KiB window of
+ * libc's .eh_frame, ours, and the unwinder's code and tables
+ * (docs/performance.md, "Start-up overhead"). */
+void hci_alloc_reserve_heap(void) {
+  uintptr_t saved = entry_ra;
+  entry_ra = (uintptr_t)__builtin_return_address(0);
+  reserving = true;
+  hci_ph_reserve();
+  reserving = false;
+  entry_ra = saved;
 }
 
 /* rec: the frame record holding ra when known (hci_alloc_slow), else 0. */

@@ -104,6 +104,7 @@ void hci_ph_free(hc_span_t *s);
  * the free span right after it.  False (s unchanged) when that span is not
  * free or too short.  realloc's growth path: no copy, no second span. */
 bool hci_ph_grow(hc_span_t *s, size_t npages);
+void hci_ph_reserve(void); /* the first growth, at start-up (hci_alloc_reserve_heap) */
 /* Same with the lock held; s is not counted in use (growth, release). */
 void hci_ph_free_locked(hc_span_t *s);
 /* Set the pagemap class of every page of an allocated span (SMALL spans). */
@@ -300,6 +301,9 @@ static inline void hci_ensure_init(void) {
 }
 /* The allocator's (and its stacks') own part of start-up. */
 void hci_alloc_init(void);
+/* The heap's first growth, made at start-up (runtime/init.c), with the
+ * stack of its caller: see alloc.c. */
+void hci_alloc_reserve_heap(void);
 /* Registers fn as the process start-up: a record in the section hc_startup,
  * which the linker collects (__start_/__stop_hc_startup), so the allocator
  * calls it without naming it.  At most one in the library. */

@@ -70,11 +70,11 @@ void hci_span_delete(hc_span_t *s) {
 
 uint32_t hci_heap_span_ids(void) { return span_recs.ids; }
 
-static void ensure_lists(void) {
-  if (ph->large.next) return;
-  for (size_t i = 0; i <= HC_PH_EXACT_LISTS; i++) hci_span_list_init(&ph->exact[i]);
-  hci_span_list_init(&ph->large);
-}
+/* The free lists' sentinels are set up when a span first goes on them: a
+ * list whose next is NULL is empty.  Set up all at once, the 130 sentinels
+ * (160 bytes each) made 21 KiB of .bss resident in every process, most of
+ * it never used (docs/performance.md, "Start-up overhead"). */
+static bool list_empty(const hc_span_t *h) { return !h->next || hci_span_list_empty(h); }
 
 static hc_span_t *list_for(size_t npages) {
   return npages <= HC_PH_EXACT_LISTS ? &ph->exact[npages] : &ph->large;
@@ -86,7 +86,9 @@ static void put_free(hc_span_t *s) {
   s->cls = 0;
   if (s->is_released) ph->released_pages += s->npages;
   else ph->free_pages += s->npages;
-  hci_span_list_push(list_for(s->npages), s);
+  hc_span_t *h = list_for(s->npages);
+  if (!h->next) hci_span_list_init(h);
+  hci_span_list_push(h, s);
 }
 
 static void take_free(hc_span_t *s) {
@@ -98,7 +100,7 @@ static void take_free(hc_span_t *s) {
 /* requires: lock.  Smallest free span of at least n pages, or NULL. */
 static hc_span_t *find_fit(size_t n) {
   for (size_t i = n; i <= HC_PH_EXACT_LISTS; i++)
-    if (!hci_span_list_empty(&ph->exact[i])) {
+    if (!list_empty(&ph->exact[i])) {
       /* Prefer committed spans: reusing them costs no page faults. */
       hc_span_t *h = &ph->exact[i], *best = h->next;
       for (hc_span_t *s = h->next; s != h; s = s->next)
@@ -106,7 +108,7 @@ static hc_span_t *find_fit(size_t n) {
       return best;
     }
   hc_span_t *best = NULL;
-  for (hc_span_t *s = ph->large.next; s != &ph->large; s = s->next)
+  for (hc_span_t *s = ph->large.next; s && s != &ph->large; s = s->next)
     if (s->npages >= n && (!best || s->npages < best->npages ||
                            (s->npages == best->npages && s->start < best->start)))
       best = s;
@@ -162,7 +164,6 @@ static bool within_limit(size_t bytes) {
 
 void hci_ph_set_limits(size_t limit_bytes, bool aggressive_decommit) {
   hci_lock(&ph->lock);
-  ensure_lists();
   heap_limit = limit_bytes;
   aggressive = aggressive_decommit; /* from the next free on, as tcmalloc */
   hci_unlock(&ph->lock);
@@ -279,7 +280,6 @@ static void alloc_tick(void) {
 
 hc_span_t *hci_ph_alloc(size_t npages) {
   hci_lock(&ph->lock);
-  ensure_lists();
   alloc_tick();
   hc_span_t *s = find_fit(npages);
   size_t grown = 0;
@@ -290,12 +290,21 @@ hc_span_t *hci_ph_alloc(size_t npages) {
   return s;
 }
 
+/* The heap's first growth, made by start-up (hci_alloc_reserve_heap) rather
+ * than by the program's first allocation; nothing when the heap has grown. */
+void hci_ph_reserve(void) {
+  hci_lock(&ph->lock);
+  size_t grown = 0;
+  if (ph->mapped_bytes == 0) grow(1, 0, &grown);
+  hci_unlock(&ph->lock);
+  if (grown) growth_notify(grown);
+}
+
 hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align) {
   if (align <= HC_PAGE_SIZE) return hci_ph_alloc(npages);
   size_t extra = (align >> HC_PAGE_SHIFT) - 1;
   if (npages + extra < npages) return NULL;
   hci_lock(&ph->lock);
-  ensure_lists();
   alloc_tick();
   hc_span_t *s = find_fit(npages + extra);
   size_t grown = 0;
@@ -356,7 +365,6 @@ static hc_span_t *join(hc_span_t *lo, hc_span_t *hi) {
 
 /* requires: lock; s in use (not on a list). Merges with free neighbours. */
 void hci_ph_free_locked(hc_span_t *s) {
-  ensure_lists();
   uintptr_t first = s->start >> HC_PAGE_SHIFT;
   hc_span_t *prev = first ? hci_pagemap_span((first - 1) << HC_PAGE_SHIFT) : NULL;
   /* Only runs in the same state merge: a run is wholly committed or wholly
@@ -420,7 +428,6 @@ void hci_ph_tick(void) {
   uint64_t now = hci_os_now_coarse_ns();
   if (now < __atomic_load_n(&ph->epoch_end, __ATOMIC_RELAXED)) return;
   hci_lock(&ph->lock);
-  ensure_lists();
   roll_epoch(now);
   release_excess();
   hci_unlock(&ph->lock);
@@ -435,7 +442,6 @@ void hci_ph_set_release_delay(uint64_t ns) {
 
 void hci_ph_forget_demand(void) {
   hci_lock(&ph->lock);
-  ensure_lists();
   ph->peak_prev = ph->peak_cur = ph->inuse_bytes;
   release_excess();
   hci_unlock(&ph->lock);
@@ -474,6 +480,7 @@ static size_t release_locked(size_t max_bytes) {
     hc_span_t *h = i > HC_PH_EXACT_LISTS ? &ph->large : &ph->exact[i];
     for (;;) {
       hc_span_t *s = h->next;
+      if (!s) break; /* never used */
       while (s != h && s->is_released) s = s->next;
       if (s == h || (max_bytes && done >= max_bytes)) break;
       done += release_span(s);
@@ -484,7 +491,6 @@ static size_t release_locked(size_t max_bytes) {
 
 size_t hci_ph_release(size_t max_bytes) {
   hci_lock(&ph->lock);
-  ensure_lists();
   size_t n = release_locked(max_bytes);
   hci_unlock(&ph->lock);
   return n;

@@ -82,7 +82,8 @@ static struct {
   bool to_file;
   bool in_tree;        /* HEAPCHECK_TREE set: the launcher follows this tree */
   bool tree_top;       /* the process the launcher started (parent = launcher) */
-  int stderr_fd;       /* the original stderr, kept high; -1 = use 2 */
+  int stderr_fd1;      /* the original stderr, kept high, plus one; 0 = use 2 (so LS is
+                          all zeros: .bss, not 12 KiB of .data paged in at start-up) */
   char path[HCI_PATH_MAX];
   /* The variables, copied at start: the program may change its environment
    * and draconian's __libc_freeres clears it before the exit check. */
@@ -90,8 +91,11 @@ static struct {
   char log_path[HCI_PATH_MAX];  /* HEAPCHECK_LOG_PATH (or LSAN_OPTIONS' log_path) */
   const char *log_var;          /* which of the two, for messages */
   bool child_stderr;            /* HEAPCHECK_CHILD_REPORTS=stderr */
-} LS = {.stderr_fd = -1};
+} LS;
 HC_PRIVATE_STATE(LS);
+
+static int stderr_fd(void) { return LS.stderr_fd1 - 1; }
+static void set_stderr_fd(int fd) { LS.stderr_fd1 = fd + 1; }
 
 /* A close-on-exec copy of fd numbered above the program's usual range:
  * from 32 under the soft RLIMIT_NOFILE (capped at 1024, so the kernel's
@@ -194,7 +198,7 @@ static void route(void) {
     if (!expand(name, sizeof name, prefix, (int)getpid())) errno = ENAMETOOLONG;
     else fd = create(name, LS.path, sizeof LS.path);
     if (fd >= 0) {
-      if (hci_diag_fd >= 0 && hci_diag_fd != LS.stderr_fd) {
+      if (hci_diag_fd >= 0 && hci_diag_fd != stderr_fd()) {
         /* Same number as before (fork child): dup3 replaces it. */
         if (dup3(fd, hci_diag_fd, O_CLOEXEC) >= 0) {
           close(fd);
@@ -216,8 +220,8 @@ static void route(void) {
                  "heapcheck: warning: %s: cannot create the log file %s (%s); reports go to stderr\n", var,
                  name, err_text(errno));
   }
-  if (hci_diag_fd >= 0 && hci_diag_fd != LS.stderr_fd) close(hci_diag_fd);
-  hci_diag_fd = LS.stderr_fd;
+  if (hci_diag_fd >= 0 && hci_diag_fd != stderr_fd()) close(hci_diag_fd);
+  hci_diag_fd = stderr_fd();
   LS.diag_id = LS.err_id;
 }
 
@@ -236,7 +240,7 @@ void hci_log_stream_open(void) {
   if (LS.opened) return;
   LS.opened = true;
   LS.err_id = id_of(2);
-  LS.stderr_fd = LS.err_id.ok ? keep_high(2) : -1;
+  set_stderr_fd(LS.err_id.ok ? keep_high(2) : -1);
   const char *p = hci_opt_str(HCO_HEAPCHECK_LOG_PATH);
   if (p && *p && !hci_env_word_is(p, "stderr")) {
     if (strlen(p) < sizeof LS.log_path) {
@@ -263,10 +267,10 @@ void hci_log_stream_fork_child(void) {
   /* A copy of a piped stderr would keep the pipe open for as long as this
    * child lives (daemon() forks, then puts /dev/null on fd 2): the child
    * writes to its fd 2 instead, while that still is the pipe. */
-  if (is_channel(LS.err_id) && LS.stderr_fd >= 0) {
-    if (hci_diag_fd == LS.stderr_fd) hci_diag_fd = -1;
-    close(LS.stderr_fd);
-    LS.stderr_fd = -1;
+  if (is_channel(LS.err_id) && stderr_fd() >= 0) {
+    if (hci_diag_fd == stderr_fd()) hci_diag_fd = -1;
+    close(stderr_fd());
+    set_stderr_fd(-1);
     LS.err_direct = true;
   }
   if (LS.to_file || LS.in_tree) route();
@@ -274,9 +278,9 @@ void hci_log_stream_fork_child(void) {
 
 /* Drops every kept copy of stderr (the program replaced its fd 2). */
 static void drop_stderr(void) {
-  if (LS.stderr_fd >= 0 && same_file(id_of(LS.stderr_fd), LS.err_id)) close(LS.stderr_fd);
-  if (hci_diag_fd == LS.stderr_fd) hci_diag_fd = -1;
-  LS.stderr_fd = -1;
+  if (stderr_fd() >= 0 && same_file(id_of(stderr_fd()), LS.err_id)) close(stderr_fd());
+  if (hci_diag_fd == stderr_fd()) hci_diag_fd = -1;
+  set_stderr_fd(-1);
   LS.err_dropped = true;
 }
 
@@ -294,12 +298,12 @@ static int stderr_now(void) {
   }
   if (LS.err_dropped) return -1;
   if (LS.err_direct) return two.ok ? 2 : -1;
-  if (LS.stderr_fd >= 0 && same_file(id_of(LS.stderr_fd), LS.err_id)) return LS.stderr_fd;
+  if (stderr_fd() >= 0 && same_file(id_of(stderr_fd()), LS.err_id)) return stderr_fd();
   /* Our copy was closed (close_range(3, ~0U)) or replaced: make another
    * from fd 2 when it still is the original stderr (never close the old
    * number: it may be the program's now). */
-  LS.stderr_fd = same_file(two, LS.err_id) ? keep_high(2) : -1;
-  return LS.stderr_fd;
+  set_stderr_fd(same_file(two, LS.err_id) ? keep_high(2) : -1);
+  return stderr_fd();
 }
 
 int hci_log_stream_fd(void) {

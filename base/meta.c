@@ -22,12 +22,14 @@
 
 static struct {
   hci_lock_t lock;
-  struct { uintptr_t lo, hi; } ranges[MAX_RANGES]; /* every mapping we made, for hci_meta_owns */
   int nranges;
   uint8_t *bump;        /* next free byte of the current chunk */
   uint8_t *bump_end;
   void *bins[NBINS + 1];/* recycled blocks, linked through their first word */
   size_t mapped;        /* bytes mapped for metadata */
+  /* Last: the fields every allocation writes share the first page with the
+   * first ranges, instead of adding the last page of the table. */
+  struct { uintptr_t lo, hi; } ranges[MAX_RANGES]; /* every mapping we made, for hci_meta_owns */
 } meta = {.lock = HCI_LOCK_INIT(HC_RANK_META)};
 HC_PRIVATE_STATE(meta);
 

@@ -22,11 +22,12 @@
  * entry with hi == 0 is empty. */
 #define OS_SLOTS 8192
 static struct {
+  _Atomic int top;     /* slots [0, top) were used at some time */
+  _Atomic int lost;    /* a mapping could not be remembered */
+  /* After the counters: the first slots and top share a page (start-up writes both) */
   struct {
     _Atomic uintptr_t lo, hi;
   } slot[OS_SLOTS];
-  _Atomic int top;     /* slots [0, top) were used at some time */
-  _Atomic int lost;    /* a mapping could not be remembered */
 } os_reg;
 HC_PRIVATE_STATE(os_reg);
 

@@ -561,6 +561,13 @@ __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
 
 // ---- start-up ----
 
+/* The names every process looks up at start-up (dlsym compares them), in
+ * .data rather than .rodata: a literal lands anywhere in .rodata, and one
+ * read there can map another 64 KiB window of it (docs/performance.md,
+ * "Start-up overhead"); .data is resident anyway. */
+static char name_exit[] = "exit";
+static char name_start_main[] = "__libc_start_main";
+
 /* The frame that called us ends at our frame address + the saved frame
  * pointer and return address: the caller's stack pointer at the call. */
 #define CALLER_SP() ((uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *))
@@ -594,7 +601,7 @@ hc_public __attribute__((weak, noreturn)) void exit(int status) {
     L.end_sp = CALLER_SP();
   }
   void (*real)(int) = L.real_exit;
-  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "exit");
+  if (!real) *(void **)&real = dlsym(RTLD_NEXT, name_exit);
   if (!real) _exit(status);
   real(status);
   __builtin_unreachable();
@@ -606,7 +613,7 @@ typedef int (*start_fn_t)(main_fn_t, int, char **, void (*)(void), void (*)(void
 /* Interposed (weak: a static link keeps libc's own and uses the fallback). */
 hc_public __attribute__((weak)) int __libc_start_main(main_fn_t main, int argc, char **argv, void (*init)(void),
                                                       void (*fini)(void), void (*rtld_fini)(void), void *stack_end) {
-  start_fn_t real = (start_fn_t)dlsym(RTLD_NEXT, "__libc_start_main");
+  start_fn_t real = (start_fn_t)(uintptr_t)dlsym(RTLD_NEXT, name_start_main);
   if (!real) hci_fatal("cannot find libc's __libc_start_main");
   if (hci_chk.active && hci_chk.global_check && !L.real_main) {
     L.real_main = main;
@@ -650,7 +657,7 @@ static void ignore_startup_objects(void) {
 __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_ensure_init();
   hci_chk_no_follow();
-  *(void **)&L.real_exit = dlsym(RTLD_NEXT, "exit");
+  *(void **)&L.real_exit = dlsym(RTLD_NEXT, name_exit);
   if (!hci_chk.active) return;
   hci_symbolizer_note_exe();
   hci_lock(&hci_chk_lock);

@@ -8,7 +8,8 @@
  * constructor (allocator/startup.c says how re-entry and other threads are
  * handled).  Its order:
  *   1. the profiler's sample listener (before any object can be sampled);
- *   2. the allocator and stacks (sampler, unwinder, thread-exit key);
+ *   2. the allocator and stacks (sampler, unwinder, thread-exit key), and
+ *      the heap's first growth (recorded with this start-up's stack);
  *   3. the fork handler (the only pthread_atfork of the library);
  *   4. the checker (HEAPCHECK: options, recording), then the profiler
  *      (HEAPPROFILE: may start dumping).
@@ -96,6 +97,7 @@ static void fork_child(void) {
 void hci_runtime_start(void) {
   hci_profiler_attach();
   hci_alloc_init();
+  hci_alloc_reserve_heap(); /* the first growth, recorded with this stack (alloc.c) */
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   hci_checker_init();
   hci_profiler_init();
