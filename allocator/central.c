@@ -38,6 +38,23 @@ static bool owned_by_other(const hc_span_t *s, const void *owner) {
   return o && o != owner && !atomic_load_explicit(&o->remote.dead, memory_order_relaxed);
 }
 
+/* Carves up to n objects not handed out yet from s onto the chain
+ * *head (*tail: its last object); returns how many.  Carved objects are
+ * free objects: linked and marked.  requires: the lock, or s not on the
+ * class's list yet (nobody else sees it). */
+static uint32_t carve(hc_span_t *s, const hc_class_info_t *ci, uint32_t n, void **head, void **tail) {
+  uint32_t got = 0;
+  while (got < n && s->carved < ci->objs) {
+    void *p = (void *)(s->start + (uintptr_t)s->carved++ * ci->size);
+    hc_fl_link(p, *head);
+    if (!*head) *tail = p;
+    *head = p;
+    s->allocated++;
+    got++;
+  }
+  return got;
+}
+
 /* requires: lock.  Takes up to n objects out of spans into *out; the
  * spans they come from become owner's (remote.c).  With an owner, a span
  * of a remote class that another live cache owns is passed by (up to a
@@ -68,14 +85,7 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_
       s->allocated++;
       got++;
     }
-    while (got < n && s->carved < ci->objs) {
-      void *p = (void *)(s->start + (uintptr_t)s->carved++ * ci->size);
-      hc_fl_link(p, head); /* carved objects are free objects: marked too */
-      if (!head) tail = p;
-      head = p;
-      s->allocated++;
-      got++;
-    }
+    got += carve(s, ci, n - got, &head, &tail);
     if (!s->freelist && s->carved == ci->objs) hci_span_list_remove(s); /* full */
   }
   c->free_objs -= got;
@@ -126,7 +136,12 @@ static void free_spans(hc_span_t *list) {
 }
 
 bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out, void *owner) {
+  return hci_central_remove_fresh(cls, want, want, out, owner);
+}
+
+bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_chain_t *out, void *owner) {
   hc_central_t *c = &hci_central[cls];
+  const hc_class_info_t *ci = &hci_classes[cls];
   hci_lock(&c->lock);
   span_list_init(&c->spans);
   if (c->nchains) {
@@ -140,16 +155,32 @@ bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out, void *owne
   take_from_spans(c, cls, want, out, owner);
   hci_unlock(&c->lock);
   if (out->n) return true;
+  /* A new span: nobody sees it before it is on the list, so the refill's
+   * objects are carved first, without the lock.  Carving is the first
+   * touch of fresh memory (a page fault per 4 KiB, a line fetched per
+   * object); under the lock it stalled every thread freeing or refilling
+   * the class (xmalloc: "Fresh spans carved outside the lock",
+   * docs/performance.md).  A caller that can hold more than `want` (fresh)
+   * gets up to the whole span, in one lock instead of one per batch. */
   hc_span_t *s = new_span(cls);
   if (!s) return false;
+  if (ci->size <= HC_REMOTE_SIZE_MAX && owner) { /* remote.c; as take_from_spans, before publication */
+    __atomic_store_n(&s->owner, owner, __ATOMIC_RELAXED);
+    hci_pagemap_set_owner(s, owner);
+  }
+  void *head = NULL, *tail = NULL;
+  uint32_t got = carve(s, ci, fresh > want ? fresh : want, &head, &tail);
   hci_lock(&c->lock);
-  hci_span_list_push(&c->spans, s);
+  span_list_init(&c->spans);
+  if (s->carved < ci->objs) hci_span_list_push(&c->spans, s); /* full spans are on no list */
   c->nspans++;
   c->span_allocs++;
-  c->free_objs += hci_classes[cls].objs;
-  take_from_spans(c, cls, want, out, owner);
+  c->free_objs += ci->objs - got;
   hci_unlock(&c->lock);
-  return out->n != 0;
+  out->head = head;
+  out->tail = tail;
+  out->n = got;
+  return got != 0;
 }
 
 /* requires: lock.  Returns one object to its span; collects emptied spans. */
