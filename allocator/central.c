@@ -6,7 +6,9 @@
  * are full, objects go back to their spans; a span whose objects are all
  * free returns to the page heap.  Refills that find no chain take up to a
  * batch from the spans.  Spans are carved lazily, so a new span touches only the memory it
- * hands out.
+ * hands out; a new span's first objects are carved before it is published,
+ * without the lock, as many as the refilling cache can hold (at most the
+ * span).
  *
  * Lock: central[c].lock.  The page heap is never called with it held
  * (populating and returning spans happen after unlocking), so centrals and
