@@ -40,19 +40,19 @@ static bool owned_by_other(const hc_span_t *s, const void *owner) {
   return o && o != owner && !atomic_load_explicit(&o->remote.dead, memory_order_relaxed);
 }
 
-/* Carves up to n objects not handed out yet from s onto the chain
- * *head (*tail: its last object); returns how many.  Carved objects are
- * free objects: linked and marked.  requires: the lock, or s not on the
- * class's list yet (nobody else sees it). */
-static uint32_t carve(hc_span_t *s, const hc_class_info_t *ci, uint32_t n, void **head, void **tail) {
+/* Links up to n objects of s not carved yet (from its `carved` on) onto
+ * the chain *head (*tail: its last object); returns how many.  Carved
+ * objects are free objects: linked and marked.  The caller adds the
+ * count to s->carved and s->allocated under the lock, so the counters
+ * stay consistent for readers that hold every lock (VerifyAllMemory)
+ * even while a new span is carved without it. */
+static uint32_t carve(const hc_span_t *s, const hc_class_info_t *ci, uint32_t n, void **head, void **tail) {
   uint32_t got = 0;
-  while (got < n && s->carved < ci->objs) {
-    void *p = (void *)(s->start + (uintptr_t)s->carved++ * ci->size);
+  for (uint32_t i = s->carved; got < n && i < ci->objs; i++, got++) {
+    void *p = (void *)(s->start + (uintptr_t)i * ci->size);
     hc_fl_link(p, *head);
     if (!*head) *tail = p;
     *head = p;
-    s->allocated++;
-    got++;
   }
   return got;
 }
@@ -87,7 +87,10 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_
       s->allocated++;
       got++;
     }
-    got += carve(s, ci, n - got, &head, &tail);
+    uint32_t k = carve(s, ci, n - got, &head, &tail);
+    s->carved += k;
+    s->allocated += k;
+    got += k;
     if (!s->freelist && s->carved == ci->objs) hci_span_list_remove(s); /* full */
   }
   c->free_objs -= got;
@@ -157,8 +160,10 @@ bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_ch
   take_from_spans(c, cls, want, out, owner);
   hci_unlock(&c->lock);
   if (out->n) return true;
-  /* A new span: nobody sees it before it is on the list, so the refill's
-   * objects are carved first, without the lock.  Carving is the first
+  /* A new span: no other thread takes objects from it before it is on the
+   * list (readers holding every lock see it with nothing carved: the
+   * counters are set under the lock), so the refill's objects are carved
+   * first, without the lock.  Carving is the first
    * touch of fresh memory (a page fault per 4 KiB, a line fetched per
    * object); under the lock it stalled every thread freeing or refilling
    * the class (xmalloc: "Fresh spans carved outside the lock",
@@ -173,8 +178,8 @@ bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_ch
   void *head = NULL, *tail = NULL;
   uint32_t got = carve(s, ci, fresh > want ? fresh : want, &head, &tail);
   hci_lock(&c->lock);
-  span_list_init(&c->spans);
-  if (s->carved < ci->objs) hci_span_list_push(&c->spans, s); /* full spans are on no list */
+  s->carved = s->allocated = got;
+  if (got < ci->objs) hci_span_list_push(&c->spans, s); /* full spans are on no list */
   c->nspans++;
   c->span_allocs++;
   c->free_objs += ci->objs - got;
