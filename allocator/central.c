@@ -6,7 +6,9 @@
  * are full, objects go back to their spans; a span whose objects are all
  * free returns to the page heap.  Refills that find no chain take up to a
  * batch from the spans.  Spans are carved lazily, so a new span touches only the memory it
- * hands out.
+ * hands out; a new span's first objects are carved before it is published,
+ * without the lock, as many as the refilling cache can hold (at most the
+ * span).
  *
  * Lock: central[c].lock.  The page heap is never called with it held
  * (populating and returning spans happen after unlocking), so centrals and
@@ -36,6 +38,23 @@ static void span_list_init(hc_span_t *h) {
 static bool owned_by_other(const hc_span_t *s, const void *owner) {
   const hc_tcache_t *o = s->owner;
   return o && o != owner && !atomic_load_explicit(&o->remote.dead, memory_order_relaxed);
+}
+
+/* Links up to n objects of s not carved yet (from its `carved` on) onto
+ * the chain *head (*tail: its last object); returns how many.  Carved
+ * objects are free objects: linked and marked.  The caller adds the
+ * count to s->carved and s->allocated under the lock, so the counters
+ * stay consistent for readers that hold every lock (VerifyAllMemory)
+ * even while a new span is carved without it. */
+static uint32_t carve(const hc_span_t *s, const hc_class_info_t *ci, uint32_t n, void **head, void **tail) {
+  uint32_t got = 0;
+  for (uint32_t i = s->carved; got < n && i < ci->objs; i++, got++) {
+    void *p = (void *)(s->start + (uintptr_t)i * ci->size);
+    hc_fl_link(p, *head);
+    if (!*head) *tail = p;
+    *head = p;
+  }
+  return got;
 }
 
 /* requires: lock.  Takes up to n objects out of spans into *out; the
@@ -68,14 +87,10 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_
       s->allocated++;
       got++;
     }
-    while (got < n && s->carved < ci->objs) {
-      void *p = (void *)(s->start + (uintptr_t)s->carved++ * ci->size);
-      hc_fl_link(p, head); /* carved objects are free objects: marked too */
-      if (!head) tail = p;
-      head = p;
-      s->allocated++;
-      got++;
-    }
+    uint32_t k = carve(s, ci, n - got, &head, &tail);
+    s->carved += k;
+    s->allocated += k;
+    got += k;
     if (!s->freelist && s->carved == ci->objs) hci_span_list_remove(s); /* full */
   }
   c->free_objs -= got;
@@ -126,7 +141,12 @@ static void free_spans(hc_span_t *list) {
 }
 
 bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out, void *owner) {
+  return hci_central_remove_fresh(cls, want, want, out, owner);
+}
+
+bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_chain_t *out, void *owner) {
   hc_central_t *c = &hci_central[cls];
+  const hc_class_info_t *ci = &hci_classes[cls];
   hci_lock(&c->lock);
   span_list_init(&c->spans);
   if (c->nchains) {
@@ -140,16 +160,34 @@ bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out, void *owne
   take_from_spans(c, cls, want, out, owner);
   hci_unlock(&c->lock);
   if (out->n) return true;
+  /* A new span: no other thread takes objects from it before it is on the
+   * list (readers holding every lock see it with nothing carved: the
+   * counters are set under the lock), so the refill's objects are carved
+   * first, without the lock.  Carving is the first
+   * touch of fresh memory (a page fault per 4 KiB, a line fetched per
+   * object); under the lock it stalled every thread freeing or refilling
+   * the class (xmalloc: "Fresh spans carved outside the lock",
+   * docs/performance.md).  A caller that can hold more than `want` (fresh)
+   * gets up to the whole span, in one lock instead of one per batch. */
   hc_span_t *s = new_span(cls);
   if (!s) return false;
+  if (ci->size <= HC_REMOTE_SIZE_MAX && owner) { /* remote.c; as take_from_spans, before publication */
+    __atomic_store_n(&s->owner, owner, __ATOMIC_RELAXED);
+    hci_pagemap_set_owner(s, owner);
+  }
+  void *head = NULL, *tail = NULL;
+  uint32_t got = carve(s, ci, fresh > want ? fresh : want, &head, &tail);
   hci_lock(&c->lock);
-  hci_span_list_push(&c->spans, s);
+  s->carved = s->allocated = got;
+  if (got < ci->objs) hci_span_list_push(&c->spans, s); /* full spans are on no list */
   c->nspans++;
   c->span_allocs++;
-  c->free_objs += hci_classes[cls].objs;
-  take_from_spans(c, cls, want, out, owner);
+  c->free_objs += ci->objs - got;
   hci_unlock(&c->lock);
-  return out->n != 0;
+  out->head = head;
+  out->tail = tail;
+  out->n = got;
+  return got != 0;
 }
 
 /* requires: lock.  Returns one object to its span; collects emptied spans. */

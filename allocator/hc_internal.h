@@ -148,6 +148,11 @@ extern hc_central_t hci_central[HC_NUM_CLASSES];
  * which become owner's (a thread cache, or NULL: remote.c).
  * Returns false only when memory is exhausted. */
 bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out, void *owner);
+/* The same, but when no span has a free object and a new span is needed,
+ * up to max(want, fresh) of its objects (a caller that has room for them:
+ * a thread cache's capacity) are carved for the caller before the span is
+ * published, without the lock. */
+bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_chain_t *out, void *owner);
 /* Takes back a chain (any length) of objects of class cls. */
 void hci_central_insert(unsigned cls, const hc_chain_t *chain);
 /* Number of objects held in transfer slots and span free lists (stats). */

@@ -282,8 +282,12 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
     uint32_t page = (uint32_t)(4096 / hci_classes[cls].size);
     want = page == 0 ? 1 : page < want ? page : want;
   }
+  /* From a new span, up to the capacity: the list is empty, so all of it
+   * fits (a class that grew beyond a batch takes a span in one central
+   * lock, carved outside it; central.c). */
   hc_chain_t ch;
-  if (!hci_remote_collect(tc, cls, &ch) && !hci_central_remove(cls, want, &ch, tc)) return NULL;
+  if (!hci_remote_collect(tc, cls, &ch) && !hci_central_remove_fresh(cls, want, tc->fl.cap[cls], &ch, tc))
+    return NULL;
   /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
   l->head = hc_fl_next(p, 0);

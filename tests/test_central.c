@@ -30,7 +30,10 @@
  * back (kept_race): a span fetched new for one thread must not be taken
  * for the one kept while the other thread returned objects (as when the
  * kept span was a counter of empty spans, decremented by any empty span a
- * refill took from), checked under the class lock after every step. */
+ * refill took from), checked under the class lock after every step.
+ * fresh_carve: a remove that may take more than it wants from a new span
+ * (hci_central_remove_fresh) gets that many, at most the span, and a
+ * whole span carved so is on no list. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -386,6 +389,50 @@ static void empty_span_returns(unsigned c) {
         c, s ? s->state : -1, hci_pagemap_class(start));
 }
 
+/* Class c, with no spans: a remove that may take more than it wants from
+ * a new span (hci_central_remove_fresh: a thread cache with capacity to
+ * spare) gets up to that many, at most the span; the span stays on the
+ * list with the rest uncarved, and the next removes take only `want` from
+ * it; when a new span is carved whole it is on no list (full).  Then every
+ * object goes back and the spans to the page heap. */
+static void fresh_carve(unsigned c) {
+  const hc_class_info_t *ci = &hci_classes[c];
+  hc_central_t *ce = &hci_central[c];
+  static void *v[MAXOBJ];
+  uint32_t n = 0, batch = ci->batch;
+  hc_chain_t ch;
+  CHECK(hci_central_remove_fresh(c, batch, ci->objs / 2, &ch, NULL), "class %u: remove_fresh", c);
+  CHECK(ch.n == ci->objs / 2, "class %u: a new span gave %u objects, want %u", c, ch.n, ci->objs / 2);
+  n += take_chain(c, &ch, v + n, MAXOBJ - n);
+  CHECK(ce->nspans == 1 && ce->spans.next != &ce->spans && ce->spans.next->carved == ci->objs / 2,
+        "class %u: the half-carved span is not on the list (%zu spans)", c, ce->nspans);
+  check_invariant(c, n, "half a span carved");
+  /* the span has objects left: a remove takes want, even with room for more */
+  CHECK(hci_central_remove_fresh(c, batch, ci->objs, &ch, NULL) && ch.n == batch,
+        "class %u: from a listed span got %u, want %u", c, ch.n, batch);
+  n += take_chain(c, &ch, v + n, MAXOBJ - n);
+  while (hci_central_free_objects(c)) { /* the rest of the first span */
+    CHECK(hci_central_remove(c, batch, &ch, NULL), "class %u: remove", c);
+    n += take_chain(c, &ch, v + n, MAXOBJ - n);
+  }
+  CHECK(n == ci->objs && ce->nspans == 1, "class %u: %u objects from %zu spans", c, n, ce->nspans);
+  /* no free object left: a new span, carved whole (room for more than it) */
+  CHECK(hci_central_remove_fresh(c, batch, 2 * ci->objs, &ch, NULL) && ch.n == ci->objs,
+        "class %u: a new span gave %u, want all %u", c, ch.n, ci->objs);
+  n += take_chain(c, &ch, v + n, MAXOBJ - n);
+  CHECK(ce->nspans == 2 && ce->spans.next == &ce->spans, "class %u: a full span on the list (%zu spans)", c,
+        ce->nspans);
+  check_invariant(c, n, "two spans carved");
+  check_distinct(c, v, n);
+  for (uint32_t i = 0; i < n; i++) { /* back one by one, into their spans once the slots are full */
+    hc_chain_t one;
+    make_chain(v + i, 1, &one);
+    hci_central_insert(c, &one);
+  }
+  hci_central_drain();
+  CHECK(ce->nspans == 0 && hci_central_free_objects(c) == 0, "class %u: %zu spans left", c, ce->nspans);
+}
+
 /* Class c with one object per span, untouched: HC_TRANSFER_SLOTS one-object
  * chains (far below the byte bounds) are kept, the next ones go back to
  * their spans, and the spans they empty to the page heap. */
@@ -626,6 +673,12 @@ int main(void) {
       fresh++;
     }
   CHECK(fresh > 80, "only %d classes untouched at start", fresh);
+  /* a class of a few batches per span, now without spans (returned above) */
+  unsigned fc = hci_size_class(64);
+  CHECK(hci_classes[fc].objs >= 4 * hci_classes[fc].batch && hci_classes[fc].objs <= MAXOBJ / 4,
+        "class %u does not fit fresh_carve", fc);
+  if (!hci_central[fc].nspans && !hci_central[fc].nchains) fresh_carve(fc);
+  else CHECK(0, "class %u has spans at start", fc);
   /* Two classes with one object per span whose HC_TRANSFER_SLOTS + 6
    * one-object chains stay under the class byte bound (largest first). */
   int picked = 0;

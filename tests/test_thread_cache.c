@@ -202,8 +202,9 @@ static size_t outside_central(unsigned c) {
 
 /* malloc(size) checked against the model.  Nothing else may use size's
  * class meanwhile: a refill's chain is predicted from central's state (the
- * top transfer slot's chain, else up to a batch from the spans, else a
- * batch from a new span). */
+ * top transfer slot's chain, else up to a batch from the spans, else
+ * from a new span up to the list's capacity, at least a batch, at most
+ * the span). */
 static void *t_malloc(size_t size) {
   hc_tcache_t *tc = hci_tc;
   unsigned c = hci_size_class(size);
@@ -212,10 +213,12 @@ static void *t_malloc(size_t size) {
   /* a class without capacity yet asks for what a 4 KiB page holds (at least one) */
   uint32_t want = batch, page = (uint32_t)(4096 / hci_classes[c].size);
   if (tc->fl.cap[c] == 0) want = page == 0 ? 1 : page < batch ? page : batch;
-  uint32_t chain = ce->nchains                ? ce->slots[ce->nchains - 1].n
-                   : ce->free_objs             ? (ce->free_objs < want ? (uint32_t)ce->free_objs : want)
-                   : hci_classes[c].objs < want ? hci_classes[c].objs
-                                                : want;
+  /* a new span gives up to the capacity, when that is more than want */
+  uint32_t fresh = tc->fl.cap[c] > want ? tc->fl.cap[c] : want;
+  uint32_t chain = ce->nchains                 ? ce->slots[ce->nchains - 1].n
+                   : ce->free_objs              ? (ce->free_objs < want ? (uint32_t)ce->free_objs : want)
+                   : hci_classes[c].objs < fresh ? hci_classes[c].objs
+                                                 : fresh;
   size_t outside0 = outside_central(c);
   tc_state_t m;
   snap(tc, &m);
