@@ -38,6 +38,10 @@
 #define HC_TC_BUDGET_TOTAL ((size_t)32 << 20)   /* bytes held by all thread caches together */
 #define HC_TC_BUDGET_MIN ((size_t)512 << 10)    /* the least one thread cache may hold */
 #define HC_TC_BUDGET_MAX ((size_t)2 << 20)      /* the most one thread cache may hold */
+/* A class a thread frees but does not allocate (its list overflows twice
+ * with no refill between) keeps at most this much capacity: what it holds
+ * is memory no one can use until it goes to central (thread_cache.c). */
+#define HC_TC_ONEWAY_BYTES ((size_t)32 << 10)
 /* Remote frees (allocator/remote.c): objects below a cache line share
  * lines, so they go back to their span's owner; bigger ones stay with the
  * freeing thread (transfer chains are cheaper, docs/performance.md). */
