@@ -856,13 +856,20 @@ static const size_t chain_sizes[] = {1024, 2048, 4096, 8192, 3072, 1536, 6144, 1
 
 static void *chain_giver(void *arg) {
   (void)arg;
-  static void *v[4096];
+  static void *v[8192];
+  size_t held = 0;
   for (size_t k = 0; k < N_CHAIN_SIZES; k++) {
     size_t n = (HC_SLOT_BYTES_TOTAL_MAX / N_CHAIN_SIZES) / chain_sizes[k]; /* every chain fits the slots */
-    for (size_t i = 0; i < n; i++) v[i] = malloc(chain_sizes[k]);
-    for (size_t i = 0; i < n; i++) free(v[i]);
+    /* capacity n, grown with refills between overflows (a class freed
+     * twice in a row without one is one-way and keeps 32 KiB), then the
+     * list filled short of an overflow: at exit it goes to central whole */
+    size_t base = held;
+    grow_to(v, &held, chain_sizes[k], (uint32_t)n, false);
+    hc_tcache_t *tc = hci_tc;
+    unsigned c = hci_size_class(chain_sizes[k]);
+    while (held > base && hc_tc_len(&tc->fl.lists[c]) + 1 < tc->fl.cap[c]) free(v[--held]);
   }
-  return NULL;
+  return NULL; /* what it still holds stays allocated: this process ends after the check */
 }
 
 static void *chain_taker(void *arg) {
