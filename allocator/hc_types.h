@@ -168,6 +168,9 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
   size_t cap_bytes;         /* sum of cap[c] * class size: what the lists may hold; <= budget */
   size_t budget;            /* bound on cap_bytes */
   uint32_t refills;         /* slow-path refills, to tick the page heap every 256 (hci_ph_tick) */
+  /* 1 when the class was refilled since its list last overflowed: the
+   * thread allocates what it frees (thread_cache.c, one-way classes) */
+  uint8_t refilled[HC_NUM_CLASSES];
 } hc_tc_free_t;
 
 typedef struct hc_tc_memo {  /* the unwinder's (stacks/), used by alloc.c's stack capture */

@@ -52,6 +52,14 @@ static uint32_t cap_limit(unsigned cls) {
   return lim;
 }
 
+/* The capacity of a one-way class (hci_tc_push): HC_TC_ONEWAY_BYTES of
+ * objects, at least a batch, at most the class's limit. */
+static uint32_t oneway_cap(unsigned cls) {
+  uint32_t n = (uint32_t)(HC_TC_ONEWAY_BYTES / hci_classes[cls].size), lim = cap_limit(cls);
+  if (n < hci_classes[cls].batch) n = hci_classes[cls].batch;
+  return n < lim ? n : lim;
+}
+
 static size_t budget_total = HC_TC_BUDGET_TOTAL; /* tcmalloc.max_total_thread_cache_bytes */
 
 void hci_tc_set_budget_total(size_t bytes) {
@@ -288,6 +296,7 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_chain_t ch;
   if (!hci_remote_collect(tc, cls, &ch) && !hci_central_remove_fresh(cls, want, tc->fl.cap[cls], &ch, tc))
     return NULL;
+  tc->fl.refilled[cls] = 1;
   /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
   l->head = hc_fl_next(p, 0);
@@ -305,7 +314,19 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
 void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
   if (hc_tc_len(l) >= tc->fl.cap[cls]) {
-    grow_cap(tc, cls, true);
+    /* One-way: a class this thread frees and does not allocate (the
+     * consumer of a producer/consumer pair) overflows again and again
+     * with no refill between.  Capacity there only holds memory back from
+     * the thread that allocates it, which meanwhile takes new spans
+     * (prodcons held ~2 MiB per side this way: docs/performance.md,
+     * "Memory, second pass"), so such a class grows only up to
+     * oneway_cap() and is cut back to it; a class the thread also
+     * allocates grows as before. */
+    uint32_t ow = oneway_cap(cls);
+    bool local = tc->fl.refilled[cls];
+    tc->fl.refilled[cls] = 0;
+    grow_cap(tc, cls, local || tc->fl.cap[cls] < ow);
+    if (!local && tc->fl.cap[cls] > ow) set_cap(tc, cls, ow);
     if (hc_tc_len(l) >= tc->fl.cap[cls]) {
       uint32_t keep = tc->fl.cap[cls] / 4;
       if (keep > 16) keep = 16;

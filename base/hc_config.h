@@ -38,6 +38,10 @@
 #define HC_TC_BUDGET_TOTAL ((size_t)32 << 20)   /* bytes held by all thread caches together */
 #define HC_TC_BUDGET_MIN ((size_t)512 << 10)    /* the least one thread cache may hold */
 #define HC_TC_BUDGET_MAX ((size_t)2 << 20)      /* the most one thread cache may hold */
+/* A class a thread frees but does not allocate (its list overflows twice
+ * with no refill between) keeps at most this much capacity: what it holds
+ * is memory no one can use until it goes to central (thread_cache.c). */
+#define HC_TC_ONEWAY_BYTES ((size_t)32 << 10)
 /* Remote frees (allocator/remote.c): objects below a cache line share
  * lines, so they go back to their span's owner; bigger ones stay with the
  * freeing thread (transfer chains are cheaper, docs/performance.md). */
@@ -47,11 +51,14 @@
 #define HC_REMOTE_BATCH_BYTES ((size_t)2 << 10)  /* a batch for another owner is pushed at this size (or a class batch) */
 
 /* ---- central transfer caches (chains kept whole between threads) ---- */
-#define HC_SLOT_BYTES_CLASS_MAX ((size_t)4 << 20)  /* per size class */
-/* All classes together.  4 MiB, not 16: bench_realloc (one thread) kept
- * up to 16 MiB of freed 8-256 KiB objects in slots, pages no other class
- * could reuse (peak RSS 122 -> 97 MB, docs/performance.md "Memory"). */
-#define HC_SLOT_BYTES_TOTAL_MAX ((size_t)4 << 20)
+#define HC_SLOT_BYTES_CLASS_MAX ((size_t)3 << 20)  /* per size class (the total bounds it anyway) */
+/* All classes together.  3 MiB, not 16 or 4: bench_realloc (one thread)
+ * kept up to 16 MiB of freed 8-256 KiB objects in slots, pages no other
+ * class could reuse (peak RSS 122 -> 97 MB at 4 MiB, 96 at 3, 93 at 2:
+ * docs/performance.md "Memory" and "Memory, second pass"; below 3 MiB no
+ * class of one object per span fits 64 slots under the class bound, the
+ * case test_central's slot overflow needs). */
+#define HC_SLOT_BYTES_TOTAL_MAX ((size_t)3 << 20)
 #define HC_SAMPLE_STASH 16                      /* free one-page spans kept for samples (128 KiB) */
 
 /* ---- stacks ---- */

@@ -95,8 +95,17 @@ static size_t budget_model(void) {
 
 static uint32_t overflow_keep(uint32_t cap) { return cap / 4 > 16 ? 16 : cap / 4; }
 
+/* The most capacity a one-way class keeps: HC_TC_ONEWAY_BYTES, at least a
+ * batch, at most the limit. */
+static uint32_t oneway_cap_model(unsigned c) {
+  uint32_t n = (uint32_t)(HC_TC_ONEWAY_BYTES / hci_classes[c].size);
+  if (n < hci_classes[c].batch) n = hci_classes[c].batch;
+  return n < cap_limit_model(c) ? n : cap_limit_model(c);
+}
+
 typedef struct {
   uint32_t cap[HC_NUM_CLASSES], len[HC_NUM_CLASSES], lim[HC_NUM_CLASSES];
+  uint8_t refilled[HC_NUM_CLASSES]; /* refilled since the list last overflowed */
   size_t cap_bytes, budget;
 } tc_state_t;
 
@@ -105,13 +114,15 @@ static void snap(const hc_tcache_t *tc, tc_state_t *s) {
     s->cap[c] = tc->fl.cap[c];
     s->len[c] = hc_tc_len(&tc->fl.lists[c]);
     s->lim[c] = tc->fl.lists[c].start_lim ? tc->fl.lists[c].lim : 0; /* what the free fast path fills up to */
+    s->refilled[c] = tc->fl.refilled[c];
   }
   s->cap_bytes = tc->fl.cap_bytes;
   s->budget = tc->fl.budget;
 }
 
 static struct {
-  int refills, grows, overflows, releases, steals, steal_releases, at_limit, over_budget, self_shrinks, cuts, fits;
+  int refills, grows, overflows, releases, steals, steal_releases, at_limit, over_budget, self_shrinks, cuts, fits,
+      oneway_cuts;
 } ev;
 
 static void model_set_cap(tc_state_t *m, unsigned c, uint32_t cap) {
@@ -182,9 +193,11 @@ static void compare(const tc_state_t *want, const hc_tcache_t *tc, const char *o
   tc_state_t got;
   snap(tc, &got);
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
-    if (got.cap[c] != want->cap[c] || got.len[c] != want->len[c] || got.lim[c] != want->lim[c]) {
-      CHECK(0, "%s(%zu): class %u (%u bytes): cap %u len %u lim %u, model says cap %u len %u lim %u", op, size, c,
-            hci_classes[c].size, got.cap[c], got.len[c], got.lim[c], want->cap[c], want->len[c], want->lim[c]);
+    if (got.cap[c] != want->cap[c] || got.len[c] != want->len[c] || got.lim[c] != want->lim[c] ||
+        got.refilled[c] != want->refilled[c]) {
+      CHECK(0, "%s(%zu): class %u (%u bytes): cap %u len %u lim %u refilled %u, model says cap %u len %u lim %u refilled %u",
+            op, size, c, hci_classes[c].size, got.cap[c], got.len[c], got.lim[c], got.refilled[c], want->cap[c],
+            want->len[c], want->lim[c], want->refilled[c]);
       return;
     }
   CHECK(got.cap_bytes == want->cap_bytes && got.budget == want->budget,
@@ -229,6 +242,7 @@ static void *t_malloc(size_t size) {
     m.len[c]--;
   } else { /* refill: the chain becomes the list but for the object returned */
     ev.refills++;
+    m.refilled[c] = 1;
     m.len[c] = chain - 1;
     model_grow(&m, c, m.cap[c] < batch); /* a refill grows a class below a batch only */
     if (m.len[c] > m.cap[c]) model_fit(&m, c, m.len[c]); /* ...or to hold a long chain */
@@ -268,7 +282,12 @@ static void t_free(void *p) {
   } else {
     if (len >= m.cap[c]) {
       ev.overflows++;
-      model_grow(&m, c, true);
+      /* one-way (no refill since the last overflow): no growth past
+       * oneway_cap, and a capacity above it cut back to it */
+      bool local = m.refilled[c];
+      m.refilled[c] = 0;
+      model_grow(&m, c, local || m.cap[c] < oneway_cap_model(c));
+      if (!local && m.cap[c] > oneway_cap_model(c)) ev.oneway_cuts++, model_set_cap(&m, c, oneway_cap_model(c));
       len = m.len[c]; /* a shrinking budget may have halved c itself */
       if (len >= m.cap[c]) {
         ev.releases++;
@@ -380,6 +399,44 @@ static void below_batch(void) {
   check_caps(tc, "after freeing below a batch", NULL);
 }
 
+/* Grows the class of `size` by slow start to `target` (or until a round
+ * does not grow it: its limit, or the budget): rounds of mallocs until the
+ * list ran dry once (a refill) and capacity + a batch objects are held,
+ * then frees until the list overflows once, which grows it by a batch (the
+ * thread refilled it since the last overflow; two overflows in a row would
+ * make it one-way).  The objects still held stay in held[] (*n of them),
+ * for the caller to free when a cut no longer matters.  With `model`, every
+ * step through t_malloc/t_free. */
+static void grow_to(void **held, size_t *n, size_t size, uint32_t target, bool model) {
+  unsigned c = hci_size_class(size);
+  uint32_t batch = hci_classes[c].batch;
+  const size_t base = *n; /* held[] below it: other calls' */
+  for (;;) {
+    hc_tcache_t *tc = hci_tc;
+    uint32_t cap0 = tc->is_static ? 0 : tc->fl.cap[c];
+    bool refilled = false;
+    while (*n - base < cap0 + batch || !refilled) {
+      refilled |= hci_tc->is_static || hc_tc_len(&hci_tc->fl.lists[c]) == 0;
+      held[(*n)++] = model ? t_malloc(size) : malloc(size);
+    }
+    tc = hci_tc;
+    bool over = false;
+    while (*n > base && !over) {
+      over = hc_tc_len(&tc->fl.lists[c]) >= tc->fl.cap[c];
+      if (model) t_free(held[--*n]);
+      else free(held[--*n]);
+    }
+    if (tc->fl.cap[c] <= cap0 || tc->fl.cap[c] >= target) return;
+  }
+}
+
+static void *grown[8192];
+static size_t ngrown;
+static void grow_to_limit(size_t size) { grow_to(grown, &ngrown, size, UINT32_MAX, true); }
+static void free_grown(void) {
+  while (ngrown) t_free(grown[--ngrown]);
+}
+
 static void shrink_phase(void **v) {
   hc_tcache_t *tc = hci_tc;
   const size_t size = 4096;
@@ -387,9 +444,7 @@ static void shrink_phase(void **v) {
   pthread_t spawner;
   pthread_barrier_init(&idle_barrier, NULL, SHRINK_THREADS + 1);
   pthread_create(&spawner, NULL, spawner_thread, NULL);
-  size_t n = cap_limit_model(c) + hci_classes[c].batch;
-  for (size_t i = 0; i < n; i++) v[i] = t_malloc(size);
-  for (size_t i = 0; i < n; i++) t_free(v[i]);
+  grow_to_limit(size);
   CHECK(tc->fl.cap[c] == cap_limit_model(c), "4 KiB: capacity %u, want its limit %u", tc->fl.cap[c], cap_limit_model(c));
   size_t classes = 0;
   for (unsigned k = 1; k < HC_NUM_CLASSES; k++) classes += k != c && tc->fl.cap[k];
@@ -410,6 +465,7 @@ static void shrink_phase(void **v) {
   for (unsigned k = 1; k < HC_NUM_CLASSES; k++)
     if (k != c) CHECK(tc->fl.cap[k] == 0, "class %u kept capacity %u while 4 KiB was halved", k, tc->fl.cap[k]);
   for (uint32_t i = 0; i <= len; i++) t_free(v[i]);
+  free_grown();
   check_caps(tc, "after the budget shrank", NULL);
   below_batch();
   pthread_barrier_wait(&idle_barrier);
@@ -439,28 +495,36 @@ static void *policy_thread(void *arg) {
   for (int i = 0; i < 1000; i++) t_free(v[i]);
   /* objects a thread that has exited allocated (its spans' owner is dead,
    * or this cache adopted it: either way they stay here, remote.c), then
-   * rounds of 4096 allocations freed together: the list overflows, each
+   * rounds of allocations freed together: the list overflows, each
    * time the capacity grows by a batch, up to the class limit, and the list
    * goes back to central but for its newest objects */
   for (int i = 0; i < NFOREIGN; i++) t_free(foreign[i]);
-  for (int round = 0; round < 64 && tc->fl.cap[c64] < cap_limit_model(c64); round++) {
-    for (int i = 0; i < 4096; i++) v[i] = t_malloc(64);
-    for (int i = 0; i < 4096; i++) t_free(v[i]);
-  }
+  grow_to_limit(64);
   printf("slow start: 64 B: %d refills, %d overflows (%d gave back the list), capacity %u\n", ev.refills,
          ev.overflows, ev.releases, tc->fl.cap[c64]);
   CHECK(ev.overflows > 1 && ev.releases > 0 && tc->fl.cap[c64] == cap_limit_model(c64),
         "%d overflows, %d lists given back, capacity %u (limit %u)", ev.overflows, ev.releases, tc->fl.cap[c64],
         cap_limit_model(c64));
   check_caps(tc, "after slow start", NULL);
+  free_grown();
+  /* 4096 allocated, then freed: the second overflow of the frees comes
+   * with no refill since the first, so the class is one-way now and its
+   * capacity is cut back to HC_TC_ONEWAY_BYTES of objects */
+  int ow0 = ev.oneway_cuts;
+  for (int i = 0; i < 4096; i++) v[i] = t_malloc(64);
+  for (int i = 0; i < 4096; i++) t_free(v[i]);
+  CHECK(ev.oneway_cuts == ow0 + 1 && tc->fl.cap[c64] == oneway_cap_model(c64) &&
+            hc_tc_len(&tc->fl.lists[c64]) <= oneway_cap_model(c64),
+        "64 B freed in a row: %d one-way cuts, capacity %u, list %u, want 1 and %u", ev.oneway_cuts - ow0,
+        tc->fl.cap[c64], hc_tc_len(&tc->fl.lists[c64]), oneway_cap_model(c64));
+  grow_to_limit(64); /* and it grows again while it is refilled between overflows */
+  CHECK(tc->fl.cap[c64] >= cap_limit_model(c64), "64 B: capacity %u after slow start again, want %u", tc->fl.cap[c64],
+        cap_limit_model(c64));
 
   /* the budget: eight classes of up to 1 MiB each do not fit in 4 MiB */
   static const size_t sizes[] = {8192, 16384, 32768, 65536, 131072, 262144, 4096, 2048, 8192, 16384};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-    unsigned c = hci_size_class(sizes[k]);
-    size_t n = cap_limit_model(c) + hci_classes[c].batch;
-    for (size_t i = 0; i < n; i++) v[i] = t_malloc(sizes[k]);
-    for (size_t i = 0; i < n; i++) t_free(v[i]);
+    grow_to_limit(sizes[k]);
     check_caps(tc, "after a class", NULL);
     CHECK(cache_bytes(tc) <= tc->fl.cap_bytes, "cache holds %zu bytes, capacity %zu", cache_bytes(tc), tc->fl.cap_bytes);
   }
@@ -481,23 +545,33 @@ static void *policy_thread(void *arg) {
  * Without room it is cut to max(cap, batch) and the rest goes back where
  * it came from: below_batch().  Either way the cache stays within its
  * budget (the model checks every step). */
+static size_t giver_left; /* objects the giver did not free (its list was full) */
+static void **giver_held;
 static void *giver_thread(void *arg) {
   size_t size = (size_t)(uintptr_t)arg;
   static void *v[2048];
-  for (int i = 0; i < 600; i++) v[i] = malloc(size);
-  for (int i = 0; i < 600; i++) free(v[i]);
-  return NULL; /* exit: the rest of its list goes to central as one chain */
+  size_t n = 0;
+  grow_to(v, &n, size, 600, false); /* capacity 600: allocates as well as frees */
+  hc_tcache_t *tc = hci_tc;
+  unsigned c = hci_size_class(size);
+  while (n && hc_tc_len(&tc->fl.lists[c]) + 1 < tc->fl.cap[c]) free(v[--n]);
+  giver_left = n;
+  giver_held = v;
+  return NULL; /* exit: its list goes to central as one chain */
 }
 
 static void *receiver_thread(void *arg) {
   (void)arg;
   const size_t size = 1024;
   unsigned c = hci_size_class(size);
+  static void *left[4096]; /* what the givers left allocated */
+  size_t nleft = 0;
   free(t_malloc(16)); /* make the cache */
   hc_tcache_t *tc = hci_tc;
   pthread_t g;
   pthread_create(&g, NULL, giver_thread, (void *)(uintptr_t)size);
   pthread_join(g, NULL);
+  for (size_t i = 0; i < giver_left; i++) left[nleft++] = giver_held[i];
   hc_central_t *ce = &hci_central[c];
   uint32_t nchains = ce->nchains, top = nchains ? ce->slots[nchains - 1].n : 0;
   uint32_t batch = hci_classes[c].batch;
@@ -530,6 +604,7 @@ static void *receiver_thread(void *arg) {
   for (uint32_t i = 0; i < len; i++) w[i] = t_malloc(size);
   pthread_create(&g, NULL, giver_thread, (void *)(uintptr_t)size);
   pthread_join(g, NULL);
+  for (size_t i = 0; i < giver_left; i++) left[nleft++] = giver_held[i];
   nchains = ce->nchains;
   top = nchains ? ce->slots[nchains - 1].n : 0;
   uint32_t cap = tc->fl.cap[c];
@@ -542,6 +617,7 @@ static void *receiver_thread(void *arg) {
          last_returned);
   for (uint32_t i = 0; i <= len; i++) t_free(w[i]);
   check_caps(tc, "after freeing the second chain", NULL);
+  while (nleft) free(left[--nleft]);
   return NULL;
 }
 
@@ -780,13 +856,20 @@ static const size_t chain_sizes[] = {1024, 2048, 4096, 8192, 3072, 1536, 6144, 1
 
 static void *chain_giver(void *arg) {
   (void)arg;
-  static void *v[4096];
+  static void *v[8192];
+  size_t held = 0;
   for (size_t k = 0; k < N_CHAIN_SIZES; k++) {
     size_t n = (HC_SLOT_BYTES_TOTAL_MAX / N_CHAIN_SIZES) / chain_sizes[k]; /* every chain fits the slots */
-    for (size_t i = 0; i < n; i++) v[i] = malloc(chain_sizes[k]);
-    for (size_t i = 0; i < n; i++) free(v[i]);
+    /* capacity n, grown with refills between overflows (a class freed
+     * twice in a row without one is one-way and keeps 32 KiB), then the
+     * list filled short of an overflow: at exit it goes to central whole */
+    size_t base = held;
+    grow_to(v, &held, chain_sizes[k], (uint32_t)n, false);
+    hc_tcache_t *tc = hci_tc;
+    unsigned c = hci_size_class(chain_sizes[k]);
+    while (held > base && hc_tc_len(&tc->fl.lists[c]) + 1 < tc->fl.cap[c]) free(v[--held]);
   }
-  return NULL;
+  return NULL; /* what it still holds stays allocated: this process ends after the check */
 }
 
 static void *chain_taker(void *arg) {
@@ -902,6 +985,39 @@ static int scenario(const char *which) {
   return 0;
 }
 
+/* One-way: a thread that frees objects another thread allocated, and
+ * allocates none of their class, keeps at most oneway_cap of them (the
+ * consumer of prodcons held up to 2 MiB): every free checked against the
+ * model, and the list's length against the bound. */
+#define ONEWAY_N 8192
+static void *oneway_objs[ONEWAY_N];
+static void *oneway_consumer(void *arg) {
+  (void)arg;
+  free(malloc(16)); /* a cache of its own (class 16 only) */
+  hc_tcache_t *tc = hci_tc;
+  unsigned c = hci_size_class(128);
+  uint32_t most = 0;
+  int ow0 = ev.oneway_cuts, of0 = ev.overflows;
+  for (int i = 0; i < ONEWAY_N; i++) {
+    t_free(oneway_objs[i]);
+    if (hc_tc_len(&tc->fl.lists[c]) > most) most = hc_tc_len(&tc->fl.lists[c]);
+  }
+  printf("one-way: %d frees of 128 B, %d overflows, most held %u (bound %u), capacity %u\n", ONEWAY_N,
+         ev.overflows - of0, most, oneway_cap_model(c), tc->fl.cap[c]);
+  CHECK(most <= oneway_cap_model(c) && tc->fl.cap[c] <= oneway_cap_model(c) && ev.overflows - of0 > 2,
+        "a consumer's 128 B list held up to %u objects, capacity %u: the bound is %u", most, tc->fl.cap[c],
+        oneway_cap_model(c));
+  CHECK(ev.oneway_cuts == ow0, "%d one-way cuts of a class that never grew past the bound", ev.oneway_cuts - ow0);
+  return NULL;
+}
+
+static void test_oneway(void) {
+  for (int i = 0; i < ONEWAY_N; i++) oneway_objs[i] = malloc(128);
+  pthread_t t;
+  pthread_create(&t, NULL, oneway_consumer, NULL);
+  pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   setvbuf(stderr, NULL, _IONBF, 0);
@@ -911,6 +1027,7 @@ int main(int argc, char **argv) {
   test_exit_flush();
   test_fastpath();
   test_budget();
+  test_oneway();
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);
     return 1;
