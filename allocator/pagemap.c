@@ -49,9 +49,9 @@ static void used_add(size_t root) {
   pm_used[k] = (pm_used_t){(uint32_t)root, 0, 0};
 }
 
-static void visit_leaf(size_t root, hci_pm_leaf_fn fn, void *ctx) {
+/* u: the leaf's slot, NULL when it has none (then the whole leaf is read). */
+static void visit_leaf(size_t root, const pm_used_t *u, hci_pm_leaf_fn fn, void *ctx) {
   hc_pm_entry_t *leaf = hci_pagemap_leaf(root);
-  const pm_used_t *u = used_of(root);
   if (!leaf) return;
   if (!u) fn(ctx, root, leaf, 0, HC_PM_LEAF_LEN);
   else if (u->hi) fn(ctx, root, leaf, u->lo, u->hi);
@@ -59,11 +59,11 @@ static void visit_leaf(size_t root, hci_pm_leaf_fn fn, void *ctx) {
 
 void hci_pagemap_for_each_leaf(hci_pm_leaf_fn fn, void *ctx) {
   if (!pm_used_full) {
-    for (size_t k = 0; k < pm_nused; k++) visit_leaf(pm_used[k].root, fn, ctx);
+    for (size_t k = 0; k < pm_nused; k++) visit_leaf(pm_used[k].root, &pm_used[k], fn, ctx);
     return;
   }
   for (size_t r = 0; r < HC_PM_ROOT_LEN; r++)
-    if (hci_pagemap_leaf(r)) visit_leaf(r, fn, ctx);
+    if (hci_pagemap_leaf(r)) visit_leaf(r, used_of(r), fn, ctx);
 }
 
 static hc_pm_entry_t *leaf_for(uintptr_t page, bool create) {
