@@ -589,23 +589,66 @@ static hc_noinline int start_main(int argc, char **argv, char **envp) {
   return rc;
 }
 
-/* Interposed (weak, like __libc_start_main) to learn which frame called
- * exit: that frame and its callers are live, exit's own are not. */
-hc_public __attribute__((weak, noreturn)) void exit(int status) {
-  uintptr_t regs[16];
-  int n = hci_capture_regs(regs, 16);
-  if (hci_chk.active && hci_chk.global_check && !L.end_sp) {
-    memcpy(L.end_regs, regs, (size_t)n * sizeof regs[0]);
-    L.end_nregs = n;
-    L.end_tp = (uintptr_t)__builtin_thread_pointer();
-    L.end_sp = CALLER_SP();
-  }
+/* Records where the program ended: the frame that called exit and the
+ * callee-saved registers as that frame left them (n of them in regs); that
+ * frame and its callers are live, exit's own are not. */
+static void note_exit_caller(const uintptr_t *regs, int n, uintptr_t caller_sp) {
+  if (!hci_chk.active || !hci_chk.global_check || L.end_sp) return;
+  if (n > (int)(sizeof L.end_regs / sizeof L.end_regs[0])) n = (int)(sizeof L.end_regs / sizeof L.end_regs[0]);
+  memcpy(L.end_regs, regs, (size_t)n * sizeof regs[0]);
+  L.end_nregs = n;
+  L.end_tp = (uintptr_t)__builtin_thread_pointer();
+  L.end_sp = caller_sp;
+}
+
+static hc_noinline __attribute__((noreturn)) void call_real_exit(int status) {
   void (*real)(int) = L.real_exit;
   if (!real) *(void **)&real = dlsym(RTLD_NEXT, name_exit);
   if (!real) _exit(status);
   real(status);
   __builtin_unreachable();
 }
+
+#if defined(__x86_64__)
+/* exit, interposed (weak, like __libc_start_main).  Its entry is a stub
+ * that pushes the callee-saved registers before any compiled code can use
+ * one: a C exit() keeps `status` in rbx across its first call, and rbx was
+ * where ssh kept its only pointer to a live 88-byte object (reported as a
+ * leak; valgrind and LSan see it).  The C half gets {rbx, r12..r15, rbp}
+ * on the stack, the return address right above them; the saved rbp and
+ * the return address are a frame record (with CFI) for stack walks. */
+__attribute__((noreturn, used)) void hci_exit_regs(int status, const uintptr_t *regs);
+__attribute__((noreturn, used)) void hci_exit_regs(int status, const uintptr_t *regs) {
+  note_exit_caller(regs, 6, (uintptr_t)(regs + 7));
+  call_real_exit(status);
+}
+
+hc_public __attribute__((weak, naked, noreturn)) void exit(int status __attribute__((unused))) {
+  __asm__("push %rbp\n\t" /* a frame record, so that walks from exit's callees reach main */
+          ".cfi_adjust_cfa_offset 8\n\t"
+          ".cfi_rel_offset %rbp, 0\n\t"
+          "mov %rsp, %rbp\n\t"
+          ".cfi_def_cfa_register %rbp\n\t"
+          "push %r15\n\t"
+          "push %r14\n\t"
+          "push %r13\n\t"
+          "push %r12\n\t"
+          "push %rbx\n\t"
+          "mov %rsp, %rsi\n\t"
+          "sub $8, %rsp\n\t" /* 16-byte aligned at the call */
+          "call hci_exit_regs\n\t"
+          "ud2");
+}
+#else
+/* Elsewhere the registers are captured first thing, in C: a register the
+ * compiler used before the capture is lost (see the x86-64 stub). */
+hc_public __attribute__((weak, noreturn)) void exit(int status) {
+  uintptr_t regs[16];
+  int n = hci_capture_regs(regs, 16);
+  note_exit_caller(regs, n, CALLER_SP());
+  call_real_exit(status);
+}
+#endif
 
 typedef int (*main_fn_t)(int, char **, char **);
 typedef int (*start_fn_t)(main_fn_t, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
