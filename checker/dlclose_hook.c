@@ -9,10 +9,19 @@
  * Weak, as the __libc_start_main interposer: a static link keeps libc's.
  * Only while the checker is on; dlclose is never called with the world
  * stopped or inside malloc, so the symbolizer may take its locks here.
+ *
+ * After an unload, always (the profiler's stacks too): the unwinder's
+ * per-pc rules, module lookups and memoised walks are forgotten
+ * (hci_unwind_dwarf_cache_clear).  A module loaded later at the same
+ * address has other code and CFI at those pcs; a stale rule read a word of
+ * the new frame as its return address and ended the stack there
+ * (tests/test_dlclose_rules.sh).  One clear per dlclose: 128 KiB of cache
+ * entries stored, small beside the unmapping itself.
  */
 #include <dlfcn.h>
 
 #include "hc_checker.h"
+#include "hc_stacks.h"
 #include "hc_symbolize.h"
 
 typedef int (*dlclose_fn)(void *);
@@ -22,5 +31,7 @@ hc_public __attribute__((weak)) int dlclose(void *handle) {
   if (real == NULL) real = (dlclose_fn)(uintptr_t)dlsym(RTLD_NEXT, "dlclose");
   if (real == NULL) return -1;
   if (hci_chk.active) hci_symbolizer_before_dlclose();
-  return real(handle);
+  int rc = real(handle);
+  if (rc == 0) hci_unwind_dwarf_cache_clear();
+  return rc;
 }
