@@ -18,9 +18,10 @@
  *    interrupted registers saved in the ucontext.  When those are on another
  *    stack (sigaltstack), the bounds switch to that stack's region, found
  *    the same way (a readable mapping), or the walk ends.
- * Limitation: rules are not invalidated on dlclose; a module loaded later at
- * the same address may hit stale rules (reads stay bounds-checked).  Call
- * hci_unwind_dwarf_cache_clear() after unloading code.
+ * Rules are per pc: after code is unloaded, hci_unwind_dwarf_cache_clear()
+ * must run (checker/dlclose_hook.c calls it after every dlclose), or a module
+ * loaded later at the same address meets the old module's rules and
+ * memoised walks (reads stay bounds-checked; the stack ends early).
  * Locks: none (hci_meta_alloc once, for the cache).
  */
 #include <string.h>
