@@ -81,11 +81,14 @@ void hci_set_stack_depth(int depth) {
   stack_depth_max = depth < 1 ? 1 : depth > HC_MAX_STACK_DEPTH ? HC_MAX_STACK_DEPTH : depth;
 }
 
+static uint32_t capture_walk(uintptr_t ra, uintptr_t rec, bool can_dwarf, bool dwarf, hc_unwind_memo_t *memo);
+
 /* rec: the frame record holding ra when the caller knows it, else 0
- * (hci_unwind_memo_walk). */
-static uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
-  uintptr_t pcs[HC_MAX_STACK_DEPTH];
-  int n, i;
+ * (hci_unwind_memo_walk).  The memo's answer here, in line in the
+ * allocation path; walks into frame arrays in capture_walk (its 1 KiB of
+ * arrays and five saved registers were paid by every capture when the
+ * two shared one function). */
+static inline uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
   bool can_dwarf = ra && hci_unwind_dwarf_available() &&
                    (hci_unwinder == HC_UNWIND_DWARF || hci_unwind_fallback);
   bool dwarf = can_dwarf && (hci_unwinder == HC_UNWIND_DWARF || caller_needs_dwarf(ra));
@@ -97,8 +100,15 @@ static uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
     /* The frames stay in the memo, with their hash; a site or the way's
      * last walk may know their id (memo_site.c). */
     uint32_t id = hci_unwind_memo_stack_id(memo, stack_depth_max, ra, rec);
-    if (id) return id;
+    if (hc_likely(id != 0)) return id;
   }
+  return capture_walk(ra, rec, can_dwarf, dwarf, memo);
+}
+
+static hc_noinline uint32_t capture_walk(uintptr_t ra, uintptr_t rec, bool can_dwarf, bool dwarf,
+                                         hc_unwind_memo_t *memo) {
+  uintptr_t pcs[HC_MAX_STACK_DEPTH];
+  int n, i;
   if (dwarf) {
     n = hci_unwind_dwarf_at(pcs, HC_MAX_STACK_DEPTH, ra, NULL);
   } else {
@@ -164,19 +174,23 @@ static void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size, ui
 
 // ---- small objects ----
 
-/* Pops an object of class cls from tc (refilling it), or straight from
- * central when the thread has no cache. */
-static void *pop_small(hc_tcache_t *tc, unsigned cls, uintptr_t ra) {
-  if (!tc) {
-    hc_chain_t ch;
-    if (!hci_central_remove(cls, 1, &ch, NULL)) return NULL;
-    void *p = ch.head;
-    if (ch.n > 1) { /* a whole transfer chain: keep one, give the rest back */
-      hc_chain_t rest = {hc_fl_next(p, 0), ch.tail, ch.n - 1};
-      hci_central_insert(cls, &rest);
-    }
-    return p;
+/* An object of class cls straight from central (the thread has no cache). */
+static hc_noinline void *pop_central(unsigned cls) {
+  hc_chain_t ch;
+  if (!hci_central_remove(cls, 1, &ch, NULL)) return NULL;
+  void *p = ch.head;
+  if (ch.n > 1) { /* a whole transfer chain: keep one, give the rest back */
+    hc_chain_t rest = {hc_fl_next(p, 0), ch.tail, ch.n - 1};
+    hci_central_insert(cls, &rest);
   }
+  return p;
+}
+
+/* Pops an object of class cls from tc (refilling it), or straight from
+ * central when the thread has no cache.  In line: in checker mode every
+ * allocation comes this way. */
+static inline __attribute__((always_inline)) void *pop_small(hc_tcache_t *tc, unsigned cls, uintptr_t ra) {
+  if (hc_unlikely(!tc)) return pop_central(cls);
   hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
   void *p = l->head;
   if (p) {
@@ -192,6 +206,15 @@ static void push_small(hc_tcache_t *tc, unsigned cls, void *p) {
     hc_fl_link(p, NULL);
     hc_chain_t ch = {p, p, 1};
     hci_central_insert(cls, &ch);
+    return;
+  }
+  /* Room in the list (below its capacity): hci_tc_push would only push.
+   * In line, for the checker's frees, which all come here. */
+  hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
+  if (hc_likely(l->room > 0)) {
+    hc_fl_link(p, l->head);
+    l->head = p;
+    l->room--;
     return;
   }
   hci_tc_push(tc, cls, p);
@@ -434,7 +457,26 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
  * the new owner leaves unwritten would keep a leaked object alive (a
  * conservative flood cannot tell it from a live one).  Large blocks' whole
  * pages are given back instead (they read as zeros when reused). */
-static void clear_freed(const void *p, size_t n) {
+static inline void clear_freed(const void *p, size_t n) {
+  if (n - 8 <= 56) {
+    /* 8 to 64 bytes (most of a program's small blocks): two to four
+     * stores that may overlap, in line (memset's call and size dispatch
+     * cost three times as many instructions). */
+    char *c = (char *)p;
+    uint64_t z[2] = {0, 0};
+    if (n < 16) {
+      __builtin_memcpy(c, z, 8);
+      __builtin_memcpy(c + n - 8, z, 8);
+      return;
+    }
+    __builtin_memcpy(c, z, 16);
+    __builtin_memcpy(c + n - 16, z, 16);
+    if (n > 32) {
+      __builtin_memcpy(c + 16, z, 16);
+      __builtin_memcpy(c + n - 32, z, 16);
+    }
+    return;
+  }
   if (n >= ((size_t)256 << 10) && ((uintptr_t)p & (HC_PAGE_SIZE - 1)) == 0) {
     hci_os_release((void *)p, (n + HC_PAGE_SIZE - 1) & ~(size_t)(HC_PAGE_SIZE - 1));
     return;
@@ -458,7 +500,8 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
   hci_ph_free(s);
 }
 
-static void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
+/* In line in both free paths: in checker mode every free runs it. */
+static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
   const hc_class_info_t *ci = &hci_classes[cls];
   uintptr_t off = (uintptr_t)p - s->start;
   uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
@@ -493,6 +536,19 @@ static void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
  * free) goes on to hci_free_slow. */
 void hci_free_miss(void *p, uintptr_t ra) {
   if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
+  if (hci_record_all && !hci_hooks_on) {
+    /* Checker mode: every free comes here.  A small object's page entry
+     * gives its span and class in one lookup (hci_free_slow looks twice);
+     * anything else (NULL, large, foreign) goes the general way. */
+    const hc_pm_entry_t *e = hci_pagemap_find((uintptr_t)p);
+    unsigned cls = e ? __atomic_load_n(&e->cls, __ATOMIC_RELAXED) : 0;
+    if (hc_likely(cls != 0)) {
+      free_small(p, (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED), cls, ra);
+      return;
+    }
+    hci_free_slow(p, ra);
+    return;
+  }
   /* checker and malloc hooks: every free is slow */
   const hc_pm_entry_t *e = hci_record_all | hci_hooks_on ? NULL : hci_pagemap_find((uintptr_t)p);
   if (hc_likely(e != NULL)) {

@@ -169,8 +169,14 @@ extern hc_tcache_t hci_tc_empty;             /* shared, all lists empty, all max
 extern hci_lock_t hci_tc_registry_lock;
 extern hc_tcache_t *hci_tc_registry;         /* live caches; guarded by hci_tc_registry_lock */
 /* The calling thread's cache, created on first use; NULL while the thread is
- * exiting (after its cache was flushed) or when out of memory. */
-hc_tcache_t *hci_tc_get(void);
+ * exiting (after its cache was flushed) or when out of memory.  Inline: the
+ * checker's slow paths ask for it on every malloc and free, and a call
+ * paid a frame and three saved registers for one load and a test. */
+hc_tcache_t *hci_tc_adopt(void) hc_noinline;
+static inline hc_tcache_t *hci_tc_get(void) {
+  hc_tcache_t *tc = hci_tc;
+  return hc_likely(!tc->is_static) ? tc : hci_tc_adopt();
+}
 /* Slow paths of the fast paths in alloc.c. */
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls);  /* requires: list cls empty */
 void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p);

@@ -113,9 +113,9 @@ static hc_tcache_t *tc_adopt(void) {
   return tc;
 }
 
-hc_tcache_t *hci_tc_get(void) {
-  hc_tcache_t *tc = hci_tc;
-  if (hc_likely(!tc->is_static)) return tc;
+/* hci_tc_get's first use of the thread (or after its exit: NULL). */
+hc_tcache_t *hci_tc_adopt(void) {
+  hc_tcache_t *tc;
   if (tc_dead) return NULL;
   hci_ensure_init();
   tc = tc_adopt();

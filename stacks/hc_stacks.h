@@ -105,6 +105,10 @@ typedef struct hc_unwind_memo {
   uint64_t site_hits; /* captures a site answered (tests, counting builds) */
   int site_new;       /* the site the last walk made (its id is filled in by hci_unwind_memo_id), -1: none */
   uint32_t site_clock; /* picks the site replaced in a full set */
+  /* Site lookups left before sites stop being asked: a site given an id
+   * adds HC_SITE_CREDIT_MADE, an answer HC_SITE_CREDIT_HIT, a miss takes
+   * one.  A program whose walks make no site (sqlite3) asks none. */
+  int32_t site_credit;
   hc_unwind_memo_site_t site[HC_UNWIND_MEMO_SITES];
 } hc_unwind_memo_t;
 /* The way holding the frames of the last hci_unwind_memo_walk. */
@@ -234,7 +238,13 @@ uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp);
 /* End (exclusive) of the stack region that contains sp (the current thread's):
  * every byte of [sp, end) is readable.  0 when unknown.  Cached per thread; the
  * slow path probes pages with a syscall (no malloc, no lock, no /proc). */
-uintptr_t hci_unwind_stack_hi(uintptr_t sp);
+uintptr_t hci_unwind_stack_hi_slow(uintptr_t sp);
+extern HC_TLS uintptr_t hci_stk_lo, hci_stk_hi; /* unwind.c's cache: stk_hi is written 0 first */
+static inline uintptr_t hci_unwind_stack_hi(uintptr_t sp) {
+  uintptr_t hi = hci_stk_hi;
+  if (hc_likely(sp >= hci_stk_lo && sp < hi)) return hi;
+  return hci_unwind_stack_hi_slow(sp);
+}
 /* True when the DWARF unwinder can run (_dl_find_object present, x86-64). */
 bool hci_unwind_dwarf_available(void);
 /* Forgets every cached per-PC unwind rule (after dlclose; cold benchmarks). */

@@ -120,7 +120,10 @@ uint32_t hci_unwind_memo_id(hc_unwind_memo_t *mm, const uintptr_t *pcs, int n, u
   w->idn = n;
   if (mm->site_new >= 0) {
     hc_unwind_memo_site_t *s = &mm->site[mm->site_new];
-    if (s->n == n && id >= 2) s->id = id; /* unknown (out of memory): the site stays empty */
+    if (s->n == n && id >= 2) { /* unknown (out of memory): the site stays empty */
+      s->id = id;
+      mm->site_credit = hci_memo_site_credit(mm->site_credit, HC_SITE_CREDIT_MADE);
+    }
     mm->site_new = -1;
   }
   return id;

@@ -39,10 +39,11 @@ bool hci_unwind_fallback = true;
 /* glibc: the initial stack pointer of the main thread (in ld.so). */
 extern void *__libc_stack_end __attribute__((weak));
 
-/* [stk_lo, stk_hi): part of the current thread's stack known readable;
+/* [hci_stk_lo, hci_stk_hi): part of the current thread's stack known readable
+ * (hci_unwind_stack_hi reads them in line, hc_stacks.h);
  * stk_cap: the limit it was probed against (identifies the stack). */
-static HC_TLS uintptr_t stk_lo;
-static HC_TLS uintptr_t stk_hi;
+HC_TLS uintptr_t hci_stk_lo;
+HC_TLS uintptr_t hci_stk_hi;
 static HC_TLS uintptr_t stk_cap;
 
 static inline uintptr_t strip_pc(uintptr_t pc) {
@@ -83,18 +84,18 @@ static uintptr_t stack_cap(uintptr_t sp) {
   return sp + HC_STACK_VERIFY_MAX;
 }
 
-static hc_noinline uintptr_t stack_hi_slow(uintptr_t sp) {
+hc_noinline uintptr_t hci_unwind_stack_hi_slow(uintptr_t sp) {
   if (sp < HC_PROBE_PAGE || sp >= ((uintptr_t)1 << HC_ADDRESS_BITS) - HC_STACK_VERIFY_MAX) return 0;
   uintptr_t page = sp & ~(HC_PROBE_PAGE - 1);
   uintptr_t cap = stack_cap(sp);
   uintptr_t lo = 0, hi = 0;
-  if (stk_hi != 0 && sp < stk_lo && cap == stk_cap && stk_lo - page <= HC_STACK_VERIFY_MAX) {
+  if (hci_stk_hi != 0 && sp < hci_stk_lo && cap == stk_cap && hci_stk_lo - page <= HC_STACK_VERIFY_MAX) {
     /* Deeper on the cached stack: only the pages in between are new. */
     uintptr_t p = page;
-    while (p < stk_lo && hci_os_probe(p)) p += HC_PROBE_PAGE;
-    if (p >= stk_lo) {
+    while (p < hci_stk_lo && hci_os_probe(p)) p += HC_PROBE_PAGE;
+    if (p >= hci_stk_lo) {
       lo = page;
-      hi = stk_hi;
+      hi = hci_stk_hi;
     }
   }
   if (hi == 0) {
@@ -106,20 +107,15 @@ static hc_noinline uintptr_t stack_hi_slow(uintptr_t sp) {
     if (hi > cap) hi = cap;
   }
   if (sp >= hi) return 0;
-  stk_hi = 0; /* a signal handler in between sees an empty range */
+  hci_stk_hi = 0; /* a signal handler in between sees an empty range */
   __asm__ volatile("" ::: "memory");
-  stk_lo = lo;
+  hci_stk_lo = lo;
   stk_cap = cap;
   __asm__ volatile("" ::: "memory");
-  stk_hi = hi;
+  hci_stk_hi = hi;
   return hi;
 }
 
-uintptr_t hci_unwind_stack_hi(uintptr_t sp) {
-  uintptr_t hi = stk_hi;
-  if (hc_likely(sp >= stk_lo && sp < hi)) return hi;
-  return stack_hi_slow(sp);
-}
 
 /* ---- frame-pointer walk ---- */
 

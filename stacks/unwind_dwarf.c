@@ -361,9 +361,14 @@ static uint64_t hash_pow(int k) {
   return r;
 }
 
-/* A new stamp for a written memo slot (hc_unwind_memo_way_t.ver): 64 bits
- * never wrap, so no stamp is given twice in a memo. */
-static inline uint64_t stamp(hc_unwind_memo_t *mm) { return ++mm->vnext; }
+/* New stamps for the written memo slots [lo, hi) (hc_unwind_memo_way_t.ver),
+ * outermost first: 64 bits never wrap, so no stamp is given twice in a
+ * memo.  The counter stays in a register across the stores. */
+static inline void stamp(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int lo, int hi) {
+  uint64_t v = mm->vnext;
+  for (int s = hi - 1; s >= lo; s--) m->ver[s] = ++v;
+  mm->vnext = v;
+}
 
 /* A whole walk from r into the memo (frames from slot 0 while it walks,
  * then moved to the top).  Returns the frame count; the frames are in slots
@@ -401,10 +406,8 @@ static int memo_fill(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, regs_t r) {
     m->lv[b + k] = live;
   }
   m->hv[MF] = 0;
-  for (int s = MF - 1; s >= b; s--) {
-    m->hv[s] = m->hv[s + 1] * HCI_STACK_HASH_B + m->pcs[s];
-    m->ver[s] = stamp(mm);
-  }
+  for (int s = MF - 1; s >= b; s--) m->hv[s] = m->hv[s + 1] * HCI_STACK_HASH_B + m->pcs[s];
+  stamp(mm, m, b, MF);
   m->amax = amax;
   m->rsp[MF] = UINTPTR_MAX;
   m->rsp0 = r.rsp;
@@ -431,7 +434,7 @@ static void memo_drop_outer(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int d
   memmove(m->val + MW - (wb - wd), m->val + MW - wb, (size_t)(wb - wd) * sizeof *m->val);
   m->n = keep;
   m->end = END_MAX;
-  for (int s = MF - 1; s >= b + d; s--) m->ver[s] = stamp(mm); /* every slot's outer frames changed */
+  stamp(mm, m, b + d, MF); /* every slot's outer frames changed */
 }
 
 /* p's frames 0..c-1 and its words are a fresh walk from r0 whose frame c
@@ -464,8 +467,8 @@ static int splice(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, const regs_t *r
     m->wtop[s] = (uint16_t)(MW - wk[k]);
     m->lv[s] = lk[k];
     m->hv[s] = m->hv[s + 1] * HCI_STACK_HASH_B + p->pcs[k];
-    m->ver[s] = stamp(mm);
   }
+  stamp(mm, m, b, j);
   m->amax = amax;
   m->rsp0 = r0->rsp;
   m->fresh = (uint8_t)c;
@@ -502,9 +505,14 @@ static int walk_memo(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max, con
       if (c > 0) hci_memo_site_make(mm, m, r0, &p, c, log.nloads, j);
       return splice(mm, m, r0, &p, c, log.nloads, j);
     }
-    if (c == 1 && sites) { /* not the way's last frames: perhaps a site's (keyed by the first word read) */
+    if (c == 1 && sites && mm->site_credit > 0) { /* not the way's last frames: perhaps a site's (keyed by the
+                                                      first word read), while sites answer */
       int s = hci_memo_site_find(mm, m, max, r0, hi, p.addr[0], p.val[0]);
-      if (s >= 0) return -2 - s;
+      if (s >= 0) {
+        mm->site_credit = hci_memo_site_credit(mm->site_credit, HC_SITE_CREDIT_HIT);
+        return -2 - s;
+      }
+      mm->site_credit--;
     }
     if (c + 1 >= PRE_FRAMES || !step(cache, &r, &lo, &hi, &log) || log.spoiled || r.rip < 4096 || lo != r0->rsp)
       return -1;

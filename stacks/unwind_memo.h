@@ -113,6 +113,17 @@ static inline int prefix_words(const prefix_t *p, int c, int nl, uintptr_t *dadd
   return w;
 }
 
+/* Site lookups are asked only while they answer (hc_unwind_memo_t.site_credit):
+ * sqlite3's 200 000 captures asked and none was answered (its walks made no
+ * site).  An answer saves the fresh steps, the splice and the depot lookup,
+ * many times a lookup's cost, so a few answers keep the lookups going. */
+#define HC_SITE_CREDIT_MADE 64
+#define HC_SITE_CREDIT_HIT 16
+#define HC_SITE_CREDIT_MAX 4096
+static inline int32_t hci_memo_site_credit(int32_t c, int32_t add) {
+  return c + add < HC_SITE_CREDIT_MAX ? c + add : HC_SITE_CREDIT_MAX;
+}
+
 /* memo_site.c: the sites of the memo (hc_unwind_memo_site_t).  site_make
  * keeps the c fresh steps of a walk from r0 that met slot j of m (before
  * splice writes them into m); site_find looks for one that answers a
