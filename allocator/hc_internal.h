@@ -210,6 +210,9 @@ static inline hc_tc_sampler_t *hci_tc_sampler(hc_tcache_t *tc) { return &tc->smp
 static inline hc_tc_memo_t *hci_tc_memo(hc_tcache_t *tc) { return &tc->stk; }
 static inline hc_tc_chk_t *hci_tc_chk(hc_tcache_t *tc) { return &tc->chk; }
 
+/* The capacity of class cls in fl: its list's lim, kept by
+ * hc_tc_set_lim (thread_cache.c's set_cap, with the byte counts). */
+static inline uint32_t hc_tc_cap(const hc_tc_free_t *fl, unsigned cls) { return fl->lists[cls].lim; }
 /* Objects on list l, and setters that keep room = lim - length (hc_tc_list_t):
  * the owning thread only. */
 static inline uint32_t hc_tc_len(const hc_tc_list_t *l) { return (uint32_t)((int64_t)l->lim - l->room); }

@@ -125,7 +125,8 @@ typedef struct hc_tc_list {
                                subtracts 1 and pushes when the result is not negative (else
                                adds it back and misses), malloc adds 1; negative when a list
                                holds more than its capacity (a refill's chain) */
-  uint32_t lim;             /* the capacity, cap[] of the class (0 in the empty cache) */
+  uint32_t lim;             /* the class's capacity in this cache, its only copy (hc_tc_cap;
+                               0 in the empty cache) */
   /* The free fast path's object-start check, copied from the class so it
    * needs no second table: off is the offset of an object of this class
    * inside its span iff rol(off * recip, 16) < start_lim (hc_tc_is_start).
@@ -161,11 +162,11 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
    * lists[0]'s, which is empty. */
   uint16_t direct[HC_TC_DIRECT_MAX + 1];
   hc_tc_list_t lists[HC_NUM_CLASSES];
-  uint32_t cap[HC_NUM_CLASSES]; /* capacity per class (= lists[].lim) */
-  /* cap[c] * class size / 1024, for steal_capacity's scan: padded to whole
+  /* capacity per class: lists[c].lim (hc_tc_cap) */
+  /* capacity * class size / 1024, for steal_capacity's scan: padded to whole
    * 16-byte vectors (entries past the classes stay 0) */
   uint32_t cap_kib[(HC_NUM_CLASSES + 3) & ~3] __attribute__((aligned(16)));
-  size_t cap_bytes;         /* sum of cap[c] * class size: what the lists may hold; <= budget */
+  size_t cap_bytes;         /* sum of capacity * class size: what the lists may hold; <= budget */
   size_t budget;            /* bound on cap_bytes */
   uint32_t refills;         /* slow-path refills, to tick the page heap every 256 (hci_ph_tick) */
   /* 1 when the class was refilled since its list last overflowed: the

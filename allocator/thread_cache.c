@@ -176,11 +176,10 @@ static void release_list(hc_tcache_t *tc, unsigned cls) {
 }
 
 static void set_cap(hc_tcache_t *tc, unsigned cls, uint32_t cap) {
-  tc->fl.cap_bytes -= (size_t)tc->fl.cap[cls] * hci_classes[cls].size;
-  tc->fl.cap[cls] = cap;
+  tc->fl.cap_bytes -= (size_t)hc_tc_cap(&tc->fl, cls) * hci_classes[cls].size;
   tc->fl.cap_bytes += (size_t)cap * hci_classes[cls].size;
   tc->fl.cap_kib[cls] = (uint32_t)(((size_t)cap * hci_classes[cls].size) >> 10);
-  hc_tc_set_lim(&tc->fl.lists[cls], cap);
+  hc_tc_set_lim(&tc->fl.lists[cls], cap); /* the one copy of the capacity (hc_tc_cap) */
 }
 
 /* The class with the most KiB of capacity (0 when none has a KiB; the
@@ -226,9 +225,9 @@ static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
     tc->fl.cap_kib[keep] = saved;
     if (!best)
       for (unsigned c = 1; c < HC_NUM_CLASSES && !best; c++)
-        if (c != keep && tc->fl.cap[c]) best = c;
+        if (c != keep && hc_tc_cap(&tc->fl, c)) best = c;
     if (!best) return tc->fl.cap_bytes + need <= tc->fl.budget;
-    uint32_t cap = tc->fl.cap[best] / 2;
+    uint32_t cap = hc_tc_cap(&tc->fl, best) / 2;
     if (hc_tc_len(&tc->fl.lists[best]) > cap) release_list(tc, best);
     set_cap(tc, best, cap);
   }
@@ -248,16 +247,16 @@ static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
 static void grow_cap(hc_tcache_t *tc, unsigned cls, bool grow) {
   tc->fl.budget = budget_now();
   uint32_t batch = hci_classes[cls].batch;
-  size_t need = grow && tc->fl.cap[cls] < cap_limit(cls) ? (size_t)batch * hci_classes[cls].size : 0;
+  size_t need = grow && hc_tc_cap(&tc->fl, cls) < cap_limit(cls) ? (size_t)batch * hci_classes[cls].size : 0;
   if (tc->fl.cap_bytes + need > tc->fl.budget && !steal_capacity(tc, cls, need)) {
     need = 0;
-    while (tc->fl.cap_bytes > tc->fl.budget && tc->fl.cap[cls]) {
-      uint32_t cap = tc->fl.cap[cls] / 2;
+    while (tc->fl.cap_bytes > tc->fl.budget && hc_tc_cap(&tc->fl, cls)) {
+      uint32_t cap = hc_tc_cap(&tc->fl, cls) / 2;
       if (hc_tc_len(&tc->fl.lists[cls]) > cap) release_tail(tc, cls, cap);
       set_cap(tc, cls, cap);
     }
   }
-  if (need) set_cap(tc, cls, tc->fl.cap[cls] + batch);
+  if (need) set_cap(tc, cls, hc_tc_cap(&tc->fl, cls) + batch);
 }
 
 /* A chain longer than the list's capacity is another thread's overflow
@@ -271,8 +270,8 @@ static void grow_cap(hc_tcache_t *tc, unsigned cls, bool grow) {
  * takes capacity from another class (grow_cap's slow start). */
 static void fit_chain(hc_tcache_t *tc, unsigned cls, uint32_t n) {
   uint32_t lim = cap_limit(cls), want = n < lim ? n : lim;
-  if (want <= tc->fl.cap[cls]) return;
-  size_t need = (size_t)(want - tc->fl.cap[cls]) * hci_classes[cls].size;
+  if (want <= hc_tc_cap(&tc->fl, cls)) return;
+  size_t need = (size_t)(want - hc_tc_cap(&tc->fl, cls)) * hci_classes[cls].size;
   if (tc->fl.cap_bytes + need <= tc->fl.budget - tc->fl.budget / 8) set_cap(tc, cls, want);
 }
 
@@ -286,7 +285,7 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
    * buffer: 8 objects, 32 KiB, were touched) should not make a batch of
    * pages resident.  From the next refill on, a batch. */
   uint32_t want = hci_classes[cls].batch;
-  if (tc->fl.cap[cls] == 0) {
+  if (hc_tc_cap(&tc->fl, cls) == 0) {
     uint32_t page = (uint32_t)(4096 / hci_classes[cls].size);
     want = page == 0 ? 1 : page < want ? page : want;
   }
@@ -294,26 +293,26 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
    * fits (a class that grew beyond a batch takes a span in one central
    * lock, carved outside it; central.c). */
   hc_chain_t ch;
-  if (!hci_remote_collect(tc, cls, &ch) && !hci_central_remove_fresh(cls, want, tc->fl.cap[cls], &ch, tc))
+  if (!hci_remote_collect(tc, cls, &ch) && !hci_central_remove_fresh(cls, want, hc_tc_cap(&tc->fl, cls), &ch, tc))
     return NULL;
   tc->fl.refilled[cls] = 1;
   /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
   l->head = hc_fl_next(p, 0);
   hc_tc_set_len(l, ch.n - 1);
-  grow_cap(tc, cls, tc->fl.cap[cls] < hci_classes[cls].batch);
-  if (hc_tc_len(l) > tc->fl.cap[cls]) fit_chain(tc, cls, hc_tc_len(l));
+  grow_cap(tc, cls, hc_tc_cap(&tc->fl, cls) < hci_classes[cls].batch);
+  if (hc_tc_len(l) > hc_tc_cap(&tc->fl, cls)) fit_chain(tc, cls, hc_tc_len(l));
   /* A chain from another thread may still exceed our capacity: keep what
    * fits, give the rest back (walking only the part kept), so a cache
    * never holds more than its budget. */
-  uint32_t keep = tc->fl.cap[cls] > hci_classes[cls].batch ? tc->fl.cap[cls] : hci_classes[cls].batch;
+  uint32_t keep = hc_tc_cap(&tc->fl, cls) > hci_classes[cls].batch ? hc_tc_cap(&tc->fl, cls) : hci_classes[cls].batch;
   if (hc_tc_len(l) > keep) release_tail(tc, cls, keep);
   return p;
 }
 
 void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
-  if (hc_tc_len(l) >= tc->fl.cap[cls]) {
+  if (hc_tc_len(l) >= hc_tc_cap(&tc->fl, cls)) {
     /* One-way: a class this thread frees and does not allocate (the
      * consumer of a producer/consumer pair) overflows again and again
      * with no refill between.  Capacity there only holds memory back from
@@ -325,15 +324,15 @@ void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
     uint32_t ow = oneway_cap(cls);
     bool local = tc->fl.refilled[cls];
     tc->fl.refilled[cls] = 0;
-    grow_cap(tc, cls, local || tc->fl.cap[cls] < ow);
-    if (!local && tc->fl.cap[cls] > ow) set_cap(tc, cls, ow);
-    if (hc_tc_len(l) >= tc->fl.cap[cls]) {
-      uint32_t keep = tc->fl.cap[cls] / 4;
+    grow_cap(tc, cls, local || hc_tc_cap(&tc->fl, cls) < ow);
+    if (!local && hc_tc_cap(&tc->fl, cls) > ow) set_cap(tc, cls, ow);
+    if (hc_tc_len(l) >= hc_tc_cap(&tc->fl, cls)) {
+      uint32_t keep = hc_tc_cap(&tc->fl, cls) / 4;
       if (keep > 16) keep = 16;
       release_tail(tc, cls, keep);
     }
   }
-  if (tc->fl.cap[cls] == 0) { /* no capacity at all: straight back to central */
+  if (hc_tc_cap(&tc->fl, cls) == 0) { /* no capacity at all: straight back to central */
     hc_fl_link(p, NULL);
     hc_chain_t ch = {p, p, 1};
     hci_central_insert(cls, &ch);

@@ -68,8 +68,8 @@ static size_t cache_bytes(const hc_tcache_t *tc) {
 static void check_caps(const hc_tcache_t *tc, const char *when, size_t *excess) {
   size_t sum = 0, ex = 0;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
-    sum += (size_t)tc->fl.cap[c] * hci_classes[c].size;
-    if (hc_tc_len(&tc->fl.lists[c]) > tc->fl.cap[c]) ex += (size_t)(hc_tc_len(&tc->fl.lists[c]) - tc->fl.cap[c]) * hci_classes[c].size;
+    sum += (size_t)hc_tc_cap(&tc->fl, c) * hci_classes[c].size;
+    if (hc_tc_len(&tc->fl.lists[c]) > hc_tc_cap(&tc->fl, c)) ex += (size_t)(hc_tc_len(&tc->fl.lists[c]) - hc_tc_cap(&tc->fl, c)) * hci_classes[c].size;
   }
   CHECK(tc->fl.cap_bytes == sum, "%s: cap_bytes %zu, capacities add up to %zu", when, tc->fl.cap_bytes, sum);
   CHECK(tc->fl.cap_bytes <= tc->fl.budget, "%s: cap_bytes %zu over the budget %zu", when, tc->fl.cap_bytes, tc->fl.budget);
@@ -111,7 +111,7 @@ typedef struct {
 
 static void snap(const hc_tcache_t *tc, tc_state_t *s) {
   for (unsigned c = 0; c < HC_NUM_CLASSES; c++) {
-    s->cap[c] = tc->fl.cap[c];
+    s->cap[c] = hc_tc_cap(&tc->fl, c);
     s->len[c] = hc_tc_len(&tc->fl.lists[c]);
     s->lim[c] = tc->fl.lists[c].start_lim ? tc->fl.lists[c].lim : 0; /* what the free fast path fills up to */
     s->refilled[c] = tc->fl.refilled[c];
@@ -225,9 +225,9 @@ static void *t_malloc(size_t size) {
   uint32_t batch = hci_classes[c].batch;
   /* a class without capacity yet asks for what a 4 KiB page holds (at least one) */
   uint32_t want = batch, page = (uint32_t)(4096 / hci_classes[c].size);
-  if (tc->fl.cap[c] == 0) want = page == 0 ? 1 : page < batch ? page : batch;
+  if (hc_tc_cap(&tc->fl, c) == 0) want = page == 0 ? 1 : page < batch ? page : batch;
   /* a new span gives up to the capacity, when that is more than want */
-  uint32_t fresh = tc->fl.cap[c] > want ? tc->fl.cap[c] : want;
+  uint32_t fresh = hc_tc_cap(&tc->fl, c) > want ? hc_tc_cap(&tc->fl, c) : want;
   uint32_t chain = ce->nchains                 ? ce->slots[ce->nchains - 1].n
                    : ce->free_objs              ? (ce->free_objs < want ? (uint32_t)ce->free_objs : want)
                    : hci_classes[c].objs < fresh ? hci_classes[c].objs
@@ -372,26 +372,26 @@ static void below_batch(void) {
   /* capacity 2 (everything else given up), keeps 2 of 4: no room to grow
    * to 3 for the chain (fit_chain), so the chain is cut */
   void *b1 = t_malloc(262144);
-  CHECK(tc->fl.cap[big] == batch && tc->fl.cap_bytes == (size_t)batch * 262144 && hc_tc_len(&tc->fl.lists[big]) == 2 &&
+  CHECK(hc_tc_cap(&tc->fl, big) == batch && tc->fl.cap_bytes == (size_t)batch * 262144 && hc_tc_len(&tc->fl.lists[big]) == 2 &&
             ev.cuts == cuts1 + 1 && ev.fits == fits1,
-        "256 KiB: capacity %u, list %u, cap_bytes %zu after the first refill (%d cuts, %d fits)", tc->fl.cap[big],
+        "256 KiB: capacity %u, list %u, cap_bytes %zu after the first refill (%d cuts, %d fits)", hc_tc_cap(&tc->fl, big),
         hc_tc_len(&tc->fl.lists[big]), tc->fl.cap_bytes, ev.cuts - cuts1, ev.fits - fits1);
   void *s1 = t_malloc(64); /* takes half of 256 KiB's capacity; its list goes back */
-  CHECK(tc->fl.cap[big] == 1 && hc_tc_len(&tc->fl.lists[big]) == 0 && tc->fl.cap[small] > 0,
-        "256 KiB: capacity %u, list %u; 64 B capacity %u: want 1, 0 and > 0", tc->fl.cap[big], hc_tc_len(&tc->fl.lists[big]),
-        tc->fl.cap[small]);
+  CHECK(hc_tc_cap(&tc->fl, big) == 1 && hc_tc_len(&tc->fl.lists[big]) == 0 && hc_tc_cap(&tc->fl, small) > 0,
+        "256 KiB: capacity %u, list %u; 64 B capacity %u: want 1, 0 and > 0", hc_tc_cap(&tc->fl, big), hc_tc_len(&tc->fl.lists[big]),
+        hc_tc_cap(&tc->fl, small));
   push_chain(big, 4);
   int cuts0 = ev.cuts;
   void *b2 = t_malloc(262144); /* cannot grow: capacity 1, keeps a batch of the chain */
   size_t excess = 0;
   check_caps(tc, "after a refill below a batch", &excess);
-  CHECK(ev.cuts == cuts0 + 1 && tc->fl.cap[big] == 1 && hc_tc_len(&tc->fl.lists[big]) == batch && tc->fl.cap[small] == 0 &&
+  CHECK(ev.cuts == cuts0 + 1 && hc_tc_cap(&tc->fl, big) == 1 && hc_tc_len(&tc->fl.lists[big]) == batch && hc_tc_cap(&tc->fl, small) == 0 &&
             excess == (size_t)(batch - 1) * 262144,
         "256 KiB: capacity %u, list %u (excess %zu bytes), 64 B capacity %u: want 1, %u (one object beyond), 0",
-        tc->fl.cap[big], hc_tc_len(&tc->fl.lists[big]), excess, tc->fl.cap[small], batch);
+        hc_tc_cap(&tc->fl, big), hc_tc_len(&tc->fl.lists[big]), excess, hc_tc_cap(&tc->fl, small), batch);
   CHECK(cache_bytes(tc) <= tc->fl.budget + (size_t)batch * 262144, "cache holds %zu bytes, budget %zu + a batch %zu",
         cache_bytes(tc), tc->fl.budget, (size_t)batch * 262144);
-  printf("below a batch: 256 KiB capacity %u, list %u, cache holds %zu KB, budget %zu KB\n", tc->fl.cap[big],
+  printf("below a batch: 256 KiB capacity %u, list %u, cache holds %zu KB, budget %zu KB\n", hc_tc_cap(&tc->fl, big),
          hc_tc_len(&tc->fl.lists[big]), cache_bytes(tc) >> 10, tc->fl.budget >> 10);
   t_free(b2);
   t_free(s1);
@@ -413,7 +413,7 @@ static void grow_to(void **held, size_t *n, size_t size, uint32_t target, bool m
   const size_t base = *n; /* held[] below it: other calls' */
   for (;;) {
     hc_tcache_t *tc = hci_tc;
-    uint32_t cap0 = tc->is_static ? 0 : tc->fl.cap[c];
+    uint32_t cap0 = tc->is_static ? 0 : hc_tc_cap(&tc->fl, c);
     bool refilled = false;
     while (*n - base < cap0 + batch || !refilled) {
       refilled |= hci_tc->is_static || hc_tc_len(&hci_tc->fl.lists[c]) == 0;
@@ -422,11 +422,11 @@ static void grow_to(void **held, size_t *n, size_t size, uint32_t target, bool m
     tc = hci_tc;
     bool over = false;
     while (*n > base && !over) {
-      over = hc_tc_len(&tc->fl.lists[c]) >= tc->fl.cap[c];
+      over = hc_tc_len(&tc->fl.lists[c]) >= hc_tc_cap(&tc->fl, c);
       if (model) t_free(held[--*n]);
       else free(held[--*n]);
     }
-    if (tc->fl.cap[c] <= cap0 || tc->fl.cap[c] >= target) return;
+    if (hc_tc_cap(&tc->fl, c) <= cap0 || hc_tc_cap(&tc->fl, c) >= target) return;
   }
 }
 
@@ -445,9 +445,9 @@ static void shrink_phase(void **v) {
   pthread_barrier_init(&idle_barrier, NULL, SHRINK_THREADS + 1);
   pthread_create(&spawner, NULL, spawner_thread, NULL);
   grow_to_limit(size);
-  CHECK(tc->fl.cap[c] == cap_limit_model(c), "4 KiB: capacity %u, want its limit %u", tc->fl.cap[c], cap_limit_model(c));
+  CHECK(hc_tc_cap(&tc->fl, c) == cap_limit_model(c), "4 KiB: capacity %u, want its limit %u", hc_tc_cap(&tc->fl, c), cap_limit_model(c));
   size_t classes = 0;
-  for (unsigned k = 1; k < HC_NUM_CLASSES; k++) classes += k != c && tc->fl.cap[k];
+  for (unsigned k = 1; k < HC_NUM_CLASSES; k++) classes += k != c && hc_tc_cap(&tc->fl, k);
   atomic_store(&spawn_go, 1);
   pthread_barrier_wait(&idle_barrier); /* their caches exist: the budget is down */
   CHECK(budget_model() == HC_TC_BUDGET_MIN, "budget %zu with %zu caches, want the minimum", budget_model(),
@@ -458,12 +458,12 @@ static void shrink_phase(void **v) {
   for (uint32_t i = 0; i <= len; i++) v[i] = t_malloc(size); /* empty the list, then one refill */
   printf("budget shrink: capacity %zu KB in %zu classes + 4 KiB at its limit, budget %zu KB: capacity %zu KB, "
          "4 KiB halved %d times to %u\n",
-         cap0 >> 10, classes, tc->fl.budget >> 10, tc->fl.cap_bytes >> 10, ev.self_shrinks - self0, tc->fl.cap[c]);
+         cap0 >> 10, classes, tc->fl.budget >> 10, tc->fl.cap_bytes >> 10, ev.self_shrinks - self0, hc_tc_cap(&tc->fl, c));
   CHECK(ev.self_shrinks > self0 && tc->fl.cap_bytes <= tc->fl.budget && tc->fl.budget == HC_TC_BUDGET_MIN,
         "the growing class was not halved under the shrunk budget: capacity %zu, budget %zu", tc->fl.cap_bytes,
         tc->fl.budget);
   for (unsigned k = 1; k < HC_NUM_CLASSES; k++)
-    if (k != c) CHECK(tc->fl.cap[k] == 0, "class %u kept capacity %u while 4 KiB was halved", k, tc->fl.cap[k]);
+    if (k != c) CHECK(hc_tc_cap(&tc->fl, k) == 0, "class %u kept capacity %u while 4 KiB was halved", k, hc_tc_cap(&tc->fl, k));
   for (uint32_t i = 0; i <= len; i++) t_free(v[i]);
   free_grown();
   check_caps(tc, "after the budget shrank", NULL);
@@ -482,16 +482,16 @@ static void *policy_thread(void *arg) {
   v[0] = t_malloc(64);
   hc_tcache_t *tc = hci_tc;
   CHECK(!tc->is_static, "no cache after malloc");
-  CHECK(tc->fl.cap[c64] == hci_classes[c64].batch, "capacity %u after the first refill, want a batch (%u)",
-        tc->fl.cap[c64], hci_classes[c64].batch);
+  CHECK(hc_tc_cap(&tc->fl, c64) == hci_classes[c64].batch, "capacity %u after the first refill, want a batch (%u)",
+        hc_tc_cap(&tc->fl, c64), hci_classes[c64].batch);
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
-    if (c != c64) CHECK(tc->fl.cap[c] == 0, "class %u has capacity %u before any use", c, tc->fl.cap[c]);
+    if (c != c64) CHECK(hc_tc_cap(&tc->fl, c) == 0, "class %u has capacity %u before any use", c, hc_tc_cap(&tc->fl, c));
   CHECK(tc->fl.budget == budget_model(), "budget %zu with %zu caches, want %zu", tc->fl.budget, hci_tc_count(),
         budget_model());
   /* more refills add nothing: an empty list is not helped by capacity */
   for (int i = 1; i < 1000; i++) v[i] = t_malloc(64);
-  CHECK(ev.refills > 1 && tc->fl.cap[c64] == hci_classes[c64].batch,
-        "capacity %u after %d + 1 refills, want one batch", tc->fl.cap[c64], ev.refills);
+  CHECK(ev.refills > 1 && hc_tc_cap(&tc->fl, c64) == hci_classes[c64].batch,
+        "capacity %u after %d + 1 refills, want one batch", hc_tc_cap(&tc->fl, c64), ev.refills);
   for (int i = 0; i < 1000; i++) t_free(v[i]);
   /* objects a thread that has exited allocated (its spans' owner is dead,
    * or this cache adopted it: either way they stay here, remote.c), then
@@ -501,9 +501,9 @@ static void *policy_thread(void *arg) {
   for (int i = 0; i < NFOREIGN; i++) t_free(foreign[i]);
   grow_to_limit(64);
   printf("slow start: 64 B: %d refills, %d overflows (%d gave back the list), capacity %u\n", ev.refills,
-         ev.overflows, ev.releases, tc->fl.cap[c64]);
-  CHECK(ev.overflows > 1 && ev.releases > 0 && tc->fl.cap[c64] == cap_limit_model(c64),
-        "%d overflows, %d lists given back, capacity %u (limit %u)", ev.overflows, ev.releases, tc->fl.cap[c64],
+         ev.overflows, ev.releases, hc_tc_cap(&tc->fl, c64));
+  CHECK(ev.overflows > 1 && ev.releases > 0 && hc_tc_cap(&tc->fl, c64) == cap_limit_model(c64),
+        "%d overflows, %d lists given back, capacity %u (limit %u)", ev.overflows, ev.releases, hc_tc_cap(&tc->fl, c64),
         cap_limit_model(c64));
   check_caps(tc, "after slow start", NULL);
   free_grown();
@@ -513,12 +513,12 @@ static void *policy_thread(void *arg) {
   int ow0 = ev.oneway_cuts;
   for (int i = 0; i < 4096; i++) v[i] = t_malloc(64);
   for (int i = 0; i < 4096; i++) t_free(v[i]);
-  CHECK(ev.oneway_cuts == ow0 + 1 && tc->fl.cap[c64] == oneway_cap_model(c64) &&
+  CHECK(ev.oneway_cuts == ow0 + 1 && hc_tc_cap(&tc->fl, c64) == oneway_cap_model(c64) &&
             hc_tc_len(&tc->fl.lists[c64]) <= oneway_cap_model(c64),
         "64 B freed in a row: %d one-way cuts, capacity %u, list %u, want 1 and %u", ev.oneway_cuts - ow0,
-        tc->fl.cap[c64], hc_tc_len(&tc->fl.lists[c64]), oneway_cap_model(c64));
+        hc_tc_cap(&tc->fl, c64), hc_tc_len(&tc->fl.lists[c64]), oneway_cap_model(c64));
   grow_to_limit(64); /* and it grows again while it is refilled between overflows */
-  CHECK(tc->fl.cap[c64] >= cap_limit_model(c64), "64 B: capacity %u after slow start again, want %u", tc->fl.cap[c64],
+  CHECK(hc_tc_cap(&tc->fl, c64) >= cap_limit_model(c64), "64 B: capacity %u after slow start again, want %u", hc_tc_cap(&tc->fl, c64),
         cap_limit_model(c64));
 
   /* the budget: eight classes of up to 1 MiB each do not fit in 4 MiB */
@@ -554,7 +554,7 @@ static void *giver_thread(void *arg) {
   grow_to(v, &n, size, 600, false); /* capacity 600: allocates as well as frees */
   hc_tcache_t *tc = hci_tc;
   unsigned c = hci_size_class(size);
-  while (n && hc_tc_len(&tc->fl.lists[c]) + 1 < tc->fl.cap[c]) free(v[--n]);
+  while (n && hc_tc_len(&tc->fl.lists[c]) + 1 < hc_tc_cap(&tc->fl, c)) free(v[--n]);
   giver_left = n;
   giver_held = v;
   return NULL; /* exit: its list goes to central as one chain */
@@ -576,18 +576,18 @@ static void *receiver_thread(void *arg) {
   uint32_t nchains = ce->nchains, top = nchains ? ce->slots[nchains - 1].n : 0;
   uint32_t batch = hci_classes[c].batch;
   CHECK(top > batch + 1, "no long chain in central after another thread freed 600 (%u)", top);
-  CHECK(tc->fl.cap[c] == 0, "class %u used before", c);
+  CHECK(hc_tc_cap(&tc->fl, c) == 0, "class %u used before", c);
   CHECK(tc->fl.cap_bytes + (size_t)top * size <= tc->fl.budget - tc->fl.budget / 8,
         "capacity %zu, budget %zu: no room for a chain of %u, not what this test needs", tc->fl.cap_bytes,
         tc->fl.budget, top);
   int cuts0 = ev.cuts, fits0 = ev.fits;
   void *p = t_malloc(size); /* checked against the model: the capacity grows to hold the chain */
   check_caps(tc, "after receiving a chain", NULL);
-  CHECK(last_chain == top && ev.fits == fits0 + 1 && ev.cuts == cuts0 && tc->fl.cap[c] == top - 1 &&
+  CHECK(last_chain == top && ev.fits == fits0 + 1 && ev.cuts == cuts0 && hc_tc_cap(&tc->fl, c) == top - 1 &&
             hc_tc_len(&tc->fl.lists[c]) == top - 1 && last_returned == 0,
         "refill took a chain of %u (the top one has %u): list of %u objects, capacity %u, %u given back; want the "
         "chain kept whole (%u), nothing given back",
-        last_chain, top, hc_tc_len(&tc->fl.lists[c]), tc->fl.cap[c], last_returned, top - 1);
+        last_chain, top, hc_tc_len(&tc->fl.lists[c]), hc_tc_cap(&tc->fl, c), last_returned, top - 1);
   CHECK(ce->nchains == nchains - 1, "central: %u chains, %u before: the chain was not taken whole", ce->nchains,
         nchains);
   CHECK(cache_bytes(tc) <= tc->fl.cap_bytes && tc->fl.cap_bytes <= tc->fl.budget,
@@ -595,7 +595,7 @@ static void *receiver_thread(void *arg) {
         tc->fl.cap_bytes, tc->fl.budget, top);
   printf("received a chain of %u objects of %zu bytes: kept %u (capacity %u), gave %u back; cache holds %zu KB, "
          "budget %zu KB\n",
-         top, size, hc_tc_len(&tc->fl.lists[c]), tc->fl.cap[c], last_returned, cache_bytes(tc) >> 10, tc->fl.budget >> 10);
+         top, size, hc_tc_len(&tc->fl.lists[c]), hc_tc_cap(&tc->fl, c), last_returned, cache_bytes(tc) >> 10, tc->fl.budget >> 10);
   t_free(p);
   check_caps(tc, "after the next free", NULL);
   /* Again, the capacity already holding such a chain: kept whole. */
@@ -607,13 +607,13 @@ static void *receiver_thread(void *arg) {
   for (size_t i = 0; i < giver_left; i++) left[nleft++] = giver_held[i];
   nchains = ce->nchains;
   top = nchains ? ce->slots[nchains - 1].n : 0;
-  uint32_t cap = tc->fl.cap[c];
+  uint32_t cap = hc_tc_cap(&tc->fl, c);
   w[len] = t_malloc(size);
-  CHECK(last_chain == top && top - 1 <= cap && tc->fl.cap[c] == cap && hc_tc_len(&tc->fl.lists[c]) == top - 1 &&
+  CHECK(last_chain == top && top - 1 <= cap && hc_tc_cap(&tc->fl, c) == cap && hc_tc_len(&tc->fl.lists[c]) == top - 1 &&
             last_returned == 0,
         "second chain of %u (top %u): list of %u objects, capacity %u (%u before), %u given back; want it whole",
-        last_chain, top, hc_tc_len(&tc->fl.lists[c]), tc->fl.cap[c], cap, last_returned);
-  printf("received a chain of %u with capacity %u: kept %u, gave %u back\n", top, tc->fl.cap[c], hc_tc_len(&tc->fl.lists[c]),
+        last_chain, top, hc_tc_len(&tc->fl.lists[c]), hc_tc_cap(&tc->fl, c), cap, last_returned);
+  printf("received a chain of %u with capacity %u: kept %u, gave %u back\n", top, hc_tc_cap(&tc->fl, c), hc_tc_len(&tc->fl.lists[c]),
          last_returned);
   for (uint32_t i = 0; i <= len; i++) t_free(w[i]);
   check_caps(tc, "after freeing the second chain", NULL);
@@ -792,10 +792,13 @@ static void *fastpath_thread(void *arg) {
 static void check_lims(const hc_tcache_t *tc, bool enabled, const char *who) {
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
     uint64_t want = enabled ? hc_start_lim(&hci_classes[c]) : 0;
-    if (tc->fl.lists[c].start_lim != want || tc->fl.lists[c].lim != tc->fl.cap[c]) {
-      CHECK(0, "%s: class %u start_lim %#llx, want %#llx (fast path %s); lim %u, capacity %u", who, c,
+    /* The switch leaves the capacity alone: lim still agrees with the KiB
+     * count set_cap keeps beside it. */
+    uint32_t kib = (uint32_t)(((size_t)tc->fl.lists[c].lim * hci_classes[c].size) >> 10);
+    if (tc->fl.lists[c].start_lim != want || kib != tc->fl.cap_kib[c]) {
+      CHECK(0, "%s: class %u start_lim %#llx, want %#llx (fast path %s); lim %u (%u KiB), cap_kib %u", who, c,
             (unsigned long long)tc->fl.lists[c].start_lim, (unsigned long long)want, enabled ? "on" : "off",
-            tc->fl.lists[c].lim, tc->fl.cap[c]);
+            tc->fl.lists[c].lim, kib, tc->fl.cap_kib[c]);
       return;
     }
   }
@@ -867,7 +870,7 @@ static void *chain_giver(void *arg) {
     grow_to(v, &held, chain_sizes[k], (uint32_t)n, false);
     hc_tcache_t *tc = hci_tc;
     unsigned c = hci_size_class(chain_sizes[k]);
-    while (held > base && hc_tc_len(&tc->fl.lists[c]) + 1 < tc->fl.cap[c]) free(v[--held]);
+    while (held > base && hc_tc_len(&tc->fl.lists[c]) + 1 < hc_tc_cap(&tc->fl, c)) free(v[--held]);
   }
   return NULL; /* what it still holds stays allocated: this process ends after the check */
 }
@@ -933,8 +936,8 @@ static void *shrink_worker(void *arg) {
     tc = hci_tc;
   }
   size_t cap0 = tc->fl.cap_bytes, budget0 = tc->fl.budget;
-  CHECK(tc->fl.cap[c] < cap_limit_model(c) && cap0 > HC_TC_BUDGET_MIN,
-        "4 KiB: capacity %u (limit %u), cap_bytes %zu: want below the limit, above the least budget", tc->fl.cap[c],
+  CHECK(hc_tc_cap(&tc->fl, c) < cap_limit_model(c) && cap0 > HC_TC_BUDGET_MIN,
+        "4 KiB: capacity %u (limit %u), cap_bytes %zu: want below the limit, above the least budget", hc_tc_cap(&tc->fl, c),
         cap_limit_model(c), cap0);
   atomic_store(&shrink_grown, 1);        /* main starts the other threads now */
   pthread_barrier_wait(&shrink_barrier); /* the other caches exist now */
@@ -1003,9 +1006,9 @@ static void *oneway_consumer(void *arg) {
     if (hc_tc_len(&tc->fl.lists[c]) > most) most = hc_tc_len(&tc->fl.lists[c]);
   }
   printf("one-way: %d frees of 128 B, %d overflows, most held %u (bound %u), capacity %u\n", ONEWAY_N,
-         ev.overflows - of0, most, oneway_cap_model(c), tc->fl.cap[c]);
-  CHECK(most <= oneway_cap_model(c) && tc->fl.cap[c] <= oneway_cap_model(c) && ev.overflows - of0 > 2,
-        "a consumer's 128 B list held up to %u objects, capacity %u: the bound is %u", most, tc->fl.cap[c],
+         ev.overflows - of0, most, oneway_cap_model(c), hc_tc_cap(&tc->fl, c));
+  CHECK(most <= oneway_cap_model(c) && hc_tc_cap(&tc->fl, c) <= oneway_cap_model(c) && ev.overflows - of0 > 2,
+        "a consumer's 128 B list held up to %u objects, capacity %u: the bound is %u", most, hc_tc_cap(&tc->fl, c),
         oneway_cap_model(c));
   CHECK(ev.oneway_cuts == ow0, "%d one-way cuts of a class that never grew past the bound", ev.oneway_cuts - ow0);
   return NULL;
