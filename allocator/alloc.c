@@ -690,21 +690,35 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     hc_free_fast(p, ra);
     return NULL;
   }
-  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
-  unsigned cls = hci_pagemap_class((uintptr_t)p);
+  /* A small object is checked and sized from its pagemap entry (class and
+   * span start, as the free fast path), not from its span record: in a
+   * large heap the record is one more cache miss per call, and
+   * bench_realloc's realloc spent most of its time on it and the entry
+   * (docs/performance.md, "Server, realloc and pairs").  The record is
+   * read only for a large block, and in checker mode for the object's
+   * record. */
+  const hc_pm_entry_t *e = hci_pagemap_find((uintptr_t)p);
+  unsigned cls = e ? __atomic_load_n(&e->cls, __ATOMIC_RELAXED) : 0;
+  hc_span_t *s = NULL;
   size_t usable;
   if (cls) {
-    uintptr_t off = (uintptr_t)p - s->start;
+    uintptr_t off = (uintptr_t)p - __atomic_load_n(&e->start, __ATOMIC_RELAXED);
     if (!hc_is_object_start(off, &hci_classes[cls]) || off >= (uintptr_t)hci_classes[cls].objs * hci_classes[cls].size)
       bad_pointer("realloc", p, ra, "not the start of a heapcheck object");
     /* A freed block is realloc's error, said as realloc's (the free at the
      * end would otherwise call it free's double free).  In checker mode
-     * the record knows; otherwise the free mark (free_list.h). */
-    const hc_objmeta_t *m = s->objmeta ? &s->objmeta[object_index((uintptr_t)p, s, cls)] : NULL;
+     * the record knows (spans get records only once recording is on, and
+     * it never goes off); otherwise the free mark (free_list.h). */
+    const hc_objmeta_t *m = NULL;
+    if (hci_record_all) {
+      s = (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED);
+      if (s->objmeta) m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
+    }
     if (m ? m->stack_id == HC_STACK_NONE : hc_fl_is_free(p))
       bad_pointer("realloc", p, ra, "already freed");
     usable = hci_classes[cls].size;
   } else {
+    s = e ? (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED) : NULL;
     if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
       bad_pointer("realloc", p, ra, s && span_freed(s) ? "already freed" : "not allocated by heapcheck");
     usable = s->npages << HC_PAGE_SHIFT;
