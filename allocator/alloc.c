@@ -95,7 +95,7 @@ static inline uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
   /* The thread's memo of its last walk, when record_stack guards us from
    * re-entry (a signal handler's allocation would otherwise share it). */
   hc_tcache_t *tc = hci_tc;
-  hc_unwind_memo_t *memo = !tc->is_static && hci_tc_memo(tc)->in_alloc ? &hci_tc_memo(tc)->memo : NULL;
+  hc_unwind_memo_t *memo = tc->is_real && hci_tc_memo(tc)->in_alloc ? &hci_tc_memo(tc)->memo : NULL;
   if (dwarf && memo) {
     /* The frames stay in the memo, with their hash; a site or the way's
      * last walk may know their id (memo_site.c). */
@@ -381,7 +381,7 @@ uint32_t hci_alloc_growth_stack(void) {
     return hci_depot_put(&pc, 1);
   }
   hc_tcache_t *tc = hci_tc;
-  return tc->is_static ? hci_capture_stack_from(entry_ra) : record_stack(tc, entry_ra, 0);
+  return tc->is_real ? record_stack(tc, entry_ra, 0) : hci_capture_stack_from(entry_ra);
 }
 
 /* The heap's first growth at start-up, as tcmalloc's initialisation makes

@@ -33,12 +33,12 @@ bool hci_alloc_disable_begin(void) {
 
 int hci_alloc_disable_depth(void) {
   hc_tcache_t *tc = hci_tc;
-  return tc->is_static ? 0 : hci_tc_chk(tc)->disable_depth;
+  return tc->is_real ? hci_tc_chk(tc)->disable_depth : 0;
 }
 
 bool hci_alloc_disable_end(void) {
   hc_tcache_t *tc = hci_tc;
-  if (tc->is_static || hci_tc_chk(tc)->disable_depth <= 0) return false;
+  if (!tc->is_real || hci_tc_chk(tc)->disable_depth <= 0) return false;
   hci_tc_chk(tc)->disable_depth--;
   return true;
 }
@@ -51,7 +51,7 @@ uintptr_t hci_alloc_thread_tp(int tid) {
 
 int hci_alloc_trim(void) {
   hc_tcache_t *tc = hci_tc;
-  if (!tc->is_static) hci_tc_flush(tc);
+  if (tc->is_real) hci_tc_flush(tc);
   hci_tc_drain_remote();
   hci_central_drain();
   hci_sample_stash_drain();

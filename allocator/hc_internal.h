@@ -175,7 +175,7 @@ extern hc_tcache_t *hci_tc_registry;         /* live caches; guarded by hci_tc_r
 hc_tcache_t *hci_tc_adopt(void) hc_noinline;
 static inline hc_tcache_t *hci_tc_get(void) {
   hc_tcache_t *tc = hci_tc;
-  return hc_likely(!tc->is_static) ? tc : hci_tc_adopt();
+  return hc_likely(tc->is_real) ? tc : hci_tc_adopt();
 }
 /* Slow paths of the fast paths in alloc.c. */
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls);  /* requires: list cls empty */

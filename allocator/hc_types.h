@@ -142,7 +142,7 @@ typedef struct hc_tc_list {
 /* A thread's state, in one group per owner; each module touches only its own
  * group, through the accessors in hc_internal.h (hci_tc_free/_sampler/_memo/
  * _chk; test_layers checks it).  The registry fields (next, prev, tid, tp,
- * is_static) are thread_cache.c's. */
+ * is_real) are thread_cache.c's. */
 typedef struct hc_tc_sampler { /* sampler.c (the malloc fast path subtracts from left) */
   int64_t left;             /* bytes until the next sample; the fast path subtracts and tests < 0 */
   uint64_t rng;             /* PRNG state */
@@ -190,7 +190,8 @@ typedef struct hc_tcache {
   struct hc_tcache *prev;
   int tid;                  /* owning kernel thread id */
   uintptr_t tp;             /* owning thread's thread pointer (TLS base), for the checker */
-  bool is_static;           /* the shared empty cache (never written by any fast path) */
+  bool is_real;             /* false only in hci_tc_empty, the shared empty cache (all zeros,
+                               never written by any fast path) */
   hc_tc_chk_t chk;
   hc_tc_memo_t stk;
   hc_tc_remote_t remote;    /* last: adoption clears the fields before it (thread_cache.c) */

@@ -156,7 +156,7 @@ hc_public int MallocExtension_VerifyAllMemory(void) {
     for (uint32_t i = 0; i < cl->nchains; i++)
       check_list(&v, cl->slots[i].head, c, cl->slots[i].n, "transfer slot entry that is not an object of its class");
     hc_tcache_t *tc = hci_tc;
-    if (!tc->is_static) check_list(&v, hci_tc_free(tc)->lists[c].head, c, hc_tc_len(&hci_tc_free(tc)->lists[c]), "thread cache entry that is not an object of its class");
+    if (tc->is_real) check_list(&v, hci_tc_free(tc)->lists[c].head, c, hc_tc_len(&hci_tc_free(tc)->lists[c]), "thread cache entry that is not an object of its class");
   }
   hci_unlock_all();
   return v.errors == 0;

@@ -138,7 +138,7 @@ hc_public void MallocExtension_GetStats(char *buffer, int length) {
 
 hc_public void MallocExtension_MarkThreadIdle(void) {
   hc_tcache_t *tc = hci_tc;
-  if (!tc->is_static) hci_tc_flush(tc); /* the cache's objects go back to the central lists */
+  if (tc->is_real) hci_tc_flush(tc); /* the cache's objects go back to the central lists */
 }
 
 hc_public void MallocExtension_MarkThreadTemporarilyIdle(void) { MallocExtension_MarkThreadIdle(); }
@@ -201,7 +201,7 @@ hc_public MallocExtension_Ownership MallocExtension_GetOwnership(const void *p) 
 
 hc_public size_t MallocExtension_GetThreadCacheSize(void) {
   hc_tcache_t *tc = hci_tc;
-  if (tc->is_static) return 0;
+  if (!tc->is_real) return 0;
   return hci_tc_bytes(tc);
 }
 

@@ -85,7 +85,7 @@ size_t hci_sampler_set_interval(size_t bytes) {
   uint64_t old = atomic_exchange_explicit(&hci_sample_interval, (uint64_t)bytes, memory_order_relaxed);
   if (hci_record_all) return (size_t)old;
   hc_tcache_t *me = hci_tc;
-  if (!me->is_static) hci_sampler_reset(me); /* this thread draws with the new mean now */
+  if (me->is_real) hci_sampler_reset(me); /* this thread draws with the new mean now */
   if (bytes) {
     /* Other threads: cut a longer pending gap (e.g. "never" while sampling
      * was off) to the new mean; they redraw when it runs out. */
@@ -104,7 +104,7 @@ uint64_t hci_sampler_interval(void) { return atomic_load_explicit(&hci_sample_in
 
 void hci_sampler_sample_next(void) {
   hc_tcache_t *tc = hci_tc;
-  if (!tc->is_static && !hci_record_all) __atomic_store_n(&hci_tc_sampler(tc)->left, -1, __ATOMIC_RELAXED);
+  if (tc->is_real && !hci_record_all) __atomic_store_n(&hci_tc_sampler(tc)->left, -1, __ATOMIC_RELAXED);
 }
 
 void hci_sampler_reset(hc_tcache_t *tc) {

@@ -31,8 +31,14 @@
 #include "usdt.h"
 
 HC_TLS hc_tcache_t *hci_tc = &hci_tc_empty;
-hc_tcache_t hci_tc_empty = {.is_static = true,
-                            .fl.direct = {[0 ... HC_TC_DIRECT_MAX] = offsetof(hc_tcache_t, fl.lists[0])}};
+/* All zeros, so in .bss: a trivial program's start-up reads it (the first
+ * malloc's direct[size], the first free's list) and a .data object of 42 KiB
+ * would be mapped, page by page, from the file.  direct[] offset 0 reads a
+ * "list" at the cache's start, the sampler's words, 0 here: its head is NULL,
+ * so malloc misses; lists[] have start_lim 0, so free misses; is_real false. */
+hc_tcache_t hci_tc_empty;
+_Static_assert(offsetof(hc_tcache_t, smp.left) == offsetof(hc_tc_list_t, head),
+               "direct[] offset 0 in the empty cache reads smp.left as a list head (NULL)");
 _Static_assert(offsetof(hc_tcache_t, fl.lists[HC_NUM_CLASSES]) <= UINT16_MAX, "direct[] offsets fit 16 bits");
 HC_PRIVATE_STATE(hci_tc_empty);
 hci_lock_t hci_tc_registry_lock = HCI_LOCK_INIT(HC_RANK_TC_REGISTRY);
@@ -120,6 +126,7 @@ hc_tcache_t *hci_tc_adopt(void) {
   hci_ensure_init();
   tc = tc_adopt();
   if (!tc) return NULL;
+  tc->is_real = true;
   /* Capacities start at 0: a class gets capacity when the thread uses it. */
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) tc->fl.lists[c].recip = hci_classes[c].recip;
   for (size_t size = 0; size <= HC_TC_DIRECT_MAX; size++)
@@ -351,7 +358,7 @@ void hci_tc_flush(hc_tcache_t *tc) {
 
 static void tc_destructor(void *arg) {
   hc_tcache_t *tc = arg;
-  if (!tc || tc->is_static) return;
+  if (!tc || !tc->is_real) return;
   hci_tc = &hci_tc_empty;
   tc_dead = 1;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) release_list(tc, c);
@@ -421,7 +428,7 @@ void hci_tc_fork_child(void) {
   }
   hci_tc_registry = NULL;
   tc_live = 0;
-  if (!self->is_static) {
+  if (self->is_real) {
     self->next = self->prev = NULL;
     self->tid = hci_os_tid();
     hci_tc_registry = self;

@@ -54,7 +54,7 @@ static size_t outside_central(void) {
 /* Everything this thread's cache and every inbox hold back to central. */
 static void settle(void) {
   hc_tcache_t *tc = hci_tc;
-  if (!tc->is_static) hci_tc_flush(tc);
+  if (tc->is_real) hci_tc_flush(tc);
   hci_tc_drain_remote();
   /* Transfer chains back to their spans: a refill then carves from spans,
    * which makes the refilling cache their owner (chains keep the owner

@@ -237,7 +237,7 @@ static void *t_malloc(size_t size) {
   snap(tc, &m);
   void *p = malloc(size);
   CHECK(p != NULL, "malloc(%zu)", size);
-  if (tc->is_static) return p; /* the first one makes the cache: checked by the caller */
+  if (!tc->is_real) return p; /* the first one makes the cache: checked by the caller */
   if (m.len[c] > 0) {
     m.len[c]--;
   } else { /* refill: the chain becomes the list but for the object returned */
@@ -413,10 +413,10 @@ static void grow_to(void **held, size_t *n, size_t size, uint32_t target, bool m
   const size_t base = *n; /* held[] below it: other calls' */
   for (;;) {
     hc_tcache_t *tc = hci_tc;
-    uint32_t cap0 = tc->is_static ? 0 : hc_tc_cap(&tc->fl, c);
+    uint32_t cap0 = tc->is_real ? hc_tc_cap(&tc->fl, c) : 0;
     bool refilled = false;
     while (*n - base < cap0 + batch || !refilled) {
-      refilled |= hci_tc->is_static || hc_tc_len(&hci_tc->fl.lists[c]) == 0;
+      refilled |= !hci_tc->is_real || hc_tc_len(&hci_tc->fl.lists[c]) == 0;
       held[(*n)++] = model ? t_malloc(size) : malloc(size);
     }
     tc = hci_tc;
@@ -476,12 +476,12 @@ static void shrink_phase(void **v) {
 static void *policy_thread(void *arg) {
   (void)arg;
   static void *v[4096];
-  CHECK(hci_tc->is_static, "a new thread has a cache before its first malloc");
+  CHECK(!hci_tc->is_real, "a new thread has a cache before its first malloc");
   /* slow start: the first malloc makes the cache and gives class c one batch of capacity */
   unsigned c64 = hci_size_class(64);
   v[0] = t_malloc(64);
   hc_tcache_t *tc = hci_tc;
-  CHECK(!tc->is_static, "no cache after malloc");
+  CHECK(tc->is_real, "no cache after malloc");
   CHECK(hc_tc_cap(&tc->fl, c64) == hci_classes[c64].batch, "capacity %u after the first refill, want a batch (%u)",
         hc_tc_cap(&tc->fl, c64), hci_classes[c64].batch);
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
@@ -930,7 +930,7 @@ static void *shrink_worker(void *arg) {
   unsigned c = hci_size_class(4096);
   hc_tcache_t *tc = hci_tc;
   /* capacity grows at overflows: rounds of frees beyond it, up to ~1 MiB */
-  for (int round = 0; round < 32 && (tc->is_static || tc->fl.cap_bytes < ((size_t)3 << 18)); round++) {
+  for (int round = 0; round < 32 && (!tc->is_real || tc->fl.cap_bytes < ((size_t)3 << 18)); round++) {
     for (int i = 0; i < 240; i++) v[i] = malloc(4096);
     for (int i = 0; i < 240; i++) free(v[i]);
     tc = hci_tc;
