@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hc_checker.h"
@@ -60,6 +61,7 @@ static struct {
    * and its callees' after main returned, exit's own).  The registers are
    * exit's caller's callee-saved ones (main's values live there). */
   uintptr_t end_sp, end_tp;
+  int exit_tid;                 /* the thread inside exit() (0: none): its _exit checks first */
   uintptr_t end_regs[16];
   int end_nregs;
   void (*real_exit)(int);
@@ -416,12 +418,14 @@ static void free_libc(void) {
 /* The final whole-program check: at exit, or asked for by
  * __lsan_do_leak_check (from_api: the program goes on when nothing leaked,
  * so cleanups and libc's caches are left alone). */
-static hc_noinline void final_check(uintptr_t sp, bool from_api) {
+static hc_noinline void final_check(uintptr_t sp, bool from_api, bool in_exit_) {
   if (atomic_exchange(&L.main_done, 1)) return;
   if (!from_api) hci_api_run_cleanups();
   if (atomic_load(&L.main_cancelled) && !from_api) return;
-  fflush(NULL);
-  if (hci_chk.free_libc && !from_api) free_libc();
+  /* _exit flushes nothing: neither may its check (output a program drops
+   * must stay dropped), nor free libc's buffers under it. */
+  if (!in_exit_) fflush(NULL);
+  if (hci_chk.free_libc && !from_api && !in_exit_) free_libc();
   ssize_t bytes, objects;
   int ok = global_check(sp, true, &bytes, &objects);
   hci_tree_note(bytes, objects);
@@ -459,7 +463,7 @@ static hc_noinline void final_check(uintptr_t sp, bool from_api) {
 }
 
 void hci_chk_final_now(uintptr_t sp) {
-  if (hci_chk.active) final_check(sp, true);
+  if (hci_chk.active) final_check(sp, true, false);
 }
 
 int hci_chk_recoverable_now(uintptr_t sp) {
@@ -532,7 +536,7 @@ static hc_noinline void exit_check(int status, void *arg) {
   find_exit_caller();
   L.exit_status = status;
   L.have_status = true;
-  final_check(sp, false);
+  final_check(sp, false, false);
 }
 
 /* strict, draconian, as-is after destructors: the check runs in the
@@ -556,7 +560,7 @@ __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
   HCI_ENTRY_SP(sp);
   if (!(hci_chk.active && hci_chk.check_at_exit && hci_chk.after_destructors)) return;
   find_exit_caller();
-  final_check(sp, false);
+  final_check(sp, false, false);
 }
 
 // ---- start-up ----
@@ -582,6 +586,7 @@ static hc_noinline int start_main(int argc, char **argv, char **envp) {
   int rc = L.real_main(argc, argv, envp);
   /* main returned: its frames are dead; libc calls exit from our caller. */
   if (!L.end_sp) {
+    L.exit_tid = hci_os_tid();
     L.end_tp = (uintptr_t)__builtin_thread_pointer();
     L.end_nregs = 0;
     L.end_sp = CALLER_SP();
@@ -594,6 +599,7 @@ static hc_noinline int start_main(int argc, char **argv, char **envp) {
  * frame and its callers are live, exit's own are not. */
 static void note_exit_caller(const uintptr_t *regs, int n, uintptr_t caller_sp) {
   if (!hci_chk.active || !hci_chk.global_check || L.end_sp) return;
+  L.exit_tid = hci_os_tid();
   if (n > (int)(sizeof L.end_regs / sizeof L.end_regs[0])) n = (int)(sizeof L.end_regs / sizeof L.end_regs[0]);
   memcpy(L.end_regs, regs, (size_t)n * sizeof regs[0]);
   L.end_nregs = n;
@@ -649,6 +655,26 @@ hc_public __attribute__((weak, noreturn)) void exit(int status) {
   call_real_exit(status);
 }
 #endif
+
+/* _exit, interposed: an at-exit handler registered in main runs before the
+ * check (registered before main) and may end the process with _exit -
+ * coreutils do when closing stdout or stderr fails.  Only then, on the
+ * thread inside exit() (a vfork child shares our memory but not our thread
+ * id), the check runs first, without flushing stdio.  Every other _exit
+ * (a child after fork, our own after a report) goes straight to the
+ * kernel, as libc's does. */
+hc_public __attribute__((weak, noreturn)) void _exit(int status) {
+  if (L.exit_tid && L.exit_tid == hci_os_tid() && hci_chk.active && hci_chk.check_at_exit &&
+      !atomic_load(&L.main_done)) {
+    HCI_ENTRY_SP(sp);
+    L.exit_status = status;
+    L.have_status = true;
+    final_check(sp, false, true);
+  }
+  for (;;) syscall(SYS_exit_group, status);
+}
+
+hc_public __attribute__((weak, noreturn, alias("_exit"))) void _Exit(int status);
 
 typedef int (*main_fn_t)(int, char **, char **);
 typedef int (*start_fn_t)(main_fn_t, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
