@@ -212,9 +212,7 @@ static void push_small(hc_tcache_t *tc, unsigned cls, void *p) {
    * In line, for the checker's frees, which all come here. */
   hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
   if (hc_likely(l->room > 0)) {
-    hc_fl_link(p, l->head);
-    l->head = p;
-    l->room--;
+    hc_tc_list_push(l, p);
     return;
   }
   hci_tc_push(tc, cls, p);
@@ -531,28 +529,23 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
 
 /* Where the free fast path's misses go first: an object of a span another
  * live cache owns goes back to it (remote.c); one whose owner exited is
- * pushed here when its list has room; everything else (a full list, the
- * empty cache, checker mode, hooks, a large or foreign pointer, a double
- * free) goes on to hci_free_slow. */
+ * pushed here when its list has room; in checker mode every small object
+ * is freed here (free_small); everything else (a full list, the empty
+ * cache, hooks, a large or foreign pointer, a double free) goes on to
+ * hci_free_slow. */
 void hci_free_miss(void *p, uintptr_t ra) {
   if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
-  if (hci_record_all && !hci_hooks_on) {
-    /* Checker mode: every free comes here.  A small object's page entry
-     * gives its span and class in one lookup (hci_free_slow looks twice);
-     * anything else (NULL, large, foreign) goes the general way. */
-    const hc_pm_entry_t *e = hci_pagemap_find((uintptr_t)p);
-    unsigned cls = e ? __atomic_load_n(&e->cls, __ATOMIC_RELAXED) : 0;
-    if (hc_likely(cls != 0)) {
+  /* malloc hooks: every free is slow (hci_free_slow calls them) */
+  const hc_pm_entry_t *e = hci_hooks_on ? NULL : hci_pagemap_find((uintptr_t)p);
+  if (hc_likely(e != NULL)) {
+    unsigned cls = __atomic_load_n(&e->cls, __ATOMIC_RELAXED);
+    if (cls && hci_record_all) {
+      /* Checker mode: every free comes here.  A small object's page entry
+       * gives its span and class in one lookup (hci_free_slow looks
+       * twice); anything else (NULL, large, foreign) goes the general way. */
       free_small(p, (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED), cls, ra);
       return;
     }
-    hci_free_slow(p, ra);
-    return;
-  }
-  /* checker and malloc hooks: every free is slow */
-  const hc_pm_entry_t *e = hci_record_all | hci_hooks_on ? NULL : hci_pagemap_find((uintptr_t)p);
-  if (hc_likely(e != NULL)) {
-    unsigned cls = __atomic_load_n(&e->cls, __ATOMIC_RELAXED);
     if (cls) {
       hc_tcache_t *tc = hci_tc;
       hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
@@ -567,9 +560,7 @@ void hci_free_miss(void *p, uintptr_t ra) {
           return;
         }
         if (l->room > 0) { /* the fast path's push, missed for an exited owner's span */
-          hc_fl_link(p, l->head);
-          l->head = p;
-          l->room--;
+          hc_tc_list_push(l, p);
           return;
         }
       }

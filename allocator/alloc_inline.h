@@ -103,6 +103,14 @@ static inline bool hc_room_take(int32_t *room) {
 #endif
 }
 
+/* Pushes p (free) onto list l, which has room (l->room > 0): the slow
+ * paths' push; the free fast path takes the room first (hc_room_take). */
+static inline void hc_tc_list_push(hc_tc_list_t *l, void *p) {
+  hc_fl_link(p, l->head);
+  l->head = p;
+  l->room--;
+}
+
 /* The free fast path's pagemap lookup (hci_pagemap_entry): from the
  * entry of ptr's page, the byte offset of its class's list in a cache
  * (lofs), ptr's offset in its span (off) and the span's owner word.  False

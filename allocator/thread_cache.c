@@ -345,9 +345,7 @@ void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
     hci_central_insert(cls, &ch);
     return;
   }
-  hc_fl_link(p, l->head);
-  l->head = p;
-  l->room--;
+  hc_tc_list_push(l, p);
 }
 
 void hci_tc_flush(hc_tcache_t *tc) {
