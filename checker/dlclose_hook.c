@@ -15,8 +15,9 @@
  * (hci_unwind_dwarf_cache_clear).  A module loaded later at the same
  * address has other code and CFI at those pcs; a stale rule read a word of
  * the new frame as its return address and ended the stack there
- * (tests/test_dlclose_rules.sh).  One clear per dlclose: 128 KiB of cache
- * entries stored, small beside the unmapping itself.
+ * (tests/test_report_quality.sh, modules loaded at the same address).
+ * One clear per dlclose: 128 KiB of cache entries stored, small beside
+ * the unmapping itself.
  */
 #include <dlfcn.h>
 

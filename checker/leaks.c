@@ -415,17 +415,22 @@ static void free_libc(void) {
   __libc_freeres();
 }
 
-/* The final whole-program check: at exit, or asked for by
- * __lsan_do_leak_check (from_api: the program goes on when nothing leaked,
- * so cleanups and libc's caches are left alone). */
-static hc_noinline void final_check(uintptr_t sp, bool from_api, bool in_exit_) {
+/* Where the final whole-program check runs from. */
+typedef enum {
+  FINAL_AT_EXIT,  /* exit: an at-exit handler or the library destructor */
+  FINAL_AT__EXIT, /* _exit from an at-exit handler: nothing may be flushed */
+  FINAL_FROM_API, /* __lsan_do_leak_check: the program goes on when nothing
+                     leaked, so cleanups and libc's caches are left alone */
+} final_from_t;
+
+static hc_noinline void final_check(uintptr_t sp, final_from_t from) {
   if (atomic_exchange(&L.main_done, 1)) return;
-  if (!from_api) hci_api_run_cleanups();
-  if (atomic_load(&L.main_cancelled) && !from_api) return;
+  if (from != FINAL_FROM_API) hci_api_run_cleanups();
+  if (atomic_load(&L.main_cancelled) && from != FINAL_FROM_API) return;
   /* _exit flushes nothing: neither may its check (output a program drops
    * must stay dropped), nor free libc's buffers under it. */
-  if (!in_exit_) fflush(NULL);
-  if (hci_chk.free_libc && !from_api && !in_exit_) free_libc();
+  if (from != FINAL_AT__EXIT) fflush(NULL);
+  if (hci_chk.free_libc && from == FINAL_AT_EXIT) free_libc();
   ssize_t bytes, objects;
   int ok = global_check(sp, true, &bytes, &objects);
   hci_tree_note(bytes, objects);
@@ -463,7 +468,7 @@ static hc_noinline void final_check(uintptr_t sp, bool from_api, bool in_exit_) 
 }
 
 void hci_chk_final_now(uintptr_t sp) {
-  if (hci_chk.active) final_check(sp, true, false);
+  if (hci_chk.active) final_check(sp, FINAL_FROM_API);
 }
 
 int hci_chk_recoverable_now(uintptr_t sp) {
@@ -536,7 +541,7 @@ static hc_noinline void exit_check(int status, void *arg) {
   find_exit_caller();
   L.exit_status = status;
   L.have_status = true;
-  final_check(sp, false, false);
+  final_check(sp, FINAL_AT_EXIT);
 }
 
 /* strict, draconian, as-is after destructors: the check runs in the
@@ -560,7 +565,7 @@ __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
   HCI_ENTRY_SP(sp);
   if (!(hci_chk.active && hci_chk.check_at_exit && hci_chk.after_destructors)) return;
   find_exit_caller();
-  final_check(sp, false, false);
+  final_check(sp, FINAL_AT_EXIT);
 }
 
 // ---- start-up ----
@@ -669,7 +674,7 @@ hc_public __attribute__((weak, noreturn)) void _exit(int status) {
     HCI_ENTRY_SP(sp);
     L.exit_status = status;
     L.have_status = true;
-    final_check(sp, false, true);
+    final_check(sp, FINAL_AT__EXIT);
   }
   for (;;) syscall(SYS_exit_group, status);
 }

@@ -152,7 +152,7 @@ int hci_unwind_memo_walk(hc_unwind_memo_t *memo, int max, uintptr_t ra, uintptr_
 bool hci_unwind_keeps_fp(uintptr_t ra);
 /* The depot id of the frames the last hci_unwind_memo_walk returned (pcs,
  * n, hash: its results): the way's last id when they are its last frames,
- * else hci_depot_put_hashed's; the site that walk made gets it (memo_id.c). */
+ * else hci_depot_put_hashed's; the site that walk made gets it (memo_site.c). */
 uint32_t hci_unwind_memo_id(hc_unwind_memo_t *memo, const uintptr_t *pcs, int n, uint64_t hash);
 /* The depot id of the stack hci_unwind_memo_walk would return, through a
  * site when one holds (no frames are produced), else by the walk and
