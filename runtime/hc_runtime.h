@@ -9,4 +9,8 @@
  * through the HC_STARTUP record in override.c. */
 void hci_runtime_start(void);
 
+/* Makes libc's own malloc family jump to ours (libc_redirect.c: why, and
+ * when it writes nothing).  Once, from the constructor. */
+void hci_redirect_libc(void);
+
 #endif

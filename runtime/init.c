@@ -103,4 +103,7 @@ void hci_runtime_start(void) {
   hci_profiler_init();
 }
 
-__attribute__((constructor(101))) static void heapcheck_constructor(void) { hci_init(); }
+__attribute__((constructor(101))) static void heapcheck_constructor(void) {
+  hci_init();
+  hci_redirect_libc();
+}

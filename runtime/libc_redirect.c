@@ -1,0 +1,183 @@
+/* libc_redirect.c - libc's own malloc family jumps to ours.
+ *
+ * Why.  Interposition (LD_PRELOAD, or -lheapcheck ahead of libc) makes every
+ * reference to malloc that the dynamic loader resolves in the global scope
+ * ours.  Three kinds of reference are not resolved there and reach libc's
+ * code instead:
+ *   - a module loaded with dlopen(..., RTLD_DEEPBIND) looks its symbols up in
+ *     its own dependencies first, libc among them: PHP loads every extension
+ *     so, and its pdo.so frees at start-up a block our malloc gave
+ *     ("free(): invalid pointer", abort; the same with jemalloc, tcmalloc,
+ *     mimalloc and snmalloc preloaded: php-src issues 10670, 11133, 11564);
+ *   - dlsym(dlopen("libc.so.6"), "free") and dlvsym;
+ *   - another interposer's dlsym(RTLD_NEXT, "malloc") when it comes after us.
+ * A block then has two owners, and the checker misses what libc allocated.
+ * valgrind redirects every libc entry of the family to its own; so do we: at
+ * start-up the first instruction of each libc function of the family becomes
+ * a jump to our definition of it.  The jump keeps the caller's return address
+ * on the stack (no frame of its own), so stacks and the caller's address seen
+ * by malloc are those of a direct call.
+ *
+ * When.  Once, from the library's constructor, and only when all of these
+ * hold (otherwise nothing is written and libc stays as it was):
+ *   - HEAPCHECK_REDIRECT_LIBC is not 0;
+ *   - libc.so.6 is a loaded shared object (a static link has no second malloc);
+ *   - the process's malloc and free are ours (not another preloaded
+ *     allocator's, not the program's own): each name is redirected only when
+ *     its global definition lies in this library;
+ *   - the process has one thread (__libc_single_threaded): no other thread can
+ *     be executing the bytes being rewritten;
+ *   - libc's function is at least as long as the jump (its symbol's size);
+ *   - the page can be made writable and executable for the write (a W^X policy
+ *     that refuses leaves the function alone; verbose level 1 says so), and its
+ *     protection is put back to the PT_LOAD segment's own.
+ *
+ * The encoding of the jump is the architecture-specific part: x86-64 only
+ * (a 5-byte jmp rel32 when ours is within 2 GiB, else jmp *0(%rip) and the
+ * 8-byte address); other architectures redirect nothing. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/single_threaded.h>
+
+#include "hc_base.h"
+#include "hc_options.h"
+#include "hc_runtime.h"
+
+/* The names whose libc definitions take or give heap blocks, or report on
+ * them.  __libc_malloc and the other __libc_ names are aliases in libc (the
+ * same code), so their callers are covered by the same jump. */
+static const char *const family[] = {
+    "malloc",      "free",           "calloc",   "realloc",   "reallocarray", "posix_memalign",
+    "aligned_alloc", "memalign",     "valloc",   "pvalloc",   "malloc_usable_size", "mallinfo",
+    "mallinfo2",   "malloc_stats",   "malloc_trim", "mallopt", "malloc_info",
+};
+
+#if defined(__x86_64__)
+enum { JUMP_MAX = 14 };
+/* Writes the jump from `at` to `to` into buf; its length. */
+static size_t encode_jump(uint8_t *buf, uintptr_t at, uintptr_t to) {
+  intptr_t rel = (intptr_t)(to - (at + 5));
+  if (rel == (int32_t)rel) {
+    int32_t r = (int32_t)rel;
+    buf[0] = 0xe9; /* jmp rel32 */
+    memcpy(buf + 1, &r, 4);
+    return 5;
+  }
+  static const uint8_t jmp_rip[6] = {0xff, 0x25, 0, 0, 0, 0}; /* jmp *0(%rip) */
+  memcpy(buf, jmp_rip, 6);
+  memcpy(buf + 6, &to, 8);
+  return 14;
+}
+#define HAVE_JUMP 1
+#else
+#define HAVE_JUMP 0
+#endif
+
+#if HAVE_JUMP
+/* The protection of the PT_LOAD segment of the module at `base` holding `a`. */
+typedef struct seg_query {
+  uintptr_t base, addr;
+  int prot;
+} seg_query_t;
+
+static int find_segment(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  seg_query_t *q = arg;
+  if (info->dlpi_addr != q->base) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type != PT_LOAD || q->addr < lo || q->addr >= lo + ph->p_memsz) continue;
+    q->prot = (ph->p_flags & PF_R ? PROT_READ : 0) | (ph->p_flags & PF_W ? PROT_WRITE : 0) |
+              (ph->p_flags & PF_X ? PROT_EXEC : 0);
+    return 1;
+  }
+  return 0;
+}
+
+static int is_libc(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size, (void)arg;
+  const char *slash = strrchr(info->dlpi_name, '/');
+  return strcmp(slash ? slash + 1 : info->dlpi_name, "libc.so.6") == 0;
+}
+
+/* One planned rewrite: libc's function at `at` becomes `jump`. */
+typedef struct plan {
+  uintptr_t at;
+  size_t len;
+  int prot; /* the segment's own protection, put back after the write */
+  uint8_t jump[JUMP_MAX];
+  uint8_t orig[JUMP_MAX]; /* the bytes the jump replaces */
+} plan_t;
+
+/* Plans the rewrite of libc's `name`; false when a condition of the header
+ * does not hold for it.  No allocation (the allocator's own tests count
+ * every block): dlsym that finds its symbol and dladdr allocate nothing.
+ * libc's definition is the next one after ours in the global scope, so
+ * RTLD_NEXT from this module, checked to be libc.so.6's. */
+static bool plan_one(const char *name, uintptr_t self_base, plan_t *p) {
+  void *ours = dlsym(RTLD_DEFAULT, name);
+  void *theirs = dlsym(RTLD_NEXT, name);
+  Dl_info di;
+  const ElfW(Sym) *sym = NULL;
+  if (!ours || !theirs || ours == theirs) return false;
+  if (!dladdr(ours, &di) || (uintptr_t)di.dli_fbase != self_base) return false;
+  if (!dladdr1(theirs, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym || !di.dli_fname) return false;
+  const char *slash = strrchr(di.dli_fname, '/');
+  if (strcmp(slash ? slash + 1 : di.dli_fname, "libc.so.6") != 0) return false;
+  p->at = (uintptr_t)theirs;
+  p->len = encode_jump(p->jump, p->at, (uintptr_t)ours);
+  if (sym->st_size < p->len) return false;
+  seg_query_t q = {(uintptr_t)di.dli_fbase, p->at, 0};
+  if (!dl_iterate_phdr(find_segment, &q) || !(q.prot & PROT_EXEC)) return false;
+  p->prot = q.prot;
+  memcpy(p->orig, theirs, p->len);
+  return true;
+}
+
+/* Writes len bytes of code at p->at; false when the page cannot be made writable. */
+static bool write_code(const plan_t *p, const uint8_t *bytes) {
+  const uintptr_t page = 4096; /* mprotect's unit on every page size: a multiple of it */
+  uintptr_t lo = p->at & ~(page - 1), hi = (p->at + p->len + page - 1) & ~(page - 1);
+  if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return false;
+  memcpy((void *)p->at, bytes, p->len);
+  mprotect((void *)lo, hi - lo, p->prot);
+  return true;
+}
+#endif
+
+void hci_redirect_libc(void) {
+#if HAVE_JUMP
+  if (!hci_opt_bool(HCO_HEAPCHECK_REDIRECT_LIBC) || !__libc_single_threaded) return;
+  Dl_info self;
+  if (!dladdr((void *)hci_redirect_libc, &self)) return;
+  /* A static link has no libc.so.6 among its modules (and its malloc is ours
+   * already). */
+  if (!dl_iterate_phdr(is_libc, NULL)) return;
+  enum { N = sizeof family / sizeof family[0] };
+  plan_t plans[N];
+  bool planned[N];
+  for (size_t i = 0; i < N; i++) planned[i] = plan_one(family[i], (uintptr_t)self.dli_fbase, &plans[i]);
+  /* Both of malloc and free, or nothing: a module whose malloc is ours and
+   * whose free is libc's would be worse off than with neither. */
+  if (!planned[0] || !planned[1]) return;
+  int done = 0;
+  for (size_t i = 0; i < N; i++) {
+    if (!planned[i]) continue;
+    if (!write_code(&plans[i], plans[i].jump)) {
+      /* A W^X policy refuses the first write; should free's be refused after
+       * malloc's was made, malloc's is undone (the two stay together). */
+      hci_log(1, "libc's %s left alone: its code cannot be made writable", family[i]);
+      if (i == 1) write_code(&plans[0], plans[0].orig);
+      if (i <= 1) return;
+      continue;
+    }
+    done++;
+  }
+  hci_log(1, "libc's malloc family redirected to heapcheck's: %d functions", done);
+#endif
+}
