@@ -290,8 +290,9 @@ void hci_roots_static_loader(void);
  * anonymous-mapping fallback skips it (weak: used when defined). */
 bool hci_meta_owns(uintptr_t addr) __attribute__((weak));
 /* Memory the program mapped itself (valgrind scans it; gperftools treated it
- * as live): every private writable anonymous mapping ([heap] included) that
- * is not a thread's stack (live threads' stacks are scanned from sp; dead
+ * as live): every private writable mapping ([heap] included), anonymous or
+ * of a file that is not a loaded module's segment (emacs's dump), that is
+ * not a thread's stack (live threads' stacks are scanned from sp; dead
  * ones' and glibc's cached stacks hold only stale words) minus the pages of
  * the library (heap pages, and every mapping hci_os_map made: metadata,
  * checker buffers).  Kind "mapping": read through hci_copy_safe. */

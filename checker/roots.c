@@ -349,15 +349,43 @@ static void thread_skips(const hci_world_t *w, const hci_map_t *m, skips_t *k) {
   }
 }
 
+/* [lo, hi) overlaps a PT_LOAD segment of a loaded module. */
+typedef struct {
+  uintptr_t lo, hi;
+} range_q_t;
+
+static int module_segment_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  const range_q_t *q = arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && lo < q->hi && lo + ph->p_memsz > q->lo) return 1;
+  }
+  return 0;
+}
+
+/* The program's own memory that no other root covers: its private writable
+ * mappings, anonymous (pymalloc's arenas, GCC's garbage-collected heap) or
+ * of a file (emacs maps its dump file emacs.pdmp so, and relocates the
+ * pointers in it; valgrind scans such "rw- mapped file" segments too).  A
+ * module's own segments are globals (hci_roots_globals, or nothing when
+ * use_globals=0), not mappings; the allocator's mappings and the threads'
+ * stacks and TLS are cut out.  Read through copies (flood_roots.c): a file
+ * mapping faults past the file's end. */
 void hci_roots_mappings(const hci_world_t *w, hci_root_fn fn, void *ctx) {
   const hci_maps_t *maps = &w->maps;
   struct sink s = {fn, ctx, HCI_ROOT_MAPPING};
   /* A forgotten mapping of ours would be scanned: metadata holds span starts. */
   if (!hci_os_owned_complete()) return;
-  uint32_t need = HCI_MAP_R | HCI_MAP_W | HCI_MAP_PRIVATE | HCI_MAP_ANON;
+  uint32_t need = HCI_MAP_R | HCI_MAP_W | HCI_MAP_PRIVATE;
   for (int i = 0; i < maps->n; i++) {
     const hci_map_t *m = &maps->v[i];
     if ((m->flags & need) != need || !scannable(m) || (m->flags & HCI_MAP_STACK)) continue;
+    if (!(m->flags & HCI_MAP_ANON)) {
+      range_q_t q = {m->lo, m->hi};
+      if (dl_iterate_phdr(module_segment_cb, &q)) continue; /* the loader lock is the check's already */
+    }
     if (glibc_thread_stack(m)) continue;
     skips_t k;
     k.n = 0;
