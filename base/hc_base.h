@@ -258,6 +258,10 @@ int hci_log_stream_fd(void);
 bool hci_log_stream_in_tree(void);       /* HEAPCHECK_TREE: a launcher follows the tree */
 const char *hci_log_stream_tree_dir(void); /* its directory, NULL outside a tree */
 bool hci_log_stream_tree_top(void);      /* the program the launcher started */
+/* The launcher's <tree_dir>/processes, opened at start and kept (reopened
+ * by its path when the program closed it); -1 outside a tree or when it
+ * cannot be opened.  Never close it. */
+int hci_log_stream_records_fd(void);
 
 /* ======================= options.c ======================= */
 /* The table of every variable and its readers by id: hc_options.h.  The

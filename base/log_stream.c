@@ -91,6 +91,8 @@ static struct {
   char log_path[HCI_PATH_MAX];  /* HEAPCHECK_LOG_PATH (or LSAN_OPTIONS' log_path) */
   const char *log_var;          /* which of the two, for messages */
   bool child_stderr;            /* HEAPCHECK_CHILD_REPORTS=stderr */
+  int records_fd1;              /* <tree_dir>/processes, kept high, plus one; 0 = none */
+  file_id_t records_id;         /* what records_fd1 - 1 refers to */
 } LS;
 HC_PRIVATE_STATE(LS);
 
@@ -236,6 +238,33 @@ void hci_log_stream_set_path(const char *prefix, const char *var) {
   LS.log_var = var;
 }
 
+/* <tree_dir>/processes (created by the launcher, never here) opened for
+ * appending and kept high: a process that drops its privileges later
+ * (nginx's workers become "nobody") can no longer open the launcher's
+ * private directory, but writes through the descriptor it kept; forked
+ * children share it.  -1 when it cannot be opened. */
+static int open_records(void) {
+  char path[HCI_PATH_MAX];
+  if (hci_snprintf(path, sizeof path, "%s/processes", LS.tree_dir) >= (int)sizeof path) return -1;
+  int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int high = keep_high(fd);
+  close(fd);
+  LS.records_id = id_of(high);
+  LS.records_fd1 = high + 1;
+  return high;
+}
+
+int hci_log_stream_records_fd(void) {
+  if (!LS.opened || !LS.in_tree) return -1;
+  int fd = LS.records_fd1 - 1;
+  if (fd >= 0 && same_file(id_of(fd), LS.records_id)) return fd;
+  /* Closed or replaced by the program (never close that number: it may be
+   * the program's now): open the file again by its path. */
+  LS.records_fd1 = 0;
+  return open_records();
+}
+
 void hci_log_stream_open(void) {
   if (LS.opened) return;
   LS.opened = true;
@@ -257,6 +286,7 @@ void hci_log_stream_open(void) {
     memcpy(LS.tree_dir, tree, strlen(tree) + 1);
     long long launcher = hci_opt_int(HCO_HEAPCHECK_TREE_PID);
     LS.tree_top = launcher > 0 && getppid() == (pid_t)launcher;
+    open_records();
   }
   route();
 }

@@ -43,10 +43,10 @@ static size_t read_cmdline(char *buf, size_t size) {
   return len;
 }
 
-static void append_record(const char *dir, ssize_t bytes, ssize_t objects, const char *report) {
-  char path[4096];
-  if (hci_snprintf(path, sizeof path, "%s/processes", dir) >= (int)sizeof path) return;
-  int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+static void append_record(ssize_t bytes, ssize_t objects, const char *report) {
+  /* Opened at start (log_stream.c): a process that dropped its privileges
+   * since (nginx's workers) could not open the launcher's directory now. */
+  int fd = hci_log_stream_records_fd();
   if (fd < 0) return;
   char cmd[1024];
   if (read_cmdline(cmd, sizeof cmd) == 0) hci_snprintf(cmd, sizeof cmd, "?");
@@ -56,14 +56,13 @@ static void append_record(const char *dir, ssize_t bytes, ssize_t objects, const
   size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
   if (len && line[len - 1] != '\n') line[len - 1] = '\n';
   hci_write_all(fd, line, len);
-  close(fd);
 }
 
 void hci_tree_note(ssize_t bytes, ssize_t objects) {
   const char *dir = hci_log_stream_tree_dir();
   if (!dir) return;
   const char *file = hci_log_stream_path();
-  append_record(dir, bytes, objects, file ? file : "stderr");
+  append_record(bytes, objects, file ? file : "stderr");
   if (bytes <= 0 && objects <= 0) return;
   if (!file || hci_log_stream_tree_top()) return;
   extern char *program_invocation_short_name;
