@@ -262,6 +262,11 @@ bool hci_log_stream_tree_top(void);      /* the program the launcher started */
  * by its path when the program closed it); -1 outside a tree or when it
  * cannot be opened.  Never close it. */
 int hci_log_stream_records_fd(void);
+/* The program's name (program_invocation_name) and its last component, as
+ * they were when the library started: argv[0] may be overwritten since
+ * (process titles).  "" when unknown. */
+const char *hci_prog_name(void);
+const char *hci_prog_short_name(void);
 
 /* ======================= options.c ======================= */
 /* The table of every variable and its readers by id: hc_options.h.  The

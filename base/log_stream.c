@@ -91,6 +91,7 @@ static struct {
   char log_path[HCI_PATH_MAX];  /* HEAPCHECK_LOG_PATH (or LSAN_OPTIONS' log_path) */
   const char *log_var;          /* which of the two, for messages */
   bool child_stderr;            /* HEAPCHECK_CHILD_REPORTS=stderr */
+  char prog[1024];              /* program_invocation_name at start (see hci_prog_name) */
   int records_fd1;              /* <tree_dir>/processes, kept high, plus one; 0 = none */
   file_id_t records_id;         /* what records_fd1 - 1 refers to */
 } LS;
@@ -265,8 +266,33 @@ int hci_log_stream_records_fd(void) {
   return open_records();
 }
 
+/* The program's name as it was at start: glibc's program_invocation_name
+ * points into argv[0], which servers overwrite with their process titles
+ * (postgres's "postgres: checkpointer", nginx's "nginx: worker process"),
+ * so at exit it may hold another string or the tail of one. */
+static void keep_prog_name(void) {
+  extern char *program_invocation_name;
+  const char *n = program_invocation_name;
+  size_t len = n ? strnlen(n, sizeof LS.prog - 1) : 0;
+  memcpy(LS.prog, n ? n : "", len);
+  LS.prog[len] = 0;
+}
+
+const char *hci_prog_name(void) {
+  extern char *program_invocation_name;
+  if (!LS.opened) return program_invocation_name ? program_invocation_name : "";
+  return LS.prog;
+}
+
+const char *hci_prog_short_name(void) {
+  const char *n = hci_prog_name();
+  const char *slash = strrchr(n, '/');
+  return slash ? slash + 1 : n;
+}
+
 void hci_log_stream_open(void) {
   if (LS.opened) return;
+  keep_prog_name();
   LS.opened = true;
   LS.err_id = id_of(2);
   set_stderr_fd(LS.err_id.ok ? keep_high(2) : -1);

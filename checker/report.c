@@ -140,9 +140,8 @@ static void print_frames(hci_out_t *o, uint32_t stack_id, bool symbolize) {
 // ---- the profile file ----
 
 static void profile_path(char *buf, size_t size, const char *name) {
-  extern char *program_invocation_short_name;
-  int n = hci_snprintf(buf, size, "%s/%s.%d.", hci_chk.dump_dir,
-                       program_invocation_short_name ? program_invocation_short_name : "heapcheck", (int)getpid());
+  const char *prog = hci_prog_short_name();
+  int n = hci_snprintf(buf, size, "%s/%s.%d.", hci_chk.dump_dir, *prog ? prog : "heapcheck", (int)getpid());
   /* A check name is not a path: keep the file inside the dump directory. */
   for (const char *s = name; *s && n > 0 && (size_t)n + 1 < size; s++, n++) buf[n] = *s == '/' ? '_' : *s;
   if (n > 0 && (size_t)n < size) buf[n] = 0;
@@ -225,11 +224,10 @@ static void shell_quote(char *buf, size_t size, const char *s) {
 }
 
 static void print_hint(hci_out_t *o, const char *path) {
-  extern char *program_invocation_name;
   if (!hci_chk_log_on(HCI_LOG_WARNING)) return;
   if (path) {
     char prog[1024], file[4200];
-    shell_quote(prog, sizeof prog, program_invocation_name ? program_invocation_name : "<program>");
+    shell_quote(prog, sizeof prog, *hci_prog_name() ? hci_prog_name() : "<program>");
     /* gperftools' form, "path", unless the path holds what double quotes
      * do not protect. */
     if (strpbrk(path, "\"$`\\!") == NULL) hci_snprintf(file, sizeof file, "\"%s\"", path);

@@ -23,10 +23,9 @@ static void num(hci_out_t *o, const char *key, unsigned long long v, bool comma)
 }
 
 void hci_json_check(hci_out_t *o, const hci_fmt_check_t *c) {
-  extern char *program_invocation_name;
   const hci_report_in_t *in = c->in;
   hci_out_puts(o, "{\"schema\":\"heapcheck-leak-check/1\",\"tool\":\"heapcheck\",\"program\":");
-  hci_out_json_str(o, program_invocation_name ? program_invocation_name : "");
+  hci_out_json_str(o, hci_prog_name());
   hci_out_printf(o, ",\"pid\":%d,\"time\":%lld,\"check\":", (int)getpid(), (long long)c->unix_time);
   hci_out_json_str(o, in->name);
   hci_out_puts(o, ",\"mode\":");

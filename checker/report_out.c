@@ -191,9 +191,8 @@ static void write_graph(const hci_fmt_check_t *c, const char *tmpl, bool svg) {
   if (!v) return;
   int fd = hci_fmt_create(path, svg ? "flame graph" : "folded stacks");
   if (fd >= 0) {
-    extern char *program_invocation_short_name;
     hci_snprintf(title, sizeof title, "Leaks of check \"%s\" of %s (pid %d): %zu bytes in %zu objects",
-                 c->in->name, program_invocation_short_name ? program_invocation_short_name : "?", (int)getpid(),
+                 c->in->name, *hci_prog_short_name() ? hci_prog_short_name() : "?", (int)getpid(),
                  c->in->bytes, c->in->nleaks);
     int rc = svg ? hci_fg_write_svg(fd, v, c->nrecs, title, "bytes", HCI_FG_LEAKS) : hci_fg_write_folded(fd, v, c->nrecs);
     if (close(fd) != 0) rc = -1;

@@ -189,7 +189,6 @@ static void result(hci_out_t *o, const hci_fmt_rec_t *r, bool comma) {
 }
 
 void hci_sarif_run(hci_out_t *o, const hci_fmt_check_t *c) {
-  extern char *program_invocation_name;
   static unsigned seq;
   find_root();
   hci_out_puts(o,
@@ -216,7 +215,7 @@ void hci_sarif_run(hci_out_t *o, const hci_fmt_check_t *c) {
     hci_out_puts(o, "/\"}},");
   }
   hci_out_puts(o, "\"invocations\":[{\"executionSuccessful\":true,\"commandLine\":");
-  hci_out_json_str(o, program_invocation_name ? program_invocation_name : "");
+  hci_out_json_str(o, hci_prog_name());
   hci_out_printf(o, ",\"properties\":{\"pid\":%d,\"check\":", (int)getpid());
   hci_out_json_str(o, c->in->name);
   hci_out_puts(o, ",\"mode\":");

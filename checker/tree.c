@@ -65,8 +65,7 @@ void hci_tree_note(ssize_t bytes, ssize_t objects) {
   append_record(bytes, objects, file ? file : "stderr");
   if (bytes <= 0 && objects <= 0) return;
   if (!file || hci_log_stream_tree_top()) return;
-  extern char *program_invocation_short_name;
   hci_fdprintf(hci_log_stream_stderr(), "heapcheck: %s (pid %d) leaked %zd bytes in %zd allocations; report: %s\n",
-               program_invocation_short_name ? program_invocation_short_name : "?", (int)getpid(), bytes,
+               *hci_prog_short_name() ? hci_prog_short_name() : "?", (int)getpid(), bytes,
                objects, file);
 }

@@ -182,11 +182,10 @@ static void print_text(const char *what, const char *head, const old_site_t *v, 
 static void print_json(const char *kind, const old_site_t *v, size_t n, uint64_t now, double total, uint64_t samples) {
   hci_out_t *o = hci_fmt_json_open(kind);
   if (!o) return;
-  extern char *program_invocation_name;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   hci_out_puts(o, "{\"schema\":\"heapcheck-live-samples/1\",\"tool\":\"heapcheck\",\"program\":");
-  hci_out_json_str(o, program_invocation_name ? program_invocation_name : "");
+  hci_out_json_str(o, hci_prog_name());
   hci_out_printf(o, ",\"pid\":%d,\"time\":%lld,\"kind\":\"%s\",\"seq\":%u,\"min_age_ms\":%llu,", (int)getpid(),
                  (long long)ts.tv_sec, kind, O.seq, (unsigned long long)(strcmp(kind, "old") == 0 ? O.age_ns / 1000000 : 0));
   hci_out_printf(o, "\"totals\":{\"est_bytes\":%llu,\"samples\":%llu,\"sites\":%zu},\"sites\":[",

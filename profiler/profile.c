@@ -486,10 +486,9 @@ static void report_graphs_at_exit(void) {
     hci_fmt_path(path, sizeof path, tmpl, "heap");
     int fd = hci_fmt_create(path, k == 0 ? "flame graph" : "folded stacks");
     if (fd < 0) continue;
-    extern char *program_invocation_short_name;
     char title[256];
     hci_snprintf(title, sizeof title, "Live heap of %s (pid %d) at exit",
-                 program_invocation_short_name ? program_invocation_short_name : "?", (int)getpid());
+                 *hci_prog_short_name() ? hci_prog_short_name() : "?", (int)getpid());
     int rc = hci_fg_write_profile(fd, k == 0, title);
     if (close(fd) != 0) rc = -1;
     if (rc < 0) hci_warn("writing %s failed", path);

@@ -98,18 +98,24 @@ int main(int argc, char **argv) {
 }
 EOF
 # dropper: as nginx's master does for its workers, forks a child that drops
-# its privileges to nobody (uid and gid 65534; only when run as root), leaks
-# 321 bytes and exits; the parent waits and exits 0.
+# its privileges to nobody (uid and gid 65534; only when run as root), and
+# overwrites argv[0] with a process title, as servers do; it leaks 321 bytes
+# and exits; the parent waits and exits 0.
 cat >"$tmp/dropper.c" <<'EOF'
 #include <grp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 static void *volatile sink;
 __attribute__((noinline)) void worker_leak(void) { sink = malloc(321); sink = NULL; }
-int main(void) {
+int main(int argc, char **argv) {
+  (void)argc;
   pid_t p = fork();
   if (p == 0) {
+    size_t n = strlen(argv[0]);
+    memset(argv[0], 0, n);
+    memcpy(argv[0], "w: worker", n < 9 ? n : 9);
     if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
     worker_leak();
     exit(0);
@@ -225,7 +231,8 @@ checks=$((checks + 1))
 
 # A child that dropped its privileges (nginx's workers) still records its
 # leak: the launcher's private directory is no longer open to it, the
-# descriptor its process kept from the start is.
+# descriptor its process kept from the start is.  Its line names the
+# program as it started, not the title written over argv[0].
 if [ "$(id -u)" = 0 ]; then
   run_err "$launcher" "$tmp/dropper"
   expect_rc 1
