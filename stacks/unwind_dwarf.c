@@ -376,6 +376,7 @@ static inline void stamp(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int lo, 
 static int memo_fill(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, regs_t r) {
   m->gen = 0; /* empty while it is rewritten */
   m->same = false;
+  m->id = 0; /* other frames: the id, if any, is given again (hci_unwind_memo_id) */
   m->n = 0;
   walk_log_t log = {.addr = m->addr, .val = m->val, .cap = MW, .srsp = m->rsp, .srbp = m->rbp, .li = m->wtop,
                     .fl = m->lv, .scap = MF, .spoiled = false};
@@ -434,6 +435,7 @@ static void memo_drop_outer(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int d
   memmove(m->val + MW - (wb - wd), m->val + MW - wb, (size_t)(wb - wd) * sizeof *m->val);
   m->n = keep;
   m->end = END_MAX;
+  m->id = 0;
   stamp(mm, m, b + d, MF); /* every slot's outer frames changed */
 }
 
@@ -447,6 +449,7 @@ static int splice(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, const regs_t *r
   int old_b = MF - m->n;
   /* The same frames as last time: as many fresh ones before slot j, equal. */
   m->same = j - old_b == c && (c == 0 || memcmp(p->pcs, m->pcs + old_b, (size_t)c * sizeof *p->pcs) == 0);
+  if (!m->same) m->id = 0; /* the way's id names its frames (way_answers) */
   if (j - c < 0) {
     int d = c - j;
     m->n = MF - j;
@@ -533,19 +536,27 @@ static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp) {
          ((const uintptr_t *)rec)[1] == ra;
 }
 
-/* hci_unwind_memo_walk, and with sites (the caller wants only the id): a
- * site that answers gives -2 - its index instead of frames. */
-static inline __attribute__((always_inline)) int memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec,
-                                                           const uintptr_t **pcs, uint64_t *hash, bool sites) {
-  if (max > HC_MAX_STACK_DEPTH) max = HC_MAX_STACK_DEPTH;
-  if (max <= 0 || !eh_ok()) return -1;
-  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+/* The start of a memo walk: malloc's caller's registers in *r (from the
+ * frame record holding ra), and the way of ra's group; NULL when the memo
+ * cannot be used. */
+static inline __attribute__((always_inline)) hc_unwind_memo_way_t *memo_start(hc_unwind_memo_t *mm, int *max,
+                                                                               uintptr_t ra, uintptr_t rec,
+                                                                               uintptr_t fp, regs_t *r) {
+  if (*max > HC_MAX_STACK_DEPTH) *max = HC_MAX_STACK_DEPTH;
+  if (*max <= 0 || !eh_ok()) return NULL;
   if (rec == 0 || !rec_holds(rec, ra, fp)) rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
-  if (rec == 0) return -1;
-  regs_t r = {.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
+  if (rec == 0) return NULL;
+  *r = (regs_t){.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
   /* The way of ra's group: the top bits of a multiplicative hash. */
   mm->cur = (int)((ra * 0x9e3779b97f4a7c15ull) >> 62) % HC_UNWIND_MEMO_WAYS;
-  hc_unwind_memo_way_t *m = &mm->way[mm->cur];
+  return &mm->way[mm->cur];
+}
+
+/* hci_unwind_memo_walk, and with sites (the caller wants only the id): a
+ * site that answers gives -2 - its index instead of frames. */
+static inline __attribute__((always_inline)) int memo_walk(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max,
+                                                           regs_t r, const uintptr_t **pcs, uint64_t *hash,
+                                                           bool sites) {
   mm->site_new = -1;
   int b = walk_memo(mm, m, max, &r, sites);
   if (b < -1) return b;
@@ -574,23 +585,57 @@ static inline __attribute__((always_inline)) int memo_walk(hc_unwind_memo_t *mm,
   return n;
 }
 
+/* The way's own answer to a capture from r: its innermost frame is r's
+ * (same registers, rbp where it matters), the words from there outward
+ * hold, and the way knows the depot id of its frames, as many as asked.
+ * That is walk_memo's match with no fresh step at the way's first slot,
+ * followed by splice (which writes nothing then) and hci_unwind_memo_id
+ * (which gives the way's id back: the frames are the same): the id without
+ * the walk's set-up, the splice and the hash.  python3: half its captures
+ * (a call site that allocates again under the same callers).  0: ask
+ * walk_memo. */
+static inline __attribute__((always_inline)) uint32_t way_answers(hc_unwind_memo_way_t *m, int max, const regs_t *r) {
+  int b = MF - m->n;
+  if (m->id == 0 || m->n <= 0 || m->rsp[b] != r->rsp || m->pcs[b] != r->rip || (m->rbp[b] != r->rbp && m->lv[b]) ||
+      m->idn != (m->n < max ? m->n : max) || (m->end == END_MAX && m->n < max) ||
+      (m->end == END_FAIL && r->rsp < m->rsp0) || m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed))
+    return 0;
+  uintptr_t hi = hci_unwind_stack_hi(r->rsp);
+  if (hi < r->rsp + sizeof(uintptr_t) || m->amax > hi - sizeof(uintptr_t) || !words_hold(m, b)) return 0;
+  m->same = true;
+  m->fresh = 0;
+  m->rsp0 = r->rsp;
+  return m->id;
+}
+
 hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec,
                                      const uintptr_t **pcs, uint64_t *hash) {
-  int n = memo_walk(mm, max, ra, rec, pcs, hash, false);
+  regs_t r;
+  hc_unwind_memo_way_t *m = memo_start(mm, &max, ra, rec, (uintptr_t)__builtin_frame_address(0), &r);
+  int n = m ? memo_walk(mm, m, max, r, pcs, hash, false) : -1;
   __asm__ volatile("" ::: "memory");
   return n;
 }
 
 hc_noinline uint32_t hci_unwind_memo_stack_id(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec) {
-  const uintptr_t *pcs;
-  uint64_t hash;
-  int n = memo_walk(mm, max, ra, rec, &pcs, &hash, true);
+  regs_t r;
+  hc_unwind_memo_way_t *m = memo_start(mm, &max, ra, rec, (uintptr_t)__builtin_frame_address(0), &r);
   uint32_t id = 0;
-  if (n < -1) {
-    mm->site_hits++;
-    id = mm->site[-2 - n].id;
-  } else if (n > 0) {
-    id = hci_unwind_memo_id(mm, pcs, n, hash);
+  if (m) {
+    id = way_answers(m, max, &r);
+    if (id == 0) {
+      const uintptr_t *pcs;
+      uint64_t hash;
+      int n = memo_walk(mm, m, max, r, &pcs, &hash, true);
+      if (n < -1) {
+        mm->site_hits++;
+        id = mm->site[-2 - n].id;
+      } else if (n > 0) {
+        id = hci_unwind_memo_id(mm, pcs, n, hash);
+      }
+    } else {
+      mm->site_new = -1;
+    }
   }
   __asm__ volatile("" ::: "memory");
   return id;
