@@ -53,6 +53,8 @@ typedef struct hc_unwind_memo_way {
   bool same;               /* the last walk found the frames of the one before it */
   uint8_t fresh;           /* frames the last walk stepped to itself before the memo's took over (tests) */
   uintptr_t rsp0;          /* the walk's start: rsp at malloc's caller */
+  uintptr_t ra1;           /* a start pc whose first step reads its word at rsp + off1 (CFA from rsp); 0: none */
+  uintptr_t off1;
   uintptr_t amax;          /* no word's address is above this */
   uint16_t wtop[HC_UNWIND_MEMO_FRAMES]; /* the words of the steps from slot s outward: [W - wtop[s], W) */
   uintptr_t pcs[HC_UNWIND_MEMO_FRAMES];

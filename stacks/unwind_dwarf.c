@@ -508,6 +508,10 @@ static int walk_memo(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max, con
       if (c > 0) hci_memo_site_make(mm, m, r0, &p, c, log.nloads, j);
       return splice(mm, m, r0, &p, c, log.nloads, j);
     }
+    if (c == 1 && !(p.fl[0] & STEP_USES)) { /* where ra's first word is, for sites_early */
+      m->ra1 = r0->rip;
+      m->off1 = p.addr[0] - r0->rsp;
+    }
     if (c == 1 && sites && mm->site_credit > 0) { /* not the way's last frames: perhaps a site's (keyed by the
                                                       first word read), while sites answer */
       int s = hci_memo_site_find(mm, m, max, r0, hi, p.addr[0], p.val[0]);
@@ -608,6 +612,28 @@ static inline __attribute__((always_inline)) uint32_t way_answers(hc_unwind_memo
   return m->id;
 }
 
+/* A site's answer before any step: the way remembers where the first
+ * step from its last start pc read its word (rsp + off1 when the CFA comes
+ * from rsp: a function of the pc), which with the start keys the sites
+ * (hci_memo_site_find compares that word and every other the site keeps, so
+ * an offset that no longer holds only finds no site).  Saves walk_memo's
+ * set-up, its look at the way and the first step (with its rule lookup)
+ * for the captures a site answers: python3's other half.  Returns the
+ * site's index, -1 when none answers, -2 when none was asked (walk_memo
+ * asks then). */
+static inline __attribute__((always_inline)) int sites_early(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max,
+                                                             const regs_t *r) {
+  if (m->ra1 != r->rip || mm->site_credit <= 0 ||
+      m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed) || m->n <= 0)
+    return -2;
+  uintptr_t hi = hci_unwind_stack_hi(r->rsp), a0 = r->rsp + m->off1, w1;
+  if (hi < r->rsp + sizeof(uintptr_t) || m->amax > hi - sizeof(uintptr_t) || !load_word(r->rsp, hi, a0, &w1))
+    return -2;
+  int s = hci_memo_site_find(mm, m, max, r, hi, a0, w1);
+  mm->site_credit = s >= 0 ? hci_memo_site_credit(mm->site_credit, HC_SITE_CREDIT_HIT) : mm->site_credit - 1;
+  return s;
+}
+
 hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec,
                                      const uintptr_t **pcs, uint64_t *hash) {
   regs_t r;
@@ -623,10 +649,15 @@ hc_noinline uint32_t hci_unwind_memo_stack_id(hc_unwind_memo_t *mm, int max, uin
   uint32_t id = 0;
   if (m) {
     id = way_answers(m, max, &r);
-    if (id == 0) {
+    int s = id ? -1 : sites_early(mm, m, max, &r);
+    if (s >= 0) {
+      mm->site_new = -1;
+      mm->site_hits++;
+      id = mm->site[s].id;
+    } else if (id == 0) {
       const uintptr_t *pcs;
       uint64_t hash;
-      int n = memo_walk(mm, m, max, r, &pcs, &hash, true);
+      int n = memo_walk(mm, m, max, r, &pcs, &hash, s == -2);
       if (n < -1) {
         mm->site_hits++;
         id = mm->site[-2 - n].id;
