@@ -53,8 +53,6 @@ typedef struct hc_unwind_memo_way {
   bool same;               /* the last walk found the frames of the one before it */
   uint8_t fresh;           /* frames the last walk stepped to itself before the memo's took over (tests) */
   uintptr_t rsp0;          /* the walk's start: rsp at malloc's caller */
-  uintptr_t ra1;           /* a start pc whose first step reads its word at rsp + off1 (CFA from rsp); 0: none */
-  uintptr_t off1;
   uintptr_t amax;          /* no word's address is above this */
   uint16_t wtop[HC_UNWIND_MEMO_FRAMES]; /* the words of the steps from slot s outward: [W - wtop[s], W) */
   uintptr_t pcs[HC_UNWIND_MEMO_FRAMES];
@@ -86,6 +84,7 @@ typedef struct hc_unwind_memo_way {
  * call site in turn, under outer frames that stay: the way's last frames
  * are another caller's, the site's are its own. */
 #define HC_UNWIND_MEMO_SITES 32 /* sets of 4 */
+#define HC_UNWIND_MEMO_FIRST 16
 #define HC_UNWIND_MEMO_SITE_FRAMES 6
 #define HC_UNWIND_MEMO_SITE_WORDS 8
 typedef struct hc_unwind_memo_site {
@@ -111,6 +110,9 @@ typedef struct hc_unwind_memo {
    * adds HC_SITE_CREDIT_MADE, an answer HC_SITE_CREDIT_HIT, a miss takes
    * one.  A program whose walks make no site (sqlite3) asks none. */
   int32_t site_credit;
+  /* Where the first step from a start pc reads its word: rsp + off (CFA
+   * from rsp), per pc hashed (unwind_dwarf.c's sites_early); pc 0: none. */
+  struct { uintptr_t pc, off; } first[HC_UNWIND_MEMO_FIRST];
   hc_unwind_memo_site_t site[HC_UNWIND_MEMO_SITES];
 } hc_unwind_memo_t;
 /* The way holding the frames of the last hci_unwind_memo_walk. */

@@ -479,6 +479,9 @@ static int splice(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, const regs_t *r
   return b;
 }
 
+/* The entry of hc_unwind_memo_t.first for start pc ra. */
+static inline int first_slot(uintptr_t ra) { return (int)((ra * 0x9e3779b97f4a7c15ull) >> 60) % HC_UNWIND_MEMO_FIRST; }
+
 /* The walk from r0 with the memo of the last one: up to PRE_FRAMES fresh
  * steps, each followed by a look for the same frame in the memo.  Returns
  * the slot of the innermost frame, or -1 when no frame matched (the caller
@@ -508,9 +511,10 @@ static int walk_memo(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max, con
       if (c > 0) hci_memo_site_make(mm, m, r0, &p, c, log.nloads, j);
       return splice(mm, m, r0, &p, c, log.nloads, j);
     }
-    if (c == 1 && !(p.fl[0] & STEP_USES)) { /* where ra's first word is, for sites_early */
-      m->ra1 = r0->rip;
-      m->off1 = p.addr[0] - r0->rsp;
+    if (c == 1 && !(p.fl[0] & STEP_USES)) { /* where the start pc's first word is, for sites_early */
+      int f = first_slot(r0->rip);
+      mm->first[f].pc = r0->rip;
+      mm->first[f].off = p.addr[0] - r0->rsp;
     }
     if (c == 1 && sites && mm->site_credit > 0) { /* not the way's last frames: perhaps a site's (keyed by the
                                                       first word read), while sites answer */
@@ -613,8 +617,8 @@ static inline __attribute__((always_inline)) uint32_t way_answers(hc_unwind_memo
 }
 
 /* A site's answer before any step: the way remembers where the first
- * step from its last start pc read its word (rsp + off1 when the CFA comes
- * from rsp: a function of the pc), which with the start keys the sites
+ * step from a start pc read its word (rsp + off when the CFA comes from
+ * rsp: a function of the pc; hc_unwind_memo_t.first), which with the start keys the sites
  * (hci_memo_site_find compares that word and every other the site keeps, so
  * an offset that no longer holds only finds no site).  Saves walk_memo's
  * set-up, its look at the way and the first step (with its rule lookup)
@@ -623,10 +627,11 @@ static inline __attribute__((always_inline)) uint32_t way_answers(hc_unwind_memo
  * asks then). */
 static inline __attribute__((always_inline)) int sites_early(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max,
                                                              const regs_t *r) {
-  if (m->ra1 != r->rip || mm->site_credit <= 0 ||
+  int f = first_slot(r->rip);
+  if (mm->first[f].pc != r->rip || mm->site_credit <= 0 ||
       m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed) || m->n <= 0)
     return -2;
-  uintptr_t hi = hci_unwind_stack_hi(r->rsp), a0 = r->rsp + m->off1, w1;
+  uintptr_t hi = hci_unwind_stack_hi(r->rsp), a0 = r->rsp + mm->first[f].off, w1;
   if (hi < r->rsp + sizeof(uintptr_t) || m->amax > hi - sizeof(uintptr_t) || !load_word(r->rsp, hi, a0, &w1))
     return -2;
   int s = hci_memo_site_find(mm, m, max, r, hi, a0, w1);
