@@ -81,32 +81,33 @@ void hci_set_stack_depth(int depth) {
   stack_depth_max = depth < 1 ? 1 : depth > HC_MAX_STACK_DEPTH ? HC_MAX_STACK_DEPTH : depth;
 }
 
-static uint32_t capture_walk(uintptr_t ra, uintptr_t rec, bool can_dwarf, bool dwarf, hc_unwind_memo_t *memo);
+static uint32_t capture_walk(uintptr_t ra, uintptr_t rec, hc_unwind_memo_t *memo);
 
 /* rec: the frame record holding ra when the caller knows it, else 0
  * (hci_unwind_memo_walk).  The memo's answer here, in line in the
  * allocation path; walks into frame arrays in capture_walk (its 1 KiB of
  * arrays and five saved registers were paid by every capture when the
- * two shared one function). */
+ * two shared one function).  The memo is asked before the unwinder's
+ * availability is: it checks that itself (no .eh_frame lookup: no answer),
+ * and capture_walk decides the rest. */
 static inline uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
-  bool can_dwarf = ra && hci_unwind_dwarf_available() &&
-                   (hci_unwinder == HC_UNWIND_DWARF || hci_unwind_fallback);
-  bool dwarf = can_dwarf && (hci_unwinder == HC_UNWIND_DWARF || caller_needs_dwarf(ra));
   /* The thread's memo of its last walk, when record_stack guards us from
    * re-entry (a signal handler's allocation would otherwise share it). */
   hc_tcache_t *tc = hci_tc;
   hc_unwind_memo_t *memo = tc->is_real && hci_tc_memo(tc)->in_alloc ? &hci_tc_memo(tc)->memo : NULL;
-  if (dwarf && memo) {
+  if (memo && ra && (hci_unwinder == HC_UNWIND_DWARF || (hci_unwind_fallback && caller_needs_dwarf(ra)))) {
     /* The frames stay in the memo, with their hash; a site or the way's
      * last walk may know their id (memo_site.c). */
     uint32_t id = hci_unwind_memo_stack_id(memo, stack_depth_max, ra, rec);
     if (hc_likely(id != 0)) return id;
   }
-  return capture_walk(ra, rec, can_dwarf, dwarf, memo);
+  return capture_walk(ra, rec, memo);
 }
 
-static hc_noinline uint32_t capture_walk(uintptr_t ra, uintptr_t rec, bool can_dwarf, bool dwarf,
-                                         hc_unwind_memo_t *memo) {
+static hc_noinline uint32_t capture_walk(uintptr_t ra, uintptr_t rec, hc_unwind_memo_t *memo) {
+  bool can_dwarf = ra && hci_unwind_dwarf_available() &&
+                   (hci_unwinder == HC_UNWIND_DWARF || hci_unwind_fallback);
+  bool dwarf = can_dwarf && (hci_unwinder == HC_UNWIND_DWARF || caller_needs_dwarf(ra));
   uintptr_t pcs[HC_MAX_STACK_DEPTH];
   int n, i;
   if (dwarf) {
