@@ -104,6 +104,7 @@ typedef struct hc_unwind_memo {
   uint64_t pow_v;
   uint64_t vnext; /* the last stamp given (hc_unwind_memo_way_t.ver), in all ways: stamps are unique per memo */
   uint64_t site_hits; /* captures a site answered (tests, counting builds) */
+  uint64_t site_early; /* of which before any step (unwind_dwarf.c's sites_early; tests) */
   int site_new;       /* the site the last walk made (its id is filled in by hci_unwind_memo_id), -1: none */
   uint32_t site_clock; /* picks the site replaced in a full set */
   /* Site lookups left before sites stop being asked: a site given an id

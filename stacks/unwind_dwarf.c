@@ -658,6 +658,7 @@ hc_noinline uint32_t hci_unwind_memo_stack_id(hc_unwind_memo_t *mm, int max, uin
     if (s >= 0) {
       mm->site_new = -1;
       mm->site_hits++;
+      mm->site_early++;
       id = mm->site[s].id;
     } else if (id == 0) {
       const uintptr_t *pcs;
