@@ -94,6 +94,12 @@ void hci_tls_init(void);
 const hci_tls_geometry_t *hci_tls_geometry(void);
 /* The static TLS range of the thread whose thread pointer is tp. */
 void hci_tls_range(uintptr_t tp, uintptr_t *lo, uintptr_t *hi);
+/* The thread's dynamic thread vector (glibc's DTV: the length word dtv[-1]
+ * through its last entry), read from its TCB without faulting; false when
+ * the TCB names none or the length is absurd.  Its entries point to the
+ * thread's dynamic TLS blocks (dlopen'ed modules' __thread data, malloc'd by
+ * ld.so), so scanning it as a root makes them and their contents live. */
+bool hci_tls_dtv_range(uintptr_t tp, uintptr_t *lo, uintptr_t *hi);
 
 /* ======================= stop_world.c ======================= */
 /* Registers saved from a stopped thread's signal context: general-purpose
@@ -233,6 +239,7 @@ typedef enum hci_root_kind {
   HCI_ROOT_ANON_FALLBACK,
   HCI_ROOT_MAPPING,
   HCI_ROOT_THREAD_DESCRIPTOR,
+  HCI_ROOT_DTV, /* a live thread's dynamic thread vector (use_tls): its dynamic TLS blocks */
 } hci_root_kind_t;
 typedef void (*hci_root_fn)(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind);
 static inline bool hci_root_kind_unstable(hci_root_kind_t kind) { return (kind & HCI_ROOT_UNSTABLE) != 0; }
