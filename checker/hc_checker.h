@@ -358,6 +358,8 @@ typedef struct hci_chk_opts {
   bool quiet_suppressions;   /* print_suppressions=0: no "Suppressions used:" block */
   bool no_leak_exit;         /* exitcode=0: leaks at exit do not change the exit status */
   const char *strip_path_prefix; /* cut from file and module paths in reports, or NULL */
+  int tries;                 /* LSan's tries: runs per whole-program check (0, 1: one) */
+  bool log_threads;          /* LSan's log_threads: each check lists the threads it scanned */
 } hci_chk_opts_t;
 extern hci_chk_opts_t hci_chk;  /* written once by hci_chk_options_read, read-only afterwards */
 /* Parses HEAPCHECK and every HEAP_CHECK_* variable into hci_chk.  Runs inside
@@ -391,6 +393,10 @@ void hci_lsan_apply(void);
 bool hci_lsan_turned_off(void);
 /* The program's __lsan_default_suppressions(), or NULL. */
 const char *hci_lsan_default_suppressions(void);
+/* log_threads: the threads a check's stop found, in LSan 14's words (one
+ * "Processing thread", "Stack at" and "TLS at" line each, as the roots take
+ * them).  Runs with the world stopped: hci_log only (one write, no lock). */
+void hci_lsan_log_threads(const hci_world_t *w, uintptr_t self_sp);
 
 /* ======================= flood.c ======================= */
 enum { HCI_LEAK_DIRECT = 0, HCI_LEAK_INDIRECT = 1 };
