@@ -379,6 +379,14 @@ void hci_chk_no_follow(void);
  * for a descendant whose report went to a file, prints one line on stderr. */
 void hci_tree_note(ssize_t bytes, ssize_t objects);
 
+/* ======================= direct_exit.c ======================= */
+/* Records the pid the checker starts in (checker start-up). */
+void hci_direct_exit_init(void);
+/* NULL when the final check may run inside a _exit called directly (not
+ * from inside exit); else why not: LSan mode, a fork or vfork child, maybe
+ * inside a signal handler.  No lock, no malloc. */
+const char *hci_direct_exit_refusal(void);
+
 /* ======================= lsan.c ======================= */
 /* LeakSanitizer compatibility: LSAN_OPTIONS (LSan's syntax) and the
  * program's __lsan_default_options(), read by hci_chk_options_read.  With
