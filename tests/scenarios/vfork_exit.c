@@ -1,4 +1,5 @@
 // EXPECT: bytes=44 objects=1
+// REF-VALGRIND: bytes=88 objects=2             valgrind runs vfork as fork: the child reports the inherited 44 at its _exit
 /* vfork_exit.c - a vfork child shares the parent's memory (and so the
  * checker's state) and ends with _exit(0), as after a failed exec: that
  * _exit must go straight to the kernel - a check there would stop the
