@@ -115,6 +115,8 @@
   INT(verbosity, 0, -1000, 1000, NULL, checker, "message level (PERFTOOLS_VERBOSE): 1 adds timings, 2 their breakdown") \
   INT(max_allocation_size_mb, 0, 0, 1ll << 26, NULL, checker, "a request above this many MiB fails (0: no limit): a report, then the exit status, or NULL (below)") \
   BOOL(allocator_may_return_null, false, checker, "a request above max_allocation_size_mb returns NULL with ENOMEM after a warning (real out-of-memory always returns NULL)") \
+  INT(tries, 1, 1, 1000, NULL, checker, "each whole-program check runs this many times, each with its report; leaks count only when every run found some") \
+  BOOL(log_threads, false, checker, "each check prints the threads it scanned (LSan 14's Processing thread / Stack at / TLS at lines)") \
   BOOL(help, false, checker, "print this list at start-up")
 
 #define HCO_ID_INT(name, ...) HCO_##name,

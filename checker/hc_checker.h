@@ -94,6 +94,12 @@ void hci_tls_init(void);
 const hci_tls_geometry_t *hci_tls_geometry(void);
 /* The static TLS range of the thread whose thread pointer is tp. */
 void hci_tls_range(uintptr_t tp, uintptr_t *lo, uintptr_t *hi);
+/* The thread's dynamic thread vector (glibc's DTV: the length word dtv[-1]
+ * through its last entry), read from its TCB without faulting; false when
+ * the TCB names none or the length is absurd.  Its entries point to the
+ * thread's dynamic TLS blocks (dlopen'ed modules' __thread data, malloc'd by
+ * ld.so), so scanning it as a root makes them and their contents live. */
+bool hci_tls_dtv_range(uintptr_t tp, uintptr_t *lo, uintptr_t *hi);
 
 /* ======================= stop_world.c ======================= */
 /* Registers saved from a stopped thread's signal context: general-purpose
@@ -233,6 +239,7 @@ typedef enum hci_root_kind {
   HCI_ROOT_ANON_FALLBACK,
   HCI_ROOT_MAPPING,
   HCI_ROOT_THREAD_DESCRIPTOR,
+  HCI_ROOT_DTV, /* a live thread's dynamic thread vector (use_tls): its dynamic TLS blocks */
 } hci_root_kind_t;
 typedef void (*hci_root_fn)(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind);
 static inline bool hci_root_kind_unstable(hci_root_kind_t kind) { return (kind & HCI_ROOT_UNSTABLE) != 0; }
@@ -352,6 +359,8 @@ typedef struct hci_chk_opts {
   bool quiet_suppressions;   /* print_suppressions=0: no "Suppressions used:" block */
   bool no_leak_exit;         /* exitcode=0: leaks at exit do not change the exit status */
   const char *strip_path_prefix; /* cut from file and module paths in reports, or NULL */
+  int tries;                 /* LSan's tries: runs per whole-program check (0, 1: one) */
+  bool log_threads;          /* LSan's log_threads: each check lists the threads it scanned */
 } hci_chk_opts_t;
 extern hci_chk_opts_t hci_chk;  /* written once by hci_chk_options_read, read-only afterwards */
 /* Parses HEAPCHECK and every HEAP_CHECK_* variable into hci_chk.  Runs inside
@@ -371,6 +380,14 @@ void hci_chk_no_follow(void);
  * for a descendant whose report went to a file, prints one line on stderr. */
 void hci_tree_note(ssize_t bytes, ssize_t objects);
 
+/* ======================= direct_exit.c ======================= */
+/* Records the pid the checker starts in (checker start-up). */
+void hci_direct_exit_init(void);
+/* NULL when the final check may run inside a _exit called directly (not
+ * from inside exit); else why not: LSan mode, a fork or vfork child, maybe
+ * inside a signal handler.  No lock, no malloc. */
+const char *hci_direct_exit_refusal(void);
+
 /* ======================= lsan.c ======================= */
 /* LeakSanitizer compatibility: LSAN_OPTIONS (LSan's syntax) and the
  * program's __lsan_default_options(), read by hci_chk_options_read.  With
@@ -385,6 +402,10 @@ void hci_lsan_apply(void);
 bool hci_lsan_turned_off(void);
 /* The program's __lsan_default_suppressions(), or NULL. */
 const char *hci_lsan_default_suppressions(void);
+/* log_threads: the threads a check's stop found, in LSan 14's words (one
+ * "Processing thread", "Stack at" and "TLS at" line each, as the roots take
+ * them).  Runs with the world stopped: hci_log only (one write, no lock). */
+void hci_lsan_log_threads(const hci_world_t *w, uintptr_t self_sp);
 
 /* ======================= flood.c ======================= */
 enum { HCI_LEAK_DIRECT = 0, HCI_LEAK_INDIRECT = 1 };

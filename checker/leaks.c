@@ -281,6 +281,7 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
     if (p.hold) hci_symbolizer_lock();
     rc = hci_flood_check(&w, &p, &r);
     if (p.hold) hci_symbolizer_unlock();
+    if (rc == 0 && hci_chk.log_threads && req->whole_program) hci_lsan_log_threads(&w, req->self_sp);
     if (rc != 0 || !(++passes < 8 && hci_supp_any() && r.nleaks && apply_suppressions(&r, true))) break;
     hci_flood_result_free(&r);
     hci_world_resume(&w);
@@ -353,10 +354,6 @@ static bool program_failed(void) { return L.have_status && (L.exit_status & 0xff
 
 
 static int global_check(uintptr_t sp, bool at_exit, ssize_t *bytes, ssize_t *objects) {
-  if (hci_lsan_turned_off()) {
-    *bytes = *objects = 0;
-    return 1;
-  }
   hci_check_req_t req = {
       .name = "_main_",
       .whole_program = true,
@@ -374,7 +371,21 @@ static int global_check(uintptr_t sp, bool at_exit, ssize_t *bytes, ssize_t *obj
     req.self_regs = L.end_regs;
     req.self_nregs = L.end_nregs;
   }
-  int ok = hci_chk_run(&req, bytes, objects);
+  /* LSan's tries: the earlier runs report and let the world go; leaks
+   * count only when every run found some (a debugging aid: a leak that
+   * comes and goes between runs is a stale pointer or a race). */
+  int clean = 0, ok = 1;
+  *bytes = *objects = 0;
+  for (int i = 1; i < hci_chk.tries; i++) {
+    hci_check_req_t once = req;
+    once.at_exit = once.hold = false;
+    clean += hci_lsan_turned_off() || hci_chk_run(&once, bytes, objects); /* asked at every run, as LSan */
+  }
+  if (!hci_lsan_turned_off()) ok = hci_chk_run(&req, bytes, objects);
+  if (!ok && clean && !L.incomplete) {
+    release_held();
+    ok = 1;
+  }
   L.g_bytes = *bytes;
   L.g_objects = *objects;
   return ok;
@@ -418,7 +429,7 @@ static void free_libc(void) {
 /* Where the final whole-program check runs from. */
 typedef enum {
   FINAL_AT_EXIT,  /* exit: an at-exit handler or the library destructor */
-  FINAL_AT__EXIT, /* _exit from an at-exit handler: nothing may be flushed */
+  FINAL_AT__EXIT, /* _exit (from an at-exit handler, or direct): nothing may be flushed */
   FINAL_FROM_API, /* __lsan_do_leak_check: the program goes on when nothing
                      leaked, so cleanups and libc's caches are left alone */
 } final_from_t;
@@ -663,18 +674,27 @@ hc_public __attribute__((weak, noreturn)) void exit(int status) {
 
 /* _exit, interposed: an at-exit handler registered in main runs before the
  * check (registered before main) and may end the process with _exit -
- * coreutils do when closing stdout or stderr fails.  Only then, on the
- * thread inside exit() (a vfork child shares our memory but not our thread
- * id), the check runs first, without flushing stdio.  Every other _exit
- * (a child after fork, our own after a report) goes straight to the
- * kernel, as libc's does. */
+ * coreutils do when closing stdout or stderr fails.  Then, on the thread
+ * inside exit() (a vfork child shares our memory but not our thread id),
+ * the check runs first, without flushing stdio.  A direct _exit (no exit in
+ * progress) checks too, as valgrind does at any end, when direct_exit.c
+ * allows it: the process the checker started in, outside signal handlers,
+ * not in LSan mode.  Every other _exit (a fork or vfork child, our own
+ * after a report) goes straight to the kernel, as libc's does. */
 hc_public __attribute__((weak, noreturn)) void _exit(int status) {
-  if (L.exit_tid && L.exit_tid == hci_os_tid() && hci_chk.active && hci_chk.check_at_exit &&
-      !atomic_load(&L.main_done)) {
-    HCI_ENTRY_SP(sp);
-    L.exit_status = status;
-    L.have_status = true;
-    final_check(sp, FINAL_AT__EXIT);
+  if (hci_chk.active && hci_chk.check_at_exit && !atomic_load(&L.main_done)) {
+    /* Inside exit on this thread, or called directly in the process the
+     * checker started in, outside any signal handler (direct_exit.c). */
+    const char *no = L.exit_tid ? (L.exit_tid == hci_os_tid() ? NULL : "another thread is in exit")
+                                : hci_direct_exit_refusal();
+    if (!no) {
+      HCI_ENTRY_SP(sp);
+      L.exit_status = status;
+      L.have_status = true;
+      final_check(sp, FINAL_AT__EXIT);
+    } else if (!hci_chk.lsan) {
+      hci_chk_log(1, "heapcheck: _exit(%d): no leak check (%s)", status, no);
+    }
   }
   for (;;) syscall(SYS_exit_group, status);
 }
@@ -699,6 +719,7 @@ hc_public __attribute__((weak)) int __libc_start_main(main_fn_t main, int argc, 
 void hci_checker_init(void) {
   hci_chk_options_read();
   if (!hci_chk.active) return;
+  hci_direct_exit_init();
   if (!hci_chk.run_under_gdb && status_field("TracerPid") > 0) {
     hci_chk_log(HCI_LOG_WARNING, "Someone is ptrace()ing us; will turn itself off");
     hci_chk.active = false;

@@ -29,6 +29,7 @@
  * Locks: none of its own (the checker's functions take what they need).
  */
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hc_checker.h"
@@ -232,6 +233,8 @@ static void apply_one(const char *src, const char *name, size_t nlen, const char
     case HCL_verbosity: hci_chk.verbose = (int)x; break;
     case HCL_max_allocation_size_mb: hci_alloc_set_limit((size_t)x << 20, x ? too_big : NULL); break;
     case HCL_allocator_may_return_null: may_return_null = b; break;
+    case HCL_tries: hci_chk.tries = (int)x; break;
+    case HCL_log_threads: hci_chk.log_threads = b; break;
     case HCL_help:
       if (b) print_help();
       break;
@@ -268,7 +271,32 @@ const char *hci_lsan_default_suppressions(void) {
 // ---- <sanitizer/lsan_interface.h> ----
 
 /* LSan's Die(): the process ends with the exit code at once. */
-static __attribute__((noreturn)) void die(void) { _exit(hci_chk.exit_code ? hci_chk.exit_code : 1); }
+void hci_lsan_log_threads(const hci_world_t *w, uintptr_t self_sp) {
+  int pid = (int)getpid();
+  unsigned parts = hci_chk.thread_parts ? hci_chk.thread_parts : HCI_ROOTS_THREADS;
+  for (int i = 0; i < w->nthreads; i++) {
+    const hci_thread_t *t = &w->threads[i];
+    if (atomic_load_explicit(&t->state, memory_order_acquire) == HCI_T_EXITED) continue;
+    hci_log(HCI_LOG_ERROR, "==%d==Processing thread %d.", pid, t->tid);
+    /* LSan names the stack mapping and the stack pointer the scan starts at. */
+    uintptr_t sp = t->is_self && self_sp ? self_sp : t->sp;
+    uintptr_t lo = t->nstack_hi ? t->nstack_lo : t->stack_lo, hi = t->nstack_hi ? t->nstack_hi : t->stack_hi;
+    if ((parts & HCI_ROOTS_STACKS) && hi)
+      hci_log(HCI_LOG_ERROR, "==%d==Stack at %p-%p (SP = %p).", pid, (void *)lo, (void *)hi, (void *)sp);
+    if ((parts & HCI_ROOTS_TLS) && t->tp) {
+      uintptr_t tlo, thi;
+      hci_tls_range(t->tp, &tlo, &thi);
+      hci_log(HCI_LOG_ERROR, "==%d==TLS at %p-%p.", pid, (void *)tlo, (void *)thi);
+    }
+  }
+}
+
+/* LSan's Die: the process ends at once, without the final check (our _exit
+ * would run it for a direct call, and too_big comes from the allocator's
+ * slow path). */
+static __attribute__((noreturn)) void die(void) {
+  for (;;) syscall(SYS_exit_group, hci_chk.exit_code ? hci_chk.exit_code : 1);
+}
 
 hc_public void __lsan_ignore_object(const void *p) {
   hci_ensure_init();

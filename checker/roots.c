@@ -7,7 +7,8 @@
  *  - per thread: the registers saved at the stop, the stack from sp - 128
  *    (the red zone) to the stack's end, and the static TLS block with
  *    struct pthread (pthread_setspecific's first-level slots, the DTV
- *    pointer); for the checking thread the stack from the frame saved at
+ *    pointer), and the DTV (dynamic TLS blocks; with use_tls); for the
+ *    checking thread the stack from the frame saved at
  *    the public entry;
  *  - threads that did not stop: their whole stack and TLS, or, when their
  *    stack is unknown, every writable private anonymous mapping that is not
@@ -224,6 +225,17 @@ static void emit_stack_without(const struct sink *s, const hci_maps_t *maps, uin
   emit(s, maps, lo, hi);
 }
 
+/* Dynamic TLS is TLS (use_tls): the thread's DTV is a root, so its blocks
+ * (and what they point to) are live.  A DTV that was reallocated on the heap
+ * is reached from the TCB as well; this covers the one from ld.so's start-up
+ * allocator, which no other root holds. */
+static void emit_dtv(const hci_maps_t *maps, uintptr_t tp, hci_root_fn fn, void *ctx) {
+  uintptr_t lo, hi;
+  if (!hci_tls_dtv_range(tp, &lo, &hi)) return;
+  struct sink s = {fn, ctx, HCI_ROOT_DTV};
+  emit(&s, maps, lo, hi);
+}
+
 void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned what, hci_root_fn fn, void *ctx) {
   bool stacks = what & HCI_ROOTS_STACKS, regs = what & HCI_ROOTS_REGISTERS, tls = what & HCI_ROOTS_TLS;
   const hci_maps_t *maps = &w->maps;
@@ -255,6 +267,7 @@ void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned w
         struct sink st = {fn, ctx, HCI_ROOT_TLS};
         emit(&st, maps, tls_lo, tls_hi);
       }
+      if (tls && t->tp) emit_dtv(maps, t->tp, fn, ctx);
       continue;
     }
     /* Not stopped: it runs, so any part of its stack may be live. */
@@ -270,6 +283,7 @@ void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned w
     if (tls && t->tp) {
       struct sink s = {fn, ctx, HCI_ROOT_TLS_RUNNING};
       emit(&s, maps, tls_lo, tls_hi);
+      emit_dtv(maps, t->tp, fn, ctx);
     }
     if ((stacks && !t->stack_hi) || (tls && !t->tp)) fallback = true;
   }
@@ -452,6 +466,7 @@ const char *hci_root_kind_name(hci_root_kind_t kind) {
     case HCI_ROOT_ANON_FALLBACK: return "anon-fallback";
     case HCI_ROOT_MAPPING: return "mapping";
     case HCI_ROOT_THREAD_DESCRIPTOR: return "thread-descriptor";
+    case HCI_ROOT_DTV: return "dtv";
   }
   return "?";
 }

@@ -13,7 +13,8 @@
  * estimated from the PT_TLS blocks (dlpi_tls_data) plus glibc's surplus
  * (none in a static executable: its only block is the whole static TLS).
  * Dynamic TLS (dlopen'ed modules using the general-dynamic model) is malloc'd
- * by ld.so and reached through the DTV; see hci_pc_in_ldso.
+ * by ld.so and reached through the DTV (hci_tls_dtv_range; see also
+ * hci_pc_in_ldso).
  *
  * Invariants: computed once, before any stop (dlsym may malloc on a missing
  * symbol); read-only afterwards, so stopped-world code reads it freely.
@@ -31,6 +32,8 @@
 #define PTHREAD_SIZE_FALLBACK 2368
 #endif
 #define GLIBC_SURPLUS 1664        /* glibc's static TLS surplus for later dlopens (2.32+: at least this) */
+#define DTV_ENTRY 16               /* glibc's dtv_t: {void *val; void *to_free} (counter in dtv[-1], dtv[0]) */
+#define DTV_MAX_LEN 65536          /* more modules with TLS than this: not a DTV */
 #define ESTIMATE_WINDOW ((uintptr_t)1 << 20) /* TLS blocks farther than this from tp are not static */
 
 static struct {
@@ -125,4 +128,31 @@ void hci_tls_range(uintptr_t tp, uintptr_t *lo, uintptr_t *hi) {
   const hci_tls_geometry_t *g = hci_tls_geometry();
   *lo = tp + (uintptr_t)g->lo_off;
   *hi = tp + (uintptr_t)g->hi_off;
+}
+
+/* glibc's tcbhead_t holds the DTV pointer: at tp + 8 on x86-64 (tcb, dtv,
+ * self, ...), at tp on aarch64 (TLS variant I: dtv, private).  dtv[-1].counter
+ * is the number of entries after dtv[0]; unallocated entries hold
+ * TLS_DTV_UNALLOCATED (-1), which points nowhere, so the whole vector is
+ * scanned as is.  The main thread's first DTV comes from ld.so's start-up
+ * allocator (not the heap, no module's data): no other root covers it. */
+bool hci_tls_dtv_range(uintptr_t tp, uintptr_t *lo, uintptr_t *hi) {
+#if defined(__x86_64__)
+  uintptr_t slot = tp + sizeof(void *);
+#elif defined(__aarch64__)
+  uintptr_t slot = tp;
+#else
+  (void)tp, (void)lo, (void)hi;
+  return false;
+#endif
+#if defined(__x86_64__) || defined(__aarch64__)
+  uintptr_t dtv = 0, len = 0;
+  hci_copy_safe(&dtv, slot, sizeof dtv);
+  if (dtv < 4096 + DTV_ENTRY || (dtv & (sizeof(void *) - 1))) return false;
+  hci_copy_safe(&len, dtv - DTV_ENTRY, sizeof len);
+  if (len == 0 || len > DTV_MAX_LEN) return false;
+  *lo = dtv - DTV_ENTRY;
+  *hi = dtv + DTV_ENTRY * (len + 1);
+  return true;
+#endif
 }

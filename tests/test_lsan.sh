@@ -1,12 +1,14 @@
 #!/bin/sh
 # test_lsan.sh - LeakSanitizer's interface and LSAN_OPTIONS (checker/lsan.c).
 #
-# Usage: test_lsan.sh PROG HOOKS_PROG SOURCE
+# Usage: test_lsan.sh PROG HOOKS_PROG SOURCE DTLS_MODULE
 #   PROG, HOOKS_PROG: tests/lsan/lsan_prog.c linked with -lheapcheck, the
 #   second with -DLSAN_HOOKS (it defines __lsan_default_options,
 #   __lsan_default_suppressions and __lsan_is_turned_off);
 #   SOURCE: that file, built here again with `clang -fsanitize=leak` (or gcc's)
-#   when LeakSanitizer works on this machine.
+#   when LeakSanitizer works on this machine; DTLS_MODULE:
+#   tests/roots_tls_module.c built as a plain shared object (a __thread slot
+#   the dtls cases dlopen).
 #
 # Every case states the expected exit status, leak totals (one "bytes
 # objects" pair per report) and marker lines; heapcheck's run must match
@@ -21,6 +23,8 @@
 prog=${1:?usage: test_lsan.sh PROG HOOKS_PROG SOURCE}
 hooks=${2:?}
 src=${3:?}
+TEST_DTLS_MODULE=${4:?}
+export TEST_DTLS_MODULE
 src=$(cd "$(dirname "$src")" && pwd -P)/$(basename "$src") # one spelling in both builds' debug info
 expect_private_env hc_lsan
 unset LSAN_OPTIONS ASAN_OPTIONS TEST_LSAN_TURNED_OFF
@@ -54,9 +58,12 @@ markers() { printf '%s\n' "$1" | grep -E '^[a-z]+( [a-z]+)*(=[0-9]+)?$|^after |^
 # check OPTS ENV CASE RC TOTALS MARKERS: runs heapcheck's program (and
 # LeakSanitizer's) with LSAN_OPTIONS=OPTS (unset when OPTS is "-") and the
 # extra environment ENV ("" for none; VAR=value words), and compares; an
-# optional 7th argument is the status LeakSanitizer exits with where it differs.
+# optional 7th argument is the status LeakSanitizer exits with where it
+# differs, an 8th its totals and markers ("TOTALS|MARKERS") where they differ.
 check() {
   _o=$1 _e=$2 _case=$3 _rc=$4 _tot=$5 _mk=$6 _lsan_rc=${7:-$4} # 7th: LeakSanitizer's status where it differs
+  _lsan_tot=$_tot _lsan_mk=$_mk
+  if [ -n "${8:-}" ]; then _lsan_tot=${8%%|*} _lsan_mk=${8#*|}; fi
   for _which in heapcheck lsan; do
     _bin=$prog
     [ -n "${HOOKS:-}" ] && _bin=$hooks
@@ -69,11 +76,12 @@ check() {
     # shellcheck disable=SC2086 # _e is a list of assignments
     if [ "$_o" = - ]; then out=$(env $_e "$_bin" "$_case" 2>&1); else out=$(env LSAN_OPTIONS="$_o" $_e "$_bin" "$_case" 2>&1); fi
     rc=$?
-    if [ $_which = lsan ]; then expect_rc "$_lsan_rc"; else expect_rc "$_rc"; fi
+    _wt=$_tot _wm=$_mk
+    if [ $_which = lsan ]; then expect_rc "$_lsan_rc"; _wt=$_lsan_tot _wm=$_lsan_mk; else expect_rc "$_rc"; fi
     checks=$((checks + 1))
-    [ "$(totals "$out")" = "$_tot" ] || fail "leak totals '$(totals "$out")', expected '$_tot'"
+    [ "$(totals "$out")" = "$_wt" ] || fail "leak totals '$(totals "$out")', expected '$_wt'"
     checks=$((checks + 1))
-    [ "$(markers "$out")" = "$_mk" ] || fail "markers '$(markers "$out")', expected '$_mk'"
+    [ "$(markers "$out")" = "$_wm" ] || fail "markers '$(markers "$out")', expected '$_wm'"
     [ $_which = heapcheck ] && hc_out=$out
     [ $_which = lsan ] && lsan_out=$out
   done
@@ -137,6 +145,23 @@ check "use_registers=0:use_tls=0" "" global 0 "" "global leaked=0;"
 check "use_unaligned=1" "" unaligned 0 "" "unaligned leaked=0;"
 check "use_root_regions=0" "" root_region 23 "50 1 50 1 50 1" "registered leaked=1;unregistered leaked=1;"
 check "use_ld_allocations=0" "" clean 0 "" ""
+# Dynamic TLS (a dlopen'ed module's __thread slot, ld.so's malloc'd block on
+# the thread's DTV) is TLS: with use_tls=1 the DTV and the blocks are roots,
+# also where no rule for loader allocations keeps them (use_ld_allocations=0;
+# main's DTV comes from ld.so's start-up allocator, reached from no other
+# root).  With use_tls=0 main's block (8 bytes) and the 1111 bytes in it are
+# reported; the second thread's DTV is pthread_create's (a root, as LSan
+# ignores what pthread_create allocates), so its 2222 are not.  clang 14's
+# LSan reports nothing with use_tls=0: its built-in `leak:*tls_get_addr*`
+# suppression turns the block, and all it points to, into roots.
+dtls_base=report_objects=1:use_stacks=0:use_registers=0:use_ld_allocations=0
+for c in dtls dtls_thread; do
+  check "$dtls_base:use_tls=1" "" $c 0 "" "dtls leaked=0;"
+  check "$dtls_base:use_tls=0" "" $c 0 "1119 2" "dtls leaked=1;" 0 "|dtls leaked=0;"
+  has_re "^0x[0-9a-f]+ \(1111 bytes\)$"
+  lacks "(2222 bytes)"
+  check "" "" $c 0 "" "dtls leaked=0;"
+done
 # Joined threads' DTVs stay allocated in glibc's stack cache, made by
 # pthread_create (LSan ignores what pthread_create allocates).
 check "use_ld_allocations=0" "" joined 0 "" ""
@@ -192,13 +217,33 @@ for _which in heapcheck lsan; do
   out=$(cat "$dump/log_$_which/$_f")
   checks=$((checks + 1)); [ "$(totals "$out")" = "7 1" ] || fail "log totals '$(totals "$out")'"
 done
+# tries (LSan 20's debugging option, PR llvm-project#112037, tests flag_tries
+# and flag_retries): every whole-program check runs N times, each with its
+# report.  clang 14's LSan has no such flag (ignored, silently): its totals
+# are recorded as the 8th argument.
+check "tries=3" "" recoverable 23 "10 1 10 1 10 1 10 1 10 1 10 1" "recoverable=1;continued;" 23 \
+  "10 1 10 1|recoverable=1;continued;"
+check "tries=2" "" clean 0 "" ""
+checks=$((checks + 1)); [ -z "$out" ] || fail "a clean run with tries=2 printed something"
+# log_threads: the threads each check scanned, in clang 14's lines (two
+# threads: main and the one holding the TLS pointer).
+check "log_threads=1" "" tls 0 "" "tls leaked=0;"
+count_re "^==[0-9]+==Processing thread [0-9]+\.$" 2
+count_re "^==[0-9]+==Stack at 0x[0-9a-f]+-0x[0-9a-f]+ \(SP = 0x[0-9a-f]+\)\.$" 2
+count_re "^==[0-9]+==TLS at 0x[0-9a-f]+-0x[0-9a-f]+\.$" 2
+[ -n "$lsan_out" ] && { out=$lsan_out; count_re "^==[0-9]+==Processing thread [0-9]+\.$" 2; count_re "^==[0-9]+==TLS at " 2; out=$hc_out; }
+check "log_threads=1:use_stacks=0:use_tls=0" "" tls 0 "64 1" "tls leaked=1;"
+count_re "^==[0-9]+==Processing thread [0-9]+\.$" 2
+lacks "Stack at"
+lacks "TLS at"
+[ -n "$lsan_out" ] && { out=$lsan_out; count_re "^==[0-9]+==Processing thread [0-9]+\.$" 2; lacks "Stack at"; lacks "TLS at"; out=$hc_out; }
 check "verbosity=1" "" leak 23 "7 1" ""
 has "timing:"
 check "help=1" "" clean 0 "" ""
 has "Available flags"
 for o in detect_leaks leak_check_at_exit exitcode suppressions print_suppressions log_path report_objects \
   max_leaks use_globals use_stacks use_registers use_tls use_ld_allocations use_root_regions use_unaligned \
-  malloc_context_size strip_path_prefix verbosity max_allocation_size_mb allocator_may_return_null help; do
+  malloc_context_size strip_path_prefix verbosity max_allocation_size_mb allocator_may_return_null tries log_threads help; do
   has_re "^	$o$"
 done
 
@@ -217,6 +262,12 @@ check "exitcode=5 exitcode=300" "" leak 23 "7 1" ""    # out of range: the key's
 has "LSAN_OPTIONS: exitcode=300 is not a number in [0, 255]; using the default 23"
 check "use_stacks=maybe" "" leak 23 "7 1" ""
 has "LSAN_OPTIONS: use_stacks=maybe is not a boolean (0/1, no/yes, false/true); using the default 1"
+check "tries=0" "" leak 23 "7 1" ""                 # one run: the default
+has "LSAN_OPTIONS: tries=0 is not a number in [1, 1000]; using the default 1"
+check "tries=x" "" leak 23 "7 1" ""
+has "LSAN_OPTIONS: tries=x is not a number in [1, 1000]; using the default 1"
+check "retries=3" "" leak 23 "7 1" ""              # the PR's first name, not LSan's flag
+has "unsupported option retries (ignored)"
 check "suppressions='unterminated" "" leak 23 "7 1" ""
 has "unterminated quoted value of suppressions"
 check "exitcode" "" leak 23 "7 1" ""
@@ -240,6 +291,13 @@ has "Suppressions used:"
 check - "TEST_LSAN_TURNED_OFF=1" leak 0 "" ""  # __lsan_is_turned_off
 check - "TEST_LSAN_TURNED_OFF=1" recoverable 0 "" "recoverable=0;continued;"
 check "exitcode=7" "" leak 7 "7 1" ""          # LSAN_OPTIONS comes after the defaults
+# tries: leaks count only when every run found some.  __lsan_is_turned_off
+# is asked at every run; with TEST_LSAN_TURNED_OFF=2 the second run is off:
+# one report, and the status stays 0.  (clang 14's LSan: one run, one
+# question, status 42.)
+check "tries=2" "" leak 42 "7 1 7 1" "" 42 "7 1|"
+check "tries=2" "TEST_LSAN_TURNED_OFF=2" leak 0 "7 1" "" 42
+check "tries=3" "TEST_LSAN_TURNED_OFF=2" leak 0 "7 1 7 1" "" 42 "7 1|"
 HOOKS=
 
 finish test_lsan

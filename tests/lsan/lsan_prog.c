@@ -8,6 +8,7 @@
  * Built with -DLSAN_HOOKS it also defines the program's hooks
  * (__lsan_default_options, __lsan_default_suppressions, __lsan_is_turned_off).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sanitizer/lsan_interface.h>
@@ -43,9 +44,13 @@ NOINLINE void drop(void *(*fn)(size_t), size_t n) {
 #if defined(LSAN_HOOKS)
 const char *__lsan_default_options(void) { return "exitcode=42:report_objects=0"; }
 const char *__lsan_default_suppressions(void) { return "leak:leak_for_supp\n"; }
+/* TEST_LSAN_TURNED_OFF=1: always off; =2: off at the second question only
+ * (the second run of a check with tries=2). */
 int __lsan_is_turned_off(void) {
+  static int calls;
   const char *v = getenv("TEST_LSAN_TURNED_OFF");
-  return v && *v == '1';
+  calls++;
+  return v && (*v == '1' || (*v == '2' && calls == 2));
 }
 #endif
 
@@ -108,6 +113,38 @@ static void *tls_thread(void *arg) {
   tls_ready = 1;
   for (;;) __asm__ volatile("pause" ::: "memory");
   return NULL;
+}
+
+/* use_tls and dynamic TLS: the only pointer to a block is in a dlopen'ed
+ * module's __thread variable (tests/roots_tls_module.c, named by
+ * $TEST_DTLS_MODULE), whose per-thread copy ld.so mallocs on first use and
+ * hangs off the thread's DTV; in main and, for dtls_thread, in a second
+ * live thread too. */
+static void (*dtls_set)(void *);
+static volatile int dtls_ready;
+NOINLINE void *leak_dtls(size_t n) { return malloc(n); }
+static void *dtls_thread(void *arg) {
+  (void)arg;
+  dtls_set(leak_dtls(2222));
+  scrub();
+  dtls_ready = 1;
+  for (;;) __asm__ volatile("pause" ::: "memory");
+  return NULL;
+}
+NOINLINE static void dtls_setup(int with_thread) {
+  const char *m = getenv("TEST_DTLS_MODULE");
+  void *h = m ? dlopen(m, RTLD_NOW) : NULL;
+  *(void **)&dtls_set = h ? dlsym(h, "roots_mod_set_tls") : NULL;
+  if (!dtls_set) {
+    fprintf(stderr, "cannot load TEST_DTLS_MODULE=%s\n", m ? m : "(unset)");
+    exit(2);
+  }
+  dtls_set(leak_dtls(1111));
+  if (with_thread) {
+    pthread_t t;
+    pthread_create(&t, NULL, dtls_thread, NULL);
+    while (!dtls_ready) __asm__ volatile("" ::: "memory");
+  }
 }
 
 /* use_stacks: main's frame holds the only pointer. */
@@ -202,6 +239,12 @@ int main(int argc, char **argv) {
     printf("tls leaked=%d\n", __lsan_do_recoverable_leak_check());
     fflush(stdout);
     _exit(0);
+  } else if (!strcmp(c, "dtls") || !strcmp(c, "dtls_thread")) {
+    dtls_setup(!strcmp(c, "dtls_thread"));
+    scrub();
+    printf("dtls leaked=%d\n", __lsan_do_recoverable_leak_check());
+    fflush(stdout);
+    _exit(0);                               /* the thread never ends: no check at exit */
   } else if (!strcmp(c, "unaligned")) {     /* a pointer stored at an odd address */
     char *buf = leak_a(64);
     void *p = leak_b(24);

@@ -10,6 +10,7 @@
  *   // EXPECT-CHILD: bytes=N objects=M      one more checked process (fork)
  *   // EXPECT-EXIT: N                       exit status when nothing leaks
  *   // EXPECT-STDOUT: text                  a line stdout must contain
+ *   // EXPECT-UNCHECKED: why                the main process runs no check
  *   // REF-VALGRIND: / REF-LSAN: bytes=N objects=M   a reference tool's
  *                 totals where they legitimately differ (docs/validation.md)
  *

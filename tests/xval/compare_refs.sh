@@ -123,14 +123,15 @@ for n in "${names[@]}"; do
   r=$(bo "$(field "$f" REF-LSAN)");     want_ls=${r:+${r% *}/${r#* }}; want_ls=${want_ls:-$want_hc}
   d=$out/logs/$n; rm -rf "$d"; mkdir -p "$d"
 
-  # heapcheck
+  # heapcheck (stdout through a pipe, as run_scenarios.sh: the read waits
+  # until every process holding it has ended, a daemon's child too)
   (cd "$d" && timeout -k 5 600 env HEAPCHECK=normal HEAP_CHECK_DUMP_DIRECTORY="$d" LD_PRELOAD="$lib" \
-     "$bin/$n" >"$d/hc.out" 2>"$d/hc.err" </dev/null)
+     "$bin/$n" 2>"$d/hc.err" </dev/null | cat >"$d/hc.out")
   got_hc=$(sed -n 's/^SUMMARY: heapcheck: \([0-9]*\) bytes leaked in \([0-9]*\) allocations$/\1 \2/p' "$d/hc.err" |
            awk '{b+=$1; o+=$2} END {printf "%d/%d", b, o}')
   # strict too (checks after global destructors, as valgrind and LSan do)
   (cd "$d" && timeout -k 5 600 env HEAPCHECK=strict HEAP_CHECK_DUMP_DIRECTORY="$d" LD_PRELOAD="$lib" \
-     "$bin/$n" >"$d/hcs.out" 2>"$d/hcs.err" </dev/null)
+     "$bin/$n" 2>"$d/hcs.err" </dev/null | cat >"$d/hcs.out")
   got_hcs=$(sed -n 's/^SUMMARY: heapcheck: \([0-9]*\) bytes leaked in \([0-9]*\) allocations$/\1 \2/p' "$d/hcs.err" |
             awk '{b+=$1; o+=$2} END {printf "%d/%d", b, o}')
 
@@ -138,7 +139,7 @@ for n in "${names[@]}"; do
   got_vg=n/a; poss=""
   if [ "$have_vg" = 1 ]; then
     (cd "$d" && timeout -k 5 1200 valgrind --leak-check=full --log-file="$d/vg.%p.log" \
-       "$bin/$n" >"$d/vg.out" 2>"$d/vg.err" </dev/null)
+       "$bin/$n" 2>"$d/vg.err" </dev/null | cat >"$d/vg.out")
     got_vg=$(cat "$d"/vg.*.log 2>/dev/null | tr -d , |
       awk '/definitely lost:|indirectly lost:/ {b+=$(NF-4); o+=$(NF-1)} END {printf "%d/%d", b, o}')
     poss=$(cat "$d"/vg.*.log 2>/dev/null | tr -d , |
@@ -151,7 +152,7 @@ for n in "${names[@]}"; do
   if [ "$have_lsan" = 1 ] && [ -x "$out/lsan/$n" ]; then
     # log_path: one report file per process, and reports survive a closed stderr
     (cd "$d" && timeout -k 5 600 env LSAN_OPTIONS="exitcode=23:log_path=$d/lsan" "$out/lsan/$n" \
-       >"$d/lsan.out" 2>"$d/lsan.err" </dev/null)
+       2>"$d/lsan.err" </dev/null | cat >"$d/lsan.out")
     got_ls=$(cat "$d"/lsan.[0-9]* 2>/dev/null |
              sed -n 's/^SUMMARY: LeakSanitizer: \([0-9]*\) byte(s) leaked in \([0-9]*\) allocation(s)\.$/\1 \2/p' |
              awk '{b+=$1; o+=$2} END {printf "%d/%d", b, o}')
