@@ -192,9 +192,9 @@ static hc_noinline void *pop_central(unsigned cls) {
 static inline __attribute__((always_inline)) void *pop_small(hc_tcache_t *tc, unsigned cls, uintptr_t ra) {
   if (hc_unlikely(!tc)) return pop_central(cls);
   hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
-  void *p = l->head;
+  void *p = hc_tc_first(l, hci_classes[cls].size, ra);
   if (p) {
-    l->head = hc_fl_next(p, ra);
+    hc_tc_set_first(l, hc_fl_next(p, ra));
     l->room++;
     return p;
   }

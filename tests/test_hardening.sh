@@ -57,8 +57,12 @@ for mode in plain normal; do
   expect $mode remote-batch "^heapcheck: free\(\): double free of $hex; called from $hex\$"
   expect $mode remote-inbox "^heapcheck: free\(\): double free of $hex; called from $hex\$"
   expect $mode realloc "^heapcheck: realloc\(\): invalid pointer $hex \(already freed\); called from $hex\$"
+  # The malloc fast path checks a link at the pop after the one that
+  # decoded it, when the block is no longer known (free_list.h): the
+  # message names the value written and the class's size; the slow path
+  # (checker mode) checks at once and names the block.
   for c in uaf-global uaf-zero uaf-ones; do
-    expect $mode $c "^heapcheck: malloc\(\): corrupted free list: the link in freed block $hex was overwritten \(use after free\?\); called from $hex\$"
+    expect $mode $c "^heapcheck: malloc\(\): corrupted free list: the link in (freed block $hex|a freed block of [0-9]+ bytes) was overwritten( with $hex)? \(use after free\?\); called from $hex\$"
   done
   if [ $mode = plain ]; then "$fx" clean >"$tmp/out" 2>"$tmp/err"; else HEAPCHECK=$mode "$fx" clean >"$tmp/out" 2>"$tmp/err"; fi
   rc=$?
