@@ -41,6 +41,18 @@ static inline void *hc_in_ret_reg(void *p) {
   return p;
 }
 
+/* (*left -= size) <= 0, as one subtraction from memory and its flags (gcc
+ * loads, subtracts, stores and tests for "<= 0": 5 instructions). */
+static inline bool hc_sample_due(int64_t *left, size_t size) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool due;
+  __asm__("subq %2, %0" : "+m"(*left), "=@ccle"(due) : "r"(size));
+  return due;
+#else
+  return (*left -= (int64_t)size) <= 0;
+#endif
+}
+
 static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, uintptr_t ra) {
   hc_tcache_t *tc = hci_tc;
   hc_tc_list_t *l;
@@ -50,14 +62,17 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, u
   else if (size <= HC_MAX_SMALL) l = &hci_tc_free(tc)->lists[hci_size_class(size)];
   else return hci_alloc_slow(size, ra, 0);
   /* One test of the head against the bad bits stops at the end of the
-   * list (HC_FL_END; the empty cache's head, smp.left, is HC_FL_END too)
-   * and at a link the pop before this one decoded from an object
-   * overwritten after its free: the head is checked here, before it is
-   * followed, instead of there (2 instructions less; the slow path
-   * reports it, hc_tc_first). */
+   * list (HC_FL_END) and at a link the pop before this one decoded from an
+   * object overwritten after its free: the head is checked here, before it
+   * is followed, instead of there (2 instructions less; the slow path
+   * reports it, hc_tc_first).  The empty cache's head is its smp.left,
+   * 0 or negative: 0 passes, and the subtraction from that same word then
+   * leaves it <= 0 (thread_cache.c), hence "<= 0" below (a real cache
+   * whose sampler reaches exactly 0 takes the slow path, which does not
+   * sample it: hci_sampler_charge). */
   void *p = hc_in_ret_reg(l->head);
   if (hc_likely(!hc_fl_bad((uintptr_t)p))) {
-    if (hc_unlikely((hci_tc_sampler(tc)->left -= (int64_t)size) < 0))
+    if (hc_unlikely(hc_sample_due(&hci_tc_sampler(tc)->left, size)))
       return hci_alloc_slow(size, ra, HC_SLOW_SAMPLE_CHARGED);
     /* The link decoded (checked at the next pop), the free mark cleared. */
     uintptr_t next = hc_fl_word(p);

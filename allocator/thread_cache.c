@@ -4,8 +4,8 @@
  * hci_tc_empty, a shared cache whose lists are empty and whose capacities
  * are 0, so both fast paths fall into their slow paths on first use, which
  * create the real cache: the fast paths never test "initialised?".
- * The empty cache is never written by a fast path (malloc stops at the
- * HC_FL_END head, free at start_lim 0, before it counts).
+ * The free fast path never writes the empty cache (it stops at start_lim
+ * 0); malloc's only write is to smp.left, its head word (below).
  *
  * Capacity per class starts at 0, gets a batch at the first refill and
  * grows by a batch at each overflow up to a limit (slow start, as in
@@ -31,16 +31,18 @@
 #include "usdt.h"
 
 HC_TLS hc_tcache_t *hci_tc = &hci_tc_empty;
-/* All zeros but one word: a trivial program's start-up reads the first
- * page (the first malloc's direct[size], the first free's list), the other
- * pages of its 42 KiB are never touched.  direct[] offset 0 reads a "list"
- * at the cache's start, the sampler's words: its head, smp.left, is
- * HC_FL_END (the end of a list: free_list.h), so malloc misses; lists[]
- * have start_lim 0, so free misses; is_real false. */
-hc_tcache_t hci_tc_empty = {.smp.left = (int64_t)HC_FL_END};
+/* All zeros, so in .bss: a trivial program's start-up reads it (the first
+ * malloc's direct[size], the first free's list) and a .data object of 42 KiB
+ * would be mapped from the file (64 KiB fault-around: +60 KB of start-up
+ * RSS, tried).  direct[] offset 0 reads a "list" at the cache's start, the
+ * sampler's words: its head is smp.left, 0, which passes the malloc fast
+ * path's test of the head (lists end at HC_FL_END, free_list.h), but the
+ * sampler's subtraction from the same word then leaves it <= 0, so malloc
+ * misses; from then on it is negative, a bad head.  The only writes to this
+ * cache; lists[] have start_lim 0, so free misses; is_real false. */
+hc_tcache_t hci_tc_empty;
 _Static_assert(offsetof(hc_tcache_t, smp.left) == offsetof(hc_tc_list_t, head),
-               "direct[] offset 0 in the empty cache reads smp.left as a list head (HC_FL_END)");
-_Static_assert(offsetof(hc_tcache_t, fl.lists[HC_NUM_CLASSES]) <= UINT16_MAX, "direct[] offsets fit 16 bits");
+               "direct[] offset 0 in the empty cache reads smp.left as a list head");
 HC_PRIVATE_STATE(hci_tc_empty);
 hci_lock_t hci_tc_registry_lock = HCI_LOCK_INIT(HC_RANK_TC_REGISTRY);
 hc_tcache_t *hci_tc_registry;
