@@ -43,6 +43,7 @@ HC_TLS hc_tcache_t *hci_tc = &hci_tc_empty;
 hc_tcache_t hci_tc_empty;
 _Static_assert(offsetof(hc_tcache_t, smp.left) == offsetof(hc_tc_list_t, head),
                "direct[] offset 0 in the empty cache reads smp.left as a list head");
+_Static_assert(offsetof(hc_tcache_t, fl.lists[HC_NUM_CLASSES]) <= UINT16_MAX, "direct[] offsets fit 16 bits");
 HC_PRIVATE_STATE(hci_tc_empty);
 hci_lock_t hci_tc_registry_lock = HCI_LOCK_INIT(HC_RANK_TC_REGISTRY);
 hc_tcache_t *hci_tc_registry;
