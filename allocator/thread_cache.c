@@ -33,8 +33,7 @@
 HC_TLS hc_tcache_t *hci_tc = &hci_tc_empty;
 /* All zeros, so in .bss: a trivial program's start-up reads it (the first
  * malloc's direct[size], the first free's list) and a .data object of 42 KiB
- * would be mapped from the file (64 KiB fault-around: +60 KB of start-up
- * RSS, tried).  direct[] offset 0 reads a "list" at the cache's start, the
+ * would be mapped, page by page, from the file.  direct[] offset 0 reads a "list" at the cache's start, the
  * sampler's words: its head is smp.left, 0, which passes the malloc fast
  * path's test of the head (lists end at HC_FL_END, free_list.h), but the
  * sampler's subtraction from the same word then leaves it <= 0, so malloc
