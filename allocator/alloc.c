@@ -403,6 +403,9 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, uintptr_t rec
   hci_ensure_init();
   entry_ra = ra;
   if (hc_unlikely(size > atomic_load_explicit(&max_request, memory_order_relaxed))) return too_big(size, align, zero);
+  /* A charge by the fast path to the empty cache (its head word is the
+   * sampler's, thread_cache.c) is not one to the cache adopted now. */
+  if (!hci_tc->is_real) flags &= ~HC_SLOW_SAMPLE_CHARGED;
   hc_tcache_t *tc = hci_tc_get();
   /* Charge the sampler (unless the fast path did already). */
   bool sample = false;
