@@ -193,9 +193,9 @@ static hc_noinline void *pop_central(unsigned cls) {
 static inline __attribute__((always_inline)) void *pop_small(hc_tcache_t *tc, unsigned cls, uintptr_t ra) {
   if (hc_unlikely(!tc)) return pop_central(cls);
   hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
-  void *p = l->head;
+  void *p = hc_tc_first(l, hci_classes[cls].size, ra);
   if (p) {
-    l->head = hc_fl_next(p, ra);
+    hc_tc_set_first(l, hc_fl_next(p, ra));
     l->room++;
     return p;
   }
@@ -404,6 +404,9 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, uintptr_t rec
   hci_ensure_init();
   entry_ra = ra;
   if (hc_unlikely(size > atomic_load_explicit(&max_request, memory_order_relaxed))) return too_big(size, align, zero);
+  /* A charge by the fast path to the empty cache (its head word is the
+   * sampler's, thread_cache.c) is not one to the cache adopted now. */
+  if (!hci_tc->is_real) flags &= ~HC_SLOW_SAMPLE_CHARGED;
   hc_tcache_t *tc = hci_tc_get();
   /* Charge the sampler (unless the fast path did already). */
   bool sample = false;

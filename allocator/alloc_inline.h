@@ -2,8 +2,9 @@
  * exported entry point of override.c.
  *
  * malloc: size -> list (direct[] up to 1 KiB, the class table above),
- * pop the thread cache list, charge the sampler, decode and check the
- * link, clear the free mark.  free: pagemap entry -> list and span start
+ * test the head (an object address: not the end, not a bad link), charge
+ * the sampler, pop, decode the link (checked by the next pop: free_list.h),
+ * clear the free mark.  free: pagemap entry -> list and span start
  * (lists[0] for anything but a small object's page: slow path), check
  * that the pointer is an object start without the free mark (double free,
  * free_list.h), that our cache owns its span (remote.c) and the room,
@@ -40,6 +41,18 @@ static inline void *hc_in_ret_reg(void *p) {
   return p;
 }
 
+/* (*left -= size) <= 0, as one subtraction from memory and its flags (gcc
+ * loads, subtracts, stores and tests for "<= 0": 5 instructions). */
+static inline bool hc_sample_due(int64_t *left, size_t size) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool due;
+  __asm__("subq %2, %0" : "+m"(*left), "=@ccle"(due) : "r"(size));
+  return due;
+#else
+  return (*left -= (int64_t)size) <= 0;
+#endif
+}
+
 static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, uintptr_t ra) {
   hc_tcache_t *tc = hci_tc;
   hc_tc_list_t *l;
@@ -48,13 +61,21 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, u
   if (hc_likely(size <= HC_TC_DIRECT_MAX)) l = (hc_tc_list_t *)((char *)tc + hci_tc_free(tc)->direct[size]);
   else if (size <= HC_MAX_SMALL) l = &hci_tc_free(tc)->lists[hci_size_class(size)];
   else return hci_alloc_slow(size, ra, 0);
+  /* One test of the head against the bad bits stops at the end of the
+   * list (HC_FL_END) and at a link the pop before this one decoded from an
+   * object overwritten after its free: the head is checked here, before it
+   * is followed, instead of there (2 instructions less; the slow path
+   * reports it, hc_tc_first).  The empty cache's head is its smp.left,
+   * 0 or negative: 0 passes, and the subtraction from that same word then
+   * leaves it <= 0 (thread_cache.c), hence "<= 0" below (a real cache
+   * whose sampler reaches exactly 0 takes the slow path, which does not
+   * sample it: hci_sampler_charge). */
   void *p = hc_in_ret_reg(l->head);
-  if (hc_likely(p != NULL)) {
-    if (hc_unlikely((hci_tc_sampler(tc)->left -= (int64_t)size) < 0))
+  if (hc_likely(!hc_fl_bad((uintptr_t)p))) {
+    if (hc_unlikely(hc_sample_due(&hci_tc_sampler(tc)->left, size)))
       return hci_alloc_slow(size, ra, HC_SLOW_SAMPLE_CHARGED);
-    /* The link, decoded and checked (free_list.h), and the free mark cleared. */
-    uintptr_t next = *(uintptr_t *)p ^ hci_fl.key;
-    if (hc_unlikely(hc_fl_bad(next))) return hci_fl_corrupt_fast(p, ra);
+    /* The link decoded (checked at the next pop), the free mark cleared. */
+    uintptr_t next = hc_fl_word(p);
     hc_fl_take(p);
     l->head = (void *)next;
     l->room++;
@@ -62,6 +83,24 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, u
   }
   return hci_alloc_slow(size, ra, 0);
 }
+
+/* The first object of thread-cache list l, checked: NULL when the list is
+ * empty.  Every reader of a head but the malloc fast path comes here: the
+ * fast path leaves the link it decodes unchecked until the next pop, so a
+ * head may be a link overwritten after its object's free (reported, with
+ * the class's size and ra, never followed). */
+static inline void *hc_tc_first(const hc_tc_list_t *l, size_t size, uintptr_t ra) {
+  uintptr_t h = (uintptr_t)l->head;
+  if (hc_unlikely(hc_fl_bad(h))) {
+    if (h == HC_FL_END) return NULL;
+    hci_fl_corrupt_head(h, size, ra);
+  }
+  return (void *)h;
+}
+
+/* Sets the head of thread-cache list l from a link read with hc_fl_next
+ * (NULL at the end). */
+static inline void hc_tc_set_first(hc_tc_list_t *l, void *p) { l->head = p ? p : (void *)HC_FL_END; }
 
 /* True when off is a multiple of the class size (see hc_class_info_t.recip:
  * multiples leave < 2^18 in the low 48 bits of off * recip, others >= 2^30)
@@ -106,7 +145,7 @@ static inline bool hc_room_take(int32_t *room) {
 /* Pushes p (free) onto list l, which has room (l->room > 0): the slow
  * paths' push; the free fast path takes the room first (hc_room_take). */
 static inline void hc_tc_list_push(hc_tc_list_t *l, void *p) {
-  hc_fl_link(p, l->head);
+  hc_fl_link_head(p, l->head);
   l->head = p;
   l->room--;
 }
@@ -167,7 +206,7 @@ static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintpt
     if (hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) && hc_likely(!hc_fl_is_free(ptr)) &&
         hc_likely(owner == 0 || owner == (uintptr_t)tc)) {
       if (hc_likely(hc_room_take(&l->room))) {
-        hc_fl_link(ptr, l->head);
+        hc_fl_link_head(ptr, l->head);
         l->head = ptr;
         return;
       }

@@ -44,7 +44,11 @@ void hci_fl_corrupt(const void *p, uintptr_t ra) {
             "(use after free?), found while moving a free list", p);
 }
 
-void *hci_fl_corrupt_fast(const void *p, uintptr_t ra) {
-  if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from malloc() */
-  hci_fl_corrupt(p, ra);
+void hci_fl_corrupt_head(uintptr_t n, size_t size, uintptr_t ra) {
+  void *was = (void *)(n ^ hci_fl.key); /* what the program wrote */
+  if (ra)
+    hci_fatal("malloc(): corrupted free list: the link in a freed block of %zu bytes was overwritten with %p "
+              "(use after free?); called from %p", size, was, (void *)ra);
+  hci_fatal("malloc(): corrupted free list: the link in a freed block of %zu bytes was overwritten with %p "
+            "(use after free?), found while moving a free list", size, was);
 }

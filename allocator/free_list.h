@@ -3,7 +3,7 @@
  * Every free small object (thread-cache list, transfer chain, span free
  * list; objects are at least 16 bytes) holds two words:
  *
- *     word 0: next ^ key       the encoded link (NULL encodes as key)
+ *     word 0: next ^ key       the encoded link (the end, NULL, as HC_FL_END ^ key)
  *     word 1: key              the "free" mark
  *
  * key is a per-process random word (free_list.c) with bit 63 and bit 0
@@ -16,6 +16,14 @@
  * use-after-free writes over a link decodes with bit 63 (and bit 0) set,
  * so it is caught before it is followed, with a message; only a value
  * built from the secret key passes.
+ *
+ * The end of a list is HC_FL_END, a value with a bad bit, not NULL: a
+ * thread-cache list's head is HC_FL_END when empty, so the malloc fast
+ * path's one test of the head (hc_fl_bad) stops at an empty list and at a
+ * link the previous pop decoded but did not check (alloc_inline.h,
+ * hc_tc_first).  Chains, span lists and inboxes keep NULL in their
+ * structs: hc_fl_link writes NULL as the end and hc_fl_next reads the end
+ * as NULL.
  *
  * Every reader and writer of a link goes through these functions. */
 #ifndef HC_FREE_LIST_H
@@ -40,6 +48,9 @@ extern hci_fl_line_t hci_fl __attribute__((visibility("hidden")));
 
 /* Bits a decoded link never has: at or above HC_ADDRESS_BITS, and below 16. */
 #define HC_FL_BAD_BITS ((~(uintptr_t)0 << HC_ADDRESS_BITS) | 15u)
+/* The end of a list (has a bad bit; a write over a link decodes to it only
+ * if the program wrote HC_FL_END ^ key). */
+#define HC_FL_END ((uintptr_t)1)
 
 /* Sets the key once (idempotent, any thread): before the first object is
  * linked (hci_alloc_init, and every new span as a fallback). */
@@ -52,14 +63,17 @@ static inline void hci_fl_ensure(void) {
  * ra: the caller of the allocation function, or 0 when found while moving
  * a list. */
 void hci_fl_corrupt(const void *p, uintptr_t ra) __attribute__((noreturn)) hc_noinline hc_cold;
-/* The same from the malloc fast path, reached by a tail call (so not
- * declared noreturn): ra 0 means "my return address" (malloc's caller). */
-void *hci_fl_corrupt_fast(const void *p, uintptr_t ra) hc_noinline hc_cold;
+/* A thread-cache list whose head n (decoded by the malloc fast path from
+ * the link of the object it handed out last, unchecked) is not an object
+ * address: that object's link was overwritten after its free, with
+ * n ^ key.  size: the class's object size. */
+void hci_fl_corrupt_head(uintptr_t n, size_t size, uintptr_t ra) __attribute__((noreturn)) hc_noinline hc_cold;
 
-/* Marks p free and links it to next.  On x86-64 in vector registers:
+/* Marks p free and links it to next, a list head: an object or HC_FL_END
+ * (never NULL; the fast paths' push).  On x86-64 in vector registers:
  * load next, XOR {key, key2}, one 16-byte store (3 instructions; 4 in
  * general registers: load the key, XOR, two stores). */
-static inline void hc_fl_link(void *p, void *next) {
+static inline void hc_fl_link_head(void *p, void *next) {
 #if defined(__SSE2__)
   typedef uint64_t hc_v2u64 __attribute__((vector_size(16)));
   hc_v2u64 v = {(uint64_t)(uintptr_t)next, 0};
@@ -71,6 +85,9 @@ static inline void hc_fl_link(void *p, void *next) {
   ((uintptr_t *)p)[1] = k;
 #endif
 }
+
+/* Marks p free and links it to next, NULL for the end. */
+static inline void hc_fl_link(void *p, void *next) { hc_fl_link_head(p, next ? next : (void *)HC_FL_END); }
 
 /* True when a decoded link n has a bit no object address has.  On x86-64
  * one test against the mask in memory (the compiler would load the 64-bit
@@ -85,10 +102,16 @@ static inline bool hc_fl_bad(uintptr_t n) {
 #endif
 }
 
-/* The link of free object p, checked. */
+/* The link of free object p, decoded, unchecked. */
+static inline uintptr_t hc_fl_word(const void *p) { return ((const uintptr_t *)p)[0] ^ hci_fl.key; }
+
+/* The link of free object p, checked; NULL at the end. */
 static inline void *hc_fl_next(const void *p, uintptr_t ra) {
-  uintptr_t n = ((const uintptr_t *)p)[0] ^ hci_fl.key;
-  if (hc_unlikely(hc_fl_bad(n))) hci_fl_corrupt(p, ra);
+  uintptr_t n = hc_fl_word(p);
+  if (hc_unlikely(hc_fl_bad(n))) {
+    if (n == HC_FL_END) return NULL;
+    hci_fl_corrupt(p, ra);
+  }
   return (void *)n;
 }
 

@@ -158,8 +158,8 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
    * up to HC_TC_DIRECT_MAX: the malloc fast path's one load (indexed by the
    * size itself, relative to the cache pointer it holds anyway) instead of
    * the class table's six instructions (round, shift, table address, byte,
-   * scale, add).  2 KiB a cache.  In the empty cache (all zeros) every
-   * entry is 0: a list at the cache's start, whose head is smp.left, 0. */
+   * scale, add).  2 KiB a cache.  In the empty cache (zeros) every
+   * entry is 0: a list at the cache's start, whose head is smp.left (thread_cache.c). */
   uint16_t direct[HC_TC_DIRECT_MAX + 1];
   hc_tc_list_t lists[HC_NUM_CLASSES];
   /* capacity per class: lists[c].lim (hc_tc_cap) */

@@ -88,9 +88,9 @@ static bool object_of_class(uintptr_t p, unsigned cls) {
  * object address (free_list.h: a write over it after the free) or f lacks
  * the free mark. */
 static bool next_free(const void *f, void **next) {
-  uintptr_t n = ((const uintptr_t *)f)[0] ^ hci_fl.key;
-  *next = (void *)n;
-  return !(n & HC_FL_BAD_BITS) && hc_fl_is_free(f);
+  uintptr_t n = hc_fl_word(f);
+  *next = n == HC_FL_END ? NULL : (void *)n;
+  return (n == HC_FL_END || !(n & HC_FL_BAD_BITS)) && hc_fl_is_free(f);
 }
 
 /* Follows a NULL-terminated list of free objects of class cls: at most
@@ -156,7 +156,10 @@ hc_public int MallocExtension_VerifyAllMemory(void) {
     for (uint32_t i = 0; i < cl->nchains; i++)
       check_list(&v, cl->slots[i].head, c, cl->slots[i].n, "transfer slot entry that is not an object of its class");
     hc_tcache_t *tc = hci_tc;
-    if (tc->is_real) check_list(&v, hci_tc_free(tc)->lists[c].head, c, hc_tc_len(&hci_tc_free(tc)->lists[c]), "thread cache entry that is not an object of its class");
+    /* a thread-cache list ends at HC_FL_END; its head may be a bad link the
+     * malloc fast path did not check (object_of_class rejects it unread) */
+    void *h = hci_tc_free(tc)->lists[c].head;
+    if (tc->is_real) check_list(&v, h == (void *)HC_FL_END ? NULL : h, c, hc_tc_len(&hci_tc_free(tc)->lists[c]), "thread cache entry that is not an object of its class");
   }
   hci_unlock_all();
   return v.errors == 0;

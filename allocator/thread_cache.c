@@ -4,8 +4,8 @@
  * hci_tc_empty, a shared cache whose lists are empty and whose capacities
  * are 0, so both fast paths fall into their slow paths on first use, which
  * create the real cache: the fast paths never test "initialised?".
- * The empty cache is never written by a fast path (malloc stops at the NULL
- * head, free at start_lim 0, before it counts).
+ * The free fast path never writes the empty cache (it stops at start_lim
+ * 0); malloc's only write is to smp.left, its head word (below).
  *
  * Capacity per class starts at 0, gets a batch at the first refill and
  * grows by a batch at each overflow up to a limit (slow start, as in
@@ -33,12 +33,15 @@
 HC_TLS hc_tcache_t *hci_tc = &hci_tc_empty;
 /* All zeros, so in .bss: a trivial program's start-up reads it (the first
  * malloc's direct[size], the first free's list) and a .data object of 42 KiB
- * would be mapped, page by page, from the file.  direct[] offset 0 reads a
- * "list" at the cache's start, the sampler's words, 0 here: its head is NULL,
- * so malloc misses; lists[] have start_lim 0, so free misses; is_real false. */
+ * would be mapped, page by page, from the file.  direct[] offset 0 reads a "list" at the cache's start, the
+ * sampler's words: its head is smp.left, 0, which passes the malloc fast
+ * path's test of the head (lists end at HC_FL_END, free_list.h), but the
+ * sampler's subtraction from the same word then leaves it <= 0, so malloc
+ * misses; from then on it is negative, a bad head.  The only writes to this
+ * cache; lists[] have start_lim 0, so free misses; is_real false. */
 hc_tcache_t hci_tc_empty;
 _Static_assert(offsetof(hc_tcache_t, smp.left) == offsetof(hc_tc_list_t, head),
-               "direct[] offset 0 in the empty cache reads smp.left as a list head (NULL)");
+               "direct[] offset 0 in the empty cache reads smp.left as a list head");
 _Static_assert(offsetof(hc_tcache_t, fl.lists[HC_NUM_CLASSES]) <= UINT16_MAX, "direct[] offsets fit 16 bits");
 HC_PRIVATE_STATE(hci_tc_empty);
 hci_lock_t hci_tc_registry_lock = HCI_LOCK_INIT(HC_RANK_TC_REGISTRY);
@@ -127,7 +130,9 @@ hc_tcache_t *hci_tc_adopt(void) {
   tc = tc_adopt();
   if (!tc) return NULL;
   tc->is_real = true;
-  /* Capacities start at 0: a class gets capacity when the thread uses it. */
+  /* Capacities start at 0: a class gets capacity when the thread uses it.
+   * Empty lists end at HC_FL_END (free_list.h), not NULL. */
+  for (unsigned c = 0; c < HC_NUM_CLASSES; c++) hc_tc_set_first(&tc->fl.lists[c], NULL);
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) tc->fl.lists[c].recip = hci_classes[c].recip;
   for (size_t size = 0; size <= HC_TC_DIRECT_MAX; size++)
     tc->fl.direct[size] = (uint16_t)((char *)&tc->fl.lists[hci_size_class(size)] - (char *)tc);
@@ -164,7 +169,7 @@ static void release_tail(hc_tcache_t *tc, unsigned cls, uint32_t keep) {
     if (keep == 0) release_list(tc, cls);
     return;
   }
-  void *cut = l->head;
+  void *cut = hc_tc_first(l, hci_classes[cls].size, 0);
   for (uint32_t i = 1; i < keep; i++) cut = hc_fl_next(cut, 0);
   hc_chain_t ch = {hc_fl_next(cut, 0), NULL, hc_tc_len(l) - keep};
   hc_fl_link(cut, NULL);
@@ -176,8 +181,8 @@ static void release_tail(hc_tcache_t *tc, unsigned cls, uint32_t keep) {
 static void release_list(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
   if (!hc_tc_len(l)) return;
-  hc_chain_t ch = {l->head, NULL, hc_tc_len(l)};
-  l->head = NULL;
+  hc_chain_t ch = {hc_tc_first(l, hci_classes[cls].size, 0), NULL, hc_tc_len(l)};
+  hc_tc_set_first(l, NULL);
   hc_tc_set_len(l, 0);
   hci_central_insert(cls, &ch);
 }
@@ -305,7 +310,7 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   tc->fl.refilled[cls] = 1;
   /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
-  l->head = hc_fl_next(p, 0);
+  hc_tc_set_first(l, hc_fl_next(p, 0));
   hc_tc_set_len(l, ch.n - 1);
   grow_cap(tc, cls, hc_tc_cap(&tc->fl, cls) < hci_classes[cls].batch);
   if (hc_tc_len(l) > hc_tc_cap(&tc->fl, cls)) fit_chain(tc, cls, hc_tc_len(l));

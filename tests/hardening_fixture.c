@@ -18,6 +18,10 @@
  *   uaf-global    free(a); free(b); write &global over b's link; malloc x2
  *   uaf-zero      the same, writing 0 (a memset after free)
  *   uaf-ones      the same, writing all ones
+ *   uaf-flush     in a thread: free(a); free(b); write 0 over b's link;
+ *                 one malloc (b), then the thread exits: its lists go to
+ *                 central (the malloc fast path left b's link for the next
+ *                 pop to check: the flush must check it)
  *   clean         legal work of every shape above, data that imitates
  *                 free lists (pointers and zeros in both first words);
  *                 must exit 0
@@ -146,15 +150,32 @@ static void case_realloc(void) {
   sink = do_realloc(p, 64);
 }
 
-static void uaf_link(const char *name, uintptr_t value) {
+/* free(a); free(b); value over b's link; malloc (b, whose link is read) */
+static void uaf_link_once(const char *name, uintptr_t value) {
   char *a = malloc(40), *b = malloc(40);
   free(a);
   free(b);
   memcpy(hide(b), &value, sizeof value); /* the use after free */
   ANNOUNCE(name, do_malloc);
   sink = do_malloc(40); /* b: its link is read */
+}
+
+static void uaf_link(const char *name, uintptr_t value) {
+  uaf_link_once(name, value);
   sink = do_malloc(40); /* what the link says, if it was followed */
   if (sink == (void *)global_target) puts("malloc returned the global");
+}
+
+static void *uaf_flush_thread(void *arg) {
+  (void)arg;
+  uaf_link_once("uaf-flush", 0);
+  return NULL; /* the thread's lists go to central */
+}
+
+static void case_uaf_flush(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, uaf_flush_thread, NULL) != 0) exit(2);
+  pthread_join(t, NULL);
 }
 
 /* Legal programs must never trip the checks. */
@@ -197,11 +218,12 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "uaf-global")) uaf_link("uaf-global", (uintptr_t)global_target);
   else if (!strcmp(c, "uaf-zero")) uaf_link("uaf-zero", 0);
   else if (!strcmp(c, "uaf-ones")) uaf_link("uaf-ones", ~(uintptr_t)0);
+  else if (!strcmp(c, "uaf-flush")) case_uaf_flush();
   else if (!strcmp(c, "clean")) {
     case_clean();
     return 0;
   } else {
-    fprintf(stderr, "usage: %s double|aba|late|thread|thread-live|remote-batch|remote-inbox|realloc|uaf-global|uaf-zero|uaf-ones|clean\n",
+    fprintf(stderr, "usage: %s double|aba|late|thread|thread-live|remote-batch|remote-inbox|realloc|uaf-global|uaf-zero|uaf-ones|uaf-flush|clean\n",
             argv[0]);
     return 2;
   }
