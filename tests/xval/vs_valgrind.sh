@@ -93,10 +93,16 @@ for name in "$@"; do
   # varied once in a loaded run (leak_hidden_owner: indirectly lost 887808
   # where the scenario leaks 1024000, cause not known), so a difference is
   # checked against a second valgrind run before the test fails; a PASS
-  # after a rerun says what the first run said.
+  # after a rerun says what the first run said.  Twice more: a loaded CI
+  # run once saw long_list's 99 999 indirect nodes split by valgrind into
+  # 54 168 indirectly and 45 831 possibly lost in two runs in a row.
   rerun=""
   compare
-  if [ -n "$why" ]; then rerun=" (valgrind rerun: first run said:$why)"; compare; fi
+  for again in 1 2; do
+    [ -n "$why" ] || break
+    rerun="$rerun (valgrind rerun $again: the run before said:$why)"
+    compare
+  done
   leaked=$(( ${d%%/*} + ${i%%/*} ))
   want_rc=0; [ "$leaked" -gt 0 ] && want_rc=1
   [ "$hc_rc" = "$want_rc" ] || why="$why exit $hc_rc != $want_rc;"
