@@ -142,6 +142,10 @@ void hci_os_release(void *p, size_t size) {
 
 int hci_os_tid(void) { return (int)syscall(SYS_gettid); }
 
+void hci_os_exit_now(int status) {
+  for (;;) syscall(SYS_exit_group, status);
+}
+
 uint64_t hci_os_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hc_checker.h"
@@ -696,7 +695,7 @@ hc_public __attribute__((weak, noreturn)) void _exit(int status) {
       hci_chk_log(1, "heapcheck: _exit(%d): no leak check (%s)", status, no);
     }
   }
-  for (;;) syscall(SYS_exit_group, status);
+  hci_os_exit_now(status);
 }
 
 hc_public __attribute__((weak, noreturn, alias("_exit"))) void _Exit(int status);

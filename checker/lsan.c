@@ -29,7 +29,6 @@
  * Locks: none of its own (the checker's functions take what they need).
  */
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hc_checker.h"
@@ -294,9 +293,7 @@ void hci_lsan_log_threads(const hci_world_t *w, uintptr_t self_sp) {
 /* LSan's Die: the process ends at once, without the final check (our _exit
  * would run it for a direct call, and too_big comes from the allocator's
  * slow path). */
-static __attribute__((noreturn)) void die(void) {
-  for (;;) syscall(SYS_exit_group, hci_chk.exit_code ? hci_chk.exit_code : 1);
-}
+static __attribute__((noreturn)) void die(void) { hci_os_exit_now(hci_chk.exit_code ? hci_chk.exit_code : 1); }
 
 hc_public void __lsan_ignore_object(const void *p) {
   hci_ensure_init();
