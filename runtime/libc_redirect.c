@@ -99,10 +99,15 @@ static int find_segment(struct dl_phdr_info *info, size_t size, void *arg) {
   return 0;
 }
 
+/* path names libc.so.6 (in any directory). */
+static bool is_libc_path(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return strcmp(slash ? slash + 1 : path, "libc.so.6") == 0;
+}
+
 static int is_libc(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size, (void)arg;
-  const char *slash = strrchr(info->dlpi_name, '/');
-  return strcmp(slash ? slash + 1 : info->dlpi_name, "libc.so.6") == 0;
+  return is_libc_path(info->dlpi_name);
 }
 
 /* One planned rewrite: libc's function at `at` becomes `jump`. */
@@ -126,9 +131,8 @@ static bool plan_one(const char *name, uintptr_t self_base, plan_t *p) {
   const ElfW(Sym) *sym = NULL;
   if (!ours || !theirs || ours == theirs) return false;
   if (!dladdr(ours, &di) || (uintptr_t)di.dli_fbase != self_base) return false;
-  if (!dladdr1(theirs, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym || !di.dli_fname) return false;
-  const char *slash = strrchr(di.dli_fname, '/');
-  if (strcmp(slash ? slash + 1 : di.dli_fname, "libc.so.6") != 0) return false;
+  if (!dladdr1(theirs, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym || !di.dli_fname || !is_libc_path(di.dli_fname))
+    return false;
   p->at = (uintptr_t)theirs;
   p->len = encode_jump(p->jump, p->at, (uintptr_t)ours);
   if (sym->st_size < p->len) return false;
