@@ -239,6 +239,17 @@ void hci_log_stream_set_path(const char *prefix, const char *var) {
   LS.log_var = var;
 }
 
+/* An existing file opened for appending (never created, never through a
+ * symbolic link) and kept high (keep_high); -1 when it cannot be opened or,
+ * with must_be, is not that file. */
+static int open_kept(const char *path, const file_id_t *must_be) {
+  int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int high = !must_be || same_file(id_of(fd), *must_be) ? keep_high(fd) : -1;
+  close(fd);
+  return high;
+}
+
 /* <tree_dir>/processes (created by the launcher, never here) opened for
  * appending and kept high: a process that drops its privileges later
  * (nginx's workers become "nobody") can no longer open the launcher's
@@ -247,10 +258,7 @@ void hci_log_stream_set_path(const char *prefix, const char *var) {
 static int open_records(void) {
   char path[HCI_PATH_MAX];
   if (hci_snprintf(path, sizeof path, "%s/processes", LS.tree_dir) >= (int)sizeof path) return -1;
-  int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return -1;
-  int high = keep_high(fd);
-  close(fd);
+  int high = open_kept(path, NULL);
   LS.records_id = id_of(high);
   LS.records_fd1 = high + 1;
   return high;
@@ -372,11 +380,7 @@ int hci_log_stream_fd(void) {
   if (hci_diag_fd >= 0 && same_file(id_of(hci_diag_fd), LS.diag_id)) return hci_diag_fd;
   /* The log file's descriptor was closed by the program: open the file
    * again (it must still be the same file), never create another. */
-  int fd = open(LS.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return hci_diag_fd = -1;
-  int high = same_file(id_of(fd), LS.diag_id) ? keep_high(fd) : -1;
-  close(fd);
-  return hci_diag_fd = high;
+  return hci_diag_fd = open_kept(LS.path, &LS.diag_id);
 }
 
 bool hci_log_stream_to_file(void) { return LS.to_file; }
