@@ -18,6 +18,8 @@
 
 hc_central_t hci_central[HC_NUM_CLASSES] = {[0 ... HC_NUM_CLASSES - 1] = {.lock = HCI_LOCK_INIT(HC_RANK_CENTRAL)}};
 HC_PRIVATE_STATE(hci_central); /* free objects and spans only: not a root */
+hc_chain_t hci_transfer_slots[HC_NUM_CLASSES][HC_TRANSFER_SLOTS];
+HC_PRIVATE_STATE(hci_transfer_slots);
 
 /* Bytes held in transfer slots, all classes together: bounded so that freed
  * memory gets back to spans (and from there to the page heap and the OS)
@@ -150,7 +152,7 @@ bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_ch
   hci_lock(&c->lock);
   span_list_init(&c->spans);
   if (c->nchains) {
-    *out = c->slots[--c->nchains];
+    *out = hci_transfer_slots[cls][--c->nchains];
     c->slot_objs -= out->n;
     atomic_fetch_sub_explicit(&slot_bytes_total, (size_t)out->n * hci_classes[cls].size,
                               memory_order_relaxed);
@@ -242,7 +244,7 @@ void hci_central_insert(unsigned cls, const hc_chain_t *chain) {
   if (c->nchains < HC_TRANSFER_SLOTS &&
       c->slot_objs * hci_classes[cls].size + bytes <= HC_SLOT_BYTES_CLASS_MAX &&
       atomic_load_explicit(&slot_bytes_total, memory_order_relaxed) + bytes <= HC_SLOT_BYTES_TOTAL_MAX) {
-    c->slots[c->nchains++] = *chain;
+    hci_transfer_slots[cls][c->nchains++] = *chain;
     c->slot_objs += chain->n;
     atomic_fetch_add_explicit(&slot_bytes_total, bytes, memory_order_relaxed);
     hci_unlock(&c->lock);
@@ -266,7 +268,7 @@ void hci_central_drain(void) {
       hci_lock(&c->lock);
       hc_chain_t ch = {NULL, NULL, 0};
       if (c->nchains) {
-        ch = c->slots[--c->nchains];
+        ch = hci_transfer_slots[cls][--c->nchains];
         c->slot_objs -= ch.n;
         atomic_fetch_sub_explicit(&slot_bytes_total, (size_t)ch.n * hci_classes[cls].size,
                                   memory_order_relaxed);

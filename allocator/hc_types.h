@@ -198,12 +198,19 @@ typedef struct hc_tcache {
 } hc_tcache_t;
 
 /* ---- central free list ---- */
+/* The transfer cache's slots live apart from the lists' heads
+ * (hci_transfer_slots in central.c): the heads of every class then fit in
+ * a few pages.  fork's prepare handler takes every class's lock and the
+ * parent and the child each write them again after fork: with 1.5 KiB of
+ * slots inside each head the locks were spread over 41 pages, 41
+ * copy-on-write faults on each side of every fork of a threaded process
+ * (about 3x glibc's page faults per fork).  A central operation reads the
+ * head's line and one slot's line either way. */
 #define HC_TRANSFER_SLOTS 64
 typedef struct hc_central {
   hci_lock_t lock;
-  uint32_t nchains;                  /* chains in slots[]; guarded by lock */
-  hc_chain_t slots[HC_TRANSFER_SLOTS]; /* transfer cache: whole lists handed between threads */
-  size_t slot_objs;                  /* objects in slots[] */
+  uint32_t nchains;                  /* chains in this class's transfer slots; guarded by lock */
+  size_t slot_objs;                  /* objects in them */
   hc_span_t spans;                   /* sentinel: spans with free objects; guarded by lock */
   size_t free_objs;                  /* objects free in spans (not counting slots) */
   size_t nspans;                     /* spans owned by this class */

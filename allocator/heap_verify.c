@@ -154,7 +154,7 @@ hc_public int MallocExtension_VerifyAllMemory(void) {
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
     hc_central_t *cl = &hci_central[c];
     for (uint32_t i = 0; i < cl->nchains; i++)
-      check_list(&v, cl->slots[i].head, c, cl->slots[i].n, "transfer slot entry that is not an object of its class");
+      check_list(&v, hci_transfer_slots[c][i].head, c, hci_transfer_slots[c][i].n, "transfer slot entry that is not an object of its class");
     hc_tcache_t *tc = hci_tc;
     /* a thread-cache list ends at HC_FL_END; its head may be a bad link the
      * malloc fast path did not check (object_of_class rejects it unread) */

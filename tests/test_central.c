@@ -95,7 +95,7 @@ static void check_slots(const char *when) {
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
     const hc_central_t *ce = &hci_central[c];
     size_t n = 0;
-    for (uint32_t i = 0; i < ce->nchains && i < HC_TRANSFER_SLOTS; i++) n += ce->slots[i].n;
+    for (uint32_t i = 0; i < ce->nchains && i < HC_TRANSFER_SLOTS; i++) n += hci_transfer_slots[c][i].n;
     CHECK(ce->nchains <= HC_TRANSFER_SLOTS, "%s: class %u has %u chains", when, c, ce->nchains);
     CHECK(n == ce->slot_objs, "%s: class %u: chains hold %zu objects, slot_objs says %zu", when, c, n, ce->slot_objs);
     CHECK(ce->slot_objs * hci_classes[c].size <= HC_SLOT_BYTES_CLASS_MAX, "%s: class %u slots hold %zu bytes", when,
@@ -248,7 +248,7 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
     CHECK(ce->nchains == nchains0 + 1, "class %u %s: chain of %u (%zu bytes) not kept: %u chains, %u before", c, when,
           ch->n, bytes, ce->nchains, nchains0);
     if (ce->nchains == nchains0 + 1) {
-      const hc_chain_t *top = &ce->slots[nchains0];
+      const hc_chain_t *top = &hci_transfer_slots[c][nchains0];
       CHECK(top->head == copy.head && top->tail == copy.tail && top->n == copy.n,
             "class %u %s: the slot does not hold the chain whole", c, when);
     }

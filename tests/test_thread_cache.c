@@ -191,7 +191,7 @@ static void *t_malloc(size_t size) {
   if (hc_tc_cap(&tc->fl, c) == 0) want = page == 0 ? 1 : page < batch ? page : batch;
   /* a new span gives up to the capacity, when that is more than want */
   uint32_t fresh = hc_tc_cap(&tc->fl, c) > want ? hc_tc_cap(&tc->fl, c) : want;
-  uint32_t chain = ce->nchains                 ? ce->slots[ce->nchains - 1].n
+  uint32_t chain = ce->nchains                 ? hci_transfer_slots[c][ce->nchains - 1].n
                    : ce->free_objs              ? (ce->free_objs < want ? (uint32_t)ce->free_objs : want)
                    : hci_classes[c].objs < fresh ? hci_classes[c].objs
                                                  : fresh;
@@ -313,7 +313,7 @@ static void push_chain(unsigned c, uint32_t k) {
   hc_chain_t ch = {objs[0], objs[n - 1], n};
   uint32_t nchains = hci_central[c].nchains;
   hci_central_insert(c, &ch);
-  CHECK(hci_central[c].nchains == nchains + 1 && hci_central[c].slots[nchains].n == n,
+  CHECK(hci_central[c].nchains == nchains + 1 && hci_transfer_slots[c][nchains].n == n,
         "class %u: a chain of %u not kept in a transfer slot", c, n);
 }
 
@@ -536,7 +536,7 @@ static void *receiver_thread(void *arg) {
   pthread_join(g, NULL);
   for (size_t i = 0; i < giver_left; i++) left[nleft++] = giver_held[i];
   hc_central_t *ce = &hci_central[c];
-  uint32_t nchains = ce->nchains, top = nchains ? ce->slots[nchains - 1].n : 0;
+  uint32_t nchains = ce->nchains, top = nchains ? hci_transfer_slots[c][nchains - 1].n : 0;
   uint32_t batch = hci_classes[c].batch;
   CHECK(top > batch + 1, "no long chain in central after another thread freed 600 (%u)", top);
   CHECK(hc_tc_cap(&tc->fl, c) == 0, "class %u used before", c);
@@ -569,7 +569,7 @@ static void *receiver_thread(void *arg) {
   pthread_join(g, NULL);
   for (size_t i = 0; i < giver_left; i++) left[nleft++] = giver_held[i];
   nchains = ce->nchains;
-  top = nchains ? ce->slots[nchains - 1].n : 0;
+  top = nchains ? hci_transfer_slots[c][nchains - 1].n : 0;
   uint32_t cap = hc_tc_cap(&tc->fl, c);
   w[len] = t_malloc(size);
   CHECK(last_chain == top && top - 1 <= cap && hc_tc_cap(&tc->fl, c) == cap && hc_tc_len(&tc->fl.lists[c]) == top - 1 &&
