@@ -200,7 +200,7 @@ void hci_tc_drain_remote(void);
 void hci_tc_set_budget_total(size_t bytes);
 size_t hci_tc_budget_total(void);
 size_t hci_tc_count(void);
-void hci_tc_fork_child(void);
+void hci_tc_fork_child(bool locks_taken);
 /* Creates the thread-exit key (called by hci_init). */
 void hci_tc_thread_init(void);
 /* The owner groups of a thread's state (hc_types.h): a module reaches only
@@ -333,12 +333,12 @@ typedef void (*hci_startup_fn)(void);
 /* Every allocator lock, in the documented order (after the caller's own). */
 void hci_lock_all(void);
 void hci_unlock_all(void);
+/* Each of them to `each`, in that order (fork's handler tries them). */
+void hci_allocator_locks(hci_lock_fn *each);
 /* The hooks' switch (malloc_hook.c) and ReleaseToSystem's account
  * (malloc_ext.c), taken first by hci_lock_all. */
-void hci_hooks_lock(void);
-void hci_hooks_unlock(void);
-void hci_release_lock(void);
-void hci_release_unlock(void);
+void hci_hooks_locks(hci_lock_fn *each);
+void hci_release_locks(hci_lock_fn *each);
 /* The heap view (hci_heap_find, hci_heap_for_each_*, ...): hc_heap_view.h. */
 /* Every span, free ones too (heap_verify.c); every allocator lock held. */
 void hci_walk_all_spans(void (*fn)(void *ctx, hc_span_t *s), void *ctx);

@@ -150,8 +150,7 @@ hc_public void MallocExtension_MarkThreadBusy(void) {}
  * program calling ReleaseToSystem(n) periodically releases n per period. */
 static size_t extra_released;
 static hci_lock_t release_lock = HCI_LOCK_INIT(HC_RANK_RELEASE);
-void hci_release_lock(void) { hci_lock(&release_lock); }
-void hci_release_unlock(void) { hci_unlock(&release_lock); }
+void hci_release_locks(hci_lock_fn *each) { each(&release_lock); }
 
 hc_public void MallocExtension_ReleaseToSystem(size_t num_bytes) {
   hci_lock(&release_lock);

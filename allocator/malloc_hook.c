@@ -27,8 +27,7 @@
 static _Atomic(hci_hook_fn) lists[HCI_HOOK_KINDS][HCI_HOOK_SLOTS];
 int hci_hooks_on; /* a new or delete hook is installed: every call takes the slow path */
 static hci_lock_t hook_lock = HCI_LOCK_INIT(HC_RANK_HOOKS);
-void hci_hooks_lock(void) { hci_lock(&hook_lock); }
-void hci_hooks_unlock(void) { hci_unlock(&hook_lock); }
+void hci_hooks_locks(hci_lock_fn *each) { each(&hook_lock); }
 
 static bool has_hooks(int kind) {
   for (int i = 0; i < HCI_HOOK_SLOTS; i++)

@@ -418,10 +418,17 @@ size_t hci_tc_count(void) { return __atomic_load_n(&tc_live, __ATOMIC_RELAXED); 
  * caches may have been mid-update: their objects are lost to the child (as
  * in tcmalloc), the caches go to the pool for the child's new threads, dead
  * (so the child's frees of their objects stay local; their inboxes are
- * consistent, a push is one CAS) and keep ours. */
-void hci_tc_fork_child(void) {
-  hci_lock_reset(&hci_tc_registry_lock);
+ * consistent, a push is one CAS) and keep ours.  When prepare took no
+ * locks and the registry's is held, this thread was interrupted inside the
+ * registry (a signal handler's fork): the list is the interrupted code's
+ * to finish, so only the identity is taken. */
+void hci_tc_fork_child(bool locks_taken) {
   hc_tcache_t *self = hci_tc;
+  if (!locks_taken && atomic_load_explicit(&hci_tc_registry_lock.xstate, memory_order_relaxed) != 0) {
+    if (self->is_real) self->tid = hci_os_tid();
+    return;
+  }
+  hci_lock_reset(&hci_tc_registry_lock);
   for (hc_tcache_t *tc = hci_tc_registry, *next; tc; tc = next) {
     next = tc->next;
     if (tc == self) continue;

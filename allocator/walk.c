@@ -7,33 +7,23 @@
  * record says stack_id == 0 (checker mode), so they are never reported. */
 #include "hc_internal.h"
 
-void hci_depot_lock(void) __attribute__((weak));
-void hci_depot_unlock(void) __attribute__((weak));
+void hci_depot_locks(hci_lock_fn *each) __attribute__((weak));
 /* Weak: a static link that never calls MallocExtension has no account. */
-void hci_release_lock(void) __attribute__((weak));
-void hci_release_unlock(void) __attribute__((weak));
+void hci_release_locks(hci_lock_fn *each) __attribute__((weak));
 
-void hci_lock_all(void) {
-  hci_hooks_lock();
-  if (hci_release_lock) hci_release_lock();
-  if (hci_depot_lock) hci_depot_lock();
-  hci_lock(&hci_tc_registry_lock);
-  hci_lock(&hci_samples.lock);
-  hci_lock(&hci_pageheap.lock);
-  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) hci_lock(&hci_central[c].lock);
-  hci_meta_lock();
+void hci_allocator_locks(hci_lock_fn *each) {
+  hci_hooks_locks(each);
+  if (hci_release_locks) hci_release_locks(each);
+  if (hci_depot_locks) hci_depot_locks(each);
+  each(&hci_tc_registry_lock);
+  each(&hci_samples.lock);
+  each(&hci_pageheap.lock);
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) each(&hci_central[c].lock);
+  hci_meta_locks(each);
 }
 
-void hci_unlock_all(void) {
-  hci_meta_unlock();
-  for (unsigned c = HC_NUM_CLASSES; c-- > 1;) hci_unlock(&hci_central[c].lock);
-  hci_unlock(&hci_pageheap.lock);
-  hci_unlock(&hci_samples.lock);
-  hci_unlock(&hci_tc_registry_lock);
-  if (hci_depot_unlock) hci_depot_unlock();
-  if (hci_release_unlock) hci_release_unlock();
-  hci_hooks_unlock();
-}
+void hci_lock_all(void) { hci_allocator_locks(hci_lock_fn_lock); }
+void hci_unlock_all(void) { hci_allocator_locks(hci_lock_fn_unlock); }
 
 /* Spans are found by walking the pagemap: every page of every span maps to
  * it, so a span is visited at its first page. */

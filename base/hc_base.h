@@ -179,7 +179,15 @@ void hci_rank_release(const hci_lock_t *l);
 static inline void hci_rank_acquire(const hci_lock_t *l, bool tried) { (void)l, (void)tried; }
 static inline void hci_rank_release(const hci_lock_t *l) { (void)l; }
 #endif
+/* The library's locks this thread holds or waits for.  A signal handler
+ * that forks while its thread is inside one of them must not let fork's
+ * prepare handler wait for the lock its own thread holds (runtime/init.c).
+ * Counted before the lock is asked for and after it is given back, with
+ * compiler fences, so a handler never sees 0 while the lock is held. */
+extern HC_TLS int hci_locks_held_here;
 static inline void hci_lock(hci_lock_t *l) {
+  hci_locks_held_here++;
+  atomic_signal_fence(memory_order_seq_cst);
   hci_rank_acquire(l, false);
   int expected = 0;
   if (hc_unlikely(!atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1,
@@ -190,14 +198,27 @@ static inline void hci_unlock(hci_lock_t *l) {
   hci_rank_release(l);
   if (hc_unlikely(atomic_exchange_explicit(&l->xstate, 0, memory_order_release) == 2))
     hci_unlock_slow(l);
+  atomic_signal_fence(memory_order_seq_cst);
+  hci_locks_held_here--;
 }
 static inline bool hci_trylock(hci_lock_t *l) {
   int expected = 0;
+  hci_locks_held_here++;
+  atomic_signal_fence(memory_order_seq_cst);
   bool got = atomic_compare_exchange_strong_explicit(&l->xstate, &expected, 1, memory_order_acquire,
                                                      memory_order_relaxed);
+  atomic_signal_fence(memory_order_seq_cst);
   if (got) hci_rank_acquire(l, true); /* a trylock cannot deadlock: noted, not judged */
+  else hci_locks_held_here--;
   return got;
 }
+/* A visitor of locks: modules hand each of their locks to it, in rank
+ * order, so that one loop can take, try, release or reset them all (the
+ * fork handler, hci_lock_all).  Functions, not the inline ones above. */
+typedef void hci_lock_fn(hci_lock_t *l);
+void hci_lock_fn_lock(hci_lock_t *l);
+void hci_lock_fn_unlock(hci_lock_t *l);
+void hci_lock_fn_reset(hci_lock_t *l);
 /* After fork in the child: the lock is free whatever its state was (and,
  * with ranks, no longer held by this thread). */
 static inline void hci_lock_reset(hci_lock_t *l) {
@@ -329,8 +350,7 @@ void hci_meta_free(void *p, size_t size);      /* size must equal the allocation
 void *hci_meta_grow(void *old, size_t *bytes, size_t used, size_t min_bytes);
 size_t hci_meta_bytes(void);                   /* bytes mapped for metadata */
 bool hci_meta_owns(uintptr_t addr);            /* addr lies in a metadata mapping */
-void hci_meta_lock(void);   /* hci_lock_all: the arena lock, last of the allocator's */
-void hci_meta_unlock(void);
+void hci_meta_locks(hci_lock_fn *each); /* hci_lock_all: the arena lock, last of the allocator's */
 
 /* ======================= out.c ======================= */
 /* Buffered writer on a file descriptor (reports, profile files). */
@@ -366,11 +386,8 @@ bool hci_fmt_made_here(const char *path, bool mark);
 hci_out_t *hci_fmt_json_open(const char *name);
 /* Fork (the runtime's handler, in the lock order): the JSON document lock
  * (after the profiler's) and the made-files lock (the last of all). */
-void hci_fmt_fork_lock_json(void);
-void hci_fmt_fork_unlock_json(void);
-void hci_fmt_fork_lock_files(void);
-void hci_fmt_fork_unlock_files(void);
-void hci_fmt_fork_child(void);
+void hci_fmt_fork_json_locks(hci_lock_fn *each);
+void hci_fmt_fork_files_locks(hci_lock_fn *each);
 void hci_fmt_json_close(hci_out_t *o);
 
 /* ======================= output.c: level-gated messages ======================= */

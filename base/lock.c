@@ -9,6 +9,12 @@
 
 #include "hc_base.h"
 
+HC_TLS int hci_locks_held_here;
+
+void hci_lock_fn_lock(hci_lock_t *l) { hci_lock(l); }
+void hci_lock_fn_unlock(hci_lock_t *l) { hci_unlock(l); }
+void hci_lock_fn_reset(hci_lock_t *l) { hci_lock_reset(l); }
+
 static void futex_wait(_Atomic int *addr, int val) {
   syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }

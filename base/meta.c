@@ -150,5 +150,4 @@ void *hci_meta_grow(void *old, size_t *bytes, size_t used, size_t min_bytes) {
 
 size_t hci_meta_bytes(void) { return __atomic_load_n(&meta.mapped, __ATOMIC_RELAXED); }
 
-void hci_meta_lock(void) { hci_lock(&meta.lock); }
-void hci_meta_unlock(void) { hci_unlock(&meta.lock); }
+void hci_meta_locks(hci_lock_fn *each) { each(&meta.lock); }

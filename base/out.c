@@ -168,14 +168,8 @@ bool hci_fmt_made_here(const char *path, bool mark) {
 static hci_lock_t json_lock = HCI_LOCK_INIT(HC_RANK_OUT_JSON);
 static char json_path[4096];
 
-void hci_fmt_fork_lock_json(void) { hci_lock(&json_lock); }
-void hci_fmt_fork_unlock_json(void) { hci_unlock(&json_lock); }
-void hci_fmt_fork_lock_files(void) { hci_lock(&made.lock); }
-void hci_fmt_fork_unlock_files(void) { hci_unlock(&made.lock); }
-void hci_fmt_fork_child(void) {
-  hci_lock_reset(&json_lock);
-  hci_lock_reset(&made.lock);
-}
+void hci_fmt_fork_json_locks(hci_lock_fn *each) { each(&json_lock); }
+void hci_fmt_fork_files_locks(hci_lock_fn *each) { each(&made.lock); }
 
 hci_out_t *hci_fmt_json_open(const char *name) {
   const char *tmpl = hci_report_opts()->json;

@@ -588,8 +588,6 @@ void hci_sarif_run(hci_out_t *o, const hci_fmt_check_t *c);    /* one element of
 /* ======================= leaks.c: process start-up and fork (runtime/init.c) ======================= */
 /* Reads the options and, when checking is on, turns recording on. */
 void hci_checker_init(void);
-void hci_checker_fork_prepare(void);
-void hci_checker_fork_parent(void);
-void hci_checker_fork_child(void);
+void hci_checker_fork_locks(hci_lock_fn *each);
 
 #endif

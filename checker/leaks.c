@@ -778,6 +778,4 @@ __attribute__((constructor)) static void checker_late_ctor(void) {
 
 // ---- fork ----
 
-void hci_checker_fork_prepare(void) { hci_lock(&hci_chk_lock); }
-void hci_checker_fork_parent(void) { hci_unlock(&hci_chk_lock); }
-void hci_checker_fork_child(void) { hci_lock_reset(&hci_chk_lock); }
+void hci_checker_fork_locks(hci_lock_fn *each) { each(&hci_chk_lock); }

@@ -52,9 +52,7 @@ bool hci_profile_pure(uint64_t n, uint64_t wsum, uint64_t rate); /* all n sample
 uint64_t hci_profile_alloc_estimate(void);  /* estimated bytes allocated since start */
 uint64_t hci_profile_free_estimate(void);   /* estimated bytes freed since start */
 int64_t hci_profile_inuse_estimate(void);   /* estimated bytes live */
-void hci_profile_counters_lock(void);       /* fork handlers */
-void hci_profile_counters_unlock(void);
-void hci_profile_counters_reset_lock(void);
+void hci_profile_counters_locks(hci_lock_fn *each); /* fork handlers */
 
 /* ======================= profile_snapshot.c: the sample listener ======================= */
 /* The listener (see hci_sample_listener_t for the rules): count a sampled
@@ -85,12 +83,10 @@ void hci_old_fork_child(void);
 /* ======================= profile.c: process start-up (runtime/init.c) ======================= */
 /* Reads HEAPPROFILE and friends, starts dumping when asked. */
 void hci_profiler_init(void);
-/* Fork (the runtime's handler, in the lock order of docs/design.md): prof.lock.
- * The child hook always takes the child's pid; it resets the lock only when
- * prepare took it. */
-void hci_profiler_fork_prepare(void);
-void hci_profiler_fork_parent(void);
-void hci_profiler_fork_child(bool reset_locks);
+/* Fork (the runtime's handler, in the lock order of docs/design.md): prof.lock
+ * to the handler's visitor; the child hook takes the child's pid. */
+void hci_profiler_fork_locks(hci_lock_fn *each);
+void hci_profiler_fork_child(void);
 
 /* ======================= heap_growth.c ======================= */
 /* Registers the heap-growth recorder with the page heap (start-up). */

@@ -399,12 +399,9 @@ static int start(const char *prefix) {
 
 // ---- init, fork, exit ----
 
-void hci_profiler_fork_prepare(void) { hci_lock(&prof.lock); }
+void hci_profiler_fork_locks(hci_lock_fn *each) { each(&prof.lock); }
 
-void hci_profiler_fork_parent(void) { hci_unlock(&prof.lock); }
-
-void hci_profiler_fork_child(bool reset_locks) {
-  if (reset_locks) hci_lock_reset(&prof.lock);
+void hci_profiler_fork_child(void) {
   prof.pid = (int)getpid(); /* the child's files carry its own pid */
   hci_old_fork_child();
   atomic_store_explicit(&sig_pending, 0, memory_order_relaxed);

@@ -438,6 +438,4 @@ uint64_t hci_profile_alloc_estimate(void) { return atomic_load_explicit(&tab.all
 
 int64_t hci_profile_inuse_estimate(void) { return atomic_load_explicit(&tab.inuse_est_total, memory_order_relaxed); }
 
-void hci_profile_counters_lock(void) { hci_lock(&tab.lock); }
-void hci_profile_counters_unlock(void) { hci_unlock(&tab.lock); }
-void hci_profile_counters_reset_lock(void) { hci_lock_reset(&tab.lock); }
+void hci_profile_counters_locks(hci_lock_fn *each) { each(&tab.lock); }

@@ -254,9 +254,7 @@ static inline uintptr_t hci_unwind_stack_hi(uintptr_t sp) {
 bool hci_unwind_dwarf_available(void);
 /* Forgets every cached per-PC unwind rule (after dlclose; cold benchmarks). */
 void hci_unwind_dwarf_cache_clear(void);
-/* The depot lock, for fork (prepare/parent) and hci_lock_all, in lock order. */
-void hci_depot_lock(void);
-void hci_depot_unlock(void);
-void hci_depot_fork_child(void);
+/* The depot lock, for hci_lock_all (and so fork), in lock order. */
+void hci_depot_locks(hci_lock_fn *each);
 
 #endif

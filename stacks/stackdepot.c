@@ -224,6 +224,4 @@ size_t hci_depot_count(void) {
   return next < 2 ? 0 : next - 2;
 }
 
-void hci_depot_lock(void) { hci_lock(&depot.lock); }
-void hci_depot_unlock(void) { hci_unlock(&depot.lock); }
-void hci_depot_fork_child(void) { hci_lock_reset(&depot.lock); }
+void hci_depot_locks(hci_lock_fn *each) { each(&depot.lock); }

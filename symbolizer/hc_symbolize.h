@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "hc_base.h"
 
 /* ======================= public interface (symbolize.c) ======================= */
 typedef struct hci_frame {
@@ -75,9 +76,7 @@ void hci_symbolizer_before_dlclose(void);
 void hci_symbolizer_lock(void);
 void hci_symbolizer_unlock(void);
 /* Fork (the runtime's handler, in the lock order): the symbolizer lock. */
-void hci_symbolizer_fork_prepare(void);
-void hci_symbolizer_fork_parent(void);
-void hci_symbolizer_fork_child(void);
+void hci_symbolizer_fork_locks(hci_lock_fn *each);
 
 /* ======================= internal: elf_reader.c ======================= */
 /* A validated ELF64 little-endian image.  Headers are read with memcpy, so

@@ -672,9 +672,7 @@ static void lookup(uintptr_t pc, hci_frame_t *f) {
 
 /* fork (the runtime's one handler): the child gets the state consistent
  * and the lock free. */
-void hci_symbolizer_fork_prepare(void) { hci_lock(&S.lock); }
-void hci_symbolizer_fork_parent(void) { hci_unlock(&S.lock); }
-void hci_symbolizer_fork_child(void) { hci_lock_reset(&S.lock); }
+void hci_symbolizer_fork_locks(hci_lock_fn *each) { each(&S.lock); }
 void hci_symbolizer_lock(void) { hci_lock(&S.lock); }
 void hci_symbolizer_unlock(void) { hci_unlock(&S.lock); }
 

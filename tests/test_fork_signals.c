@@ -11,6 +11,17 @@
  *             own, one step just before each fork, so the handler's fork
  *             also interrupts main's fork (prepare, parent and child
  *             handlers run inside one another).
+ *   threaded  as handler, with a second thread alive (it blocks every
+ *             signal and sleeps), so that fork's prepare handler takes the
+ *             library's locks; 40 signals per run.  The handler often
+ *             interrupts main inside one of the allocator's locked sections
+ *             (a page-heap or sampled allocation): prepare must not wait
+ *             for the lock its own thread holds (it hung before).
+ *   both      as threaded, but the second thread allocates and frees too
+ *             and takes signals as well: both threads' handlers fork, often
+ *             at once, one of them interrupted inside a locked section
+ *             (prepare held glibc's stdio list lock while it waited for
+ *             our lock; the other's fork waited for the list lock: a hang).
  *   stdio     four threads loop on getline over a file, fflush(NULL) and
  *             malloc/free while main forks; each child allocates, frees,
  *             calls fflush(NULL) and _exits.
@@ -39,7 +50,7 @@
 
 #define SLOTS 257
 static void *slots[SLOTS];
-static volatile sig_atomic_t handled;
+static _Atomic int handled; /* forks done by handlers, any thread */
 
 static void say(const char *s) { (void)!write(2, s, strlen(s)); }
 
@@ -63,12 +74,14 @@ static void fork_and_wait(void) {
   errno = saved;
 }
 
+static int signals_wanted = 10;
+
 static void on_signal(int sig) {
   fork_and_wait();
   /* A fork and wait outlasts the 200 us period, so the next SIGALRM is
    * always pending when this handler returns: main would never run again.
    * The handler stops the timer itself once enough have been handled. */
-  if (sig == SIGALRM && handled >= 10) {
+  if (sig == SIGALRM && handled >= signals_wanted) {
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
   }
@@ -98,11 +111,59 @@ static int run_handler(void) {
   struct itimerval it = {{0, 200}, {0, 200}};
   setitimer(ITIMER_REAL, &it, NULL);
   unsigned seed = 1;
-  while (handled < 10) churn(&seed);
+  while (handled < signals_wanted) churn(&seed);
   struct itimerval off = {{0, 0}, {0, 0}};
   setitimer(ITIMER_REAL, &off, NULL);
   free_slots();
   return 0;
+}
+
+static void *sleeper(void *arg) {
+  (void)arg;
+  for (;;) pause();
+  return NULL;
+}
+
+/* The sleeper is born with every signal blocked, so only main's handler
+ * forks.  (Two threads forking from handlers at once, one of them
+ * interrupted inside malloc, can deadlock with glibc's malloc as well: the
+ * other's fork holds glibc's stdio list lock while its prepare handlers
+ * wait, and the interrupted one's fork waits for that list lock.) */
+static int run_threaded(void) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  pthread_t t;
+  int rc = pthread_create(&t, NULL, sleeper, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) return 6;
+  signals_wanted = 40;
+  return run_handler();
+}
+
+static atomic_int churner_stop;
+
+static void *churner(void *arg) {
+  (void)arg;
+  static void *mine[SLOTS];
+  unsigned seed = 7;
+  while (!atomic_load(&churner_stop)) {
+    int k = rand_r(&seed) % SLOTS;
+    free(mine[k]);
+    mine[k] = malloc((size_t)(rand_r(&seed) % 70000));
+  }
+  for (int k = 0; k < SLOTS; k++) free(mine[k]);
+  return NULL;
+}
+
+static int run_both(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, churner, NULL) != 0) return 6;
+  signals_wanted = 40;
+  int rc = run_handler();
+  atomic_store(&churner_stop, 1);
+  pthread_join(t, NULL);
+  return rc;
 }
 
 static int run_nested(void) {
@@ -236,15 +297,17 @@ static int run_once(const char *self, const char *scenario) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const all[] = {"handler", "nested", "stdio"};
+  static const char *const all[] = {"handler", "nested", "stdio", "threaded", "both"};
   if (argc >= 3 && strcmp(argv[2], "--one") == 0) {
     if (strcmp(argv[1], "handler") == 0) return run_handler();
     if (strcmp(argv[1], "nested") == 0) return run_nested();
     if (strcmp(argv[1], "stdio") == 0) return run_stdio();
+    if (strcmp(argv[1], "threaded") == 0) return run_threaded();
+    if (strcmp(argv[1], "both") == 0) return run_both();
     return 2;
   }
   int runs = argc >= 3 ? atoi(argv[2]) : 100;
-  for (int s = 0; s < 3; s++) {
+  for (int s = 0; s < 5; s++) {
     if (argc >= 2 && strcmp(argv[1], all[s]) != 0) continue;
     int ok = 0;
     for (int i = 0; i < runs; i++) {
