@@ -452,16 +452,15 @@ static void *alloc_generic(size_t size, size_t align, uintptr_t ra, uintptr_t re
  * below 0), and alloc_object, a function of its own for its other callers,
  * paid a second frame, the tests of the paths checker mode never takes
  * (sampling, alignment, zeroing, hooks) and the thread cache read three
- * times.  The same steps in the same order: the sampler's charge (which in
- * checker mode puts the count back far below 0 and never samples), the
- * pop, the record, the link cleared.  NULL: take the general path (no real cache yet, a
+ * times.  The same steps in the same order: the sampler's count put back
+ * far below 0 (checker mode never samples), the pop, the record, the link
+ * cleared.  NULL: take the general path (no real cache yet, a
  * limit below the size, an empty list that could not be refilled). */
 static inline __attribute__((always_inline)) void *alloc_checked_small(size_t size, uintptr_t ra, uintptr_t rec) {
   hc_tcache_t *tc = hci_tc;
   if (hc_unlikely(!tc->is_real || size > atomic_load_explicit(&max_request, memory_order_relaxed))) return NULL;
   entry_ra = ra;
-  uint64_t weight = 0;
-  (void)hci_sampler_charge(tc, size, true, &weight); /* in checker mode: the count back far below 0, no sample */
+  hci_sampler_keep_slow(tc);
   unsigned cls = hci_size_class(size);
   void *p = pop_small(tc, cls, ra);
   if (hc_unlikely(!p)) return NULL;
