@@ -172,7 +172,8 @@ static inline uint32_t object_index(uintptr_t p, const hc_span_t *s, unsigned cl
 /* Checker mode: fill the record of a small object.  In line in the
  * allocation path (every checked malloc comes this way): a call here paid
  * a frame, six saved registers and the arguments' moves. */
-static inline __attribute__((always_inline)) void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size, uintptr_t ra, uintptr_t rec) {
+static inline __attribute__((always_inline)) void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size,
+                                                                uintptr_t ra, uintptr_t rec) {
   hc_span_t *s = hci_pagemap_span((uintptr_t)p);
   if (!s->objmeta) return; /* span made before recording began */
   hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
