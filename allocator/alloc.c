@@ -83,27 +83,24 @@ void hci_set_stack_depth(int depth) {
 
 static uint32_t capture_walk(uintptr_t ra, uintptr_t rec, hc_unwind_memo_t *memo);
 
-/* rec: the frame record holding ra when the caller knows it, else 0
- * (hci_unwind_memo_walk).  The memo's answer here, in line in the
- * allocation path; walks into frame arrays in capture_walk (its 1 KiB of
- * arrays and five saved registers were paid by every capture when the
- * two shared one function).  The memo is asked before the unwinder's
- * availability is: it checks that itself (no .eh_frame lookup: no answer),
- * and capture_walk decides the rest. */
+/* memo: the thread's, guarded (or NULL); rec: the frame record holding ra
+ * when the caller knows it, else 0 (hci_unwind_memo_walk).  The memo's
+ * answer in line; walks into frame arrays in capture_walk (its 1 KiB of
+ * arrays and five saved registers were paid by every capture when the two
+ * shared one function).  The memo checks the unwinder's availability. */
 static inline __attribute__((always_inline)) uint32_t capture_with(hc_unwind_memo_t *memo, uintptr_t ra,
                                                                     uintptr_t rec) {
   if (memo && ra && (hci_unwinder == HC_UNWIND_DWARF || (hci_unwind_fallback && caller_needs_dwarf(ra)))) {
-    /* The frames stay in the memo, with their hash; a site or the way's
-     * last walk may know their id (memo_site.c). */
+    /* A site or the way's last walk may know the id (memo_site.c). */
     uint32_t id = hci_unwind_memo_stack_id(memo, stack_depth_max, ra, rec);
     if (hc_likely(id != 0)) return id;
   }
   return capture_walk(ra, rec, memo);
 }
 
+/* The thread's memo of its last walk, when record_stack guards us from
+ * re-entry (a signal handler's allocation would otherwise share it). */
 static inline uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
-  /* The thread's memo of its last walk, when record_stack guards us from
-   * re-entry (a signal handler's allocation would otherwise share it). */
   hc_tcache_t *tc = hci_tc;
   return capture_with(tc->is_real && hci_tc_memo(tc)->in_alloc ? &hci_tc_memo(tc)->memo : NULL, ra, rec);
 }
@@ -152,8 +149,7 @@ uint32_t hci_capture_stack_from(uintptr_t ra) { return capture_stack(ra, 0); }
 static inline __attribute__((always_inline)) uint32_t record_stack(hc_tcache_t *tc, uintptr_t ra, uintptr_t rec) {
   if (!tc || hci_tc_memo(tc)->in_alloc) return HC_STACK_UNKNOWN;
   hci_tc_memo(tc)->in_alloc = 1;
-  /* tc is the thread's real cache (hci_tc_get's, or the empty cache's
-   * callers pass NULL): its memo, guarded now, without reading hci_tc again. */
+  /* A real tc is the thread's cache: its memo, guarded now, without hci_tc. */
   uint32_t id = tc->is_real ? capture_with(&hci_tc_memo(tc)->memo, ra, rec) : capture_stack(ra, rec);
   hci_tc_memo(tc)->in_alloc = 0;
   return id;
@@ -169,9 +165,8 @@ static inline uint32_t object_index(uintptr_t p, const hc_span_t *s, unsigned cl
   return (uint32_t)(((p - s->start) * hci_classes[cls].recip) >> 48);
 }
 
-/* Checker mode: fill the record of a small object.  In line in the
- * allocation path (every checked malloc comes this way): a call here paid
- * a frame, six saved registers and the arguments' moves. */
+/* Checker mode: fill the record of a small object (in line: every checked
+ * malloc comes here, and a call paid a frame and six saved registers). */
 static inline __attribute__((always_inline)) void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size,
                                                                 uintptr_t ra, uintptr_t rec) {
   hc_span_t *s = hci_pagemap_span((uintptr_t)p);
@@ -448,15 +443,10 @@ static void *alloc_generic(size_t size, size_t align, uintptr_t ra, uintptr_t re
   return p;
 }
 
-/* Checker mode's small malloc, the whole of it in hci_alloc_slow's frame:
- * every checked malloc comes here (the fast path's sampler count is kept
- * below 0), and alloc_object, a function of its own for its other callers,
- * paid a second frame, the tests of the paths checker mode never takes
- * (sampling, alignment, zeroing, hooks) and the thread cache read three
- * times.  The same steps in the same order: the sampler's count put back
- * far below 0 (checker mode never samples), the pop, the record, the link
- * cleared.  NULL: take the general path (no real cache yet, a
- * limit below the size, an empty list that could not be refilled). */
+/* Checker mode's small malloc in hci_alloc_slow's frame: alloc_object's
+ * steps in its order, without its frame, the paths checker mode never takes
+ * and two more reads of hci_tc.  NULL: the general path (no real cache yet,
+ * a limit below the size, a list that could not be refilled). */
 static inline __attribute__((always_inline)) void *alloc_checked_small(size_t size, uintptr_t ra, uintptr_t rec) {
   hc_tcache_t *tc = hci_tc;
   if (hc_unlikely(!tc->is_real || size > atomic_load_explicit(&max_request, memory_order_relaxed))) return NULL;
@@ -479,8 +469,7 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
     ra = (uintptr_t)__builtin_return_address(0);
     rec = (uintptr_t)__builtin_frame_address(0);
   }
-  void *p = NULL;
-  /* hci_record_all is set once the allocator is initialised (alloc_ctl.c). */
+  void *p = NULL; /* hci_record_all: the allocator is initialised (alloc_ctl.c) */
   if (hci_record_all && size <= HC_MAX_SMALL && !hci_hooks_on) p = alloc_checked_small(size, ra, rec);
   if (!p) p = alloc_generic(size, 0, ra, rec, flags, false);
   __asm__ volatile("" ::: "memory"); /* not a tail call: our frame holds ra while the stack is taken */
