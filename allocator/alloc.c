@@ -83,25 +83,26 @@ void hci_set_stack_depth(int depth) {
 
 static uint32_t capture_walk(uintptr_t ra, uintptr_t rec, hc_unwind_memo_t *memo);
 
-/* rec: the frame record holding ra when the caller knows it, else 0
- * (hci_unwind_memo_walk).  The memo's answer here, in line in the
- * allocation path; walks into frame arrays in capture_walk (its 1 KiB of
- * arrays and five saved registers were paid by every capture when the
- * two shared one function).  The memo is asked before the unwinder's
- * availability is: it checks that itself (no .eh_frame lookup: no answer),
- * and capture_walk decides the rest. */
-static inline uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
-  /* The thread's memo of its last walk, when record_stack guards us from
-   * re-entry (a signal handler's allocation would otherwise share it). */
-  hc_tcache_t *tc = hci_tc;
-  hc_unwind_memo_t *memo = tc->is_real && hci_tc_memo(tc)->in_alloc ? &hci_tc_memo(tc)->memo : NULL;
+/* memo: the thread's, guarded (or NULL); rec: the frame record holding ra
+ * when the caller knows it, else 0 (hci_unwind_memo_walk).  The memo's
+ * answer in line; walks into frame arrays in capture_walk (its 1 KiB of
+ * arrays and five saved registers were paid by every capture when the two
+ * shared one function).  The memo checks the unwinder's availability. */
+static inline __attribute__((always_inline)) uint32_t capture_with(hc_unwind_memo_t *memo, uintptr_t ra,
+                                                                    uintptr_t rec) {
   if (memo && ra && (hci_unwinder == HC_UNWIND_DWARF || (hci_unwind_fallback && caller_needs_dwarf(ra)))) {
-    /* The frames stay in the memo, with their hash; a site or the way's
-     * last walk may know their id (memo_site.c). */
+    /* A site or the way's last walk may know the id (memo_site.c). */
     uint32_t id = hci_unwind_memo_stack_id(memo, stack_depth_max, ra, rec);
     if (hc_likely(id != 0)) return id;
   }
   return capture_walk(ra, rec, memo);
+}
+
+/* The thread's memo of its last walk, when record_stack guards us from
+ * re-entry (a signal handler's allocation would otherwise share it). */
+static inline uint32_t capture_stack(uintptr_t ra, uintptr_t rec) {
+  hc_tcache_t *tc = hci_tc;
+  return capture_with(tc->is_real && hci_tc_memo(tc)->in_alloc ? &hci_tc_memo(tc)->memo : NULL, ra, rec);
 }
 
 static hc_noinline uint32_t capture_walk(uintptr_t ra, uintptr_t rec, hc_unwind_memo_t *memo) {
@@ -145,10 +146,11 @@ static hc_noinline uint32_t capture_walk(uintptr_t ra, uintptr_t rec, hc_unwind_
 uint32_t hci_capture_stack_from(uintptr_t ra) { return capture_stack(ra, 0); }
 
 /* Stack id for a new object, guarded against re-entry from the unwinder. */
-static uint32_t record_stack(hc_tcache_t *tc, uintptr_t ra, uintptr_t rec) {
+static inline __attribute__((always_inline)) uint32_t record_stack(hc_tcache_t *tc, uintptr_t ra, uintptr_t rec) {
   if (!tc || hci_tc_memo(tc)->in_alloc) return HC_STACK_UNKNOWN;
   hci_tc_memo(tc)->in_alloc = 1;
-  uint32_t id = capture_stack(ra, rec);
+  /* A real tc is the thread's cache: its memo, guarded now, without hci_tc. */
+  uint32_t id = tc->is_real ? capture_with(&hci_tc_memo(tc)->memo, ra, rec) : capture_stack(ra, rec);
   hci_tc_memo(tc)->in_alloc = 0;
   return id;
 }
@@ -163,8 +165,10 @@ static inline uint32_t object_index(uintptr_t p, const hc_span_t *s, unsigned cl
   return (uint32_t)(((p - s->start) * hci_classes[cls].recip) >> 48);
 }
 
-/* Checker mode: fill the record of a small object. */
-static void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size, uintptr_t ra, uintptr_t rec) {
+/* Checker mode: fill the record of a small object (in line: every checked
+ * malloc comes here, and a call paid a frame and six saved registers). */
+static inline __attribute__((always_inline)) void record_small(hc_tcache_t *tc, void *p, unsigned cls, size_t size,
+                                                                uintptr_t ra, uintptr_t rec) {
   hc_span_t *s = hci_pagemap_span((uintptr_t)p);
   if (!s->objmeta) return; /* span made before recording began */
   hc_objmeta_t *m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
@@ -439,6 +443,24 @@ static void *alloc_generic(size_t size, size_t align, uintptr_t ra, uintptr_t re
   return p;
 }
 
+/* Checker mode's small malloc in hci_alloc_slow's frame: alloc_object's
+ * steps in its order, without its frame, the paths checker mode never takes
+ * and two more reads of hci_tc.  NULL: the general path (no real cache yet,
+ * a limit below the size, a list that could not be refilled). */
+static inline __attribute__((always_inline)) void *alloc_checked_small(size_t size, uintptr_t ra, uintptr_t rec) {
+  hc_tcache_t *tc = hci_tc;
+  if (hc_unlikely(!tc->is_real || size > atomic_load_explicit(&max_request, memory_order_relaxed))) return NULL;
+  entry_ra = ra;
+  hci_sampler_keep_slow(tc);
+  unsigned cls = hci_size_class(size);
+  void *p = pop_small(tc, cls, ra);
+  if (hc_unlikely(!p)) return NULL;
+  hc_fl_take(p);
+  record_small(tc, p, cls, size, ra, rec);
+  *(void **)p = NULL; /* the free-list link (alloc_object says why) */
+  return p;
+}
+
 void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
   /* Reached by a tail call from malloc(): our return address is ra and our
    * frame record holds it, which the stack capture then need not search for. */
@@ -447,7 +469,9 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
     ra = (uintptr_t)__builtin_return_address(0);
     rec = (uintptr_t)__builtin_frame_address(0);
   }
-  void *p = alloc_generic(size, 0, ra, rec, flags, false);
+  void *p = NULL; /* hci_record_all: the allocator is initialised (alloc_ctl.c) */
+  if (hci_record_all && size <= HC_MAX_SMALL && !hci_hooks_on) p = alloc_checked_small(size, ra, rec);
+  if (!p) p = alloc_generic(size, 0, ra, rec, flags, false);
   __asm__ volatile("" ::: "memory"); /* not a tail call: our frame holds ra while the stack is taken */
   return p;
 }

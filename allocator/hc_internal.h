@@ -431,6 +431,12 @@ void hci_hook_run_new(const void *p, size_t size);
 void hci_hook_run_delete(const void *p);
 
 /* ======================= sampler.c: the slow path's charge ======================= */
+/* Checker mode's charge (alloc.c's alloc_checked_small): the count far
+ * below 0, as hci_sampler_charge leaves it, so that the fast path sends
+ * every malloc to the slow path, which records it.  Without its tests:
+ * checker mode never samples. */
+static inline void hci_sampler_keep_slow(hc_tcache_t *tc) { hci_tc_sampler(tc)->left = INT64_MIN / 2; }
+
 /* Charges size to tc's sampler (unless the fast path did: charged).  True
  * when the gap ran out and the next one was drawn; *weight is then the mean
  * the ended gap was drawn with (0: sampling was off).  Recording every

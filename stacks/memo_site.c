@@ -30,17 +30,6 @@
  */
 #include "unwind_memo.h"
 
-#define SF HC_UNWIND_MEMO_SITE_FRAMES
-#define SW HC_UNWIND_MEMO_SITE_WORDS
-
-/* The set of a site: its start and the word its first step read (the
- * return address into the caller of malloc's caller, which tells call
- * sites at one depth apart).  A key only: a site is checked whole. */
-static inline hc_unwind_memo_site_t *site_set(hc_unwind_memo_t *mm, uintptr_t ra, uintptr_t rsp, uintptr_t w1) {
-  uint64_t h = (ra ^ rsp * 0x9e3779b97f4a7c15ull ^ w1 * 0xc4ceb9fe1a85ec53ull) * 0xff51afd7ed558ccdull;
-  return &mm->site[(h >> 59) % (HC_UNWIND_MEMO_SITES / 4) * 4];
-}
-
 /* Keeps the fresh steps of a walk from r0 that met slot j of m after c
  * steps (p, nl words): the words that matter to where they lead, as splice
  * keeps them (see keep_step_words), in a site of ra's set.  Its id comes
@@ -83,33 +72,6 @@ void hci_memo_site_make(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, const reg
     s->pcs[k] = p->pcs[k];
   }
   mm->site_new = (int)(s - mm->site);
-}
-
-/* A site that answers a capture from r0 (registers at ra's frame) in way m
- * (walk_memo's checks of m done, [lo, hi) the stack), whose first step read
- * w1 at a0: the same start, the same words, its slot still of the same
- * stamp and inside the memo, the words from there outward unchanged, the
- * same depth.  Then the walk is the site's steps followed by the slot's
- * frames (a walk is a function of its registers and the words it reads).
- * Its index, or -1. */
-int hci_memo_site_find(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max, const regs_t *r0, uintptr_t hi,
-                       uintptr_t a0, uintptr_t w1) {
-  hc_unwind_memo_site_t *set = site_set(mm, r0->rip, r0->rsp, w1);
-  for (int k = 0; k < 4; k++) {
-    hc_unwind_memo_site_t *s = &set[k];
-    int i = SW - s->nw, j = s->at;
-    if (s->id == 0 || s->ra != r0->rip || s->rsp0 != r0->rsp || s->a0 != a0 || s->val[i] != w1 ||
-        (s->lv0 && s->rbp0 != r0->rbp) || s->amax > hi - sizeof(uintptr_t) || &mm->way[s->way] != m)
-      continue;
-    /* Every word lies at or above the start and at most at amax. */
-    for (i++; i < SW && *(const uintptr_t *)s->addr[i] == s->val[i];) i++;
-    if (i < SW || j < MF - m->n || m->ver[j] != s->ver) continue;
-    int n = s->c + (MF - j);
-    if (m->end == END_MAX && n < max) continue; /* as walk_memo: the memo must hold max frames */
-    if ((n < max ? n : max) != s->n || !words_hold(m, j)) continue;
-    return (int)(s - mm->site);
-  }
-  return -1;
 }
 
 uint32_t hci_unwind_memo_id(hc_unwind_memo_t *mm, const uintptr_t *pcs, int n, uint64_t hash) {

@@ -538,21 +538,25 @@ static int walk_memo(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max, con
  * aligned and holds ra.  The search would find the same record (the
  * allocator's frames in between return into the allocator), without its
  * 5-8 steps and their checks. */
-static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp) {
-  uintptr_t hi = hci_unwind_stack_hi(fp);
+static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp, uintptr_t hi) {
   return rec > fp && !(rec & 7) && hi >= 2 * sizeof(uintptr_t) && rec <= hi - 2 * sizeof(uintptr_t) &&
          ((const uintptr_t *)rec)[1] == ra;
 }
 
 /* The start of a memo walk: malloc's caller's registers in *r (from the
- * frame record holding ra), and the way of ra's group; NULL when the memo
- * cannot be used. */
+ * frame record holding ra), the end of the stack region holding our frame
+ * in *hi, and the way of ra's group; NULL when the memo cannot be used.
+ * [fp, *hi) is readable, so are the words way_answers and sites_early
+ * compare: they lie in [r->rsp, amax] with fp < r->rsp and amax checked
+ * below *hi (one stack_hi per capture; each of the three looked it up). */
 static inline __attribute__((always_inline)) hc_unwind_memo_way_t *memo_start(hc_unwind_memo_t *mm, int *max,
                                                                                uintptr_t ra, uintptr_t rec,
-                                                                               uintptr_t fp, regs_t *r) {
+                                                                               uintptr_t fp, regs_t *r,
+                                                                               uintptr_t *hi) {
   if (*max > HC_MAX_STACK_DEPTH) *max = HC_MAX_STACK_DEPTH;
   if (*max <= 0 || !eh_ok()) return NULL;
-  if (rec == 0 || !rec_holds(rec, ra, fp)) rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
+  *hi = hci_unwind_stack_hi(fp);
+  if (rec == 0 || !rec_holds(rec, ra, fp, *hi)) rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
   if (rec == 0) return NULL;
   *r = (regs_t){.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
   /* The way of ra's group: the top bits of a multiplicative hash. */
@@ -602,13 +606,13 @@ static inline __attribute__((always_inline)) int memo_walk(hc_unwind_memo_t *mm,
  * the walk's set-up, the splice and the hash.  python3: half its captures
  * (a call site that allocates again under the same callers).  0: ask
  * walk_memo. */
-static inline __attribute__((always_inline)) uint32_t way_answers(hc_unwind_memo_way_t *m, int max, const regs_t *r) {
+static inline __attribute__((always_inline)) uint32_t way_answers(hc_unwind_memo_way_t *m, int max, const regs_t *r,
+                                                                  uintptr_t hi) {
   int b = MF - m->n;
   if (m->id == 0 || m->n <= 0 || m->rsp[b] != r->rsp || m->pcs[b] != r->rip || (m->rbp[b] != r->rbp && m->lv[b]) ||
       m->idn != (m->n < max ? m->n : max) || (m->end == END_MAX && m->n < max) ||
       (m->end == END_FAIL && r->rsp < m->rsp0) || m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed))
     return 0;
-  uintptr_t hi = hci_unwind_stack_hi(r->rsp);
   if (hi < r->rsp + sizeof(uintptr_t) || m->amax > hi - sizeof(uintptr_t) || !words_hold(m, b)) return 0;
   m->same = true;
   m->fresh = 0;
@@ -626,12 +630,12 @@ static inline __attribute__((always_inline)) uint32_t way_answers(hc_unwind_memo
  * site's index, -1 when none answers, -2 when none was asked (walk_memo
  * asks then). */
 static inline __attribute__((always_inline)) int sites_early(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max,
-                                                             const regs_t *r) {
+                                                             const regs_t *r, uintptr_t hi) {
   int f = first_slot(r->rip);
   if (mm->first[f].pc != r->rip || mm->site_credit <= 0 ||
       m->gen != atomic_load_explicit(&rule_gen, memory_order_relaxed) || m->n <= 0)
     return -2;
-  uintptr_t hi = hci_unwind_stack_hi(r->rsp), a0 = r->rsp + mm->first[f].off, w1;
+  uintptr_t a0 = r->rsp + mm->first[f].off, w1;
   if (hi < r->rsp + sizeof(uintptr_t) || m->amax > hi - sizeof(uintptr_t) || !load_word(r->rsp, hi, a0, &w1))
     return -2;
   int s = hci_memo_site_find(mm, m, max, r, hi, a0, w1);
@@ -642,7 +646,8 @@ static inline __attribute__((always_inline)) int sites_early(hc_unwind_memo_t *m
 hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec,
                                      const uintptr_t **pcs, uint64_t *hash) {
   regs_t r;
-  hc_unwind_memo_way_t *m = memo_start(mm, &max, ra, rec, (uintptr_t)__builtin_frame_address(0), &r);
+  uintptr_t hi;
+  hc_unwind_memo_way_t *m = memo_start(mm, &max, ra, rec, (uintptr_t)__builtin_frame_address(0), &r, &hi);
   int n = m ? memo_walk(mm, m, max, r, pcs, hash, false) : -1;
   __asm__ volatile("" ::: "memory");
   return n;
@@ -650,11 +655,12 @@ hc_noinline int hci_unwind_memo_walk(hc_unwind_memo_t *mm, int max, uintptr_t ra
 
 hc_noinline uint32_t hci_unwind_memo_stack_id(hc_unwind_memo_t *mm, int max, uintptr_t ra, uintptr_t rec) {
   regs_t r;
-  hc_unwind_memo_way_t *m = memo_start(mm, &max, ra, rec, (uintptr_t)__builtin_frame_address(0), &r);
+  uintptr_t hi;
+  hc_unwind_memo_way_t *m = memo_start(mm, &max, ra, rec, (uintptr_t)__builtin_frame_address(0), &r, &hi);
   uint32_t id = 0;
   if (m) {
-    id = way_answers(m, max, &r);
-    int s = id ? -1 : sites_early(mm, m, max, &r);
+    id = way_answers(m, max, &r, hi);
+    int s = id ? -1 : sites_early(mm, m, max, &r, hi);
     if (s >= 0) {
       mm->site_new = -1;
       mm->site_hits++;

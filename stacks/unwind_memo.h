@@ -124,14 +124,51 @@ static inline int32_t hci_memo_site_credit(int32_t c, int32_t add) {
   return c + add < HC_SITE_CREDIT_MAX ? c + add : HC_SITE_CREDIT_MAX;
 }
 
-/* memo_site.c: the sites of the memo (hc_unwind_memo_site_t).  site_make
- * keeps the c fresh steps of a walk from r0 that met slot j of m (before
- * splice writes them into m); site_find looks for one that answers a
- * capture from r0 whose first step read w1 at a0, with walk_memo's checks
- * of m done and hi the stack's end: its index, or -1. */
+/* memo_site.c: site_make keeps the c fresh steps of a walk from r0 that
+ * met slot j of m (before splice writes them into m) in a site
+ * (hc_unwind_memo_site_t; memo_site.c says why an answer is exact). */
 void hci_memo_site_make(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, const regs_t *r0, const prefix_t *p, int c,
                         int nl, int j) __attribute__((visibility("hidden")));
-int hci_memo_site_find(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, int max, const regs_t *r0, uintptr_t hi,
-                       uintptr_t a0, uintptr_t w1) __attribute__((visibility("hidden")));
+
+#define SF HC_UNWIND_MEMO_SITE_FRAMES
+#define SW HC_UNWIND_MEMO_SITE_WORDS
+
+/* The set of a site: its start and the word its first step read (the
+ * return address into the caller of malloc's caller, which tells call
+ * sites at one depth apart).  A key only: a site is checked whole. */
+static inline hc_unwind_memo_site_t *site_set(hc_unwind_memo_t *mm, uintptr_t ra, uintptr_t rsp, uintptr_t w1) {
+  uint64_t h = (ra ^ rsp * 0x9e3779b97f4a7c15ull ^ w1 * 0xc4ceb9fe1a85ec53ull) * 0xff51afd7ed558ccdull;
+  return &mm->site[(h >> 59) % (HC_UNWIND_MEMO_SITES / 4) * 4];
+}
+
+/* A site that answers a capture from r0 (registers at ra's frame) in way m
+ * (walk_memo's checks of m done, [lo, hi) the stack), whose first step read
+ * w1 at a0: the same start, the same words, its slot still of the same
+ * stamp and inside the memo, the words from there outward unchanged, the
+ * same depth.  Then the walk is the site's steps followed by the slot's
+ * frames (a walk is a function of its registers and the words it reads).
+ * Its index, or -1.  In line in its two callers (unwind_dwarf.c): half of
+ * python3's captures are answered here, and the call, with its seven
+ * arguments and five saved registers, cost about 25 instructions. */
+static inline __attribute__((always_inline)) int hci_memo_site_find(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m,
+                                                                    int max, const regs_t *r0, uintptr_t hi,
+                                                                    uintptr_t a0, uintptr_t w1) {
+  hc_unwind_memo_site_t *set = site_set(mm, r0->rip, r0->rsp, w1);
+  for (int k = 0; k < 4; k++) {
+    hc_unwind_memo_site_t *s = &set[k];
+    int i = SW - s->nw, j = s->at;
+    if (s->id == 0 || s->ra != r0->rip || s->rsp0 != r0->rsp || s->a0 != a0 || s->val[i] != w1 ||
+        (s->lv0 && s->rbp0 != r0->rbp) || s->amax > hi - sizeof(uintptr_t) || &mm->way[s->way] != m)
+      continue;
+    /* Every word lies at or above the start and at most at amax. */
+    for (i++; i < SW && *(const uintptr_t *)s->addr[i] == s->val[i];) i++;
+    if (i < SW || j < MF - m->n || m->ver[j] != s->ver) continue;
+    int n = s->c + (MF - j);
+    if (m->end == END_MAX && n < max) continue; /* as walk_memo: the memo must hold max frames */
+    if ((n < max ? n : max) != s->n || !words_hold(m, j)) continue;
+    return (int)(s - mm->site);
+  }
+  return -1;
+}
 
 #endif

@@ -248,6 +248,55 @@ static void test_sampled_nofp(void) {
   atomic_store(&hci_sample_interval, saved);
 }
 
+/* ---- checker mode: every small malloc recorded (alloc.c's alloc_checked_small) ---- */
+
+/* The stack recorded for the small object p (its span's objmeta), or NULL. */
+static const uintptr_t *checked_stack(void *p, int *n) {
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+  unsigned cls = hci_pagemap_class((uintptr_t)p);
+  if (!s || !cls || !s->objmeta) return NULL;
+  const uintptr_t *pcs;
+  *n = hci_depot_get(s->objmeta[((uintptr_t)p - s->start) / hci_classes[cls].size].stack_id, &pcs);
+  return pcs;
+}
+
+/* Checker mode from code without frame pointers (as python3's malloc
+ * calls): one malloc call site (nofp_leaf) reached from two callers, in
+ * turn and then one of them repeatedly, so the captures after the first
+ * are answered by the memo's way and its sites.  Every recorded stack must
+ * be malloc's caller, ras[0] (nofp_leaf -> nofp_viaN), the return into
+ * this function, then exactly the frames a fresh DWARF walk from here
+ * finds outward.  Runs last: recording stays on. */
+NOINL static void test_checked_nofp(void) {
+  hci_unwinder = HC_UNWIND_FP;
+  hci_unwind_fallback = true;
+  uintptr_t outer[HC_MAX_STACK_DEPTH];
+  int nout = hci_unwind_dwarf(outer, HC_MAX_STACK_DEPTH, 0); /* outer[0]: the return into main */
+  hci_alloc_set_recording();
+  hci_tc_get()->smp.left = -1; /* the sampler's count below 0: every malloc takes the slow path */
+  int bad = 0, checked = 0;
+  for (int k = 0; k < 60; k++) {
+    int via = k < 30 ? 1 + k % 2 : 1 + (k / 15) % 2;
+    uintptr_t ras[1] = {0};
+    /* 3000 bytes: a class no earlier test used, so its spans are made
+     * with records (a span made before recording began has none). */
+    void *p = via == 1 ? nofp_via1(3000, ras) : nofp_via2(3000, ras);
+    int n = 0;
+    const uintptr_t *got = checked_stack(p, &n);
+    bool ok = got && n >= 3 && got[1] == ras[0] && n - 3 == (nout < HC_MAX_STACK_DEPTH - 3 ? nout : HC_MAX_STACK_DEPTH - 3);
+    for (int i = 3; ok && i < n; i++) ok = got[i] == outer[i - 3];
+    if (!ok && bad++ < 3) {
+      fprintf(stderr, "capture %d through nofp_via%d:\n", k + 1, via);
+      dump("expected from frame 3", outer, nout);
+      dump("got", got, got ? n : 0);
+    }
+    checked += got != NULL;
+    free(p);
+  }
+  CHECK(checked == 60, "checker mode: %d of 60 small objects have a record", checked);
+  CHECK(bad == 0, "checker mode: %d of 60 recorded stacks differ from the call path", bad);
+}
+
 /* A return address just past the end of a function (noreturn call). */
 void nofp_noreturn(nofp_cb cb, void *arg, uintptr_t *ras);
 static jmp_buf nr_env;
@@ -577,6 +626,7 @@ int main(void) {
   test_sampled_nofp();
   test_stress();
   test_env();
+  test_checked_nofp();
   if (failures) {
     fprintf(stderr, "test_unwind: %d failures\n", failures);
     return 1;
