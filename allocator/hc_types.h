@@ -203,6 +203,7 @@ typedef struct hc_central {
   hci_lock_t lock;
   uint32_t nchains;                  /* chains in slots[]; guarded by lock */
   hc_chain_t slots[HC_TRANSFER_SLOTS]; /* transfer cache: whole lists handed between threads */
+  uint16_t slot_cpu[HC_TRANSFER_SLOTS]; /* the CPU slots[i] was handed over on, plus 1 (0: unknown) */
   size_t slot_objs;                  /* objects in slots[] */
   hc_span_t spans;                   /* sentinel: spans with free objects; guarded by lock */
   size_t free_objs;                  /* objects free in spans (not counting slots) */
