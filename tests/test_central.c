@@ -717,7 +717,8 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "by_cpu") == 0) return chains_by_cpu();
   /* One CPU: the order of chains in the slots is then last in, first out. */
   cpu_set_t start;
-  bool pinned = sched_getaffinity(0, sizeof start, &start) == 0 && sched_getcpu() >= 0 && pin(sched_getcpu());
+  bool have_start = sched_getaffinity(0, sizeof start, &start) == 0;
+  if (have_start && sched_getcpu() >= 0) pin(sched_getcpu());
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) outside[c] = held_elsewhere(c);
   check_slots("start");
   /* untouched classes first (the main thread has used only a few small ones) */
@@ -767,7 +768,7 @@ int main(int argc, char **argv) {
   }
   /* last: its threads' own allocations would disturb the counts above;
    * on every CPU again, so that they race */
-  if (pinned) sched_setaffinity(0, sizeof start, &start);
+  if (have_start) sched_setaffinity(0, sizeof start, &start);
   kept_race();
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);
