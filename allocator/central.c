@@ -20,6 +20,7 @@ hc_central_t hci_central[HC_NUM_CLASSES] = {[0 ... HC_NUM_CLASSES - 1] = {.lock 
 HC_PRIVATE_STATE(hci_central); /* free objects and spans only: not a root */
 hc_chain_t hci_transfer_slots[HC_NUM_CLASSES][HC_TRANSFER_SLOTS];
 HC_PRIVATE_STATE(hci_transfer_slots);
+uint16_t hci_transfer_cpu[HC_NUM_CLASSES][HC_TRANSFER_SLOTS];
 
 /* Bytes held in transfer slots, all classes together: bounded so that freed
  * memory gets back to spans (and from there to the page heap and the OS)
@@ -142,6 +143,26 @@ static void free_spans(hc_span_t *list) {
   }
 }
 
+/* requires: lock, c->nchains > 0.  The slot a refill takes: the newest
+ * chain handed over on the CPU the refill runs on, else the oldest one.
+ * The refilling thread pops each object of the chain, reading its link
+ * from a line the freeing thread wrote last: when that thread ran on
+ * another CPU, every pop waits for the line to come over, one dependent
+ * load after another.  Between threads that allocate what other threads
+ * free (xmalloc: two allocating and two freeing threads on two cores)
+ * that wait was 55 % of the run; a chain freed on the same CPU is in
+ * this core's cache, and the oldest chain of another CPU has had the
+ * longest time to leave that core's caches (docs/performance.md, "Chains
+ * by CPU (xmalloc, session 11)").  A single thread finds its own newest
+ * chain, as before; without the CPU (no rseq area) the newest is taken. */
+static uint32_t pick_slot(const hc_central_t *c, const uint16_t *cpus) {
+  unsigned cpu = hci_os_cpu();
+  if (!cpu) return c->nchains - 1;
+  for (uint32_t j = c->nchains; j-- > 0;)
+    if (cpus[j] == cpu) return j;
+  return 0;
+}
+
 bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out, void *owner) {
   return hci_central_remove_fresh(cls, want, want, out, owner);
 }
@@ -152,7 +173,13 @@ bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_ch
   hci_lock(&c->lock);
   span_list_init(&c->spans);
   if (c->nchains) {
-    *out = hci_transfer_slots[cls][--c->nchains];
+    hc_chain_t *slots = hci_transfer_slots[cls];
+    uint16_t *cpus = hci_transfer_cpu[cls];
+    uint32_t i = pick_slot(c, cpus);
+    *out = slots[i];
+    c->nchains--;
+    __builtin_memmove(&slots[i], &slots[i + 1], (c->nchains - i) * sizeof slots[0]);
+    __builtin_memmove(&cpus[i], &cpus[i + 1], (c->nchains - i) * sizeof cpus[0]);
     c->slot_objs -= out->n;
     atomic_fetch_sub_explicit(&slot_bytes_total, (size_t)out->n * hci_classes[cls].size,
                               memory_order_relaxed);
@@ -244,6 +271,7 @@ void hci_central_insert(unsigned cls, const hc_chain_t *chain) {
   if (c->nchains < HC_TRANSFER_SLOTS &&
       c->slot_objs * hci_classes[cls].size + bytes <= HC_SLOT_BYTES_CLASS_MAX &&
       atomic_load_explicit(&slot_bytes_total, memory_order_relaxed) + bytes <= HC_SLOT_BYTES_TOTAL_MAX) {
+    hci_transfer_cpu[cls][c->nchains] = (uint16_t)hci_os_cpu();
     hci_transfer_slots[cls][c->nchains++] = *chain;
     c->slot_objs += chain->n;
     atomic_fetch_add_explicit(&slot_bytes_total, bytes, memory_order_relaxed);

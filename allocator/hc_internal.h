@@ -146,6 +146,8 @@ extern hc_central_t hci_central[HC_NUM_CLASSES];
 /* Transfer cache: whole lists handed between threads; [cls][0, nchains)
  * are used, guarded by hci_central[cls].lock. */
 extern hc_chain_t hci_transfer_slots[HC_NUM_CLASSES][HC_TRANSFER_SLOTS];
+/* The CPU each was handed over on, plus 1 (0: unknown); same guard. */
+extern uint16_t hci_transfer_cpu[HC_NUM_CLASSES][HC_TRANSFER_SLOTS];
 /* Takes a chain of objects of class cls: a whole chain from a transfer slot
  * when there is one (any length), else up to `want` objects from spans,
  * which become owner's (a thread cache, or NULL: remote.c).

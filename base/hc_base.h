@@ -322,6 +322,9 @@ bool hci_os_owned_next(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 bool hci_os_owned_complete(void);              /* every such mapping is remembered */
 void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages back, keep the range */
 int hci_os_tid(void);
+/* The CPU this thread runs on, plus 1, from the kernel's restartable-sequences
+ * area that glibc registers per thread (a load); 0 when unknown. */
+unsigned hci_os_cpu(void);
 /* Ends the process at once with the kernel's exit_group: no at-exit handler,
  * no stdio flush, no leak check (libc's _exit is ours, and checks). */
 void hci_os_exit_now(int status) __attribute__((noreturn));

@@ -142,6 +142,19 @@ void hci_os_release(void *p, size_t size) {
 
 int hci_os_tid(void) { return (int)syscall(SYS_gettid); }
 
+/* glibc >= 2.35 registers a struct rseq per thread at the thread pointer
+ * plus __rseq_offset; the kernel keeps its cpu_id (offset 4) current, -1
+ * while unregistered.  Weak: other libcs (or an older glibc) give 0. */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
+unsigned hci_os_cpu(void) {
+  if (!&__rseq_size || !&__rseq_offset || __rseq_size < 8) return 0;
+  const volatile int32_t *id = (const volatile int32_t *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
+  int32_t c = *id;
+  return c >= 0 ? (unsigned)c + 1 : 0;
+}
+
 void hci_os_exit_now(int status) {
   for (;;) syscall(SYS_exit_group, status);
 }

@@ -33,8 +33,13 @@
  * refill took from), checked under the class lock after every step.
  * fresh_carve: a remove that may take more than it wants from a new span
  * (hci_central_remove_fresh) gets that many, at most the span, and a
- * whole span carved so is on no list. */
+ * whole span carved so is on no list.  The test runs pinned to one CPU
+ * (kept_race aside), since a refill takes the newest chain handed over on
+ * its own CPU, else the oldest (central.c, pick_slot); `test_central
+ * by_cpu` checks that choice on two CPUs (exit 77, skipped, with fewer or
+ * no rseq area). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -658,11 +663,62 @@ static void kept_race(void) {
         "class %u: %zu spans, kept span %p after drain", c, hci_central[c].nspans, (void *)hci_central[c].kept_empty);
 }
 
-int main(void) {
+/* Pins the calling thread to cpu (0-based); false when it cannot run there. */
+static bool pin(int cpu) {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  CPU_SET(cpu, &s);
+  return sched_setaffinity(0, sizeof s, &s) == 0 && hci_os_cpu() == (unsigned)cpu + 1;
+}
+
+/* Three chains of class c: A handed over on one CPU, B and C on another.
+ * A refill on the first CPU takes A (its CPU's newest, though C is newer),
+ * the next one there B (no chain of its CPU left: the oldest), then C. */
+static int chains_by_cpu(void) {
+  cpu_set_t all;
+  int cpus[2], n = 0;
+  if (sched_getaffinity(0, sizeof all, &all) != 0) return 77;
+  for (int i = 0; i < CPU_SETSIZE && n < 2; i++)
+    if (CPU_ISSET(i, &all)) cpus[n++] = i;
+  if (n < 2 || !pin(cpus[0])) {
+    printf("by_cpu: needs two CPUs and the rseq area (%d CPUs, cpu %u): skipped\n", n, hci_os_cpu());
+    return 77;
+  }
+  unsigned c = hci_size_class(64);
+  static void *v[3 * MAXOBJ / 4];
+  size_t got = take_n(c, v, 3 * 8);
+  CHECK(got == 24, "class %u: took %zu objects, want 24", c, got);
+  hc_chain_t ch[3];
+  for (int k = 0; k < 3; k++) {
+    make_chain(v + 8 * k, 8, &ch[k]);
+    CHECK(k == 0 || pin(cpus[1]), "cannot move to cpu %d", cpus[1]);
+    hci_central_insert(c, &ch[k]);
+  }
+  CHECK(hci_central[c].nchains == 3, "class %u: %u chains in the slots, want 3", c, hci_central[c].nchains);
+  CHECK(pin(cpus[0]), "cannot move back to cpu %d", cpus[0]);
+  static const int order[3] = {0, 1, 2};
+  for (int k = 0; k < 3; k++) {
+    hc_chain_t out;
+    CHECK(hci_central_remove(c, 8, &out, NULL), "class %u: remove %d failed", c, k);
+    int which = out.head == ch[0].head ? 0 : out.head == ch[1].head ? 1 : out.head == ch[2].head ? 2 : -1;
+    CHECK(which == order[k], "refill %d on cpu %d took chain %c, want %c (A on cpu %d; B, C on cpu %d)", k, cpus[0],
+          "?ABC"[which + 1], "ABC"[order[k]], cpus[0], cpus[1]);
+    take_chain(c, &out, v, MAXOBJ / 4);
+  }
+  printf("by_cpu: chains taken in the order A, B, C: %s\n", failures ? "no" : "yes");
+  return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   setvbuf(stderr, NULL, _IONBF, 0);
   printf("central lists\n"); /* stdio buffers allocated before the snapshot */
   hci_ensure_init(); /* the allocator alone: no malloc of ours in this test */
+  if (argc > 1 && strcmp(argv[1], "by_cpu") == 0) return chains_by_cpu();
+  /* One CPU: the order of chains in the slots is then last in, first out. */
+  cpu_set_t start;
+  bool have_start = sched_getaffinity(0, sizeof start, &start) == 0;
+  if (have_start && sched_getcpu() >= 0) pin(sched_getcpu());
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) outside[c] = held_elsewhere(c);
   check_slots("start");
   /* untouched classes first (the main thread has used only a few small ones) */
@@ -710,7 +766,9 @@ int main(void) {
             hci_central[c].nspans);
     CHECK(hci_central[c].kept_empty == NULL, "class %u: a kept span after the drain", c);
   }
-  /* last: its threads' own allocations would disturb the counts above */
+  /* last: its threads' own allocations would disturb the counts above;
+   * on every CPU again, so that they race */
+  if (have_start) sched_setaffinity(0, sizeof start, &start);
   kept_race();
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);
