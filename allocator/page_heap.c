@@ -199,12 +199,19 @@ static bool grow(size_t n, size_t align, size_t *grown) {
     bytes = n << HC_PAGE_SHIFT; /* only what is needed */
     if (!within_limit(bytes)) return false;
   }
-  void *mem = sys_map(&bytes, n << HC_PAGE_SHIFT, align);
-  if (!mem) return false;
-  uintptr_t start = (uintptr_t)mem;
+  /* The record first: the metadata arena's first use reserves its address
+   * space (base/meta.c) before the heap's first mapping, so the heap's
+   * mappings follow each other with no metadata between them. */
   hc_span_t *s = hci_span_new();
-  if (!s || !hci_pagemap_set(start >> HC_PAGE_SHIFT, bytes >> HC_PAGE_SHIFT, s, 0)) {
-    if (s) hci_span_delete(s);
+  if (!s) return false;
+  void *mem = sys_map(&bytes, n << HC_PAGE_SHIFT, align);
+  if (!mem) {
+    hci_span_delete(s);
+    return false;
+  }
+  uintptr_t start = (uintptr_t)mem;
+  if (!hci_pagemap_set(start >> HC_PAGE_SHIFT, bytes >> HC_PAGE_SHIFT, s, 0)) {
+    hci_span_delete(s);
     if (!sys_alloc) hci_os_unmap(mem, bytes); /* the program's memory stays the program's */
     return false;
   }

@@ -316,6 +316,8 @@ int hci_os_munmap(void *p, size_t len);
 void *hci_os_map(size_t size);                 /* anonymous RW mapping or NULL; errno preserved */
 void *hci_os_map_aligned(size_t size, size_t align); /* aligned anonymous RW mapping or NULL */
 void hci_os_unmap(void *p, size_t size);
+void *hci_os_reserve(size_t size);             /* PROT_NONE address space (remembered), or NULL */
+bool hci_os_commit(void *p, size_t size);      /* part of a reservation made RW */
 /* The lowest mapping made by hci_os_map (not the heap's) that ends above
  * addr: [*lo, *hi), lo may be above addr.  Lock-free. */
 bool hci_os_owned_next(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);

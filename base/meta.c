@@ -8,6 +8,16 @@
  * Memory is carved by bumping through HC_META_CHUNK mappings and recycled
  * through size-binned free lists: 16-byte steps up to 1 KiB, powers of two
  * up to 64 KiB.  Larger requests are mapped and unmapped directly.
+ * Chunks and large requests come first from one range of address space
+ * reserved at the first use (HC_META_RESERVE, committed as it is handed
+ * out): the kernel places mappings top-down, each right below the last,
+ * and metadata mapped between two heap growths kept the heap's free runs
+ * from merging across them (bench_large: 40.8 or 48.4 MB peak RSS by
+ * where ASLR put the libraries; docs/performance.md, "Memory, fourth
+ * pass").  A large block freed there gives its pages back and stays
+ * mapped (reads of it see zeros); its addresses are not reused (the
+ * depot's tables double, so they waste at most as much address space as
+ * they hold).
  * Lock: meta_lock, last in the lock order (nothing is taken while holding it
  * but the OS). */
 #include <string.h>
@@ -27,6 +37,8 @@ static struct {
   uint8_t *bump_end;
   void *bins[NBINS + 1];/* recycled blocks, linked through their first word */
   size_t mapped;        /* bytes mapped for metadata */
+  uint8_t *resv, *resv_cur, *resv_end; /* the reservation; [resv, resv_cur) committed */
+  bool resv_tried;
   /* Last: the fields every allocation writes share the first page with the
    * first ranges, instead of adding the last page of the table. */
   struct { uintptr_t lo, hi; } ranges[MAX_RANGES]; /* every mapping we made, for hci_meta_owns */
@@ -56,6 +68,9 @@ static void remove_range(void *p) {
 /* Whether addr lies in metadata.  Reads without the lock: the checker calls
  * it with every allocator lock held (hci_lock_all), including this one. */
 bool hci_meta_owns(uintptr_t addr) {
+  /* the committed part of the reservation (the rest is PROT_NONE) */
+  if (meta.resv && addr >= (uintptr_t)meta.resv && addr < (uintptr_t)__atomic_load_n(&meta.resv_cur, __ATOMIC_ACQUIRE))
+    return true;
   for (int i = 0; i < meta.nranges; i++)
     if (addr >= meta.ranges[i].lo && addr < meta.ranges[i].hi) return true;
   return false;
@@ -77,11 +92,33 @@ static size_t bin_of(size_t n, size_t *rounded) {
   return b;
 }
 
+/* requires: meta.lock.  n bytes (a multiple of 4 KiB) committed from the
+ * reservation, made at the first call; NULL when it is full or could not
+ * be made (the caller maps instead). */
+static void *resv_take(size_t n) {
+  if (!meta.resv_tried) {
+    meta.resv_tried = true;
+    meta.resv = meta.resv_cur = hci_os_reserve(HC_META_RESERVE);
+    if (meta.resv) meta.resv_end = meta.resv + HC_META_RESERVE;
+  }
+  if (!meta.resv || (size_t)(meta.resv_end - meta.resv_cur) < n || !hci_os_commit(meta.resv_cur, n)) return NULL;
+  void *p = meta.resv_cur;
+  __atomic_store_n(&meta.resv_cur, meta.resv_cur + n, __ATOMIC_RELEASE); /* hci_meta_owns reads it unlocked */
+  __atomic_fetch_add(&meta.mapped, n, __ATOMIC_RELAXED);
+  return p;
+}
+
+static bool in_resv(const void *p) { return meta.resv && (const uint8_t *)p >= meta.resv && (const uint8_t *)p < meta.resv_end; }
+
 void *hci_meta_alloc(size_t size) {
   if (size == 0) size = 16;
   if (size > BIN_MAX) {
     size_t n = (size + 4095) & ~(size_t)4095;
-    void *p = hci_os_map(n);
+    hci_lock(&meta.lock);
+    void *p = resv_take(n);
+    hci_unlock(&meta.lock);
+    if (p) return p; /* fresh: zero */
+    p = hci_os_map(n);
     if (p) {
       __atomic_fetch_add(&meta.mapped, n, __ATOMIC_RELAXED);
       hci_lock(&meta.lock);
@@ -101,16 +138,19 @@ void *hci_meta_alloc(size_t size) {
     return p;
   }
   if ((size_t)(meta.bump_end - meta.bump) < rounded) {
-    uint8_t *chunk = hci_os_map(HC_META_CHUNK);
+    uint8_t *chunk = resv_take(HC_META_CHUNK);
     if (!chunk) {
-      hci_unlock(&meta.lock);
-      return NULL;
+      chunk = hci_os_map(HC_META_CHUNK);
+      if (!chunk) {
+        hci_unlock(&meta.lock);
+        return NULL;
+      }
+      add_range(chunk, HC_META_CHUNK);
+      __atomic_fetch_add(&meta.mapped, HC_META_CHUNK, __ATOMIC_RELAXED);
     }
     /* The tail of the old chunk is simply abandoned (at most 64 KiB). */
     meta.bump = chunk;
     meta.bump_end = chunk + HC_META_CHUNK;
-    add_range(chunk, HC_META_CHUNK);
-    __atomic_fetch_add(&meta.mapped, HC_META_CHUNK, __ATOMIC_RELAXED);
   }
   p = meta.bump;
   meta.bump += rounded;
@@ -123,6 +163,11 @@ void hci_meta_free(void *p, size_t size) {
   if (size == 0) size = 16;
   if (size > BIN_MAX) {
     size_t n = (size + 4095) & ~(size_t)4095;
+    if (in_resv(p)) { /* the range stays mapped, not reused: see the top */
+      hci_os_release(p, n);
+      __atomic_fetch_sub(&meta.mapped, n, __ATOMIC_RELAXED);
+      return;
+    }
     hci_lock(&meta.lock);
     remove_range(p);
     hci_unlock(&meta.lock);

@@ -129,6 +129,29 @@ void *hci_os_map_aligned(size_t size, size_t align) {
   return (void *)start;
 }
 
+/* Address space without memory: the metadata arena reserves one range at
+ * its first use and commits it a chunk at a time (meta.c), so its mappings
+ * do not fall between the heap's (the kernel places mappings top-down,
+ * each below the last: a metadata mapping between two heap mappings keeps
+ * their free runs from merging).  PROT_NONE, so an address-space or commit
+ * limit counts only what is committed; remembered whole (the checker skips
+ * it as allocator memory). */
+void *hci_os_reserve(size_t size) {
+  int saved = errno;
+  void *p = hci_os_mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  errno = saved;
+  if (p == MAP_FAILED) return NULL;
+  remember((uintptr_t)p, (uintptr_t)p + ((size + 4095) & ~(size_t)4095));
+  return p;
+}
+
+bool hci_os_commit(void *p, size_t size) {
+  int saved = errno;
+  long r = syscall(SYS_mprotect, p, size, PROT_READ | PROT_WRITE);
+  errno = saved;
+  return r == 0;
+}
+
 void hci_os_unmap(void *p, size_t size) {
   forget((uintptr_t)p, (uintptr_t)p + ((size + 4095) & ~(size_t)4095));
   raw_unmap(p, size);

@@ -137,6 +137,43 @@ static void test_grow(void) {
   free_fillers(&fill, "grow");
 }
 
+/* Metadata mapped between two growths of the heap (a stack-depot table, an
+ * unwinder cache: hci_meta_alloc of more than 64 KiB) must not land between
+ * the heap's mappings: the kernel maps top-down, each mapping right below
+ * the last, so the second growth ends where the first begins and the two
+ * runs merge once free (base/meta.c takes such blocks from the address
+ * space it reserved at its first use; without it, bench_large's peak RSS
+ * was 40.8 or 48.4 MB by where ASLR put the libraries).  Each growth is
+ * larger than any free run, so only the two merged can serve 2n pages
+ * without the heap growing again.  The metadata block is big (address
+ * space only, never touched) so that no hole above the heap can take it. */
+#define META_BLOCK ((size_t)32 << 20)
+static void test_growth_contiguous(void) {
+  size_t n = (ph->mapped_bytes >> HC_PAGE_SHIFT) + 1;
+  size_t mapped0 = ph->mapped_bytes;
+  hc_span_t *a = alloc_checked(n, 0, "first growth");
+  CHECK(a && ph->mapped_bytes > mapped0, "%zu pages did not grow the heap", n);
+  void *m = hci_meta_alloc(META_BLOCK);
+  CHECK(m && hci_meta_owns((uintptr_t)m), "metadata block");
+  uintptr_t olo = 0, ohi = 0;
+  CHECK(m && hci_os_owned_next((uintptr_t)m, &olo, &ohi) && olo <= (uintptr_t)m && ohi >= (uintptr_t)m + (META_BLOCK),
+        "the metadata block is not in a remembered mapping (the checker would scan it as a root)");
+  size_t mapped1 = ph->mapped_bytes;
+  hc_span_t *b = alloc_checked(n, 0, "second growth");
+  CHECK(b && ph->mapped_bytes > mapped1, "%zu pages did not grow the heap again", n);
+  if (!a || !b) return;
+  free_checked(b, "second growth");
+  free_checked(a, "first growth");
+  size_t mapped2 = ph->mapped_bytes;
+  hc_span_t *c = alloc_checked(2 * n, 0, "both growths");
+  CHECK(c && ph->mapped_bytes == mapped2,
+        "2 x %zu pages grew the heap by %zu bytes: the two growths did not merge (metadata between them?)", n,
+        ph->mapped_bytes - mapped2);
+  if (c) free_checked(c, "both growths");
+  hci_meta_free(m, META_BLOCK);
+  check_accounting("after the contiguous growths");
+}
+
 /* Three adjacent spans; free the middle, then the sides: one free span of
  * 15 pages.  Everything free is released first, so a free run beside them
  * is released and stays apart (free_checked checks it keeps its extent). */
@@ -589,6 +626,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "hysteresis") == 0) return hysteresis();
   check_accounting("start");
   test_alloc_free();
+  test_growth_contiguous();
   test_grow();
   test_coalesce();
   test_mixed_states();
