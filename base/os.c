@@ -133,9 +133,10 @@ void *hci_os_map_aligned(size_t size, size_t align) {
  * its first use and commits it a chunk at a time (meta.c), so its mappings
  * do not fall between the heap's (the kernel places mappings top-down,
  * each below the last: a metadata mapping between two heap mappings keeps
- * their free runs from merging).  PROT_NONE, so an address-space or commit
- * limit counts only what is committed; remembered whole (the checker skips
- * it as allocator memory). */
+ * their free runs from merging).  PROT_NONE, so the kernel's commit
+ * accounting counts only what is committed (an address-space limit,
+ * RLIMIT_AS, counts all of it; when it refuses, the arena maps as before);
+ * remembered whole (the checker skips it as allocator memory). */
 void *hci_os_reserve(size_t size) {
   int saved = errno;
   void *p = hci_os_mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
