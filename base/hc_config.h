@@ -70,7 +70,7 @@
 /* Address space the meta arena reserves at its first use and commits chunk
  * by chunk (pagemap leaves of 8 MiB included), so metadata mappings never
  * fall between heap mappings (base/meta.c); past it, plain mappings. */
-#define HC_META_RESERVE ((size_t)128 << 20)
+#define HC_META_RESERVE ((size_t)32 << 20)
 
 _Static_assert(HC_PM_ROOT_BITS + HC_PM_LEAF_BITS == HC_PAGE_BITS, "pagemap covers the address space");
 _Static_assert(HC_MAX_SMALL % HC_PAGE_SIZE == 0, "largest class is whole pages");

@@ -147,7 +147,7 @@ static void test_grow(void) {
  * larger than any free run, so only the two merged can serve 2n pages
  * without the heap growing again.  The metadata block is big (address
  * space only, never touched) so that no hole above the heap can take it. */
-#define META_BLOCK ((size_t)32 << 20)
+#define META_BLOCK ((size_t)8 << 20)
 static void test_growth_contiguous(void) {
   size_t n = (ph->mapped_bytes >> HC_PAGE_SHIFT) + 1;
   size_t mapped0 = ph->mapped_bytes;
