@@ -87,20 +87,21 @@ static void on_signal(int sig) {
   }
 }
 
-static void churn(unsigned *seed) {
+/* One step on a thread's slots: a random one freed and refilled. */
+static void churn(void **in, unsigned *seed) {
   int k = rand_r(seed) % SLOTS;
-  free(slots[k]);
-  slots[k] = malloc((size_t)(rand_r(seed) % 70000));
-  if (!slots[k]) {
+  free(in[k]);
+  in[k] = malloc((size_t)(rand_r(seed) % 70000));
+  if (!in[k]) {
     say("malloc failed\n");
     _exit(5);
   }
 }
 
-static void free_slots(void) {
+static void free_slots(void **in) {
   for (int k = 0; k < SLOTS; k++) {
-    free(slots[k]);
-    slots[k] = NULL;
+    free(in[k]);
+    in[k] = NULL;
   }
 }
 
@@ -111,10 +112,10 @@ static int run_handler(void) {
   struct itimerval it = {{0, 200}, {0, 200}};
   setitimer(ITIMER_REAL, &it, NULL);
   unsigned seed = 1;
-  while (handled < signals_wanted) churn(&seed);
+  while (handled < signals_wanted) churn(slots, &seed);
   struct itimerval off = {{0, 0}, {0, 0}};
   setitimer(ITIMER_REAL, &off, NULL);
-  free_slots();
+  free_slots(slots);
   return 0;
 }
 
@@ -147,12 +148,8 @@ static void *churner(void *arg) {
   (void)arg;
   static void *mine[SLOTS];
   unsigned seed = 7;
-  while (!atomic_load(&churner_stop)) {
-    int k = rand_r(&seed) % SLOTS;
-    free(mine[k]);
-    mine[k] = malloc((size_t)(rand_r(&seed) % 70000));
-  }
-  for (int k = 0; k < SLOTS; k++) free(mine[k]);
+  while (!atomic_load(&churner_stop)) churn(mine, &seed);
+  free_slots(mine);
   return NULL;
 }
 
@@ -197,7 +194,7 @@ static int run_nested(void) {
   unsigned seed = 2;
   for (int i = 0; handled < 30 || i < 100; i++) {
     atomic_fetch_add(steps, 1);
-    churn(&seed);
+    churn(slots, &seed);
     if (i % 4 == 0) {
       /* A step just before fork: the signal it sends arrives while main
        * is in fork (the clone returns between _Fork and the parent's
@@ -214,7 +211,7 @@ static int run_nested(void) {
   signal(SIGUSR1, SIG_IGN);
   kill(sender, SIGKILL);
   waitpid(sender, NULL, 0);
-  free_slots();
+  free_slots(slots);
   return failures != 0;
 }
 
