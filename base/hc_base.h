@@ -289,6 +289,17 @@ int hci_log_stream_records_fd(void);
 const char *hci_prog_name(void);
 const char *hci_prog_short_name(void);
 
+/* ======================= own_stack.c ======================= */
+/* Runs fn(arg) on a stack of the library's own (8 MiB, guarded), so a leak
+ * check or a profile dump never overflows a small thread stack; true when
+ * it did, false when it ran fn on the current stack (no mapping possible,
+ * or no switch for this architecture).  fn must not rely on its own stack
+ * being the thread's: the program's stack pointer comes from the caller. */
+bool hci_own_stack_call(void (*fn)(void *), void *arg);
+/* The top of the own stack the calling thread runs on when sp is on it,
+ * else 0 (where a stack walk from sp must end). */
+uintptr_t hci_own_stack_top(uintptr_t sp);
+
 /* ======================= options.c ======================= */
 /* The table of every variable and its readers by id: hc_options.h.  The
  * functions below are the table's own readers (and the launcher's). */

@@ -151,6 +151,8 @@ typedef struct hci_world {
                                 they kept appearing): roots scan every anonymous mapping */
   hci_maps_t maps;           /* /proc/self/maps read after every thread stopped */
   int method;                /* HCI_STOP_*: NONE when the checking thread was alone */
+  uintptr_t self_sp;         /* the checking thread's stack pointer on its own stack (the check
+                                itself runs on the library's: own_stack.c); 0: where stop is called */
 } hci_world_t;
 /* Allocates the world's buffers, reads the options (HEAP_CHECK_STOP_SIGNAL,
  * HEAP_CHECK_STOP_TIMEOUT_MS), computes the TLS geometry and installs the

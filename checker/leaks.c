@@ -235,7 +235,7 @@ static void say_incomplete(const hci_check_req_t *req, const char *why) {
                                "(HEAP_CHECK_ERROR_EXIT_CODE)", hci_chk.error_exit_code);
 }
 
-int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
+static int run_check(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
   *bytes = *objects = 0;
   L.incomplete = false;
   hci_world_t w;
@@ -244,6 +244,7 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
     say_incomplete(req, "out of memory for the check's own buffers");
     return 0;
   }
+  w.self_sp = req->self_sp;
   hci_lock(&hci_chk_lock);
   setup_once();
   note_if_traced();
@@ -333,6 +334,37 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
     hci_world_destroy(&w);
   }
   return ok;
+}
+
+/* Every check runs on the library's own stack (base/own_stack.c): the
+ * thread that asks may have a 16 KiB stack.  The program's stack pointer is
+ * req->self_sp, taken at the public entry point. */
+struct run_call {
+  const hci_check_req_t *req;
+  ssize_t *bytes, *objects;
+  int ok;
+};
+
+static void run_call(void *arg) {
+  struct run_call *c = arg;
+  c->ok = run_check(c->req, c->bytes, c->objects);
+}
+
+int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
+  if (hci_locks_held_here > 0) {
+    /* A signal handler that interrupted the allocator (or a check) on this
+     * thread asks for a check - exit() from a SIGTERM handler: the lock
+     * its own interrupted frame holds would never be given to the check
+     * (a hang), and what that lock guards may be half-changed. */
+    *bytes = *objects = 0;
+    L.incomplete = true;
+    say_incomplete(req, "it was asked from a signal handler that interrupted the allocator on the same thread "
+                        "(a lock the check needs is held below it)");
+    return 0;
+  }
+  struct run_call c = {req, bytes, objects, 0};
+  hci_own_stack_call(run_call, &c);
+  return c.ok;
 }
 
 /* The process goes on after a failing final check: its threads too. */

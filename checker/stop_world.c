@@ -620,7 +620,7 @@ int hci_world_stop(hci_world_t *w) {
   me->tid = self;
   atomic_store(&me->state, HCI_T_SELF);
   me->is_self = me->stopped = true;
-  me->sp = (uintptr_t)__builtin_frame_address(0);
+  me->sp = w->self_sp ? w->self_sp : (uintptr_t)__builtin_frame_address(0);
   me->tp = (uintptr_t)__builtin_thread_pointer();
   w->nthreads = 1;
 

@@ -274,7 +274,7 @@ static void dump_graphs(const char *name) {
 
 /* requires: prof.lock, prof.running.  outside_malloc: the caller is the
  * program (an explicit dump, the exit dump), not malloc's sampled path. */
-static int dump_locked(const char *reason, bool outside_malloc) {
+static int dump_work(const char *reason, bool outside_malloc) {
   if (hci_is_secure()) { /* a setuid program writes no files on the environment's say */
     if (!prof.warned_secure) hci_warn("heap profile not written: the program runs setuid/setgid");
     prof.warned_secure = true;
@@ -307,6 +307,25 @@ static int dump_locked(const char *reason, bool outside_malloc) {
   if (inuse > prof.high_water) prof.high_water = inuse;
   prof.last_time_ns = hci_os_now_ns();
   return rc;
+}
+
+/* A dump runs on the library's own stack (base/own_stack.c): the sampled
+ * malloc that triggers it may be on a 16 KiB thread stack. */
+struct dump_call {
+  const char *reason;
+  bool outside_malloc;
+  int rc;
+};
+
+static void dump_call(void *arg) {
+  struct dump_call *c = arg;
+  c->rc = dump_work(c->reason, c->outside_malloc);
+}
+
+static int dump_locked(const char *reason, bool outside_malloc) {
+  struct dump_call c = {reason, outside_malloc, -1};
+  hci_own_stack_call(dump_call, &c);
+  return c.rc;
 }
 
 /* gperftools' MaybeDumpProfileLocked, on estimated totals. */

@@ -85,6 +85,12 @@ static uintptr_t stack_cap(uintptr_t sp) {
 }
 
 hc_noinline uintptr_t hci_unwind_stack_hi_slow(uintptr_t sp) {
+  /* The library's own stack (a check, a profile dump; base/own_stack.c):
+   * its top, never the mapping the kernel may have put right above it, and
+   * not cached: the cache is TLS, which the checker scans, and that top is
+   * often the first object of a heap mapping. */
+  uintptr_t own = hci_own_stack_top(sp);
+  if (own) return own;
   if (sp < HC_PROBE_PAGE || sp >= ((uintptr_t)1 << HC_ADDRESS_BITS) - HC_STACK_VERIFY_MAX) return 0;
   uintptr_t page = sp & ~(HC_PROBE_PAGE - 1);
   uintptr_t cap = stack_cap(sp);

@@ -156,4 +156,24 @@ has 'fd-exhaust: opened'
 has 'No leaks found for check "_main_"'
 lacks 'detected leaks'
 
+# A thread with a 16 KiB stack (PTHREAD_STACK_MIN) runs a scoped check, a
+# heap profile and the exit check with its report; without HEAPCHECK its
+# own mallocs trigger profile dumps (every sample checks the interval).  All
+# of them run on the library's own stack: they overflowed this one (SIGSEGV,
+# status 139).
+small=$dump/small-stack
+mkdir -p "$small" "$small-plain"
+run HEAPCHECK=normal "$fx" small-stack "$small"
+expect_rc 1
+has 'small: scoped check failed, 100 bytes'
+has 'small: profile start 0 dump 0'
+has 'Leak check _main_ detected leaks of 244 bytes in 4 objects'
+has 'SUMMARY: heapcheck: 244 bytes leaked in 4 allocations'
+run HEAPCHECK_SAMPLE_PARAMETER=1 HEAP_PROFILE_ALLOCATION_INTERVAL=1048576 "$fx" small-stack "$small-plain"
+expect_rc 0
+has 'small: profile start 0 dump 0'
+has_re 'Dumping heap profile to .*small-stack-plain/small\.[0-9]+\.0002\.heap \([0-9]+ MB allocated cumulatively'
+n=$(ls "$small-plain" | grep -c '^small\.[0-9]*\.[0-9]*\.heap$')
+[ "$n" -ge 2 ] || fail "small-stack: $n profiles written (want dumps from malloc and the explicit one)"
+
 finish test_no_disturb

@@ -31,8 +31,14 @@
  *  rlimit-as   200000 live objects, then RLIMIT_AS at the current size.
  *  fd-exhaust  a thread keeps an object only on its stack; every descriptor
  *              is used up; then the exit check.
+ *  small-stack DIR  a thread with a PTHREAD_STACK_MIN (16 KiB) stack runs a
+ *              scoped check that finds its 100-byte leak, writes a heap
+ *              profile to DIR/small (sampling every allocation: each malloc
+ *              may dump), leaks 3 objects and calls exit(0): every check,
+ *              dump and report runs on that thread (they overflowed it).
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -432,6 +438,50 @@ static int fd_exhaust(void) {
   return e == EMFILE ? 0 : 9;
 }
 
+/* ---------------------------------------------------------------- small stacks */
+
+static const char *small_dir;
+static void *small_worker(void *arg) {
+  (void)arg;
+  hc_check_t *c = hc_check_begin("small");
+  void *volatile p = malloc(100);
+  p = NULL;
+  (void)p;
+  int ok = hc_check_end(c, HC_CHECK_REPORT | HC_CHECK_SYMBOLIZE);
+  printf("small: scoped check %s, %zd bytes\n", ok ? "passed" : "failed", hc_check_bytes_leaked(c));
+  hc_check_free(c);
+  char prefix[512];
+  snprintf(prefix, sizeof prefix, "%s/small", small_dir);
+  int started = hc_heap_profile_start(prefix);
+  void *keep[64] = {0};
+  for (int r = 0; r < 200; r++)
+    for (int i = 0; i < 64; i++) {
+      free(keep[i]);
+      keep[i] = malloc((size_t)(i * 97 % 4000) + 1);
+    }
+  for (int i = 0; i < 64; i++) free(keep[i]);
+  int dumped = hc_heap_profile_dump("small");
+  hc_heap_profile_stop();
+  printf("small: profile start %d dump %d\n", started, dumped);
+  for (int i = 0; i < 3; i++) {
+    void *volatile q = leaf_leak();
+    q = NULL;
+    (void)q;
+  }
+  exit(0);
+}
+
+static int small_stack(const char *dir) {
+  small_dir = dir;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, PTHREAD_STACK_MIN);
+  pthread_t t;
+  if (pthread_create(&t, &a, small_worker, NULL) != 0) return 9;
+  pause();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char *s = argc > 1 ? argv[1] : "";
@@ -448,7 +498,8 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "blocked")) return blocked();
   if (!strcmp(s, "tracer")) return tracer();
   if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust\n",
+  if (!strcmp(s, "small-stack")) return small_stack(arg);
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR\n",
           argv[0]);
   return 9;
 }
