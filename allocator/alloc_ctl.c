@@ -15,6 +15,7 @@
 
 void hci_alloc_set_recording(void) {
   hci_record_all = 1;
+  hci_meta_populate(); /* every small span gets a record array: metadata grows with the heap */
   hci_tc_set_fastpath(false);
 }
 

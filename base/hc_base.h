@@ -334,6 +334,8 @@ bool hci_os_commit(void *p, size_t size);      /* part of a reservation made RW 
 bool hci_os_owned_next(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 bool hci_os_owned_complete(void);              /* every such mapping is remembered */
 void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages back, keep the range */
+void hci_os_zero(void *p, size_t size);        /* zeros: resident pages written, the others given back */
+void hci_os_populate(void *p, size_t size);    /* made resident and writable in one call (no faults) */
 int hci_os_tid(void);
 /* The CPU this thread runs on, plus 1, from the kernel's restartable-sequences
  * area that glibc registers per thread (a load); 0 when unknown. */
@@ -365,6 +367,7 @@ void hci_meta_free(void *p, size_t size);      /* size must equal the allocation
  * and *bytes untouched, when the OS refuses. */
 void *hci_meta_grow(void *old, size_t *bytes, size_t used, size_t min_bytes);
 size_t hci_meta_bytes(void);                   /* bytes mapped for metadata */
+void hci_meta_populate(void);                   /* bump memory made resident ahead of use from now on */
 bool hci_meta_owns(uintptr_t addr);            /* addr lies in a metadata mapping */
 void hci_meta_locks(hci_lock_fn *each); /* hci_lock_all: the arena lock, last of the allocator's */
 

@@ -35,6 +35,8 @@ static struct {
   int nranges;
   uint8_t *bump;        /* next free byte of the current chunk */
   uint8_t *bump_end;
+  uint8_t *populated;   /* [bump, populated) is resident (see hci_meta_alloc) */
+  size_t window;        /* how much is made resident next; 0: nothing (hci_meta_populate) */
   void *bins[NBINS + 1];/* recycled blocks, linked through their first word */
   size_t mapped;        /* bytes mapped for metadata */
   uint8_t *resv, *resv_cur, *resv_end; /* the reservation; [resv, resv_cur) committed */
@@ -149,8 +151,20 @@ void *hci_meta_alloc(size_t size) {
       __atomic_fetch_add(&meta.mapped, HC_META_CHUNK, __ATOMIC_RELAXED);
     }
     /* The tail of the old chunk is simply abandoned (at most 64 KiB). */
-    meta.bump = chunk;
+    meta.bump = meta.populated = chunk;
     meta.bump_end = chunk + HC_META_CHUNK;
+  }
+  if (meta.window && meta.bump + rounded > meta.populated) {
+    /* Checker mode: bumped memory is written through in order (span
+     * records, the per-object records): its pages made resident a window
+     * at a time cost about half their page faults (12-20 us each in a
+     * virtual machine; docs/performance.md, "session 12").  The window
+     * doubles from 16 KiB to 256 KiB. */
+    if (meta.window < ((size_t)256 << 10)) meta.window *= 2;
+    uint8_t *e = meta.bump + rounded + meta.window;
+    e = e < meta.bump_end ? e : meta.bump_end;
+    hci_os_populate(meta.populated, (size_t)(e - meta.populated));
+    meta.populated = e;
   }
   p = meta.bump;
   meta.bump += rounded;
@@ -191,6 +205,16 @@ void *hci_meta_grow(void *old, size_t *bytes, size_t used, size_t min_bytes) {
   hci_meta_free(old, *bytes);
   *bytes = nbytes;
   return v;
+}
+
+/* From now on the bump memory is made resident ahead of its use, a window
+ * at a time (checker mode, whose metadata grows with the heap; outside it
+ * a small process keeps its RSS). */
+void hci_meta_populate(void) {
+  hci_lock(&meta.lock);
+  if (!meta.window) meta.window = (size_t)8 << 10;
+  if (meta.populated < meta.bump) meta.populated = meta.bump;
+  hci_unlock(&meta.lock);
 }
 
 size_t hci_meta_bytes(void) { return __atomic_load_n(&meta.mapped, __ATOMIC_RELAXED); }

@@ -164,6 +164,52 @@ void hci_os_release(void *p, size_t size) {
   errno = saved;
 }
 
+/* Zeroes [p, p + size) (4 KiB aligned) page by page the cheaper way: a
+ * resident page is written (a page given back costs a page fault when it
+ * is used again: 12-18 us of CPU each in this project's virtual machines,
+ * against 0.3 us for the stores of 4 KiB; docs/performance.md, "session
+ * 12"), a page that is not resident is given back (MADV_DONTNEED; never
+ * touched, nothing to write; swapped out, its contents go too: writing it
+ * would read it back in).  When mincore fails, everything is given back. */
+void hci_os_zero(void *p, size_t size) {
+  unsigned char vec[256]; /* 1 MiB of pages per mincore */
+  uintptr_t a = (uintptr_t)p, end = a + size;
+  int saved = errno;
+  while (a < end) {
+    size_t pages = (end - a + 4095) >> 12;
+    if (pages > sizeof vec) pages = sizeof vec;
+    size_t len = pages << 12 < end - a ? pages << 12 : end - a;
+    if (mincore((void *)a, len, vec) != 0) {
+      madvise((void *)a, end - a, MADV_DONTNEED);
+      break;
+    }
+    for (size_t i = 0, j; i < pages; i = j) {
+      bool in = vec[i] & 1;
+      for (j = i + 1; j < pages && (vec[j] & 1) == in; j++) {
+      }
+      uintptr_t lo = a + (i << 12), hi = a + (j << 12) < a + len ? a + (j << 12) : a + len;
+      if (in) memset((void *)lo, 0, hi - lo);
+      else madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
+    a += len;
+  }
+  errno = saved;
+}
+
+/* Makes [p, p + size) resident and writable in one system call
+ * (MADV_POPULATE_WRITE, Linux 5.14): for memory about to be written
+ * through, which would otherwise take a page fault per page.  A kernel
+ * without it leaves the faults to come. */
+void hci_os_populate(void *p, size_t size) {
+  int saved = errno;
+#ifdef MADV_POPULATE_WRITE
+  madvise(p, size, MADV_POPULATE_WRITE);
+#else
+  madvise(p, size, 23); /* MADV_POPULATE_WRITE: older headers, same kernel interface */
+#endif
+  errno = saved;
+}
+
 int hci_os_tid(void) { return (int)syscall(SYS_gettid); }
 
 /* glibc >= 2.35 registers a struct rseq per thread at the thread pointer
