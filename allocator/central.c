@@ -3,9 +3,12 @@
  * Thread caches hand over whole lists (chains with a known tail and
  * length), kept whole in a transfer slot: O(1) both ways, which is what
  * makes one thread freeing what another allocates cheap.  When the slots
- * are full, objects go back to their spans; a span whose objects are all
- * free returns to the page heap.  Refills that find no chain take up to a
- * batch from the spans.  Spans are carved lazily, so a new span touches only the memory it
+ * are full, or when no thread on the freeing CPU refills the class lately
+ * (the chain would be taken on another CPU: refilled_on), objects go back
+ * to their spans; a span whose objects are all free is kept to be carved
+ * again (up to HC_CENTRAL_EMPTY_BYTES a class) or returns to the page heap.
+ * Refills that find no chain take up to a batch from the spans, an empty
+ * one first.  Spans are carved lazily, so a new span touches only the memory it
  * hands out; a new span's first objects are carved before it is published,
  * without the lock, as many as the refilling cache can hold (at most the
  * span).
@@ -60,23 +63,54 @@ static uint32_t carve(const hc_span_t *s, const hc_class_info_t *ci, uint32_t n,
   return got;
 }
 
+/* The empty spans class cls keeps on its list: HC_CENTRAL_EMPTY_BYTES of
+ * them, at least one (a program cycling through a class would otherwise
+ * give a span back and take a new one over and over). */
+static uint32_t empty_max(unsigned cls) {
+  size_t n = HC_CENTRAL_EMPTY_BYTES / ((size_t)hci_classes[cls].pages << HC_PAGE_SHIFT);
+  return n ? (uint32_t)n : 1;
+}
+
 /* requires: lock.  Takes up to n objects out of spans into *out; the
  * spans they come from become owner's (remote.c).  With an owner, a span
  * of a remote class that another live cache owns is passed by (up to a
- * few: then taken anyway, the list is not walked whole). */
-static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, hc_chain_t *out, void *owner) {
+ * few: then taken anyway, the list is not walked whole).  An empty span
+ * (every object free; they wait at the list's tail, c->nempty of them)
+ * comes first and is carved again from its start: its free list is
+ * dropped unread.  Its objects' links were written by the threads that
+ * freed them, often on another CPU, and taking them one by one is a chain
+ * of dependent loads of lines that CPU wrote last, where carving only
+ * writes (docs/performance.md, "Chains back into spans").  From an empty
+ * span, up to `fresh` objects (at most the span): a cache with room for
+ * more takes a span in one lock, as from a new span. */
+static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, uint32_t fresh, hc_chain_t *out,
+                            void *owner) {
   const hc_class_info_t *ci = &hci_classes[cls];
   bool owned = ci->size <= HC_REMOTE_SIZE_MAX;
   int skips = owned && owner ? 8 : 0;
   void *head = NULL, *tail = NULL;
   uint32_t got = 0;
+  if (c->nempty) { /* the last empty span to the head, to be taken first */
+    hc_span_t *e = c->spans.prev;
+    hci_span_list_remove(e);
+    hci_span_list_push(&c->spans, e);
+  }
   for (hc_span_t *s = c->spans.next, *next; got < n && s != &c->spans; s = next) {
     next = s->next;
     if (skips > 0 && owned_by_other(s, owner)) {
       skips--;
       continue;
     }
-    if (s == c->kept_empty) c->kept_empty = NULL; /* the kept empty span is used again */
+    if (s->allocated == 0) { /* empty: carved again, its free list not read */
+      c->nempty--;
+      s->freelist = NULL;
+      s->carved = 0;
+      if (got == 0 && fresh > n) n = fresh < ci->objs ? fresh : ci->objs;
+      if (s != c->spans.next) { /* partly used from now on: among the partial spans, at the head */
+        hci_span_list_remove(s);
+        hci_span_list_push(&c->spans, s);
+      }
+    }
     if (owned && s->owner != owner) {
       __atomic_store_n(&s->owner, owner, __ATOMIC_RELAXED); /* free_small reads it without the lock */
       hci_pagemap_set_owner(s, owner);
@@ -163,6 +197,31 @@ static uint32_t pick_slot(const hc_central_t *c, const uint16_t *cpus) {
   return 0;
 }
 
+/* requires: lock.  Counts a refill of class c on this CPU (refill_cpus). */
+static void note_refill(hc_central_t *c) {
+  unsigned cpu = hci_os_cpu();
+  if (!cpu) return;
+  if ((++c->refills & 15) == 0) {
+    c->refill_cpus[1] = c->refill_cpus[0];
+    c->refill_cpus[0] = 0;
+  }
+  c->refill_cpus[0] |= (uint64_t)1 << (cpu % 64);
+}
+
+/* requires: lock.  True when a thread on cpu refilled class c lately (the
+ * last 16 to 32 refills of the class), or the CPU is not known.  A chain
+ * handed over on a CPU where nobody refills the class is taken by a thread
+ * on another CPU, which would pop each object's link from a line this
+ * CPU wrote last: a dependent miss per object, and the chain's order,
+ * cut at other places at every trip, scatters until no prefetcher
+ * follows it (xmalloc with the allocating and the freeing threads on
+ * different CPUs: the pop was 85 % of malloc's time).  Such a chain goes
+ * back into its spans instead, in runs, and a span that empties is carved
+ * again in address order (docs/performance.md, "Chains back into spans"). */
+static bool refilled_on(const hc_central_t *c, unsigned cpu) {
+  return !cpu || ((c->refill_cpus[0] | c->refill_cpus[1]) >> (cpu % 64) & 1);
+}
+
 bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out, void *owner) {
   return hci_central_remove_fresh(cls, want, want, out, owner);
 }
@@ -172,6 +231,7 @@ bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_ch
   const hc_class_info_t *ci = &hci_classes[cls];
   hci_lock(&c->lock);
   span_list_init(&c->spans);
+  note_refill(c);
   if (c->nchains) {
     hc_chain_t *slots = hci_transfer_slots[cls];
     uint16_t *cpus = hci_transfer_cpu[cls];
@@ -186,7 +246,7 @@ bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_ch
     hci_unlock(&c->lock);
     return true;
   }
-  take_from_spans(c, cls, want, out, owner);
+  take_from_spans(c, cls, want, fresh, out, owner);
   hci_unlock(&c->lock);
   if (out->n) return true;
   /* A new span: no other thread takes objects from it before it is on the
@@ -219,59 +279,80 @@ bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_ch
   return got != 0;
 }
 
-/* requires: lock.  Returns one object to its span; collects emptied spans. */
-static void return_to_span(hc_central_t *c, unsigned cls, void *p, hc_span_t **empty) {
-  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
-  const hc_class_info_t *ci = &hci_classes[cls];
-  HC_CHECK(s && s->state == HC_SPAN_SMALL && s->cls == cls && s->allocated > 0,
-           "free(): double free or corruption of %p (span accounting)", p);
-  bool was_full = !s->freelist && s->carved == ci->objs;
-  hc_fl_link(p, s->freelist);
-  s->freelist = p;
-  s->allocated--;
-  c->free_objs++;
-  if (s->allocated == 0) {
-    /* Keep one empty span per class: a program cycling through a class
-     * would otherwise give a span back and take a new one over and over. */
-    if (!c->kept_empty) {
-      c->kept_empty = s;
-      if (was_full) hci_span_list_push(&c->spans, s);
-      return;
-    }
-    if (!was_full) hci_span_list_remove(s);
-    c->free_objs -= ci->objs;
-    c->nspans--;
-    s->next = *empty; /* reuse the link: the span is off every list now */
-    *empty = s;
-  } else if (was_full) {
-    hci_span_list_push(&c->spans, s);
-  }
-}
-
-/* Objects of chain back into their spans; empty spans go to the page heap. */
+/* Objects of a chain back into their spans; emptied spans beyond the
+ * ones the class keeps go to the page heap.  A run of the chain's objects
+ * that lie in one span goes back in one step (its last object linked to
+ * the span's free list): the runs are found outside the lock, walking
+ * links this thread wrote when it freed them, so the lock is held per run
+ * instead of per object.  A chain in allocation order (xmalloc's, when
+ * spans are carved again) is a few runs of a span each. */
 static void return_chain(unsigned cls, void *head) {
+  enum { RUNS = 32 };
+  struct run {
+    hc_span_t *s;
+    void *head, *tail;
+    uint32_t n;
+  } runs[RUNS];
   hc_central_t *c = &hci_central[cls];
-  hc_span_t *empty = NULL;
-  hci_lock(&c->lock);
-  span_list_init(&c->spans);
+  const hc_class_info_t *ci = &hci_classes[cls];
+  uintptr_t span_bytes = (uintptr_t)ci->objs * ci->size;
   while (head) {
-    void *next = hc_fl_next(head, 0);
-    return_to_span(c, cls, head, &empty);
-    head = next;
+    unsigned nr = 0;
+    for (; head && nr < RUNS; nr++) { /* our objects' spans stay as they are: start is read unlocked */
+      struct run *r = &runs[nr];
+      r->s = hci_pagemap_span((uintptr_t)head);
+      r->head = r->tail = head;
+      r->n = 1;
+      head = hc_fl_next(head, 0);
+      uintptr_t lo = r->s ? r->s->start : 0;
+      while (r->s && head && (uintptr_t)head - lo < span_bytes) {
+        r->tail = head;
+        r->n++;
+        head = hc_fl_next(head, 0);
+      }
+    }
+    hc_span_t *empty = NULL;
+    hci_lock(&c->lock);
+    span_list_init(&c->spans);
+    for (unsigned i = 0; i < nr; i++) {
+      hc_span_t *s = runs[i].s;
+      HC_CHECK(s && s->state == HC_SPAN_SMALL && s->cls == cls && s->allocated >= runs[i].n,
+               "free(): double free or corruption of %p (span accounting)", runs[i].head);
+      bool was_full = !s->freelist && s->carved == ci->objs;
+      hc_fl_link(runs[i].tail, s->freelist);
+      s->freelist = runs[i].head;
+      s->allocated -= runs[i].n;
+      c->free_objs += runs[i].n;
+      if (s->allocated == 0) {
+        if (!was_full) hci_span_list_remove(s);
+        if (c->nempty < empty_max(cls)) { /* kept, at the tail: take_from_spans carves it again */
+          c->nempty++;
+          hci_span_list_push(c->spans.prev, s);
+          continue;
+        }
+        c->free_objs -= ci->objs;
+        c->nspans--;
+        s->next = empty; /* reuse the link: the span is off every list now */
+        empty = s;
+      } else if (was_full) {
+        hci_span_list_push(&c->spans, s);
+      }
+    }
+    hci_unlock(&c->lock);
+    free_spans(empty);
   }
-  hci_unlock(&c->lock);
-  free_spans(empty);
 }
 
 void hci_central_insert(unsigned cls, const hc_chain_t *chain) {
   if (!chain->n) return;
   hc_central_t *c = &hci_central[cls];
   size_t bytes = (size_t)chain->n * hci_classes[cls].size;
+  unsigned cpu = hci_os_cpu();
   hci_lock(&c->lock);
-  if (c->nchains < HC_TRANSFER_SLOTS &&
+  if (refilled_on(c, cpu) && c->nchains < HC_TRANSFER_SLOTS &&
       c->slot_objs * hci_classes[cls].size + bytes <= HC_SLOT_BYTES_CLASS_MAX &&
       atomic_load_explicit(&slot_bytes_total, memory_order_relaxed) + bytes <= HC_SLOT_BYTES_TOTAL_MAX) {
-    hci_transfer_cpu[cls][c->nchains] = (uint16_t)hci_os_cpu();
+    hci_transfer_cpu[cls][c->nchains] = (uint16_t)cpu;
     hci_transfer_slots[cls][c->nchains++] = *chain;
     c->slot_objs += chain->n;
     atomic_fetch_add_explicit(&slot_bytes_total, bytes, memory_order_relaxed);
@@ -305,7 +386,7 @@ void hci_central_drain(void) {
       if (!ch.n) break;
       return_chain(cls, ch.head);
     }
-    /* and the kept empty span */
+    /* and the kept empty spans */
     hc_span_t *empty = NULL;
     hci_lock(&c->lock);
     span_list_init(&c->spans);
@@ -320,7 +401,7 @@ void hci_central_drain(void) {
       }
       sp = next;
     }
-    c->kept_empty = NULL;
+    c->nempty = 0;
     hci_unlock(&c->lock);
     free_spans(empty);
   }

@@ -214,7 +214,10 @@ typedef struct hc_central {
   hc_span_t spans;                   /* sentinel: spans with free objects; guarded by lock */
   size_t free_objs;                  /* objects free in spans (not counting slots) */
   size_t nspans;                     /* spans owned by this class */
-  hc_span_t *kept_empty;             /* an all-free span kept on `spans` to avoid churn, or NULL */
+  uint32_t nempty;                   /* spans with every object free, at the tail of `spans` (central.c) */
+  uint32_t refills;                  /* refills (hci_central_remove*): the epochs of refill_cpus */
+  uint64_t refill_cpus[2];           /* bit cpu % 64 for each CPU that refilled this class in the current
+                                        epoch of 16 refills ([0]) and in the one before ([1]) */
   uint64_t span_allocs;              /* statistics */
 } __attribute__((aligned(64))) hc_central_t;
 

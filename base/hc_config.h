@@ -59,6 +59,12 @@
  * class of one object per span fits 64 slots under the class bound, the
  * case test_central's slot overflow needs). */
 #define HC_SLOT_BYTES_TOTAL_MAX ((size_t)3 << 20)
+/* Empty spans (every object free) a class keeps on its list to carve
+ * again, at least one: carving writes the objects' links, where taking
+ * them from the span's free list reads links that the freeing thread,
+ * often on another CPU, wrote last (central.c, "Chains back into spans").
+ * 32 spans of the 64-byte class; beyond it emptied spans go to the page heap. */
+#define HC_CENTRAL_EMPTY_BYTES ((size_t)256 << 10)
 #define HC_SAMPLE_STASH 16                      /* free one-page spans kept for samples (128 KiB) */
 
 /* ---- stacks ---- */

@@ -15,20 +15,22 @@
  * most HC_TRANSFER_SLOTS chains, its slots hold <= HC_SLOT_BYTES_CLASS_MAX
  * bytes, and the slots of all classes together <= HC_SLOT_BYTES_TOTAL_MAX
  * (hci_central_slot_bytes(), which must equal the sum over the classes).
+ * and a thread on the inserting CPU refilled the class lately (refill_cpus:
+ * else the chain would be taken on another CPU).
  * Otherwise its objects go back to their spans, and spans left with no
- * object allocated go to the page heap, except one per class that central
- * keeps (all free, on its span list) so a class cycling through a span does
- * not give it back and take a new one each time.  Dedicated tests hit each
+ * object allocated go to the page heap, except the first ones emptied up
+ * to empty_max() per class, which central keeps (all free, on its span
+ * list) to carve again.  Dedicated tests hit each
  * bound exactly (a chain that fills it is kept, one more byte is not).
  *
- * The kept span is hc_central_t.kept_empty.  check_kept() holds after every
- * step: the empty spans on a class's list are exactly {kept_empty} (or none
- * when it is NULL).  insert_checked() predicts which span becomes the kept
- * one (the first the chain empties, if the class keeps none) and that a
- * kept one stays kept.  A refill that takes objects of the kept span
- * clears it.  Finally two threads cycle one class through new spans and
- * back (kept_race): a span fetched new for one thread must not be taken
- * for the one kept while the other thread returned objects (as when the
+ * The kept spans are counted by hc_central_t.nempty.  check_kept() holds
+ * after every step: the class's list has exactly nempty empty spans, at
+ * most empty_max().  insert_checked() predicts how many of the spans a
+ * chain empties are kept.  A refill takes an empty span first and carves
+ * it again from its start, in address order, whatever order its free list
+ * was in (recarve).  Finally two threads cycle one class through new spans
+ * and back (kept_race): a span fetched new for one thread must not be
+ * counted as kept while the other thread returned objects (as when the
  * kept span was a counter of empty spans, decremented by any empty span a
  * refill took from), checked under the class lock after every step.
  * fresh_carve: a remove that may take more than it wants from a new span
@@ -57,26 +59,33 @@ static size_t held_elsewhere(unsigned c) {
   return hci_central[c].nspans * hci_classes[c].objs - hci_central_free_objects(c);
 }
 
-/* requires: c's lock or no other thread.  The empty spans on c's list are
- * exactly the kept one; returns false (and says why in *why) if not. */
+/* The empty spans class c keeps: HC_CENTRAL_EMPTY_BYTES of them, at least
+ * one (central.c). */
+static uint32_t empty_max(unsigned c) {
+  size_t n = HC_CENTRAL_EMPTY_BYTES / ((size_t)hci_classes[c].pages * HC_PAGE_SIZE);
+  return n ? (uint32_t)n : 1;
+}
+
+/* requires: c's lock or no other thread.  c's list holds exactly nempty
+ * empty spans of the class, at most empty_max(c); returns false (and says
+ * why in *why) if not. */
 static bool kept_ok(unsigned c, const char **why) {
   hc_central_t *ce = &hci_central[c];
-  hc_span_t *k = ce->kept_empty;
-  bool listed = false;
+  uint32_t n = 0;
   if (ce->spans.next)
     for (hc_span_t *s = ce->spans.next; s != &ce->spans; s = s->next) {
-      listed |= s == k;
-      if (s->allocated == 0 && s != k) {
-        *why = "an empty span on the list is not the kept one";
+      if (s->state != HC_SPAN_SMALL || s->cls != c) {
+        *why = "a span on the list is not a span of the class";
         return false;
       }
+      n += s->allocated == 0;
     }
-  if (k && (k->allocated != 0 || k->state != HC_SPAN_SMALL || k->cls != c)) {
-    *why = "the kept span is not an empty span of the class";
+  if (n != ce->nempty) {
+    *why = "the empty spans on the list are not the ones counted";
     return false;
   }
-  if (k && !listed) {
-    *why = "the kept span is not on the class's list";
+  if (n > empty_max(c)) {
+    *why = "more empty spans kept than the bound";
     return false;
   }
   return true;
@@ -84,7 +93,7 @@ static bool kept_ok(unsigned c, const char **why) {
 
 static void check_kept(unsigned c, const char *when) {
   const char *why = "";
-  CHECK(kept_ok(c, &why), "class %u %s: kept_empty %p: %s", c, when, (void *)hci_central[c].kept_empty, why);
+  CHECK(kept_ok(c, &why), "class %u %s: %u kept empty spans: %s", c, when, hci_central[c].nempty, why);
 }
 
 static void check_invariant(unsigned c, size_t ours, const char *when) {
@@ -182,10 +191,17 @@ static size_t take_n(unsigned c, void **v, size_t n) {
 
 // ---- insert with the policy predicted ----
 
-enum outcome { KEPT, SLOTS_FULL, CLASS_BOUND, TOTAL_BOUND };
+enum outcome { KEPT, SLOTS_FULL, CLASS_BOUND, TOTAL_BOUND, FOREIGN };
 static const char *const outcome_name[] = {"kept", "slots full", "over the class byte bound",
-                                           "over the total byte bound"};
-static int outcomes[4];
+                                           "over the total byte bound", "handed over where nobody refills"};
+static int outcomes[5];
+
+/* A thread on this CPU refilled class c lately (central.c, refilled_on). */
+static bool refilled_here(unsigned c) {
+  unsigned cpu = hci_os_cpu();
+  const hc_central_t *ce = &hci_central[c];
+  return !cpu || ((ce->refill_cpus[0] | ce->refill_cpus[1]) >> (cpu % 64) & 1);
+}
 
 /* Spans of class c with no object allocated, on its span list. */
 static size_t empty_spans(unsigned c) {
@@ -208,17 +224,16 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
   uint32_t nchains0 = ce->nchains;
   size_t slot_objs0 = ce->slot_objs, total0 = hci_central_slot_bytes();
   size_t free0 = ce->free_objs, nspans0 = ce->nspans;
-  hc_span_t *kept0 = ce->kept_empty;
+  uint32_t nempty0 = ce->nempty;
   size_t inuse0 = hci_pageheap.inuse_bytes;
-  enum outcome want = nchains0 >= HC_TRANSFER_SLOTS                                ? SLOTS_FULL
+  enum outcome want = !refilled_here(c)                                             ? FOREIGN
+                      : nchains0 >= HC_TRANSFER_SLOTS                                ? SLOTS_FULL
                       : slot_objs0 * ci->size + bytes > HC_SLOT_BYTES_CLASS_MAX ? CLASS_BOUND
                       : total0 + bytes > HC_SLOT_BYTES_TOTAL_MAX                 ? TOTAL_BOUND
                                                                                  : KEPT;
   /* spans the chain would empty: those whose every allocated object is in it */
   static void *spans[MAXOBJ];
   static uintptr_t emptied[MAXOBJ];
-  static void *es[MAXOBJ]; /* the emptied spans, sorted */
-  static uint32_t rem[MAXOBJ];
   size_t ns = 0, ne = 0;
   for (void *p = ch->head; p && ns < MAXOBJ; p = hc_fl_next(p, 0)) spans[ns++] = hci_pagemap_span((uintptr_t)p);
   sort_ptrs(spans, ns);
@@ -226,25 +241,8 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
     size_t j = i;
     while (j < ns && spans[j] == spans[i]) j++;
     hc_span_t *s = spans[i];
-    if (s && s->allocated == j - i) {
-      es[ne] = s;
-      rem[ne] = (uint32_t)(j - i);
-      emptied[ne++] = s->start;
-    }
+    if (s && s->allocated == j - i) emptied[ne++] = s->start;
     i = j;
-  }
-  /* Objects go back in chain order: the first span to empty is kept, if
-   * the class keeps none yet; a kept span stays kept. */
-  hc_span_t *kept_want = kept0;
-  for (void *p = ch->head; p && !kept_want && ne; p = hc_fl_next(p, 0)) {
-    void *sp = hci_pagemap_span((uintptr_t)p);
-    size_t lo = 0, hi = ne;
-    while (lo < hi) {
-      size_t mid = (lo + hi) / 2;
-      if ((uintptr_t)es[mid] < (uintptr_t)sp) lo = mid + 1;
-      else hi = mid;
-    }
-    if (lo < ne && es[lo] == sp && --rem[lo] == 0) kept_want = sp;
   }
   hc_chain_t copy = *ch;
   hci_central_insert(c, ch);
@@ -263,7 +261,7 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
     CHECK(ce->free_objs == free0 && ce->nspans == nspans0 && hci_pageheap.inuse_bytes == inuse0,
           "class %u %s: a kept chain changed the spans", c, when);
   } else {
-    size_t keep = kept0 == NULL && ne > 0 ? 1 : 0, to_ph = ne - keep;
+    size_t room = empty_max(c) - nempty0, keep = ne < room ? ne : room, to_ph = ne - keep;
     CHECK(ce->nchains == nchains0 && ce->slot_objs == slot_objs0 && hci_central_slot_bytes() == total0,
           "class %u %s: chain of %u (%zu bytes) %s, but kept: %u chains (%u before), %zu slot bytes (%zu before)", c,
           when, ch->n, bytes, outcome_name[want], ce->nchains, nchains0, hci_central_slot_bytes(), total0);
@@ -283,12 +281,11 @@ static enum outcome insert_checked(unsigned c, const hc_chain_t *ch, const char 
     }
     CHECK(freed == to_ph && kept == keep, "class %u %s: of %zu emptied spans %zu are in the page heap, %zu kept; "
           "want %zu and %zu", c, when, ne, freed, kept, to_ph, keep);
-    CHECK(empty_spans(c) <= 1, "class %u %s: %zu empty spans kept", c, when, empty_spans(c));
-    CHECK(ce->kept_empty == kept_want, "class %u %s: kept span %p, want %p (%s)", c, when,
-          (void *)ce->kept_empty, (void *)kept_want,
-          kept0 ? "the one kept before" : ne ? "the first the chain emptied" : "none emptied");
+    CHECK(ce->nempty == nempty0 + keep && empty_spans(c) == ce->nempty,
+          "class %u %s: %u empty spans kept (%zu on the list), want %zu (%u before, %zu emptied)", c, when,
+          ce->nempty, empty_spans(c), nempty0 + keep, nempty0, ne);
   }
-  CHECK(want != KEPT || ce->kept_empty == kept0, "class %u %s: a kept chain changed the kept span", c, when);
+  CHECK(want != KEPT || ce->nempty == nempty0, "class %u %s: a kept chain changed the kept spans", c, when);
   check_kept(c, when);
   check_slots(when);
   return want;
@@ -466,10 +463,11 @@ static void slots_overflow(unsigned c) {
   }
   CHECK(full == 6 && hci_central[c].nchains == HC_TRANSFER_SLOTS, "class %u: %u chains cached, %d refused", c,
         hci_central[c].nchains, full);
-  /* one of the 6 emptied spans is kept by the class, 5 are in the page heap */
-  CHECK(hci_central[c].nspans == HC_TRANSFER_SLOTS + 1, "class %u: %zu spans left, want %d", c, hci_central[c].nspans,
-        HC_TRANSFER_SLOTS + 1);
-  CHECK(hci_pageheap.inuse_bytes == inuse0 - 5 * (size_t)ci->pages * HC_PAGE_SIZE,
+  /* of the 6 emptied spans the class keeps up to empty_max(), the others are in the page heap */
+  size_t keep = empty_max(c) < 6 ? empty_max(c) : 6;
+  CHECK(hci_central[c].nspans == HC_TRANSFER_SLOTS + keep, "class %u: %zu spans left, want %zu", c,
+        hci_central[c].nspans, HC_TRANSFER_SLOTS + keep);
+  CHECK(hci_pageheap.inuse_bytes == inuse0 - (6 - keep) * (size_t)ci->pages * HC_PAGE_SIZE,
         "class %u: the overflowing spans did not go back to the page heap", c);
   check_invariant(c, 0, "after overflowing the slots");
   hci_central_drain();
@@ -497,7 +495,7 @@ static void class_bound(unsigned c) {
   size_t n = take_n(c, v, fill + 4);
   if (n != fill + 4) return;
   check_distinct(c, v, n);
-  bool kept_before = hci_central[c].kept_empty != NULL;
+  uint32_t room_before = empty_max(c) - hci_central[c].nempty;
   hc_chain_t ch;
   make_chain(v, (uint32_t)fill, &ch);
   CHECK(insert_checked(c, &ch, "fill the class bound") == KEPT, "class %u: a chain of exactly %zu bytes not kept", c,
@@ -508,8 +506,8 @@ static void class_bound(unsigned c) {
   size_t inuse0 = hci_pageheap.inuse_bytes, spans0 = hci_central[c].nspans;
   make_chain(v + fill, 4, &ch);
   CHECK(insert_checked(c, &ch, "past the class bound") == CLASS_BOUND, "class %u: not refused", c);
-  if (ci->objs == 1) { /* 4 spans emptied: one kept by the class if it keeps none yet, the others freed */
-    size_t freed = kept_before ? 4 : 3;
+  if (ci->objs == 1) { /* 4 spans emptied: kept while the class has room for them, the others freed */
+    size_t freed = 4 - (room_before < 4 ? room_before : 4);
     CHECK(hci_central[c].nspans == spans0 - freed &&
               hci_pageheap.inuse_bytes == inuse0 - freed * ci->pages * HC_PAGE_SIZE,
           "class %u: %zu spans (%zu before), page heap in use -%zu bytes: want %zu spans freed", c,
@@ -585,6 +583,66 @@ static void total_bound(void) {
           hci_central[cls[k]].nspans);
 }
 
+/* Checks that chain ch is the objs objects of one span carved from its
+ * start: the carve links them last first, so addresses fall by the size. */
+static void check_carved_span(unsigned c, const hc_chain_t *ch, const char *when) {
+  const hc_class_info_t *ci = &hci_classes[c];
+  CHECK(ch->n == ci->objs, "class %u %s: took %u objects, want the whole empty span carved again (%u)", c, when, ch->n,
+        ci->objs);
+  hc_span_t *s = ch->head ? hci_pagemap_span((uintptr_t)ch->head) : NULL;
+  uint32_t i = 0;
+  for (void *p = ch->head; p && s; p = hc_fl_next(p, 0), i++)
+    if ((uintptr_t)p != s->start + (uintptr_t)(ci->objs - 1 - i) * ci->size) {
+      CHECK(0, "class %u %s: object %u of the chain is %p, want %p (carved in address order)", c, when, i, p,
+            (void *)(s->start + (uintptr_t)(ci->objs - 1 - i) * ci->size));
+      break;
+    }
+}
+
+/* Class c, untouched: a whole span S comes back in a scrambled order with
+ * the slots full, so into its span, which is then empty and kept.  With
+ * the slots emptied, the next refill carves S again from its start (its
+ * free list, in the scrambled order, is not read) and takes all of it when
+ * it has room (fresh), as from a new span. */
+static void recarve(unsigned c) {
+  const hc_class_info_t *ci = &hci_classes[c];
+  hc_central_t *ce = &hci_central[c];
+  static void *v[MAXOBJ], *w[HC_TRANSFER_SLOTS];
+  CHECK(ci->objs >= 8 && ci->objs <= MAXOBJ && ce->nspans == 0 && ce->nchains == 0, "class %u does not fit recarve", c);
+  hc_chain_t ch;
+  CHECK(hci_central_remove_fresh(c, ci->batch, ci->objs, &ch, NULL), "class %u: remove_fresh", c);
+  uint32_t n = take_chain(c, &ch, v, MAXOBJ);
+  CHECK(n == ci->objs, "class %u: a new span gave %u, want %u", c, n, ci->objs);
+  if (take_n(c, w, HC_TRANSFER_SLOTS) != HC_TRANSFER_SLOTS) return; /* from a second span */
+  for (int i = 0; i < HC_TRANSFER_SLOTS; i++) {
+    make_chain(&w[i], 1, &ch);
+    CHECK(insert_checked(c, &ch, "filling the slots") == KEPT, "class %u: one-object chain %d not kept", c, i);
+  }
+  for (uint32_t i = 0; i + 2 < n; i += 3) { /* scrambled: every third object moved ahead */
+    void *t = v[i];
+    v[i] = v[i + 2];
+    v[i + 2] = t;
+  }
+  make_chain(v, n, &ch);
+  CHECK(insert_checked(c, &ch, "a scrambled span, slots full") == SLOTS_FULL, "class %u: not refused", c);
+  CHECK(ce->nempty == 1, "class %u: %u empty spans kept, want 1", c, ce->nempty);
+  for (int i = 0; i < HC_TRANSFER_SLOTS; i++) {
+    CHECK(hci_central_remove(c, 1, &ch, NULL) && ch.n == 1, "class %u: slot %d", c, i);
+    w[i] = ch.head;
+  }
+  CHECK(ce->nchains == 0, "class %u: %u chains left", c, ce->nchains);
+  CHECK(hci_central_remove_fresh(c, ci->batch, ci->objs, &ch, NULL), "class %u: remove_fresh", c);
+  check_carved_span(c, &ch, "after the scrambled return");
+  n = take_chain(c, &ch, v, MAXOBJ);
+  check_invariant(c, n + HC_TRANSFER_SLOTS, "after carving again");
+  make_chain(v, n, &ch);
+  hci_central_insert(c, &ch);
+  make_chain(w, HC_TRANSFER_SLOTS, &ch);
+  hci_central_insert(c, &ch);
+  hci_central_drain();
+  CHECK(ce->nspans == 0 && hci_central_free_objects(c) == 0, "class %u: %zu spans left", c, ce->nspans);
+}
+
 /* kept_race: RACE_THREADS threads cycle the 256 KiB class (one object per
  * span): each takes RACE_CHAIN objects one by one (the kept span's, then
  * new spans fetched from the page heap outside the class lock) and gives
@@ -647,7 +705,7 @@ static void kept_race(void) {
   CHECK(hci_classes[c].objs == 1 && (size_t)RACE_CHAIN * hci_classes[c].size > HC_SLOT_BYTES_CLASS_MAX,
         "class %u does not fit this test", c);
   hci_central_drain();
-  CHECK(hci_central[c].nchains == 0 && hci_central[c].kept_empty == NULL, "class %u: chains or a kept span left", c);
+  CHECK(hci_central[c].nchains == 0 && hci_central[c].nempty == 0, "class %u: chains or a kept span left", c);
   pthread_t t[RACE_THREADS];
   for (int i = 0; i < RACE_THREADS; i++) pthread_create(&t[i], NULL, race_worker, (void *)(uintptr_t)c);
   for (int i = 0; i < RACE_THREADS; i++) pthread_join(t[i], NULL);
@@ -659,8 +717,8 @@ static void kept_race(void) {
         hci_central[c].nchains);
   check_kept(c, "after the race");
   hci_central_drain();
-  CHECK(hci_central[c].nspans == 0 && hci_central[c].kept_empty == NULL,
-        "class %u: %zu spans, kept span %p after drain", c, hci_central[c].nspans, (void *)hci_central[c].kept_empty);
+  CHECK(hci_central[c].nspans == 0 && hci_central[c].nempty == 0, "class %u: %zu spans, %u kept after drain", c,
+        hci_central[c].nspans, hci_central[c].nempty);
 }
 
 /* Pins the calling thread to cpu (0-based); false when it cannot run there. */
@@ -669,6 +727,45 @@ static bool pin(int cpu) {
   CPU_ZERO(&s);
   CPU_SET(cpu, &s);
   return sched_setaffinity(0, sizeof s, &s) == 0 && hci_os_cpu() == (unsigned)cpu + 1;
+}
+
+/* A whole span of an untouched class, taken on one CPU and handed back on
+ * another where nobody refilled the class: it goes into its span (not a
+ * slot: a refill would take it on another CPU), which is then empty and
+ * kept; the next refill, on the first CPU, carves the span again in
+ * address order.  A chain handed back on the first CPU, which refills the
+ * class, is kept in a slot. */
+static void foreign_cpu(const int *cpus) {
+  unsigned c = hci_size_class(96);
+  const hc_class_info_t *ci = &hci_classes[c];
+  hc_central_t *ce = &hci_central[c];
+  static void *v[MAXOBJ];
+  CHECK(ce->nspans == 0 && ce->nchains == 0, "class %u is not untouched", c);
+  hc_chain_t ch;
+  CHECK(hci_central_remove_fresh(c, ci->batch, ci->objs, &ch, NULL), "class %u: remove_fresh", c);
+  uint32_t n = take_chain(c, &ch, v, MAXOBJ);
+  CHECK(n == ci->objs, "class %u: a new span gave %u, want %u", c, n, ci->objs);
+  for (uint32_t i = 0; i + 1 < n; i += 2) { /* another order than the carve's */
+    void *t = v[i];
+    v[i] = v[i + 1];
+    v[i + 1] = t;
+  }
+  make_chain(v, n, &ch);
+  CHECK(pin(cpus[1]), "cannot move to cpu %d", cpus[1]);
+  hci_central_insert(c, &ch);
+  CHECK(ce->nchains == 0 && ce->nempty == 1,
+        "class %u: a chain handed over on cpu %d, where nobody refills the class, is in a slot (%u chains, %u "
+        "empty spans)", c, cpus[1], ce->nchains, ce->nempty);
+  CHECK(pin(cpus[0]), "cannot move back to cpu %d", cpus[0]);
+  CHECK(hci_central_remove_fresh(c, ci->batch, ci->objs, &ch, NULL), "class %u: remove_fresh", c);
+  check_carved_span(c, &ch, "refill after the foreign chain");
+  n = take_chain(c, &ch, v, MAXOBJ);
+  make_chain(v, n, &ch);
+  hci_central_insert(c, &ch);
+  CHECK(ce->nchains == 1, "class %u: a chain handed over on cpu %d, which refills the class, not in a slot", c,
+        cpus[0]);
+  printf("by_cpu: a chain handed over where nobody refills goes to its span, carved again: %s\n",
+         failures ? "no" : "yes");
 }
 
 /* Three chains of class c: A handed over on one CPU, B and C on another.
@@ -686,7 +783,10 @@ static int chains_by_cpu(void) {
   }
   unsigned c = hci_size_class(64);
   static void *v[3 * MAXOBJ / 4];
-  size_t got = take_n(c, v, 3 * 8);
+  size_t got = take_n(c, v, 2 * 8);
+  CHECK(pin(cpus[1]), "cannot move to cpu %d", cpus[1]); /* both CPUs refill the class: chains go to slots */
+  got += take_n(c, v + got, 8);
+  CHECK(pin(cpus[0]), "cannot move back to cpu %d", cpus[0]);
   CHECK(got == 24, "class %u: took %zu objects, want 24", c, got);
   hc_chain_t ch[3];
   for (int k = 0; k < 3; k++) {
@@ -706,6 +806,7 @@ static int chains_by_cpu(void) {
     take_chain(c, &out, v, MAXOBJ / 4);
   }
   printf("by_cpu: chains taken in the order A, B, C: %s\n", failures ? "no" : "yes");
+  foreign_cpu(cpus);
   return failures ? 1 : 0;
 }
 
@@ -735,6 +836,7 @@ int main(int argc, char **argv) {
         "class %u does not fit fresh_carve", fc);
   if (!hci_central[fc].nspans && !hci_central[fc].nchains) fresh_carve(fc);
   else CHECK(0, "class %u has spans at start", fc);
+  recarve(hci_size_class(96));
   /* Two classes with one object per span whose HC_TRANSFER_SLOTS + 6
    * one-object chains stay under the class byte bound (largest first). */
   int picked = 0;
@@ -764,7 +866,7 @@ int main(int argc, char **argv) {
     if (outside[c] == 0)
       CHECK(hci_central[c].nspans == 0, "class %u: %zu spans left although nothing is allocated", c,
             hci_central[c].nspans);
-    CHECK(hci_central[c].kept_empty == NULL, "class %u: a kept span after the drain", c);
+    CHECK(hci_central[c].nempty == 0, "class %u: a kept span after the drain", c);
   }
   /* last: its threads' own allocations would disturb the counts above;
    * on every CPU again, so that they race */
