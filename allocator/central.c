@@ -105,7 +105,8 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, uint32_t 
       c->nempty--;
       s->freelist = NULL;
       s->carved = 0;
-      if (got == 0 && fresh > n) n = fresh < ci->objs ? fresh : ci->objs;
+      uint32_t whole = fresh < ci->objs ? fresh : ci->objs;
+      if (got == 0 && whole > n) n = whole;
       if (s != c->spans.next) { /* partly used from now on: among the partial spans, at the head */
         hci_span_list_remove(s);
         hci_span_list_push(&c->spans, s);
