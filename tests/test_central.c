@@ -37,9 +37,9 @@
  * (hci_central_remove_fresh) gets that many, at most the span, and a
  * whole span carved so is on no list.  The test runs pinned to one CPU
  * (kept_race aside), since a refill takes the newest chain handed over on
- * its own CPU, else the oldest (central.c, pick_slot); `test_central
- * by_cpu` checks that choice on two CPUs (exit 77, skipped, with fewer or
- * no rseq area). */
+ * its own CPU, else the oldest (central.c, pick_slot), and a chain is put
+ * in a slot only on a CPU that refills its class; test_central_by_cpu.c
+ * checks those choices on two CPUs. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -47,11 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_inline.h"
-
-#include "hc_check.h"
-
-#define MAXOBJ 8192
+#include "central_check.h"
 #define MiB ((size_t)1 << 20)
 static size_t outside[HC_NUM_CLASSES]; /* objects of each class held by others at the start */
 
@@ -121,73 +117,6 @@ static void check_slots(const char *when) {
   CHECK(sum <= HC_SLOT_BYTES_TOTAL_MAX, "%s: slots hold %zu bytes in all", when, sum);
 }
 
-/* Walks a chain into v[]; checks its shape and its objects. */
-static uint32_t take_chain(unsigned c, const hc_chain_t *ch, void **v, uint32_t max) {
-  uint32_t n = 0;
-  void *last = NULL;
-  for (void *p = ch->head; p && n < max; p = hc_fl_next(p, 0)) {
-    last = p;
-    v[n++] = p;
-  }
-  CHECK(n == ch->n, "class %u: chain says %u objects, has %u", c, ch->n, n);
-  CHECK(last == ch->tail, "class %u: tail %p is not the last object %p", c, ch->tail, last);
-  const hc_class_info_t *ci = &hci_classes[c];
-  for (uint32_t i = 0; i < n; i++) {
-    hc_span_t *s = hci_pagemap_span((uintptr_t)v[i]);
-    CHECK(s && s->state == HC_SPAN_SMALL && s->cls == c && hci_pagemap_class((uintptr_t)v[i]) == c,
-          "class %u: object %p not in a span of its class", c, v[i]);
-    if (s) CHECK(hc_is_object_start((uintptr_t)v[i] - s->start, ci), "class %u: %p not an object start", c, v[i]);
-    memset(v[i], 0x6b, ci->size); /* the whole object is ours: writable, and overlap would show below */
-  }
-  return n;
-}
-
-static void make_chain(void **v, uint32_t n, hc_chain_t *ch) {
-  for (uint32_t i = 0; i < n; i++) hc_fl_link(v[i], i + 1 < n ? v[i + 1] : NULL);
-  ch->head = n ? v[0] : NULL;
-  ch->tail = n ? v[n - 1] : NULL;
-  ch->n = n;
-}
-
-/* Shell sort: qsort may malloc, which would disturb the counts. */
-static void sort_ptrs(void **a, size_t n) {
-  for (size_t gap = n / 2; gap > 0; gap /= 2)
-    for (size_t i = gap; i < n; i++)
-      for (size_t j = i; j >= gap && (uintptr_t)a[j - gap] > (uintptr_t)a[j]; j -= gap) {
-        void *t = a[j];
-        a[j] = a[j - gap];
-        a[j - gap] = t;
-      }
-}
-
-static void check_distinct(unsigned c, void **v, size_t n) {
-  static void *tmp[MAXOBJ];
-  memcpy(tmp, v, n * sizeof *v);
-  sort_ptrs(tmp, n);
-  for (size_t i = 1; i < n; i++)
-    if ((uintptr_t)tmp[i] < (uintptr_t)tmp[i - 1] + hci_classes[c].size) {
-      CHECK(0, "class %u: objects %p and %p overlap or repeat", c, tmp[i - 1], tmp[i]);
-      return;
-    }
-}
-
-/* Takes objects of class c from central until n are in v[]. */
-static size_t take_n(unsigned c, void **v, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    hc_chain_t ch;
-    uint32_t want = (uint32_t)(n - got) < hci_classes[c].batch ? (uint32_t)(n - got) : hci_classes[c].batch;
-    bool ok = hci_central_remove(c, want, &ch, NULL);
-    CHECK(ok && ch.n >= 1, "class %u: remove failed", c);
-    if (!ok || !ch.n) break;
-    if (ch.n > n - got) { /* a whole chain from a slot, longer than needed: not in these tests */
-      CHECK(0, "class %u: got a chain of %u, wanted at most %zu", c, ch.n, n - got);
-      break;
-    }
-    got += take_chain(c, &ch, v + got, (uint32_t)(MAXOBJ - got));
-  }
-  return got;
-}
 
 // ---- insert with the policy predicted ----
 
@@ -583,21 +512,6 @@ static void total_bound(void) {
           hci_central[cls[k]].nspans);
 }
 
-/* Checks that chain ch is the objs objects of one span carved from its
- * start: the carve links them last first, so addresses fall by the size. */
-static void check_carved_span(unsigned c, const hc_chain_t *ch, const char *when) {
-  const hc_class_info_t *ci = &hci_classes[c];
-  CHECK(ch->n == ci->objs, "class %u %s: took %u objects, want the whole empty span carved again (%u)", c, when, ch->n,
-        ci->objs);
-  hc_span_t *s = ch->head ? hci_pagemap_span((uintptr_t)ch->head) : NULL;
-  uint32_t i = 0;
-  for (void *p = ch->head; p && s; p = hc_fl_next(p, 0), i++)
-    if ((uintptr_t)p != s->start + (uintptr_t)(ci->objs - 1 - i) * ci->size) {
-      CHECK(0, "class %u %s: object %u of the chain is %p, want %p (carved in address order)", c, when, i, p,
-            (void *)(s->start + (uintptr_t)(ci->objs - 1 - i) * ci->size));
-      break;
-    }
-}
 
 /* Class c, untouched: a whole span S comes back in a scrambled order with
  * the slots full, so into its span, which is then empty and kept.  With
@@ -721,101 +635,12 @@ static void kept_race(void) {
         hci_central[c].nspans, hci_central[c].nempty);
 }
 
-/* Pins the calling thread to cpu (0-based); false when it cannot run there. */
-static bool pin(int cpu) {
-  cpu_set_t s;
-  CPU_ZERO(&s);
-  CPU_SET(cpu, &s);
-  return sched_setaffinity(0, sizeof s, &s) == 0 && hci_os_cpu() == (unsigned)cpu + 1;
-}
 
-/* A whole span of an untouched class, taken on one CPU and handed back on
- * another where nobody refilled the class: it goes into its span (not a
- * slot: a refill would take it on another CPU), which is then empty and
- * kept; the next refill, on the first CPU, carves the span again in
- * address order.  A chain handed back on the first CPU, which refills the
- * class, is kept in a slot. */
-static void foreign_cpu(const int *cpus) {
-  unsigned c = hci_size_class(96);
-  const hc_class_info_t *ci = &hci_classes[c];
-  hc_central_t *ce = &hci_central[c];
-  static void *v[MAXOBJ];
-  CHECK(ce->nspans == 0 && ce->nchains == 0, "class %u is not untouched", c);
-  hc_chain_t ch;
-  CHECK(hci_central_remove_fresh(c, ci->batch, ci->objs, &ch, NULL), "class %u: remove_fresh", c);
-  uint32_t n = take_chain(c, &ch, v, MAXOBJ);
-  CHECK(n == ci->objs, "class %u: a new span gave %u, want %u", c, n, ci->objs);
-  for (uint32_t i = 0; i + 1 < n; i += 2) { /* another order than the carve's */
-    void *t = v[i];
-    v[i] = v[i + 1];
-    v[i + 1] = t;
-  }
-  make_chain(v, n, &ch);
-  CHECK(pin(cpus[1]), "cannot move to cpu %d", cpus[1]);
-  hci_central_insert(c, &ch);
-  CHECK(ce->nchains == 0 && ce->nempty == 1,
-        "class %u: a chain handed over on cpu %d, where nobody refills the class, is in a slot (%u chains, %u "
-        "empty spans)", c, cpus[1], ce->nchains, ce->nempty);
-  CHECK(pin(cpus[0]), "cannot move back to cpu %d", cpus[0]);
-  CHECK(hci_central_remove_fresh(c, ci->batch, ci->objs, &ch, NULL), "class %u: remove_fresh", c);
-  check_carved_span(c, &ch, "refill after the foreign chain");
-  n = take_chain(c, &ch, v, MAXOBJ);
-  make_chain(v, n, &ch);
-  hci_central_insert(c, &ch);
-  CHECK(ce->nchains == 1, "class %u: a chain handed over on cpu %d, which refills the class, not in a slot", c,
-        cpus[0]);
-  printf("by_cpu: a chain handed over where nobody refills goes to its span, carved again: %s\n",
-         failures ? "no" : "yes");
-}
-
-/* Three chains of class c: A handed over on one CPU, B and C on another.
- * A refill on the first CPU takes A (its CPU's newest, though C is newer),
- * the next one there B (no chain of its CPU left: the oldest), then C. */
-static int chains_by_cpu(void) {
-  cpu_set_t all;
-  int cpus[2], n = 0;
-  if (sched_getaffinity(0, sizeof all, &all) != 0) return 77;
-  for (int i = 0; i < CPU_SETSIZE && n < 2; i++)
-    if (CPU_ISSET(i, &all)) cpus[n++] = i;
-  if (n < 2 || !pin(cpus[0])) {
-    printf("by_cpu: needs two CPUs and the rseq area (%d CPUs, cpu %u): skipped\n", n, hci_os_cpu());
-    return 77;
-  }
-  unsigned c = hci_size_class(64);
-  static void *v[3 * MAXOBJ / 4];
-  size_t got = take_n(c, v, 2 * 8);
-  CHECK(pin(cpus[1]), "cannot move to cpu %d", cpus[1]); /* both CPUs refill the class: chains go to slots */
-  got += take_n(c, v + got, 8);
-  CHECK(pin(cpus[0]), "cannot move back to cpu %d", cpus[0]);
-  CHECK(got == 24, "class %u: took %zu objects, want 24", c, got);
-  hc_chain_t ch[3];
-  for (int k = 0; k < 3; k++) {
-    make_chain(v + 8 * k, 8, &ch[k]);
-    CHECK(k == 0 || pin(cpus[1]), "cannot move to cpu %d", cpus[1]);
-    hci_central_insert(c, &ch[k]);
-  }
-  CHECK(hci_central[c].nchains == 3, "class %u: %u chains in the slots, want 3", c, hci_central[c].nchains);
-  CHECK(pin(cpus[0]), "cannot move back to cpu %d", cpus[0]);
-  static const int order[3] = {0, 1, 2};
-  for (int k = 0; k < 3; k++) {
-    hc_chain_t out;
-    CHECK(hci_central_remove(c, 8, &out, NULL), "class %u: remove %d failed", c, k);
-    int which = out.head == ch[0].head ? 0 : out.head == ch[1].head ? 1 : out.head == ch[2].head ? 2 : -1;
-    CHECK(which == order[k], "refill %d on cpu %d took chain %c, want %c (A on cpu %d; B, C on cpu %d)", k, cpus[0],
-          "?ABC"[which + 1], "ABC"[order[k]], cpus[0], cpus[1]);
-    take_chain(c, &out, v, MAXOBJ / 4);
-  }
-  printf("by_cpu: chains taken in the order A, B, C: %s\n", failures ? "no" : "yes");
-  foreign_cpu(cpus);
-  return failures ? 1 : 0;
-}
-
-int main(int argc, char **argv) {
+int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   setvbuf(stderr, NULL, _IONBF, 0);
   printf("central lists\n"); /* stdio buffers allocated before the snapshot */
   hci_ensure_init(); /* the allocator alone: no malloc of ours in this test */
-  if (argc > 1 && strcmp(argv[1], "by_cpu") == 0) return chains_by_cpu();
   /* One CPU: the order of chains in the slots is then last in, first out. */
   cpu_set_t start;
   bool have_start = sched_getaffinity(0, sizeof start, &start) == 0;

@@ -178,10 +178,9 @@ static size_t outside_central(unsigned c) {
 
 /* malloc(size) checked against the model.  Nothing else may use size's
  * class meanwhile: a refill's chain is predicted from central's state (the
- * top transfer slot's chain, else up to a batch from the spans, or up to
- * the list's capacity, at most a span, when an empty span is kept (carved
- * again first), else from a new span up to the list's capacity, at least
- * a batch, at most the span). */
+ * top transfer slot's chain, else up to a batch from the spans, or up to the
+ * capacity, at most a span, with an empty span kept, else from a new span
+ * up to the list's capacity, at least a batch, at most the span). */
 static void *t_malloc(size_t size) {
   hc_tcache_t *tc = hci_tc;
   unsigned c = hci_size_class(size);
@@ -192,8 +191,7 @@ static void *t_malloc(size_t size) {
   if (hc_tc_cap(&tc->fl, c) == 0) want = page == 0 ? 1 : page < batch ? page : batch;
   /* a new span gives up to the capacity, when that is more than want */
   uint32_t fresh = hc_tc_cap(&tc->fl, c) > want ? hc_tc_cap(&tc->fl, c) : want;
-  uint32_t whole = fresh < hci_classes[c].objs ? fresh : hci_classes[c].objs;
-  uint32_t from_spans = ce->nempty && whole > want ? whole : want;
+  uint32_t whole = fresh < hci_classes[c].objs ? fresh : hci_classes[c].objs, from_spans = ce->nempty && whole > want ? whole : want;
   uint32_t chain = ce->nchains                 ? hci_transfer_slots[c][ce->nchains - 1].n
                    : ce->free_objs              ? (ce->free_objs < from_spans ? (uint32_t)ce->free_objs : from_spans)
                    : hci_classes[c].objs < fresh ? hci_classes[c].objs
