@@ -130,7 +130,14 @@ void hci_ph_set_sys_alloc(hci_sys_alloc_fn fn, void *ctx) {
 
 /* requires: lock.  Memory for the heap: `*bytes` or more (updated), aligned. */
 static void *sys_map(size_t *bytes, size_t need, size_t align) {
-  if (!sys_alloc) return hci_os_map_aligned(*bytes, align);
+  if (!sys_alloc) {
+    void *mem = hci_os_map_aligned(*bytes, align);
+    if (!mem && *bytes > need) { /* near an address-space limit: only what is needed */
+      *bytes = need;
+      mem = hci_os_map_aligned(*bytes, align);
+    }
+    return mem;
+  }
   for (;;) { /* the grow size, then only what is needed, as tcmalloc */
     size_t actual = *bytes;
     void *mem = sys_alloc(sys_alloc_ctx, *bytes, &actual, align);
@@ -205,6 +212,9 @@ static bool grow(size_t n, size_t align, size_t *grown) {
   hc_span_t *s = hci_span_new();
   if (!s) return false;
   void *mem = sys_map(&bytes, n << HC_PAGE_SHIFT, align);
+  /* Refused: under an address-space limit the metadata's reserved,
+   * unused address space is the program's (base/meta.c); once. */
+  if (!mem && !sys_alloc && hci_meta_unreserve()) mem = sys_map(&bytes, n << HC_PAGE_SHIFT, align);
   if (!mem) {
     hci_span_delete(s);
     return false;

@@ -329,6 +329,9 @@ void *hci_os_map_aligned(size_t size, size_t align); /* aligned anonymous RW map
 void hci_os_unmap(void *p, size_t size);
 void *hci_os_reserve(size_t size);             /* PROT_NONE address space (remembered), or NULL */
 bool hci_os_commit(void *p, size_t size);      /* part of a reservation made RW */
+/* The reservation [p, p + size) cut to its first keep bytes: the rest
+ * unmapped and forgotten (keep 0: all of it). */
+void hci_os_unreserve(void *p, size_t keep, size_t size);
 /* The lowest mapping made by hci_os_map (not the heap's) that ends above
  * addr: [*lo, *hi), lo may be above addr.  Lock-free. */
 bool hci_os_owned_next(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
@@ -368,6 +371,10 @@ void hci_meta_free(void *p, size_t size);      /* size must equal the allocation
 void *hci_meta_grow(void *old, size_t *bytes, size_t used, size_t min_bytes);
 size_t hci_meta_bytes(void);                   /* bytes mapped for metadata */
 void hci_meta_populate(void);                   /* bump memory made resident ahead of use from now on */
+/* Gives the reservation's uncommitted part back to the OS, when a mapping
+ * for the heap was refused (an address-space limit counts all of it);
+ * false when there was none left to give. */
+bool hci_meta_unreserve(void);
 bool hci_meta_owns(uintptr_t addr);            /* addr lies in a metadata mapping */
 void hci_meta_locks(hci_lock_fn *each); /* hci_lock_all: the arena lock, last of the allocator's */
 

@@ -17,7 +17,9 @@
  * pass").  A large block freed there gives its pages back and stays
  * mapped (reads of it see zeros); its addresses are not reused (the
  * depot's tables double, so they waste at most as much address space as
- * they hold).
+ * they hold).  Under an address-space limit the reservation's uncommitted
+ * part is given back when the heap's own mapping is refused
+ * (hci_meta_unreserve).
  * Lock: meta_lock, last in the lock order (nothing is taken while holding it
  * but the OS). */
 #include <string.h>
@@ -110,7 +112,32 @@ static void *resv_take(size_t n) {
   return p;
 }
 
-static bool in_resv(const void *p) { return meta.resv && (const uint8_t *)p >= meta.resv && (const uint8_t *)p < meta.resv_end; }
+/* Unlocked: a block in the reservation lies below resv_cur, which never
+ * passes resv_end, so a cut (hci_meta_unreserve) changes no answer for
+ * the blocks the arena handed out from it. */
+static bool in_resv(const void *p) {
+  return meta.resv && (const uint8_t *)p >= meta.resv &&
+         (const uint8_t *)p < __atomic_load_n(&meta.resv_end, __ATOMIC_ACQUIRE);
+}
+
+/* An address-space limit (RLIMIT_AS, `ulimit -v`) counts the reservation's
+ * PROT_NONE part as if it were memory: a program that runs into its limit
+ * gets it back for its heap, as it would have without us (page_heap.c's
+ * growth calls this when its mapping is refused, and maps again).  From
+ * then on the arena maps plain chunks, as when the reservation is full. */
+bool hci_meta_unreserve(void) {
+  hci_lock(&meta.lock);
+  bool cut = meta.resv && meta.resv_end > meta.resv_cur;
+  if (cut) {
+    size_t keep = (size_t)(meta.resv_cur - meta.resv), size = (size_t)(meta.resv_end - meta.resv);
+    uint8_t *base = meta.resv;
+    __atomic_store_n(&meta.resv_end, meta.resv_cur, __ATOMIC_RELEASE);
+    if (!keep) meta.resv = NULL; /* none of it committed: none of it left */
+    hci_os_unreserve(base, keep, size);
+  }
+  hci_unlock(&meta.lock);
+  return cut;
+}
 
 void *hci_meta_alloc(size_t size) {
   if (size == 0) size = 16;

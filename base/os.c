@@ -153,6 +153,21 @@ bool hci_os_commit(void *p, size_t size) {
   return r == 0;
 }
 
+void hci_os_unreserve(void *p, size_t keep, size_t size) {
+  uintptr_t lo = (uintptr_t)p, hi = lo + size, cut = lo + keep;
+  if (!keep) forget(lo, hi);
+  else { /* the registry's entry keeps its start: its end moves down */
+    int top = atomic_load_explicit(&os_reg.top, memory_order_acquire);
+    for (int i = 0; i < top; i++)
+      if (atomic_load_explicit(&os_reg.slot[i].lo, memory_order_relaxed) == lo &&
+          atomic_load_explicit(&os_reg.slot[i].hi, memory_order_relaxed) == hi) {
+        atomic_store_explicit(&os_reg.slot[i].hi, cut, memory_order_release);
+        break;
+      }
+  }
+  raw_unmap((void *)cut, hi - cut);
+}
+
 void hci_os_unmap(void *p, size_t size) {
   forget((uintptr_t)p, (uintptr_t)p + ((size + 4095) & ~(size_t)4095));
   raw_unmap(p, size);
