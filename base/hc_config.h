@@ -37,7 +37,7 @@
 /* ---- thread caches ---- */
 #define HC_TC_BUDGET_TOTAL ((size_t)32 << 20)   /* bytes held by all thread caches together */
 #define HC_TC_BUDGET_MIN ((size_t)512 << 10)    /* the least one thread cache may hold */
-#define HC_TC_BUDGET_MAX ((size_t)2 << 20)      /* the most one thread cache may hold */
+#define HC_TC_BUDGET_MAX ((size_t)4 << 20)      /* the most one thread cache may hold (docs/performance.md, "Thread-cache capacity (session 12)") */
 /* A class a thread frees but does not allocate (its list overflows twice
  * with no refill between) keeps at most this much capacity: what it holds
  * is memory no one can use until it goes to central (thread_cache.c). */
