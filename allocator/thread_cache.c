@@ -304,13 +304,15 @@ static void grow_cap(hc_tcache_t *tc, unsigned cls, bool grow) {
  * locks and a cold walk of a batch per batch, where one lock per chain
  * does (docs/performance.md, "Long chains kept").  So the capacity grows to
  * hold the chain, up to the class's limit, when the budget has room for it
- * as it is, short of the eighth steal_capacity keeps free: a refill never
- * takes capacity from another class (grow_cap's slow start). */
+ * as it is, short of the eighth steal_capacity keeps free, and within
+ * HC_TC_FIT_MAX (hc_config.h: larson's memory): a refill never takes
+ * capacity from another class (grow_cap's slow start). */
 static void fit_chain(hc_tcache_t *tc, unsigned cls, uint32_t n) {
   uint32_t lim = cap_limit(cls), want = n < lim ? n : lim;
   if (want <= hc_tc_cap(&tc->fl, cls)) return;
   size_t need = (size_t)(want - hc_tc_cap(&tc->fl, cls)) * hci_classes[cls].size;
-  if (tc->fl.cap_bytes + need <= tc->fl.budget - tc->fl.budget / 8) set_cap(tc, cls, want);
+  size_t b = tc->fl.budget < HC_TC_FIT_MAX ? tc->fl.budget : HC_TC_FIT_MAX;
+  if (tc->fl.cap_bytes + need <= b - b / 8) set_cap(tc, cls, want);
 }
 
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {

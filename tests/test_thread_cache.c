@@ -140,11 +140,12 @@ static void model_grow(tc_state_t *m, unsigned c, bool grow) {
 }
 
 /* fit_chain(): a refill's list of n objects beyond the capacity makes the
- * capacity min(n, limit) when that fits in the budget short of an eighth. */
+ * capacity min(n, limit) when that fits in min(budget, HC_TC_FIT_MAX) short of an eighth. */
 static void model_fit(tc_state_t *m, unsigned c, uint32_t n) {
   uint32_t want = n < cap_limit_model(c) ? n : cap_limit_model(c);
   if (want <= m->cap[c]) return;
-  if (m->cap_bytes + (size_t)(want - m->cap[c]) * hci_classes[c].size > m->budget - m->budget / 8) return;
+  size_t b = m->budget < HC_TC_FIT_MAX ? m->budget : HC_TC_FIT_MAX;
+  if (m->cap_bytes + (size_t)(want - m->cap[c]) * hci_classes[c].size > b - b / 8) return;
   ev.fits++;
   model_set_cap(m, c, want);
 }

@@ -14,12 +14,16 @@
  *    every other refill, 43 % of random_live's instructions.  With a
  *    2 MiB budget the batches do not fit and classes go below theirs.)
  *  - the capacities add up to cap_bytes within the budget, each list
- *    within its capacity (tc_check.h), checked at the end. */
+ *    within its capacity (tc_check.h), checked at the end;
+ *  - and (fit_thread) a chain from another thread makes the capacity grow
+ *    to hold it only within HC_TC_FIT_MAX, not the whole budget. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "alloc_inline.h"
+#include "free_list.h"
 #include "hc_internal.h"
 #include "tc_check.h"
 
@@ -51,6 +55,58 @@ static unsigned below_batch(const hc_tcache_t *tc, unsigned *first) {
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
     if (used[c] && hc_tc_cap(&tc->fl, c) < hci_classes[c].batch && !n++) *first = c;
   return n;
+}
+
+/* A chain from another thread, received with the capacity between an
+ * eighth short of HC_TC_FIT_MAX and of the budget: the capacity does not
+ * grow to hold it (fit_chain), the list keeps a batch.  Grows the 16, 32
+ * and 64 KiB classes to their limits first (refills between overflows). */
+static void *fit_thread(void *arg) {
+  (void)arg;
+  static void *v[4096];
+  static const size_t sizes[] = {16384, 32768, 65536};
+  size_t held = 0; /* kept until the end: freeing them would overflow twice in a row (one-way) */
+  free(malloc(16));
+  hc_tcache_t *tc = hci_tc;
+  for (int s = 0; s < 3; s++) { /* rounds: a refill, then frees up to one overflow, which grows the class */
+    unsigned c = hci_size_class(sizes[s]);
+    for (uint32_t cap = 0; hc_tc_cap(&tc->fl, c) > cap || cap == 0;) {
+      cap = hc_tc_cap(&tc->fl, c);
+      size_t base = held;
+      for (uint32_t i = 0; i < cap + hci_classes[c].batch + 1; i++) v[held++] = malloc(sizes[s]);
+      bool over = false;
+      while (held > base && !over) {
+        over = hc_tc_len(&tc->fl.lists[c]) >= hc_tc_cap(&tc->fl, c);
+        free(v[--held]);
+      }
+    }
+  }
+  unsigned c = hci_size_class(1024);
+  uint32_t batch = hci_classes[c].batch, n = batch + 16;
+  size_t b = tc->fl.budget, need = (size_t)n * 1024;
+  CHECK(hc_tc_cap(&tc->fl, c) == 0 && tc->fl.cap_bytes + need > HC_TC_FIT_MAX - HC_TC_FIT_MAX / 8 &&
+            tc->fl.cap_bytes + need <= b - b / 8,
+        "capacity %zu, budget %zu, 1 KiB capacity %u: not what this test needs", tc->fl.cap_bytes, b,
+        hc_tc_cap(&tc->fl, c));
+  hci_central_drain(); /* the chain below is the only one */
+  hc_chain_t ch;
+  void *chain[64];
+  for (uint32_t i = 0; i < n; i++) {
+    CHECK(hci_central_remove(c, 1, &ch, NULL) && ch.n == 1, "an object of 1 KiB from central");
+    chain[i] = ch.head;
+    hc_fl_link(chain[i], i ? chain[i - 1] : NULL);
+  }
+  ch = (hc_chain_t){chain[n - 1], chain[0], n};
+  hci_central_insert(c, &ch);
+  void *p = malloc(1024); /* a refill: the chain */
+  printf("a chain of %u received with capacity %zu KB (budget %zu KB): 1 KiB capacity %u, list %u\n", n,
+         tc->fl.cap_bytes >> 10, b >> 10, hc_tc_cap(&tc->fl, c), hc_tc_len(&tc->fl.lists[c]));
+  CHECK(hc_tc_cap(&tc->fl, c) == batch && hc_tc_len(&tc->fl.lists[c]) == batch,
+        "1 KiB: capacity %u, list %u after a chain of %u: want a batch (%u), the rest back in central",
+        hc_tc_cap(&tc->fl, c), hc_tc_len(&tc->fl.lists[c]), n, batch);
+  free(p);
+  while (held) free(v[--held]);
+  return NULL;
 }
 
 int main(void) {
@@ -93,6 +149,9 @@ int main(void) {
         worst, when, first, hci_classes[first].size, hc_tc_cap(&tc->fl, first), hci_classes[first].batch);
   check_caps(tc, "after the replacements", NULL);
   for (int i = 0; i < SLOTS; i++) free(obj[i]);
+  pthread_t t;
+  pthread_create(&t, NULL, fit_thread, NULL);
+  pthread_join(t, NULL);
   if (!failures) printf("thread cache steal OK\n");
   return failures ? 1 : 0;
 }
