@@ -17,7 +17,8 @@
  * cache can hold are bounded structurally: the sum of capacity x size over
  * the classes (cap_bytes) never exceeds the cache's budget
  * (HC_TC_BUDGET_TOTAL shared among the live caches); growing one class
- * halves the biggest other ones when needed.  So the
+ * cuts other ones when needed, their capacity above a batch first
+ * (steal_capacity).  So the
  * fast paths count nothing, and a cache holds at most its budget plus one
  * chain received from central.  At thread exit a pthread key destructor returns
  * everything to the central lists; allocations made after that (by later
