@@ -17,7 +17,8 @@
  * cache can hold are bounded structurally: the sum of capacity x size over
  * the classes (cap_bytes) never exceeds the cache's budget
  * (HC_TC_BUDGET_TOTAL shared among the live caches); growing one class
- * halves the biggest other ones when needed.  So the
+ * cuts other ones when needed, their capacity above a batch first
+ * (steal_capacity).  So the
  * fast paths count nothing, and a cache holds at most its budget plus one
  * chain received from central.  At thread exit a pthread key destructor returns
  * everything to the central lists; allocations made after that (by later
@@ -191,6 +192,8 @@ static void set_cap(hc_tcache_t *tc, unsigned cls, uint32_t cap) {
   tc->fl.cap_bytes -= (size_t)hc_tc_cap(&tc->fl, cls) * hci_classes[cls].size;
   tc->fl.cap_bytes += (size_t)cap * hci_classes[cls].size;
   tc->fl.cap_kib[cls] = (uint32_t)(((size_t)cap * hci_classes[cls].size) >> 10);
+  uint32_t batch = hci_classes[cls].batch;
+  tc->fl.over_kib[cls] = cap > batch ? (uint32_t)(((size_t)(cap - batch) * hci_classes[cls].size) >> 10) : 0;
   hc_tc_set_lim(&tc->fl.lists[cls], cap); /* the one copy of the capacity (hc_tc_cap) */
 }
 
@@ -218,28 +221,52 @@ static unsigned max_kib_class(const uint32_t *kib) {
   return best_kib ? best : 0;
 }
 
-/* Makes room for `need` more bytes of capacity by halving the capacity of
- * the class with the most (other than keep), giving back its list when it
- * no longer fits, until an eighth of the budget is free beyond `need`:
- * taking just enough made every later growth steal again.  Returns whether
- * `need` fits when no other class has capacity left. */
+/* The class steal_capacity takes from (not keep), and the capacity it
+ * leaves it: the one with the most KiB above its batch, cut to half but
+ * not below the batch.  Only when `deep`: if no class has a KiB above its
+ * batch, the one with the most KiB, halved; if none has a KiB, the lowest
+ * with capacity, halved.  Returns 0 when there is none. */
+static unsigned steal_victim(hc_tcache_t *tc, unsigned keep, bool deep, uint32_t *cap) {
+  uint32_t saved_over = tc->fl.over_kib[keep], saved_cap = tc->fl.cap_kib[keep];
+  tc->fl.over_kib[keep] = tc->fl.cap_kib[keep] = 0;
+  unsigned best = max_kib_class(tc->fl.over_kib);
+  if (best) {
+    uint32_t half = hc_tc_cap(&tc->fl, best) / 2, batch = hci_classes[best].batch;
+    *cap = half > batch ? half : batch;
+  } else if (deep) {
+    best = max_kib_class(tc->fl.cap_kib);
+    for (unsigned c = 1; c < HC_NUM_CLASSES && !best; c++)
+      if (c != keep && hc_tc_cap(&tc->fl, c)) best = c;
+    if (best) *cap = hc_tc_cap(&tc->fl, best) / 2;
+  }
+  tc->fl.over_kib[keep] = saved_over;
+  tc->fl.cap_kib[keep] = saved_cap;
+  return best;
+}
+
+/* Makes room for `need` more bytes of capacity by cutting the capacity of
+ * other classes (steal_victim), giving back a list that no longer fits,
+ * until an eighth of the budget is free beyond `need`: taking just enough
+ * made every later growth steal again.  Capacity above a batch goes
+ * first, and a class that grows beyond its own batch takes only that: a
+ * class cut below its batch comes back for a batch at its next refill
+ * (grow_cap's slow start) and steals in turn, so with more classes in use
+ * than the budget holds a batch of, every growth stole (random_live: a
+ * steal per 2.5 refills, 43 % of its instructions; docs/performance.md,
+ * "Thread-cache capacity (session 12)").  Classes go below their batch
+ * for a class's slow start and for a cache over its budget (the budget
+ * shrinks as threads start).  Returns whether `need` fits when no class
+ * can give more. */
 static bool steal_capacity(hc_tcache_t *tc, unsigned keep, size_t need) {
   size_t target = tc->fl.budget - tc->fl.budget / 8;
   if (tc->fl.cap_bytes + need <= tc->fl.budget) return true;
+  bool deep = hc_tc_cap(&tc->fl, keep) < hci_classes[keep].batch || tc->fl.cap_bytes > tc->fl.budget;
   while (tc->fl.cap_bytes + need > target) {
-    /* The scan runs at every growth once the budget is reached: one array
-     * of small integers (cap_kib, kept by set_cap) keeps it at a few
-     * instructions per class.  Ties go to the lowest class; when no class
-     * has a whole KiB, the lowest class with capacity. */
-    uint32_t saved = tc->fl.cap_kib[keep];
-    tc->fl.cap_kib[keep] = 0;
-    unsigned best = max_kib_class(tc->fl.cap_kib);
-    tc->fl.cap_kib[keep] = saved;
-    if (!best)
-      for (unsigned c = 1; c < HC_NUM_CLASSES && !best; c++)
-        if (c != keep && hc_tc_cap(&tc->fl, c)) best = c;
+    /* The scan runs at every steal: arrays of small integers (cap_kib,
+     * over_kib, kept by set_cap) keep it at a few instructions per class. */
+    uint32_t cap = 0;
+    unsigned best = steal_victim(tc, keep, deep, &cap);
     if (!best) return tc->fl.cap_bytes + need <= tc->fl.budget;
-    uint32_t cap = hc_tc_cap(&tc->fl, best) / 2;
     if (hc_tc_len(&tc->fl.lists[best]) > cap) release_list(tc, best);
     set_cap(tc, best, cap);
   }
@@ -278,13 +305,15 @@ static void grow_cap(hc_tcache_t *tc, unsigned cls, bool grow) {
  * locks and a cold walk of a batch per batch, where one lock per chain
  * does (docs/performance.md, "Long chains kept").  So the capacity grows to
  * hold the chain, up to the class's limit, when the budget has room for it
- * as it is, short of the eighth steal_capacity keeps free: a refill never
- * takes capacity from another class (grow_cap's slow start). */
+ * as it is, short of the eighth steal_capacity keeps free, and within
+ * HC_TC_FIT_MAX (hc_config.h: larson's memory): a refill never takes
+ * capacity from another class (grow_cap's slow start). */
 static void fit_chain(hc_tcache_t *tc, unsigned cls, uint32_t n) {
   uint32_t lim = cap_limit(cls), want = n < lim ? n : lim;
   if (want <= hc_tc_cap(&tc->fl, cls)) return;
   size_t need = (size_t)(want - hc_tc_cap(&tc->fl, cls)) * hci_classes[cls].size;
-  if (tc->fl.cap_bytes + need <= tc->fl.budget - tc->fl.budget / 8) set_cap(tc, cls, want);
+  size_t b = tc->fl.budget < HC_TC_FIT_MAX ? tc->fl.budget : HC_TC_FIT_MAX;
+  if (tc->fl.cap_bytes + need <= b - b / 8) set_cap(tc, cls, want);
 }
 
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {

@@ -1,4 +1,4 @@
-/* tc_check.h - what the thread-cache tests (test_thread_cache.c,
+/* tc_check.h - what the thread-cache tests (test_thread_cache*.c,
  * test_tc_registry.c) check a cache against: its bytes held, its capacities
  * adding up to cap_bytes within the budget, and the budget the policy gives
  * with the caches alive (the policy is in test_thread_cache.c's header). */
@@ -31,8 +31,16 @@ static __attribute__((unused)) void check_caps(const hc_tcache_t *tc, const char
 
 static __attribute__((unused)) size_t budget_model(void) {
   size_t n = hci_tc_count();
-  size_t b = HC_TC_BUDGET_TOTAL / (n ? n : 1);
+  size_t b = hci_tc_budget_total() / (n ? n : 1); /* HC_TC_BUDGET_TOTAL unless a test set it */
   return b < HC_TC_BUDGET_MIN ? HC_TC_BUDGET_MIN : b > HC_TC_BUDGET_MAX ? HC_TC_BUDGET_MAX : b;
+}
+
+/* A class's capacity limit: 1 MiB of objects, at most 2048, at least a batch. */
+static __attribute__((unused)) uint32_t cap_limit_model(unsigned c) {
+  uint32_t lim = (uint32_t)((1u << 20) / hci_classes[c].size);
+  if (lim > 2048) lim = 2048;
+  if (lim < hci_classes[c].batch) lim = hci_classes[c].batch;
+  return lim;
 }
 
 #endif

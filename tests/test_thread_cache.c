@@ -7,12 +7,12 @@
  * (HC_TC_BUDGET_TOTAL / live caches, clamped to [HC_TC_BUDGET_MIN,
  * HC_TC_BUDGET_MAX]).  Each such step first refreshes the budget (it
  * shrinks as threads start); when the cache is over it, or the growth does
- * not fit, capacity is taken from the biggest other class (halved, its list
- * given back when it no longer fits), again until an eighth of the budget
- * is free beyond the growth; when no other
- * class has any, the growing class itself is halved (its list cut to the
- * new capacity, keeping the newest objects) until the cache is within the
- * budget, and does not grow.  An overflowing list goes to central but for
+ * not fit, capacity is taken from other classes (lists given back when
+ * they no longer fit) until an eighth of the budget is free beyond the
+ * growth: capacity above a batch first, only that for a class at a batch
+ * or more in a cache within its budget (test_thread_cache_steal.c); when
+ * none can give, the growing class is halved (its list cut, keeping the
+ * newest objects) until the cache is within the budget, and does not grow.  An overflowing list goes to central but for
  * its newest min(cap / 4, 16) objects.  A refill receives a chain from
  * central (a whole chain another thread gave back, or up to a batch from
  * the spans); a chain longer than the capacity makes the capacity grow to
@@ -48,13 +48,6 @@
 #include "tc_check.h"
 
 // ---- the policy, op by op ----
-
-static uint32_t cap_limit_model(unsigned c) {
-  uint32_t lim = (uint32_t)((1u << 20) / hci_classes[c].size);
-  if (lim > 2048) lim = 2048;
-  if (lim < hci_classes[c].batch) lim = hci_classes[c].batch;
-  return lim;
-}
 
 static uint32_t overflow_keep(uint32_t cap) { return cap / 4 > 16 ? 16 : cap / 4; }
 
@@ -95,13 +88,14 @@ static void model_set_cap(tc_state_t *m, unsigned c, uint32_t cap) {
 }
 
 /* grow_cap(): the budget refreshed; + a batch below the limit when grow
- * (an overflow, or a refill of a class below a batch); over the
- * budget, the biggest other class (by whole KiB of capacity, the lowest
- * class on ties; the lowest class with capacity when none has a KiB) halved (its
- * list given back if longer than the half) until an eighth of the budget
- * is free beyond the growth; if no other class has capacity left and the
- * growth does not fit, the class itself halved (its list cut to the half)
- * until within the budget, and no growth. */
+ * (an overflow, or a refill of a class below a batch); over the budget,
+ * the other class with the most whole KiB above its batch cut to half, not
+ * below the batch; when none, and c is below its batch or the cache over
+ * its budget (deep), the one with the most KiB (else the lowest with
+ * capacity) halved; the lowest class on ties; its list given back if
+ * longer than the cut, until an eighth of the budget is free beyond the
+ * growth; if none can give and the growth does not fit, c itself halved
+ * (its list cut to the half) until within the budget, no growth. */
 static void model_grow(tc_state_t *m, unsigned c, bool grow) {
   m->budget = budget_model();
   size_t need = 0;
@@ -109,29 +103,32 @@ static void model_grow(tc_state_t *m, unsigned c, bool grow) {
   else if (grow) ev.at_limit++;
   if (m->cap_bytes + need > m->budget) {
     size_t target = m->budget - m->budget / 8;
+    bool deep = m->cap[c] < hci_classes[c].batch || m->cap_bytes > m->budget;
     while (m->cap_bytes + need > target) {
       unsigned best = 0;
       size_t best_kib = 0;
-      for (unsigned k = 1; k < HC_NUM_CLASSES; k++) {
-        size_t kib = (size_t)m->cap[k] * hci_classes[k].size >> 10;
-        if (k != c && kib > best_kib) best = k, best_kib = kib;
-      }
-      for (unsigned k = 1; k < HC_NUM_CLASSES && !best; k++)
-        if (k != c && m->cap[k]) best = k;
+      uint32_t half = 0;
+      for (int pass = 0; pass < 2 && !best; pass++) /* KiB above the batch (cut to >= it), then when deep all (halved) */
+        for (unsigned k = 1; k < HC_NUM_CLASSES && (pass == 0 || deep); k++) {
+          uint32_t b = pass ? 0 : hci_classes[k].batch;
+          size_t kib = m->cap[k] > b ? (size_t)(m->cap[k] - b) * hci_classes[k].size >> 10 : 0;
+          if (k != c && kib > best_kib) best = k, best_kib = kib, half = m->cap[k] / 2 > b ? m->cap[k] / 2 : b;
+        }
+      for (unsigned k = 1; k < HC_NUM_CLASSES && deep && !best; k++)
+        if (k != c && m->cap[k]) best = k, half = m->cap[k] / 2;
       if (!best) {
         if (m->cap_bytes + need <= m->budget) break; /* it fits after all */
         ev.over_budget++;
         need = 0;
         while (m->cap_bytes > m->budget && m->cap[c]) {
           ev.self_shrinks++;
-          uint32_t half = m->cap[c] / 2;
-          if (m->len[c] > half) m->len[c] = half;
-          model_set_cap(m, c, half);
+          uint32_t own = m->cap[c] / 2;
+          if (m->len[c] > own) m->len[c] = own;
+          model_set_cap(m, c, own);
         }
         break;
       }
       ev.steals++;
-      uint32_t half = m->cap[best] / 2;
       if (m->len[best] > half) m->len[best] = 0, ev.steal_releases++;
       model_set_cap(m, best, half);
     }
@@ -143,11 +140,12 @@ static void model_grow(tc_state_t *m, unsigned c, bool grow) {
 }
 
 /* fit_chain(): a refill's list of n objects beyond the capacity makes the
- * capacity min(n, limit) when that fits in the budget short of an eighth. */
+ * capacity min(n, limit) when that fits in min(budget, HC_TC_FIT_MAX) short of an eighth. */
 static void model_fit(tc_state_t *m, unsigned c, uint32_t n) {
   uint32_t want = n < cap_limit_model(c) ? n : cap_limit_model(c);
   if (want <= m->cap[c]) return;
-  if (m->cap_bytes + (size_t)(want - m->cap[c]) * hci_classes[c].size > m->budget - m->budget / 8) return;
+  size_t b = m->budget < HC_TC_FIT_MAX ? m->budget : HC_TC_FIT_MAX;
+  if (m->cap_bytes + (size_t)(want - m->cap[c]) * hci_classes[c].size > b - b / 8) return;
   ev.fits++;
   model_set_cap(m, c, want);
 }
@@ -492,11 +490,10 @@ static void *policy_thread(void *arg) {
     check_caps(tc, "after a class", NULL);
     CHECK(cache_bytes(tc) <= tc->fl.cap_bytes, "cache holds %zu bytes, capacity %zu", cache_bytes(tc), tc->fl.cap_bytes);
   }
-  printf("budget %zu KB: %d steals (%d gave back a list), %d growths stopped at a class limit\n", tc->fl.budget >> 10,
-         ev.steals, ev.steal_releases, ev.at_limit);
+  printf("budget %zu KB: %d steals (%d gave back a list), %d growths at a limit\n", tc->fl.budget >> 10, ev.steals,
+         ev.steal_releases, ev.at_limit);
   CHECK(ev.steals > 0 && ev.steal_releases > 0 && ev.at_limit > 0, "the budget never made a class give way");
-  CHECK(tc->fl.cap_bytes > tc->fl.budget / 2, "capacity %zu far below the budget %zu after filling it", tc->fl.cap_bytes,
-        tc->fl.budget);
+  CHECK(tc->fl.cap_bytes > tc->fl.budget / 2, "capacity %zu far below the budget %zu", tc->fl.cap_bytes, tc->fl.budget);
   shrink_phase(v);
   return NULL;
 }
@@ -728,6 +725,7 @@ static int scenario(const char *which) {
     pthread_t t;
     pthread_create(&t, NULL, chain_giver, NULL);
     pthread_join(t, NULL);
+    hci_tc_set_budget_total(HC_SLOT_BYTES_TOTAL_MAX / 2); /* the chains (a slot total) exceed the taker's budget */
     pthread_create(&t, NULL, chain_taker, NULL);
     pthread_join(t, NULL);
   } else if (strcmp(which, "budget-shrink") == 0) {
