@@ -68,8 +68,11 @@
  * again, at least one: carving writes the objects' links, where taking
  * them from the span's free list reads links that the freeing thread,
  * often on another CPU, wrote last (central.c, "Chains back into spans").
- * 32 spans of the 64-byte class; beyond it emptied spans go to the page heap. */
-#define HC_CENTRAL_EMPTY_BYTES ((size_t)256 << 10)
+ * 8 spans of the 64-byte class; beyond it emptied spans go to the page heap.
+ * 64 KiB, not the 256 of the first version: realloc's peak RSS 96 -> 111 MB
+ * with 256, 99 with 64, xmalloc's time the same (docs/performance.md,
+ * "Merged main, end of session 12"). */
+#define HC_CENTRAL_EMPTY_BYTES ((size_t)64 << 10)
 #define HC_SAMPLE_STASH 16                      /* free one-page spans kept for samples (128 KiB) */
 
 /* ---- stacks ---- */
