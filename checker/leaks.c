@@ -336,30 +336,17 @@ static int run_check(const hci_check_req_t *req, ssize_t *bytes, ssize_t *object
   return ok;
 }
 
-/* Every check runs on the library's own stack (base/own_stack.c): the
- * thread that asks may have a 16 KiB stack.  The program's stack pointer is
- * req->self_sp, taken at the public entry point. */
-struct run_call {
-  const hci_check_req_t *req;
-  ssize_t *bytes, *objects;
-  int ok;
-};
-
-static void run_call(void *arg) {
-  struct run_call *c = arg;
-  c->ok = run_check(c->req, c->bytes, c->objects);
-}
-
+/* Every check runs on the library's own stack (base/own_stack.c): the asking
+ * thread may have a 16 KiB stack; the program's sp is req->self_sp. */
+struct run_call { const hci_check_req_t *req; ssize_t *bytes, *objects; int ok; };
+static void run_call(void *arg) { struct run_call *c = arg; c->ok = run_check(c->req, c->bytes, c->objects); }
 int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
+  /* A handler that interrupted the allocator on this thread (exit() in a SIGTERM handler):
+   * the lock its frame holds never comes to the check, what it guards may be half-changed. */
   if (hci_locks_held_here > 0) {
-    /* A signal handler that interrupted the allocator (or a check) on this
-     * thread asks for a check - exit() from a SIGTERM handler: the lock
-     * its own interrupted frame holds would never be given to the check
-     * (a hang), and what that lock guards may be half-changed. */
     *bytes = *objects = 0;
     L.incomplete = true;
-    say_incomplete(req, "it was asked from a signal handler that interrupted the allocator on the same thread "
-                        "(a lock the check needs is held below it)");
+    say_incomplete(req, "it was asked from a signal handler that interrupted the allocator on this thread");
     return 0;
   }
   struct run_call c = {req, bytes, objects, 0};
@@ -467,12 +454,12 @@ typedef enum {
 
 static hc_noinline void final_check(uintptr_t sp, final_from_t from) {
   if (atomic_exchange(&L.main_done, 1)) return;
-  if (from != FINAL_FROM_API) hci_api_run_cleanups();
+  if (from != FINAL_FROM_API && !hci_locks_held_here) hci_api_run_cleanups(); /* else: hci_chk_run says why */
   if (atomic_load(&L.main_cancelled) && from != FINAL_FROM_API) return;
   /* _exit flushes nothing: neither may its check (output a program drops
    * must stay dropped), nor free libc's buffers under it. */
   if (from != FINAL_AT__EXIT) fflush(NULL);
-  if (hci_chk.free_libc && from == FINAL_AT_EXIT) free_libc();
+  if (hci_chk.free_libc && from == FINAL_AT_EXIT && !hci_locks_held_here) free_libc();
   ssize_t bytes, objects;
   int ok = global_check(sp, true, &bytes, &objects);
   hci_tree_note(bytes, objects);
