@@ -78,25 +78,23 @@ static size_t encode_jump(uint8_t *buf, uintptr_t at, uintptr_t to) {
 #endif
 
 #if HAVE_JUMP
-/* The protection of the PT_LOAD segment of the module at `base` holding `a`. */
-typedef struct seg_query {
-  uintptr_t base, addr;
-  int prot;
-} seg_query_t;
+/* A loaded module as dl_iterate_phdr shows it: its load address and program
+ * headers (in its own mapped image, valid while it stays loaded: libc and
+ * this library never leave). */
+typedef struct module {
+  uintptr_t base;
+  const ElfW(Phdr) *phdr;
+  int phnum;
+} module_t;
 
-static int find_segment(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  seg_query_t *q = arg;
-  if (info->dlpi_addr != q->base) return 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type != PT_LOAD || q->addr < lo || q->addr >= lo + ph->p_memsz) continue;
-    q->prot = (ph->p_flags & PF_R ? PROT_READ : 0) | (ph->p_flags & PF_W ? PROT_WRITE : 0) |
-              (ph->p_flags & PF_X ? PROT_EXEC : 0);
-    return 1;
+/* The PT_LOAD segment of m holding a, or NULL. */
+static const ElfW(Phdr) *segment_of(const module_t *m, uintptr_t a) {
+  for (int i = 0; i < m->phnum; i++) {
+    const ElfW(Phdr) *ph = &m->phdr[i];
+    uintptr_t lo = m->base + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && a >= lo && a - lo < ph->p_memsz) return ph;
   }
-  return 0;
+  return NULL;
 }
 
 /* path names libc.so.6 (in any directory). */
@@ -105,9 +103,61 @@ static bool is_libc_path(const char *path) {
   return strcmp(slash ? slash + 1 : path, "libc.so.6") == 0;
 }
 
-static int is_libc(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size, (void)arg;
-  return is_libc_path(info->dlpi_name);
+/* This library (the module holding hci_redirect_libc) and libc.so.6, found in
+ * one pass over the loaded modules. */
+typedef struct modules {
+  module_t self, libc;
+  bool have_self, have_libc;
+} modules_t;
+
+static int find_modules(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  modules_t *q = arg;
+  module_t m = {info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum};
+  if (!q->have_libc && info->dlpi_name && is_libc_path(info->dlpi_name)) q->libc = m, q->have_libc = true;
+  if (!q->have_self && segment_of(&m, (uintptr_t)hci_redirect_libc)) q->self = m, q->have_self = true;
+  return q->have_self && q->have_libc;
+}
+
+/* The size of libc's dynamic symbol `name` whose address is `at`, from its
+ * GNU hash table; 0 when it is not found.  dladdr1 would answer the same, but
+ * glibc's searches every symbol of the module on each call: 1.7 M
+ * instructions for the family, 13 times a trivial program's whole run.  The
+ * loader has usually relocated the dynamic section's addresses in place; a
+ * value below the load address is still the file's. */
+static size_t dynsym_size(const module_t *m, const char *name, uintptr_t at) {
+  const ElfW(Dyn) *dyn = NULL;
+  for (int i = 0; i < m->phnum; i++)
+    if (m->phdr[i].p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(m->base + m->phdr[i].p_vaddr);
+  if (!dyn) return 0;
+  const ElfW(Sym) *symtab = NULL;
+  const char *strtab = NULL;
+  const uint32_t *gnu = NULL;
+  for (; dyn->d_tag != DT_NULL; dyn++) {
+    uintptr_t v = dyn->d_un.d_ptr < m->base ? m->base + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
+    if (dyn->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)v;
+    else if (dyn->d_tag == DT_STRTAB) strtab = (const char *)v;
+    else if (dyn->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)v;
+  }
+  if (!symtab || !strtab || !gnu) return 0;
+  /* The table: nbuckets, symoffset, bloom size, bloom shift, the bloom
+   * words, the buckets, then one hash a symbol from symoffset on (its low
+   * bit set on the last of a chain). */
+  uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_size = gnu[2];
+  if (nbuckets == 0) return 0;
+  const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom_size);
+  const uint32_t *chain = buckets + nbuckets;
+  uint32_t h = 5381;
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = h * 33 + *c;
+  uint32_t i = buckets[h % nbuckets];
+  if (i < symoffset) return 0;
+  for (;; i++) {
+    uint32_t ch = chain[i - symoffset];
+    const ElfW(Sym) *s = &symtab[i];
+    if ((ch | 1) == (h | 1) && m->base + s->st_value == at && strcmp(strtab + s->st_name, name) == 0)
+      return s->st_size;
+    if (ch & 1) return 0;
+  }
 }
 
 /* One planned rewrite: libc's function at `at` becomes `jump`. */
@@ -121,24 +171,20 @@ typedef struct plan {
 
 /* Plans the rewrite of libc's `name`; false when a condition of the header
  * does not hold for it.  No allocation (the allocator's own tests count
- * every block): dlsym that finds its symbol and dladdr allocate nothing.
- * libc's definition is the next one after ours in the global scope, so
- * RTLD_NEXT from this module, checked to be libc.so.6's. */
-static bool plan_one(const char *name, uintptr_t self_base, plan_t *p) {
+ * every block): dlsym that finds its symbol allocates nothing.  libc's
+ * definition is the next one after ours in the global scope, so RTLD_NEXT
+ * from this module, checked to lie in libc.so.6. */
+static bool plan_one(const char *name, const modules_t *mods, plan_t *p) {
   void *ours = dlsym(RTLD_DEFAULT, name);
   void *theirs = dlsym(RTLD_NEXT, name);
-  Dl_info di;
-  const ElfW(Sym) *sym = NULL;
   if (!ours || !theirs || ours == theirs) return false;
-  if (!dladdr(ours, &di) || (uintptr_t)di.dli_fbase != self_base) return false;
-  if (!dladdr1(theirs, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym || !di.dli_fname || !is_libc_path(di.dli_fname))
-    return false;
+  if (!segment_of(&mods->self, (uintptr_t)ours)) return false;
+  const ElfW(Phdr) *seg = segment_of(&mods->libc, (uintptr_t)theirs);
+  if (!seg || !(seg->p_flags & PF_X)) return false;
   p->at = (uintptr_t)theirs;
   p->len = encode_jump(p->jump, p->at, (uintptr_t)ours);
-  if (sym->st_size < p->len) return false;
-  seg_query_t q = {(uintptr_t)di.dli_fbase, p->at, 0};
-  if (!dl_iterate_phdr(find_segment, &q) || !(q.prot & PROT_EXEC)) return false;
-  p->prot = q.prot;
+  if (dynsym_size(&mods->libc, name, p->at) < p->len) return false;
+  p->prot = (seg->p_flags & PF_R ? PROT_READ : 0) | (seg->p_flags & PF_W ? PROT_WRITE : 0) | PROT_EXEC;
   memcpy(p->orig, theirs, p->len);
   return true;
 }
@@ -157,15 +203,15 @@ static bool write_code(const plan_t *p, const uint8_t *bytes) {
 void hci_redirect_libc(void) {
 #if HAVE_JUMP
   if (!hci_opt_bool(HCO_HEAPCHECK_REDIRECT_LIBC) || !__libc_single_threaded) return;
-  Dl_info self;
-  if (!dladdr((void *)hci_redirect_libc, &self)) return;
   /* A static link has no libc.so.6 among its modules (and its malloc is ours
    * already). */
-  if (!dl_iterate_phdr(is_libc, NULL)) return;
+  modules_t mods = {0};
+  dl_iterate_phdr(find_modules, &mods);
+  if (!mods.have_self || !mods.have_libc) return;
   enum { N = sizeof family / sizeof family[0] };
   plan_t plans[N];
   bool planned[N];
-  for (size_t i = 0; i < N; i++) planned[i] = plan_one(family[i], (uintptr_t)self.dli_fbase, &plans[i]);
+  for (size_t i = 0; i < N; i++) planned[i] = plan_one(family[i], &mods, &plans[i]);
   /* Both of malloc and free, or nothing: a module whose malloc is ours and
    * whose free is libc's would be worse off than with neither. */
   if (!planned[0] || !planned[1]) return;
