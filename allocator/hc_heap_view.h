@@ -256,6 +256,15 @@ static inline bool hci_heap_owns(uintptr_t addr) {
   return e && __atomic_load_n(&e->span, __ATOMIC_RELAXED) != 0;
 }
 
+/* When no pagemap leaf covers addr (no heap page within its 2 GiB), the end
+ * of that leaf's reach; else addr.  A scan of the program's own mappings
+ * steps over such stretches at once instead of asking page by page. */
+static inline uintptr_t hci_heap_none_until(uintptr_t addr) {
+  uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
+  if (root >= HC_PM_ROOT_LEN || hci_pagemap_leaf(root)) return addr;
+  return (root + 1) << (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
+}
+
 static inline uint64_t hci_heap_obj_alloc_time(const hci_heap_obj_t *o) {
   return o->span->state == HC_SPAN_LARGE && o->span->is_sampled ? o->span->alloc_time : 0;
 }

@@ -28,7 +28,9 @@
 #define M_POSSIBLE 0x80 /* with M_LIVE: reached only through chains with an interior pointer */
 
 #define SCRATCH ((size_t)64 << 10)
-#define SCRATCH_MAP (SCRATCH + 4096) /* scan_copy reads up to 14 bytes past a SCRATCH piece */
+#define SCRATCH_VEC (SCRATCH + 4096)   /* scan_copy reads up to 14 bytes past a SCRATCH piece */
+#define RES_WINDOW ((uintptr_t)128 << 20) /* the reach of one mincore call of scan_copied */
+#define SCRATCH_MAP (SCRATCH_VEC + RES_WINDOW / 4096) /* then mincore's answer: a byte a page */
 #define PCACHE 256                   /* pages drain_careful keeps copied (1 MiB) */
 
 typedef struct work {

@@ -425,7 +425,16 @@ void hci_roots_mappings(const hci_world_t *w, hci_root_fn fn, void *ctx) {
         continue;
       }
       if (!run) run = a;
-      a += 4096;
+      /* Past pages no heap leaf covers, up to the next range to skip. */
+      uintptr_t next = hci_heap_none_until(a);
+      if (next > a) {
+        if (next > m->hi) next = m->hi;
+        if (have && olo < next) next = olo;
+        for (int j = 0; j < k.n; j++)
+          if (k.lo[j] > a && k.lo[j] < next) next = k.lo[j];
+        next &= ~(uintptr_t)4095;
+      }
+      a = next > a ? next : a + 4096;
     }
     if (run) cut(&s, run, m->hi, 0);
   }
