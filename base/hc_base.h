@@ -340,6 +340,12 @@ void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages 
 void hci_os_zero(void *p, size_t size);        /* zeros: resident pages written, the others given back */
 void hci_os_populate(void *p, size_t size);    /* made resident and writable in one call (no faults) */
 int hci_os_tid(void);
+/* hci_os_memory_borrowed: true in a process that runs in another's address
+ * space (a vfork child): nothing of the process's end (its exit check, its
+ * profile) may run there, it would act on the parent's heap and state.
+ * hci_os_memory_mine marks the current process as the memory's owner. */
+void hci_os_memory_mine(void);
+bool hci_os_memory_borrowed(void);
 /* The CPU this thread runs on, plus 1, from the kernel's restartable-sequences
  * area that glibc registers per thread (a load); 0 when unknown. */
 unsigned hci_os_cpu(void);

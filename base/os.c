@@ -227,6 +227,16 @@ void hci_os_populate(void *p, size_t size) {
 
 int hci_os_tid(void) { return (int)syscall(SYS_gettid); }
 
+/* The process whose address space this is: set at start-up and in every fork
+ * child (the one fork handler).  A vfork child (posix_spawn's, or an old
+ * program's vfork whose exec failed and which then calls exit) runs in its
+ * parent's memory with the parent's value; so does a child of a raw clone or
+ * of _Fork, which run no fork handler (they are treated alike: the safe
+ * side).  The kernel's pid is asked each time, never a cached one. */
+static long memory_pid;
+void hci_os_memory_mine(void) { memory_pid = syscall(SYS_getpid); }
+bool hci_os_memory_borrowed(void) { return memory_pid && syscall(SYS_getpid) != memory_pid; }
+
 /* glibc >= 2.35 registers a struct rseq per thread at the thread pointer
  * plus __rseq_offset; the kernel keeps its cpu_id (offset 4) current, -1
  * while unregistered.  Weak: other libcs (or an older glibc) give 0. */

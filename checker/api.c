@@ -1,6 +1,7 @@
 /* api.c - the checker part of the public C API (include/heapcheck.h):
  * scoped checks, the whole-program check on demand, ignore/unignore, the
- * Disabler, root regions, cleanups, hc_is_active.
+ * Disabler, root regions, cleanups (and freeing libc's caches before the
+ * final check), hc_is_active.
  *
  * Every function works whether or not the checker is on: when it is off
  * they do nothing and report "no leaks" (gperftools' inactive checker).
@@ -328,4 +329,20 @@ void hci_api_run_cleanups(void) {
     for (int i = 0; i < n; i++) list[i]();
     hci_meta_free(list, (size_t)cap * sizeof *list);
   }
+}
+
+/* libc's and libstdc++'s own caches (stdio buffers, locale, the EH pool):
+ * what valgrind frees at exit.  Only with no other thread alive. */
+/* Strong: glibc has it in libc.so.6 and libc.a, and a static link must pull
+ * it in (a weak reference would leave it out). */
+extern void __libc_freeres(void);
+extern void _ZN9__gnu_cxx9__freeresEv(void) __attribute__((weak));
+
+void hci_api_free_libc(void) {
+  if (hci_proc_status_field("Threads") > 1) {
+    hci_chk_log(1, "heapcheck: other threads still run: libc's resources are not freed before the check");
+    return;
+  }
+  if (_ZN9__gnu_cxx9__freeresEv) _ZN9__gnu_cxx9__freeresEv();
+  __libc_freeres();
 }

@@ -217,6 +217,8 @@ void hci_proc_keep(void);
  * no descriptor is free (*is_kept).  -1 when neither works. */
 int hci_proc_open(int which, bool *is_kept);
 void hci_proc_close(int fd, bool is_kept);
+/* A number from /proc/self/status ("TracerPid", "Threads"), or -1. */
+long hci_proc_status_field(const char *key);
 
 /* ======================= roots.c ======================= */
 /* A root range [lo, hi): every word in it may point into the heap.  Its kind:
@@ -550,6 +552,8 @@ int hci_api_root_regions(const hci_region_t **v);
 extern _Atomic int hci_api_any_ignored;
 /* Runs and forgets the registered cleanups (before the final check). */
 void hci_api_run_cleanups(void);
+/* Frees libc's and libstdc++'s caches before the final check (valgrind does). */
+void hci_api_free_libc(void);
 /* Quiet forms for the LSan interface: 0 done, 1 already ignored, -1 no live
  * heap object at p (*size gets the object's size). */
 int hci_api_ignore(const void *p, size_t *size);

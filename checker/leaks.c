@@ -64,31 +64,13 @@ static struct {
   uintptr_t end_regs[16];
   int end_nregs;
   void (*real_exit)(int);
+  /* A vfork child called exit: libc ran (and so removed) every exit handler
+   * of this process, ours among them, in the child, and refuses new ones. */
+  bool exit_handlers_gone;
 } L = {.base_epoch = -1, .g_bytes = -1, .g_objects = -1};
 HC_PRIVATE_STATE(L);
 
 // ---- small helpers ----
-
-/* A number from /proc/self/status ("TracerPid", "Threads"), or -1. */
-static long status_field(const char *key) {
-  char buf[4096];
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
-  size_t k = strlen(key);
-  for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-    if (strncmp(l, key, k) != 0 || l[k] != ':') continue;
-    char *p = l + k + 1;
-    while (*p == ' ' || *p == '\t') p++;
-    long v = 0;
-    while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
-    return v;
-  }
-  return -1;
-}
 
 static void fmt_ms(char *buf, size_t size, uint64_t ns) {
   hci_snprintf(buf, size, "%llu.%03llu", (unsigned long long)(ns / 1000000),
@@ -146,7 +128,7 @@ static void setup_once(void) {
 static void note_if_traced(void) {
   if (L.traced_noted) return;
   L.traced_noted = true;
-  long tracer = status_field("TracerPid");
+  long tracer = hci_proc_status_field("TracerPid");
   if (tracer > 0)
     hci_chk_log(HCI_LOG_INFO,
                 "heapcheck: note: traced by pid %ld; leak checks stop threads with signal %d (in gdb: "
@@ -428,22 +410,6 @@ void hci_chk_cancel_global(void) {
     hci_chk_log(0, "Canceling the automatic at-exit whole-program memory leak check");
 }
 
-/* libc's and libstdc++'s own caches (stdio buffers, locale, the EH pool):
- * what valgrind frees at exit.  Only with no other thread alive. */
-/* Strong: glibc has it in libc.so.6 and libc.a, and a static link must pull
- * it in (a weak reference would leave it out). */
-extern void __libc_freeres(void);
-extern void _ZN9__gnu_cxx9__freeresEv(void) __attribute__((weak));
-
-static void free_libc(void) {
-  if (status_field("Threads") > 1) {
-    hci_chk_log(1, "heapcheck: other threads still run: libc's resources are not freed before the check");
-    return;
-  }
-  if (_ZN9__gnu_cxx9__freeresEv) _ZN9__gnu_cxx9__freeresEv();
-  __libc_freeres();
-}
-
 /* Where the final whole-program check runs from. */
 typedef enum {
   FINAL_AT_EXIT,  /* exit: an at-exit handler or the library destructor */
@@ -459,7 +425,7 @@ static hc_noinline void final_check(uintptr_t sp, final_from_t from) {
   /* _exit flushes nothing: neither may its check (output a program drops
    * must stay dropped), nor free libc's buffers under it. */
   if (from != FINAL_AT__EXIT) fflush(NULL);
-  if (hci_chk.free_libc && from == FINAL_AT_EXIT && !hci_locks_held_here) free_libc();
+  if (hci_chk.free_libc && from == FINAL_AT_EXIT && !hci_locks_held_here) hci_api_free_libc();
   ssize_t bytes, objects;
   int ok = global_check(sp, true, &bytes, &objects);
   hci_tree_note(bytes, objects);
@@ -564,9 +530,12 @@ static hc_noinline void find_exit_caller(void) {
 
 /* on_exit handlers get the status given to exit() (atexit handlers do
  * not); both kinds run in one list, in reverse order of registration. */
-static hc_noinline void exit_check(int status, void *arg) {
-  (void)arg;
+static hc_noinline void exit_check(int status, void *arg __attribute__((unused))) {
   HCI_ENTRY_SP(sp);
+  if (hci_os_memory_borrowed()) { /* a vfork child's exit: the check is its parent's */
+    L.exit_handlers_gone = true;
+    return;
+  }
   find_exit_caller();
   L.exit_status = status;
   L.have_status = true;
@@ -578,7 +547,8 @@ static hc_noinline void exit_check(int status, void *arg) {
  * before any destructor of a shared object, notes it. */
 static void note_status(int status, void *arg) {
   (void)arg;
-  L.exit_status = status;
+  if (hci_os_memory_borrowed()) L.exit_handlers_gone = true;
+  else L.exit_status = status;
   L.have_status = true;
 }
 
@@ -592,8 +562,18 @@ static void register_exit_check(void) {
  * which runs backwards, and would otherwise run after this check. */
 __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
   HCI_ENTRY_SP(sp);
-  if (!(hci_chk.active && hci_chk.check_at_exit && hci_chk.after_destructors)) return;
+  if (!(hci_chk.active && hci_chk.check_at_exit && hci_chk.after_destructors) || hci_os_memory_borrowed()) return;
   find_exit_caller();
+  final_check(sp, FINAL_AT_EXIT);
+}
+
+/* After a vfork child's exit this process's exit runs no handler and no
+ * destructor: the final check runs from exit (or main's return) itself. */
+static hc_noinline void check_if_handlers_gone(int status) {
+  HCI_ENTRY_SP(sp);
+  if (!L.exit_handlers_gone || hci_os_memory_borrowed() || !hci_chk.check_at_exit) return;
+  L.exit_status = status;
+  L.have_status = true;
   final_check(sp, FINAL_AT_EXIT);
 }
 
@@ -610,9 +590,14 @@ static char name_start_main[] = "__libc_start_main";
  * pointer and return address: the caller's stack pointer at the call. */
 #define CALLER_SP() ((uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *))
 
+/* Its caller's stack pointer at the call: the bottom of the caller's frame. */
+static hc_noinline uintptr_t frame_bottom_of_caller(void) { return CALLER_SP(); }
+
 static hc_noinline int start_main(int argc, char **argv, char **envp) {
-  /* Our caller's frames up to argc are libc's start frames (roots.c). */
-  hci_roots_set_start_frames((uintptr_t)__builtin_thread_pointer(), CALLER_SP(), (uintptr_t)argv - sizeof(long));
+  /* This frame and our caller's up to argc are the start frames (roots.c):
+   * this one's padding may hold a constructor's stale words. */
+  hci_roots_set_start_frames((uintptr_t)__builtin_thread_pointer(), frame_bottom_of_caller(),
+                             (uintptr_t)argv - sizeof(long));
   if (hci_chk.baseline_at_main)
     L.base_epoch = hci_alloc_next_epoch();
   /* Registered after every global constructor: runs before their destructors. */
@@ -625,6 +610,7 @@ static hc_noinline int start_main(int argc, char **argv, char **envp) {
     L.end_nregs = 0;
     L.end_sp = CALLER_SP();
   }
+  check_if_handlers_gone(rc);
   return rc;
 }
 
@@ -632,7 +618,7 @@ static hc_noinline int start_main(int argc, char **argv, char **envp) {
  * callee-saved registers as that frame left them (n of them in regs); that
  * frame and its callers are live, exit's own are not. */
 static void note_exit_caller(const uintptr_t *regs, int n, uintptr_t caller_sp) {
-  if (!hci_chk.active || !hci_chk.global_check || L.end_sp) return;
+  if (!hci_chk.active || !hci_chk.global_check || L.end_sp || hci_os_memory_borrowed()) return;
   L.exit_tid = hci_os_tid();
   if (n > (int)(sizeof L.end_regs / sizeof L.end_regs[0])) n = (int)(sizeof L.end_regs / sizeof L.end_regs[0]);
   memcpy(L.end_regs, regs, (size_t)n * sizeof regs[0]);
@@ -660,6 +646,7 @@ static hc_noinline __attribute__((noreturn)) void call_real_exit(int status) {
 __attribute__((noreturn, used)) void hci_exit_regs(int status, const uintptr_t *regs);
 __attribute__((noreturn, used)) void hci_exit_regs(int status, const uintptr_t *regs) {
   note_exit_caller(regs, 6, (uintptr_t)(regs + 7));
+  check_if_handlers_gone(status);
   call_real_exit(status);
 }
 
@@ -686,6 +673,7 @@ hc_public __attribute__((weak, noreturn)) void exit(int status) {
   uintptr_t regs[16];
   int n = hci_capture_regs(regs, 16);
   note_exit_caller(regs, n, CALLER_SP());
+  check_if_handlers_gone(status);
   call_real_exit(status);
 }
 #endif
@@ -738,7 +726,7 @@ void hci_checker_init(void) {
   hci_chk_options_read();
   if (!hci_chk.active) return;
   hci_direct_exit_init();
-  if (!hci_chk.run_under_gdb && status_field("TracerPid") > 0) {
+  if (!hci_chk.run_under_gdb && hci_proc_status_field("TracerPid") > 0) {
     hci_chk_log(HCI_LOG_WARNING, "Someone is ptrace()ing us; will turn itself off");
     hci_chk.active = false;
     return;

@@ -11,12 +11,14 @@
  * inode, close-on-exec flag and owning pid are still the ones recorded when
  * it was opened (after fork the child's kept ones describe the parent: they
  * are reopened lazily).  Reading from offset 0 again (lseek) gives a fresh
- * snapshot of either file.
+ * snapshot of either file.  /proc/self/status (is a tracer attached, how
+ * many threads) is opened when asked: a check runs without it.
  *
  * Locks: none; callers hold the checker lock (one check at a time).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,4 +108,25 @@ int hci_proc_open(int which, bool *is_kept) {
 
 void hci_proc_close(int fd, bool is_kept) {
   if (fd >= 0 && !is_kept) close(fd);
+}
+
+/* A number from /proc/self/status ("TracerPid", "Threads"), or -1. */
+long hci_proc_status_field(const char *key) {
+  char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  size_t k = strlen(key);
+  for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    if (strncmp(l, key, k) != 0 || l[k] != ':') continue;
+    char *p = l + k + 1;
+    while (*p == ' ' || *p == '\t') p++;
+    long v = 0;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+    return v;
+  }
+  return -1;
 }

@@ -512,6 +512,7 @@ static void report_graphs_at_exit(void) {
 }
 
 __attribute__((destructor)) static void profile_at_exit(void) {
+  if (hci_os_memory_borrowed()) return; /* a vfork child: the parent writes its own */
   if (report_top_n > 0) hc_report_top(diag_fd(), report_top_n);
   if (!hci_alloc_recording()) report_graphs_at_exit(); /* with the checker on, each check writes its own */
   if (!atomic_load_explicit(&prof.running, memory_order_acquire)) return;

@@ -132,12 +132,14 @@ static void fork_child(void) {
     hci_locks_held_here = 0;
   }
   if (fork_depth == 0 && fork_took_list && _IO_list_resetlock) _IO_list_resetlock(); /* glibc reset it already; idempotent */
+  hci_os_memory_mine();
   hci_tc_fork_child(reset);
   hci_log_stream_fork_child();
   hci_profiler_fork_child();
 }
 
 void hci_runtime_start(void) {
+  hci_os_memory_mine();
   hci_profiler_attach();
   hci_alloc_init();
   hci_alloc_reserve_heap(); /* the first growth, recorded with this stack (alloc.c) */
