@@ -144,6 +144,7 @@ typedef struct hci_world {
   int nthreads, cap;
   int nstopped;              /* threads in state STOPPED (the checking thread not counted) */
   int nnot_stopped;          /* threads in state NOT_STOPPED */
+  bool queue_full;           /* a stop signal was refused: RLIMIT_SIGPENDING reached */
   int nexited;               /* threads that left during the stop */
   unsigned gen;              /* stop generation */
   bool active;               /* between hci_world_stop and hci_world_resume */

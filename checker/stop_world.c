@@ -433,7 +433,8 @@ static void send_stop(hci_world_t *w, int idx, int pid) {
   si.si_value.sival_ptr = (void *)((uintptr_t)SIG_MAGIC << 32 | (uint32_t)idx);
   if (syscall(SYS_rt_tgsigqueueinfo, pid, t->tid, stw.signo, &si) == 0) return;
   int expect = HCI_T_SIGNALLED;
-  int to = errno == ESRCH ? HCI_T_EXITED : HCI_T_NOT_STOPPED; /* EAGAIN: queue full */
+  int to = errno == ESRCH ? HCI_T_EXITED : HCI_T_NOT_STOPPED;
+  if (errno == EAGAIN) w->queue_full = true; /* the queue is full (RLIMIT_SIGPENDING) */
   atomic_compare_exchange_strong(&t->state, &expect, to);
 }
 
@@ -696,8 +697,9 @@ void hci_world_why_incomplete(const hci_world_t *w, char *b, size_t n) {
       if (atomic_load(&w->threads[i].state) == HCI_T_NOT_STOPPED) tid = w->threads[i].tid;
     hci_snprintf(b, n, "%d thread%s (tid %d%s) could not be stopped (%s)", w->nnot_stopped,
                  w->nnot_stopped == 1 ? "" : "s", tid, w->nnot_stopped == 1 ? "" : ", ...",
-                 w->method == HCI_STOP_SIGNAL ? "they block the stop signal and ptrace is not available"
-                                             : "stuck in the kernel past HEAP_CHECK_STOP_TIMEOUT_MS");
+                 w->method != HCI_STOP_SIGNAL ? "stuck in the kernel past HEAP_CHECK_STOP_TIMEOUT_MS"
+                 : w->queue_full ? "the stop signal could not be queued: RLIMIT_SIGPENDING reached, and ptrace is not available"
+                                 : "they block the stop signal and ptrace is not available");
   } else if (w->maps.n == 0) {
     hci_snprintf(b, n, "/proc/self/maps could not be read, so no thread stack can be bounded");
   } else {

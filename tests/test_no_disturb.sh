@@ -149,6 +149,21 @@ expect_rc 125
 has_re 'could not complete: 1 thread \(tid [0-9]+\) could not be stopped'
 lacks 'No leaks found'
 
+# RLIMIT_SIGPENDING 0 (prlimit, util-linux): the signal fallback cannot
+# queue its stop signal and says so (not "they block it"); ptrace, the
+# default, stops the threads and every check works.
+if command -v prlimit >/dev/null 2>&1; then
+  run HEAPCHECK=normal HEAP_CHECK_STOP_METHOD=signal prlimit --sigpending=0 "$fx" few
+  has 'the stop signal could not be queued: RLIMIT_SIGPENDING reached'
+  lacks 'No leaks found'
+  run HEAPCHECK=normal prlimit --sigpending=0 "$fx" few
+  expect_rc 1
+  has 'few: 3 of 3 scoped checks passed'
+  has 'Leak check _main_ detected leaks of 48 bytes in 1 objects'
+else
+  echo "note: prlimit not found: the RLIMIT_SIGPENDING runs were not made"
+fi
+
 # No descriptor left: the thread's object is still found (no false leak).
 run HEAPCHECK=normal "$fx" fd-exhaust
 expect_rc 0
