@@ -162,37 +162,44 @@ int hci_snprintf(char *buf, size_t size, const char *fmt, ...) {
   return n;
 }
 
-/* SIGPIPE is blocked around every write: a stream whose reader went away
- * (stderr piped into `head`) gives EPIPE, never kills the program.  The
- * SIGPIPE that write raised is then taken back, unless one was already
+/* SIGPIPE and SIGXFSZ are blocked around every write: a stream whose reader
+ * went away (stderr piped into `head`) gives EPIPE, a file past the
+ * program's RLIMIT_FSIZE gives EFBIG; neither kills the program (SIGXFSZ
+ * would end it with a core dump, status 153, for a report it never wrote).
+ * The signal that write raised is then taken back, unless one was already
  * pending (the program's), so the program's disposition, mask and pending
  * signals are as they were.  Raw system calls: write() and sigtimedwait()
  * are cancellation points, and a message (malloc_stats, a report) must not
  * become one. */
+static void take_back(int sig) {
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  struct timespec zero = {0, 0};
+  while (syscall(SYS_rt_sigtimedwait, &one, NULL, &zero, (size_t)(_NSIG / 8)) < 0 && errno == EINTR) {
+  }
+}
+
 int hci_write_err(int fd, const char *buf, size_t len) {
   int saved = errno, err = 0;
-  sigset_t pipe_set, old, pending;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  bool blocked = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0;
-  bool was_pending = !blocked || (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE));
-  bool broken = false;
+  sigset_t raised, old, pending;
+  sigemptyset(&raised);
+  sigaddset(&raised, SIGPIPE);
+  sigaddset(&raised, SIGXFSZ);
+  bool blocked = pthread_sigmask(SIG_BLOCK, &raised, &old) == 0;
+  bool got_pending = blocked && sigpending(&pending) == 0;
   while (len && fd >= 0) {
     ssize_t n = syscall(SYS_write, fd, buf, len);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       err = n < 0 ? errno : ENOSPC; /* write(2) returns 0 only for len 0 or a full device */
-      broken = err == EPIPE;
       break;
     }
     buf += n;
     len -= (size_t)n;
   }
-  if (broken && !was_pending) {
-    struct timespec zero = {0, 0};
-    while (syscall(SYS_rt_sigtimedwait, &pipe_set, NULL, &zero, (size_t)(_NSIG / 8)) < 0 && errno == EINTR) {
-    }
-  }
+  if (got_pending && err == EPIPE && !sigismember(&pending, SIGPIPE)) take_back(SIGPIPE);
+  if (got_pending && err == EFBIG && !sigismember(&pending, SIGXFSZ)) take_back(SIGXFSZ);
   if (blocked) pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;
   return fd < 0 && len ? EBADF : err;

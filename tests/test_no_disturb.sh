@@ -164,6 +164,16 @@ else
   echo "note: prlimit not found: the RLIMIT_SIGPENDING runs were not made"
 fi
 
+# RLIMIT_FSIZE of 1 KiB and stderr a file: the report is cut at the limit,
+# and the write past it raises no SIGXFSZ (the program would die of it with
+# status 153 for a report it never wrote); the leak status stays.
+(ulimit -f 1 && HEAPCHECK=normal "$fx" few >/dev/null 2>"$dump/fsize.err")
+rc=$?
+cur="few under ulimit -f 1"
+expect_rc 1
+n=$(wc -c <"$dump/fsize.err")
+[ "$n" -gt 0 ] && [ "$n" -le 1024 ] || fail "fsize: the report file holds $n bytes (the limit is 1 KiB or 512 bytes)"
+
 # No descriptor left: the thread's object is still found (no false leak).
 run HEAPCHECK=normal "$fx" fd-exhaust
 expect_rc 0
