@@ -1,4 +1,5 @@
 // EXPECT: bytes=77 objects=1
+// REF-LSAN: bytes=483 objects=5                LSan scans no mapping the program made itself: the four objects too
 /* huge_reservation.c - a read-write reservation of a terabyte
  * (MAP_NORESERVE, almost all of it never touched) holds the only pointers to
  * four objects, on pages far apart: its first page, a page a third in, the
