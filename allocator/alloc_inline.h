@@ -74,11 +74,16 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, u
   if (hc_likely(!hc_fl_bad((uintptr_t)p))) {
     if (hc_unlikely(hc_sample_due(&hci_tc_sampler(tc)->left, size)))
       return hci_alloc_slow(size, ra, HC_SLOW_SAMPLE_CHARGED);
-    /* The link decoded (checked at the next pop), the free mark cleared. */
+    /* The link decoded (checked at the next pop), the free mark cleared
+     * after the head has moved on: a signal handler that interrupts this pop
+     * and takes and frees the same object (malloc in a handler: not
+     * async-signal-safe, yet common) would leave it marked free, and its
+     * next free would abort as a double free (glibc's order of stores). */
     uintptr_t next = hc_fl_word(p);
-    hc_fl_take(p);
     l->head = (void *)next;
     l->room++;
+    atomic_signal_fence(memory_order_seq_cst);
+    hc_fl_take(p);
     return p;
   }
   return hci_alloc_slow(size, ra, 0);

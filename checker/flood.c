@@ -218,7 +218,7 @@ static int stopped_check(void *arg) {
   if (c->r->oom && !c->r->incomplete[0])
     hci_snprintf(c->r->incomplete, sizeof c->r->incomplete,
                  "out of memory for the check's own buffers (RLIMIT_AS, or the address space is full)");
-  if (!c->p->hold) hci_world_resume(c->w);
+  if (!c->p->hold) hci_world_release(c->w); /* signals stay blocked: the locks are still held */
   hci_unlock_all();
   c->r->t_stop_ns = (t1 - t0) + (hci_os_now_ns() - t2);
   c->r->t_flood_ns = t2 - t1;
@@ -228,7 +228,10 @@ static int stopped_check(void *arg) {
 int hci_flood_check(hci_world_t *w, const hci_flood_params_t *p, hci_flood_result_t *r) {
   memset(r, 0, sizeof *r);
   stopped_call_t c = {w, p, r};
-  return hci_with_loader_lock(stopped_check, &c);
+  hci_world_block_signals(w);
+  int rc = hci_with_loader_lock(stopped_check, &c);
+  if (!w->active) hci_world_unblock_signals(w); /* else when the held world is resumed */
+  return rc;
 }
 
 void hci_flood_result_free(hci_flood_result_t *r) {

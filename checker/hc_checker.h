@@ -28,6 +28,7 @@
 #ifndef HC_CHECKER_H
 #define HC_CHECKER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -154,6 +155,8 @@ typedef struct hci_world {
   int method;                /* HCI_STOP_*: NONE when the checking thread was alone */
   uintptr_t self_sp;         /* the checking thread's stack pointer on its own stack (the check
                                 itself runs on the library's: own_stack.c); 0: where stop is called */
+  sigset_t saved_mask;       /* the checking thread's signal mask before the check */
+  bool signals_blocked;      /* hci_world_block_signals: saved_mask to be put back */
 } hci_world_t;
 /* Allocates the world's buffers, reads the options (HEAP_CHECK_STOP_SIGNAL,
  * HEAP_CHECK_STOP_TIMEOUT_MS), computes the TLS geometry and installs the
@@ -170,8 +173,16 @@ int hci_world_stop(hci_world_t *w);
 /* After hci_world_stop: why a check on this world cannot complete (threads
  * not listed or not stopped, no maps, a stack not found), or "" in b. */
 void hci_world_why_incomplete(const hci_world_t *w, char *b, size_t n);
-/* Lets every stopped thread run again.  After it returns no handler touches w. */
+/* Lets every stopped thread run again.  After it returns no handler touches w.
+ * hci_world_resume also unblocks this thread's signals (below); release
+ * leaves them blocked (the check still holds the library's locks). */
 void hci_world_resume(hci_world_t *w);
+void hci_world_release(hci_world_t *w);
+/* The checking thread's signals blocked (faults excepted) from before the
+ * check takes the loader's and the allocator's locks to when it lets go of
+ * them and of the stopped threads, and put back as they were. */
+void hci_world_block_signals(hci_world_t *w);
+void hci_world_unblock_signals(hci_world_t *w);
 /* Frees what hci_world_init allocated (after resume). */
 void hci_world_destroy(hci_world_t *w);
 /* Runs fn(arg) inside a dl_iterate_phdr callback so the loader lock is held

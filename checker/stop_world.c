@@ -611,7 +611,7 @@ int hci_world_stop(hci_world_t *w) {
   int self = hci_os_tid();
   w->nthreads = 0;
   w->nstopped = w->nnot_stopped = w->nexited = 0;
-  w->incomplete = false;
+  w->incomplete = w->queue_full = false;
   w->method = HCI_STOP_NONE;
   w->gen = (unsigned)atomic_fetch_add(&stw.gen, 1) + 1;
   w->active = true;
@@ -679,11 +679,37 @@ int hci_world_stop(hci_world_t *w) {
   return w->nnot_stopped;
 }
 
-void hci_world_resume(hci_world_t *w) {
+void hci_world_release(hci_world_t *w) {
   if (!w->active) return;
   if (w->method == HCI_STOP_PTRACE) hci_ptrace_resume(w);
   else if (w->method == HCI_STOP_SIGNAL) signal_resume(w);
   w->active = false;
+}
+
+void hci_world_resume(hci_world_t *w) {
+  hci_world_release(w);
+  hci_world_unblock_signals(w);
+}
+
+/* While a check holds the library's locks or keeps threads stopped, no
+ * handler of the program may run on its thread: one that calls malloc (not
+ * async-signal-safe, yet common: a handler formatting a message) would wait
+ * for a lock this thread or a stopped one holds, and the check with it (the
+ * exit check of a program with a 200 us timer hung in every run).  The
+ * program's signals wait until the check lets go; faults stay deliverable. */
+void hci_world_block_signals(hci_world_t *w) {
+  if (w->signals_blocked) return;
+  sigset_t all;
+  sigfillset(&all);
+  static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS};
+  for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&all, faults[i]);
+  w->signals_blocked = pthread_sigmask(SIG_BLOCK, &all, &w->saved_mask) == 0;
+}
+
+void hci_world_unblock_signals(hci_world_t *w) {
+  if (!w->signals_blocked) return;
+  w->signals_blocked = false;
+  pthread_sigmask(SIG_SETMASK, &w->saved_mask, NULL);
 }
 
 /* A check whose roots are not all known cannot say "no leaks" (nor trust
