@@ -121,15 +121,17 @@ static inline bool hc_fl_bad(uintptr_t n) {
 /* The link of free object p, decoded, unchecked. */
 static inline uintptr_t hc_fl_word(const void *p) { return ((const uintptr_t *)p)[0] ^ (HC_HARDENING ? hci_fl.key : 0); }
 
-/* The link of free object p, checked; NULL at the end. */
-static inline void *hc_fl_next(const void *p, uintptr_t ra) {
-  uintptr_t n = hc_fl_word(p);
+/* n, the decoded link of free object p, checked; NULL at the end. */
+static inline void *hc_fl_checked(const void *p, uintptr_t n, uintptr_t ra) {
   if (hc_unlikely(hc_fl_bad(n))) {
     if (n == HC_FL_END) return NULL;
     hci_fl_corrupt(p, ra);
   }
   return (void *)n;
 }
+
+/* The link of free object p, checked; NULL at the end. */
+static inline void *hc_fl_next(const void *p, uintptr_t ra) { return hc_fl_checked(p, hc_fl_word(p), ra); }
 
 /* True when p carries the free mark. */
 static inline bool hc_fl_is_free(const void *p) {
