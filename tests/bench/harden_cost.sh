@@ -67,9 +67,11 @@ setup_build() {
   [ "$want" = OFF ] && { opt=disabled; def=0; }
   if [ ! -f "$dir/build.ninja" ]; then
     log "meson setup $dir --buildtype=release -Dhardening=$opt"
+    local slog
+    slog=$(mktemp)
     meson setup "$dir" "$ROOT" --buildtype=release -Dtests=false -Dexamples=false -Dhardening=$opt \
-      >"$ROOT/.harden_setup.log" 2>&1 || { log "meson setup $dir failed"; cat "$ROOT/.harden_setup.log" >&2; exit 1; }
-    rm -f "$ROOT/.harden_setup.log"
+      >"$slog" 2>&1 || { log "meson setup $dir failed"; cat "$slog" >&2; rm -f "$slog"; exit 1; }
+    rm -f "$slog"
   fi
   if [ "$NOBUILD" = 0 ]; then
     log "ninja -C $dir"
