@@ -25,13 +25,25 @@
  * structs: hc_fl_link writes NULL as the end and hc_fl_next reads the end
  * as NULL.
  *
- * Every reader and writer of a link goes through these functions. */
+ * Every reader and writer of a link goes through these functions.
+ *
+ * HC_HARDENING 0 (meson -Dhardening=disabled, a measurement switch only:
+ * tests/bench/harden_cost.sh; never for production): plain links, no free
+ * mark, no check.  The lists keep HC_FL_END as their end, and the malloc
+ * fast path's head test becomes "head == HC_FL_END" (a compare with an
+ * immediate, the test any free list needs), so the two builds differ by
+ * the hardening alone.  Checker mode keeps its own double-free detection
+ * (the allocation records). */
 #ifndef HC_FREE_LIST_H
 #define HC_FREE_LIST_H
 
 #include <stdint.h>
 
 #include "hc_base.h"
+
+#ifndef HC_HARDENING
+#define HC_HARDENING 1
+#endif
 
 /* XORed into links, and the free mark; never 0 once set.  Hidden, so
  * that the fast paths read it with one RIP-relative load, not through the
@@ -74,7 +86,9 @@ void hci_fl_corrupt_head(uintptr_t n, size_t size, uintptr_t ra) __attribute__((
  * load next, XOR {key, key2}, one 16-byte store (3 instructions; 4 in
  * general registers: load the key, XOR, two stores). */
 static inline void hc_fl_link_head(void *p, void *next) {
-#if defined(__SSE2__)
+#if !HC_HARDENING
+  *(void **)p = next;
+#elif defined(__SSE2__)
   typedef uint64_t hc_v2u64 __attribute__((vector_size(16)));
   hc_v2u64 v = {(uint64_t)(uintptr_t)next, 0};
   v ^= *(const hc_v2u64 *)&hci_fl.key;
@@ -93,7 +107,9 @@ static inline void hc_fl_link(void *p, void *next) { hc_fl_link_head(p, next ? n
  * one test against the mask in memory (the compiler would load the 64-bit
  * constant into a register first: one instruction more per malloc). */
 static inline bool hc_fl_bad(uintptr_t n) {
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+#if !HC_HARDENING
+  return n == HC_FL_END;
+#elif defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
   bool bad;
   __asm__("test %2, %1" : "=@ccnz"(bad) : "m"(hci_fl.bad), "r"(n));
   return bad;
@@ -103,11 +119,10 @@ static inline bool hc_fl_bad(uintptr_t n) {
 }
 
 /* The link of free object p, decoded, unchecked. */
-static inline uintptr_t hc_fl_word(const void *p) { return ((const uintptr_t *)p)[0] ^ hci_fl.key; }
+static inline uintptr_t hc_fl_word(const void *p) { return ((const uintptr_t *)p)[0] ^ (HC_HARDENING ? hci_fl.key : 0); }
 
-/* The link of free object p, checked; NULL at the end. */
-static inline void *hc_fl_next(const void *p, uintptr_t ra) {
-  uintptr_t n = hc_fl_word(p);
+/* n, the decoded link of free object p, checked; NULL at the end. */
+static inline void *hc_fl_checked(const void *p, uintptr_t n, uintptr_t ra) {
   if (hc_unlikely(hc_fl_bad(n))) {
     if (n == HC_FL_END) return NULL;
     hci_fl_corrupt(p, ra);
@@ -115,10 +130,26 @@ static inline void *hc_fl_next(const void *p, uintptr_t ra) {
   return (void *)n;
 }
 
+/* The link of free object p, checked; NULL at the end. */
+static inline void *hc_fl_next(const void *p, uintptr_t ra) { return hc_fl_checked(p, hc_fl_word(p), ra); }
+
 /* True when p carries the free mark. */
-static inline bool hc_fl_is_free(const void *p) { return ((const uintptr_t *)p)[1] == hci_fl.key; }
+static inline bool hc_fl_is_free(const void *p) {
+#if HC_HARDENING
+  return ((const uintptr_t *)p)[1] == hci_fl.key;
+#else
+  (void)p;
+  return false;
+#endif
+}
 
 /* p is handed out: no longer marked free. */
-static inline void hc_fl_take(void *p) { ((uintptr_t *)p)[1] = 0; }
+static inline void hc_fl_take(void *p) {
+#if HC_HARDENING
+  ((uintptr_t *)p)[1] = 0;
+#else
+  (void)p;
+#endif
+}
 
 #endif

@@ -48,7 +48,8 @@ static bool live_start(const void *p) {
   if (cls == 0 || off % ci->size != 0) return false;
   uint32_t idx = (uint32_t)(off / ci->size);
   if (s->objmeta) return idx < s->carved && s->objmeta[idx].stack_id != HC_STACK_NONE;
-  /* Every free small object carries the free mark (free_list.h). */
+  /* Every free small object carries the free mark (free_list.h; not in
+   * a build without hardening, which takes every carved object as live). */
   return idx < s->carved && !hc_fl_is_free(p);
 }
 
@@ -90,7 +91,7 @@ static bool object_of_class(uintptr_t p, unsigned cls) {
 static bool next_free(const void *f, void **next) {
   uintptr_t n = hc_fl_word(f);
   *next = n == HC_FL_END ? NULL : (void *)n;
-  return (n == HC_FL_END || !(n & HC_FL_BAD_BITS)) && hc_fl_is_free(f);
+  return (n == HC_FL_END || !(n & HC_FL_BAD_BITS)) && (!HC_HARDENING || hc_fl_is_free(f));
 }
 
 /* Follows a NULL-terminated list of free objects of class cls: at most

@@ -3,11 +3,12 @@
 #
 # Usage: tests/bench/callgrind_pair.sh [--allocators a,b,...] [--modes fixed,mixed,ring,window]
 #          [--n1 1000000] [--n2 2000000] [--build DIR] [--markdown FILE]
-#          [--no-install] [--no-build] [--keep]
+#          [--no-install] [--no-build] [--keep] [--no-variants]
 #   allocators: glibc jemalloc tcmalloc mimalloc heapcheck (default: all), plus the
 #     heapcheck variants heapcheck-nosample (HEAPCHECK_SAMPLE_PARAMETER=0) and
 #     heapcheck-normal (HEAPCHECK=normal: stack of every allocation recorded),
-#     which are run whenever heapcheck is.
+#     which are run whenever heapcheck is (unless --no-variants), and
+#     heapcheck-alt (the library in $BENCH_ALT_LIB: another build).
 #
 # Method: cg_pair runs N pairs (mode fixed: malloc(32); mixed: a cycle of 256
 # sizes in 16..512; ring: mixed sizes, each new object replacing the oldest of
@@ -32,6 +33,7 @@ N1=1000000
 N2=2000000
 MARKDOWN=""
 KEEP=0
+NOVARIANTS=0
 while [ $# -gt 0 ]; do
   case $1 in
     --allocators) ALLOCS=$2; shift 2 ;;
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
     --no-install) export BENCH_NO_INSTALL=1; shift ;;
     --no-build) export BENCH_NO_BUILD=1; shift ;;
     --keep) KEEP=1; shift ;;
+    --no-variants) NOVARIANTS=1; shift ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "callgrind_pair.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -66,7 +69,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/cgpair.XXXXXX")
 VARIANTS=()
 for a in $ALLOCATORS; do
   VARIANTS+=("$a")
-  if [ "$a" = heapcheck ]; then VARIANTS+=(heapcheck-nosample heapcheck-normal); fi
+  if [ "$a" = heapcheck ] && [ "$NOVARIANTS" = 0 ]; then VARIANTS+=(heapcheck-nosample heapcheck-normal); fi
 done
 
 # cg_ir VARIANT MODE N -> prints the total Ir (empty on failure); leaves $WORK/VARIANT.MODE.N.out
