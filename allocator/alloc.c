@@ -713,15 +713,15 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
    * span start, as the free fast path), not from its span record: in a
    * large heap the record is one more cache miss per call, and
    * bench_realloc's realloc spent most of its time on it and the entry
-   * (docs/performance.md, "Server, realloc and pairs").  The record is
-   * read only for a large block, and in checker mode for the object's
-   * record. */
-  const hc_pm_entry_t *e = hci_pagemap_find((uintptr_t)p);
-  unsigned cls = e ? __atomic_load_n(&e->cls, __ATOMIC_RELAXED) : 0;
+   * (docs/performance.md, "Server, realloc and pairs"; now the fast entry:
+   * "larson and random_live (session 13)").  The record is read only for a
+   * large block, and in checker mode for the object's record. */
+  const hc_pm_fast_t *f = hci_pagemap_fast_entry((uintptr_t)p);
+  unsigned cls = f ? (unsigned)(f->lofs / sizeof(hc_tc_list_t)) : 0;
   hc_span_t *s = NULL;
   size_t usable;
   if (cls) {
-    uintptr_t off = (uintptr_t)p - __atomic_load_n(&e->start, __ATOMIC_RELAXED);
+    uintptr_t off = (uint32_t)((uint32_t)(uintptr_t)p - f->start_lo);
     if (!hc_is_object_start(off, &hci_classes[cls]) || off >= (uintptr_t)hci_classes[cls].objs * hci_classes[cls].size)
       bad_pointer("realloc", p, ra, "not the start of a heapcheck object");
     /* A freed block is realloc's error, said as realloc's (the free at the
@@ -730,14 +730,14 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
      * it never goes off); otherwise the free mark (free_list.h). */
     const hc_objmeta_t *m = NULL;
     if (hci_record_all) {
-      s = (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED);
+      s = hci_pagemap_span((uintptr_t)p);
       if (s->objmeta) m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
     }
     if (m ? m->stack_id == HC_STACK_NONE : hc_fl_is_free(p))
       bad_pointer("realloc", p, ra, "already freed");
     usable = hci_classes[cls].size;
   } else {
-    s = e ? (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED) : NULL;
+    s = hci_pagemap_span((uintptr_t)p);
     if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
       bad_pointer("realloc", p, ra, s && span_freed(s) ? "already freed" : "not allocated by heapcheck");
     usable = s->npages << HC_PAGE_SHIFT;
