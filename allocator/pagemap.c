@@ -94,6 +94,10 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
   hc_pm_fast_t fast = {(uint32_t)start, (uint16_t)lofs, 0};
   uint64_t fword;
   __builtin_memcpy(&fword, &fast, sizeof fword);
+  /* Fast entries are 0 on every page but a SMALL span's (new_span and
+   * free_span in central.c set the class while the span is SMALL): the
+   * page heap's splits, merges and large spans leave them alone. */
+  bool set_fast = cls != 0 || s->state == HC_SPAN_SMALL;
   /* A leaf at a time: large spans set thousands of entries. */
   for (uintptr_t page = first_page, end = first_page + n; page < end;) {
     hc_pm_entry_t *leaf = leaf_for(page, false);
@@ -104,6 +108,8 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
     pm_used_t *u = used_of((page - 1) >> HC_PM_LEAF_BITS);
     if (u && (u->hi == 0 || i < u->lo)) u->lo = (uint32_t)i;
     if (u && stop > u->hi) u->hi = (uint32_t)stop;
+    if (set_fast)
+      for (size_t k = i; k < stop; k++) __atomic_store_n(&fleaf[k], fword, __ATOMIC_RELAXED);
     for (; i < stop; i++) {
       hc_pm_entry_t *e = &leaf[i];
       __atomic_store_n(&e->span, (uintptr_t)s, __ATOMIC_RELAXED);
@@ -111,7 +117,6 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
       __atomic_store_n(&e->cls, cls, __ATOMIC_RELAXED);
       __atomic_store_n(&e->lofs, lofs, __ATOMIC_RELAXED);
       __atomic_store_n(&e->owner, 0, __ATOMIC_RELAXED);
-      __atomic_store_n(&fleaf[i], fword, __ATOMIC_RELAXED);
     }
   }
   return true;
