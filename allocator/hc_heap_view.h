@@ -195,23 +195,26 @@ extern hc_pagemap_t hci_pagemap;
 static inline hc_pm_fast_t *hci_pagemap_fast_of(hc_pm_entry_t *leaf) {
   return (hc_pm_fast_t *)((char *)leaf + HC_PM_FAST_OFS);
 }
+/* addr's leaf's offset from zero[] (the root word) plus its page's index
+ * shifted by scale (the entry size's log2); false above the address space. */
+static inline bool hci_pagemap_off(uintptr_t addr, unsigned scale, uintptr_t *off) {
+  uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
+  if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return false;
+  *off = atomic_load_explicit(&hci_pagemap.root[root], memory_order_acquire) +
+         ((addr >> (HC_PAGE_SHIFT - scale)) & ((HC_PM_LEAF_LEN - 1) << scale));
+  return true;
+}
 /* The fast entry of addr's page (in zfast[] when no leaf covers it); NULL
  * when addr is above the address space. */
 static inline const hc_pm_fast_t *hci_pagemap_fast_entry(uintptr_t addr) {
-  uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
-  if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return NULL;
-  uintptr_t off = atomic_load_explicit(&hci_pagemap.root[root], memory_order_acquire) +
-                  ((addr >> (HC_PAGE_SHIFT - 3)) & ((HC_PM_LEAF_LEN - 1) << 3));
-  return (const hc_pm_fast_t *)((const char *)hci_pagemap.zfast + off);
+  uintptr_t off;
+  return hci_pagemap_off(addr, 3, &off) ? (const hc_pm_fast_t *)((const char *)hci_pagemap.zfast + off) : NULL;
 }
 /* The entry of addr's page: in zero[] when no leaf covers it; NULL when
  * addr is above the address space. */
 static inline const hc_pm_entry_t *hci_pagemap_entry(uintptr_t addr) {
-  uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
-  if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return NULL;
-  uintptr_t eoff = atomic_load_explicit(&hci_pagemap.root[root], memory_order_acquire) +
-                   ((addr >> (HC_PAGE_SHIFT - 5)) & ((HC_PM_LEAF_LEN - 1) << 5));
-  return (const hc_pm_entry_t *)((const char *)hci_pagemap.zero + eoff);
+  uintptr_t off;
+  return hci_pagemap_off(addr, 5, &off) ? (const hc_pm_entry_t *)((const char *)hci_pagemap.zero + off) : NULL;
 }
 /* The leaf of root entry i, or NULL. */
 static inline hc_pm_entry_t *hci_pagemap_leaf(size_t i) {
