@@ -563,34 +563,32 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
  * hci_free_slow. */
 void hci_free_miss(void *p, uintptr_t ra) {
   if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
-  /* malloc hooks: every free is slow (hci_free_slow calls them) */
-  const hc_pm_entry_t *e = hci_hooks_on ? NULL : hci_pagemap_find((uintptr_t)p);
-  if (hc_likely(e != NULL)) {
-    unsigned cls = __atomic_load_n(&e->cls, __ATOMIC_RELAXED);
-    if (cls && hci_record_all) {
-      /* Checker mode: every free comes here.  A small object's page entry
-       * gives its span and class in one lookup (hci_free_slow looks
-       * twice); anything else (NULL, large, foreign) goes the general way. */
-      free_small(p, (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED), cls, ra);
-      return;
-    }
+  /* malloc hooks: every free is slow (hci_free_slow calls them); checker mode: */
+  const hc_pm_entry_t *e = hci_hooks_on || !hci_record_all ? NULL : hci_pagemap_find((uintptr_t)p);
+  if (e && e->cls) {
+    /* every free comes here: span and class in one lookup (hci_free_slow: two) */
+    free_small(p, (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED), e->cls, ra);
+    return;
+  }
+  /* Else the fast entry the fast path read ("larson and random_live (session 13)") */
+  const hc_pm_fast_t *f = hci_hooks_on || hci_record_all ? NULL : hci_pagemap_fast_entry((uintptr_t)p);
+  if (hc_likely(f != NULL)) {
+    unsigned cls = (unsigned)(f->lofs / sizeof(hc_tc_list_t));
     if (cls) {
       hc_tcache_t *tc = hci_tc;
       hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
-      uintptr_t off = (uintptr_t)p - __atomic_load_n(&e->start, __ATOMIC_RELAXED);
-      /* start_lim 0: the empty cache (no remote batch of its own) */
+      uintptr_t off = (uint32_t)((uint32_t)(uintptr_t)p - f->start_lo), tag = f->otag;
+      /* start_lim 0: the empty cache.  Another live cache's span: the object goes
+       * back to it (remote.c); unowned spans and exited owners' stay here. */
       if (l->start_lim != 0 && hc_is_object_start(off, &hci_classes[cls]) && !hc_fl_is_free(p)) {
-        /* Another live cache owns the span: the object goes back to it
-         * (remote.c).  Unowned spans and exited owners' stay here. */
-        hc_tcache_t *o = (hc_tcache_t *)__atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+        hc_tcache_t *o = !tag || tag == hci_tc_free(tc)->otag ? NULL
+            : (hc_tcache_t *)__atomic_load_n(&hci_pagemap_find((uintptr_t)p)->owner, __ATOMIC_RELAXED);
         if (o != tc && o != NULL && !atomic_load_explicit(&o->remote.dead, memory_order_relaxed)) {
           hci_remote_free(tc, o, cls, p);
           return;
         }
-        if (l->room > 0) { /* the fast path's push, missed for an exited owner's span */
-          hc_tc_list_push(l, p);
-          return;
-        }
+        push_small(tc, cls, p); /* room: an exited owner's span; none: the overflow, checked here */
+        return;
       }
     }
   }
