@@ -563,34 +563,32 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
  * hci_free_slow. */
 void hci_free_miss(void *p, uintptr_t ra) {
   if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
-  /* malloc hooks: every free is slow (hci_free_slow calls them) */
-  const hc_pm_entry_t *e = hci_hooks_on ? NULL : hci_pagemap_find((uintptr_t)p);
-  if (hc_likely(e != NULL)) {
-    unsigned cls = __atomic_load_n(&e->cls, __ATOMIC_RELAXED);
-    if (cls && hci_record_all) {
-      /* Checker mode: every free comes here.  A small object's page entry
-       * gives its span and class in one lookup (hci_free_slow looks
-       * twice); anything else (NULL, large, foreign) goes the general way. */
-      free_small(p, (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED), cls, ra);
-      return;
-    }
+  /* malloc hooks: every free is slow (hci_free_slow calls them); checker mode: */
+  const hc_pm_entry_t *e = hci_hooks_on || !hci_record_all ? NULL : hci_pagemap_find((uintptr_t)p);
+  if (e && e->cls) {
+    /* every free comes here: span and class in one lookup (hci_free_slow: two) */
+    free_small(p, (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED), e->cls, ra);
+    return;
+  }
+  /* Else the fast entry the fast path read ("larson and random_live (session 13)") */
+  const hc_pm_fast_t *f = hci_hooks_on || hci_record_all ? NULL : hci_pagemap_fast_entry((uintptr_t)p);
+  if (hc_likely(f != NULL)) {
+    unsigned cls = (unsigned)(f->lofs / sizeof(hc_tc_list_t));
     if (cls) {
       hc_tcache_t *tc = hci_tc;
       hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
-      uintptr_t off = (uintptr_t)p - __atomic_load_n(&e->start, __ATOMIC_RELAXED);
-      /* start_lim 0: the empty cache (no remote batch of its own) */
+      uintptr_t off = (uint32_t)((uint32_t)(uintptr_t)p - f->start_lo), tag = f->otag;
+      /* start_lim 0: the empty cache.  Another live cache's span: the object goes
+       * back to it (remote.c); unowned spans and exited owners' stay here. */
       if (l->start_lim != 0 && hc_is_object_start(off, &hci_classes[cls]) && !hc_fl_is_free(p)) {
-        /* Another live cache owns the span: the object goes back to it
-         * (remote.c).  Unowned spans and exited owners' stay here. */
-        hc_tcache_t *o = (hc_tcache_t *)__atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+        hc_tcache_t *o = !tag || tag == hci_tc_free(tc)->otag ? NULL
+            : (hc_tcache_t *)__atomic_load_n(&hci_pagemap_find((uintptr_t)p)->owner, __ATOMIC_RELAXED);
         if (o != tc && o != NULL && !atomic_load_explicit(&o->remote.dead, memory_order_relaxed)) {
           hci_remote_free(tc, o, cls, p);
           return;
         }
-        if (l->room > 0) { /* the fast path's push, missed for an exited owner's span */
-          hc_tc_list_push(l, p);
-          return;
-        }
+        push_small(tc, cls, p); /* room: an exited owner's span; none: the overflow, checked here */
+        return;
       }
     }
   }
@@ -713,15 +711,15 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
    * span start, as the free fast path), not from its span record: in a
    * large heap the record is one more cache miss per call, and
    * bench_realloc's realloc spent most of its time on it and the entry
-   * (docs/performance.md, "Server, realloc and pairs").  The record is
-   * read only for a large block, and in checker mode for the object's
-   * record. */
-  const hc_pm_entry_t *e = hci_pagemap_find((uintptr_t)p);
-  unsigned cls = e ? __atomic_load_n(&e->cls, __ATOMIC_RELAXED) : 0;
+   * (docs/performance.md, "Server, realloc and pairs"; now the fast entry:
+   * "larson and random_live (session 13)").  The record is read only for a
+   * large block, and in checker mode for the object's record. */
+  const hc_pm_fast_t *f = hci_pagemap_fast_entry((uintptr_t)p);
+  unsigned cls = f ? (unsigned)(f->lofs / sizeof(hc_tc_list_t)) : 0;
   hc_span_t *s = NULL;
   size_t usable;
   if (cls) {
-    uintptr_t off = (uintptr_t)p - __atomic_load_n(&e->start, __ATOMIC_RELAXED);
+    uintptr_t off = (uint32_t)((uint32_t)(uintptr_t)p - f->start_lo);
     if (!hc_is_object_start(off, &hci_classes[cls]) || off >= (uintptr_t)hci_classes[cls].objs * hci_classes[cls].size)
       bad_pointer("realloc", p, ra, "not the start of a heapcheck object");
     /* A freed block is realloc's error, said as realloc's (the free at the
@@ -730,14 +728,14 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
      * it never goes off); otherwise the free mark (free_list.h). */
     const hc_objmeta_t *m = NULL;
     if (hci_record_all) {
-      s = (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED);
+      s = hci_pagemap_span((uintptr_t)p);
       if (s->objmeta) m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
     }
     if (m ? m->stack_id == HC_STACK_NONE : hc_fl_is_free(p))
       bad_pointer("realloc", p, ra, "already freed");
     usable = hci_classes[cls].size;
   } else {
-    s = e ? (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED) : NULL;
+    s = hci_pagemap_span((uintptr_t)p);
     if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
       bad_pointer("realloc", p, ra, s && span_freed(s) ? "already freed" : "not allocated by heapcheck");
     usable = s->npages << HC_PAGE_SHIFT;

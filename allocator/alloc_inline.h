@@ -155,47 +155,48 @@ static inline void hc_tc_list_push(hc_tc_list_t *l, void *p) {
   l->room--;
 }
 
-/* The free fast path's pagemap lookup (hci_pagemap_entry): from the
- * entry of ptr's page, the byte offset of its class's list in a cache
- * (lofs), ptr's offset in its span (off) and the span's owner word.  False
- * when ptr is above the address space.  On x86-64 in assembly: the
- * compiler forms the entry's address (an add and a lea) and loads the
- * root word before adding it; here the root word is added from memory and
- * the entry's fields are loaded at base + offset + field: 2 instructions
- * less. */
+/* The free fast path's pagemap lookup (hci_pagemap_fast_entry): from the
+ * fast entry of ptr's page (8 bytes: 8 pages a cache line), the byte
+ * offset of its class's list in a cache (lofs), ptr's offset in its span
+ * (off, from the low 32 bits of both) and the tag of the span's owner
+ * (hci_owner_tag).  False when ptr is above the address space.  On x86-64
+ * in assembly: the compiler forms the entry's address (an add and a lea)
+ * and loads the root word before adding it; here the root word is added
+ * from memory and the entry's fields are loaded at base + offset + field:
+ * 2 instructions less. */
 static inline __attribute__((always_inline)) bool hc_pm_free_lookup(const void *ptr, uintptr_t *lofs, uintptr_t *off,
-                                                                    uintptr_t *owner) {
+                                                                    uintptr_t *otag) {
   uintptr_t a = (uintptr_t)ptr, root = a >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
   if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return false;
 #if defined(__x86_64__)
   uintptr_t eo;
-  _Static_assert(HC_PAGE_SHIFT - 5 == 8 && ((HC_PM_LEAF_LEN - 1) << 5) == 0x7fffe0, "the constants below");
+  _Static_assert(HC_PAGE_SHIFT - 3 == 10 && ((HC_PM_LEAF_LEN - 1) << 3) == 0x1ffff8, "the constants below");
   __asm__("mov %[a], %[eo]\n\t"
-          "shr $8, %[eo]\n\t"
-          "and $0x7fffe0, %k[eo]\n\t"
+          "shr $10, %[eo]\n\t"
+          "and $0x1ffff8, %k[eo]\n\t"
           "add (%[b],%[r],8), %[eo]\n\t"
-          "mov %c[flofs](%[b],%[eo]), %k[lofs]\n\t"
-          "mov %[a], %[off]\n\t"
-          "sub %c[fstart](%[b],%[eo]), %[off]\n\t"
-          "mov %c[fowner](%[b],%[eo]), %[own]"
-          : [eo] "=&r"(eo), [lofs] "=&r"(*lofs), [off] "=&r"(*off), [own] "=r"(*owner)
+          "movzwl %c[flofs](%[b],%[eo]), %k[lofs]\n\t"
+          "mov %k[a], %k[off]\n\t"
+          "sub %c[fstart](%[b],%[eo]), %k[off]\n\t"
+          "movzwl %c[ftag](%[b],%[eo]), %k[tag]"
+          : [eo] "=&r"(eo), [lofs] "=&r"(*lofs), [off] "=&r"(*off), [tag] "=r"(*otag)
           : [b] "r"(&hci_pagemap), "m"(hci_pagemap), [a] "r"(a), [r] "r"(root),
-            [flofs] "i"(offsetof(hc_pagemap_t, zero) + offsetof(hc_pm_entry_t, lofs)),
-            [fstart] "i"(offsetof(hc_pagemap_t, zero) + offsetof(hc_pm_entry_t, start)),
-            [fowner] "i"(offsetof(hc_pagemap_t, zero) + offsetof(hc_pm_entry_t, owner))
+            [flofs] "i"(offsetof(hc_pagemap_t, zfast) + offsetof(hc_pm_fast_t, lofs)),
+            [fstart] "i"(offsetof(hc_pagemap_t, zfast) + offsetof(hc_pm_fast_t, start_lo)),
+            [ftag] "i"(offsetof(hc_pagemap_t, zfast) + offsetof(hc_pm_fast_t, otag))
           : "cc");
 #else
-  const hc_pm_entry_t *e = hci_pagemap_entry(a);
+  const hc_pm_fast_t *e = hci_pagemap_fast_entry(a);
   *lofs = e->lofs;
-  *off = a - e->start;
-  *owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+  *off = (uint32_t)((uint32_t)a - e->start_lo);
+  *otag = __atomic_load_n(&e->otag, __ATOMIC_RELAXED);
 #endif
   return true;
 }
 
 static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintptr_t ra) {
-  uintptr_t lofs, off, owner;
-  if (hc_likely(hc_pm_free_lookup(ptr, &lofs, &off, &owner))) {
+  uintptr_t lofs, off, otag;
+  if (hc_likely(hc_pm_free_lookup(ptr, &lofs, &off, &otag))) {
     /* The entry names the class's list (lofs) and the span's start (plain
      * loads: no thread writes the entry of a page holding an object that
      * is ours to free).  A page that is not a small object's (no leaf,
@@ -206,10 +207,11 @@ static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintpt
     /* An object start (so both words are ours; start_lim 0 also stops
      * the empty cache and switched-off caches here, before anything is
      * written), no free mark (a marked one is a double free, reported by
-     * the slow path), a span with no owner or us as its owner (remote.c),
+     * the slow path), a span with no owner or us as its owner (remote.c;
+     * by tag: hci_free_miss reads the owner word when the tags differ),
      * and room in the list: one subtraction, undone when there was none. */
     if (hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) && hc_likely(!hc_fl_is_free(ptr)) &&
-        hc_likely(owner == 0 || owner == (uintptr_t)tc)) {
+        hc_likely(otag == 0 || (uint16_t)otag == hci_tc_free(tc)->otag)) {
       if (hc_likely(hc_room_take(&l->room))) {
         hc_fl_link_head(ptr, l->head);
         l->head = ptr;

@@ -162,24 +162,59 @@ typedef struct hc_pm_entry {
                       thread cache's lists[] (the free fast path's one load); else 0 */
 } hc_pm_entry_t;
 _Static_assert(sizeof(hc_pm_entry_t) == 32, "32-byte entries: the index is one shift");
+/* The free fast path's part of a page's entry, in an array of its own
+ * after the leaf's entries (HC_PM_FAST_OFS): 8 bytes a page, 8 pages a
+ * cache line instead of 2.  The free of an object whose page's entry line
+ * was evicted waited for it: larson's frees missed L1 on the 32-byte
+ * entries 57 % of the time, on random pages of a 5 MB heap
+ * (docs/performance.md, "larson and random_live (session 13)"). */
+typedef struct hc_pm_fast {
+  uint32_t start_lo; /* SMALL: the low 32 bits of start; an object's offset in its span is
+                        (uint32_t)addr - start_lo (spans are far below 4 GiB); else 0 */
+  uint16_t lofs;     /* SMALL: as lofs above; else 0 */
+  uint16_t otag;     /* SMALL: hci_owner_tag(owner): 0 for no owner; the fast path pushes when it
+                        is 0 or its own cache's tag, and leaves the rest to the owner word above
+                        (two caches with one tag: a free stays in the freeing cache, as for an
+                        unowned span) */
+} hc_pm_fast_t;
+_Static_assert(sizeof(hc_pm_fast_t) == 8, "8-byte fast entries: the index is one shift");
+#define HC_PM_FAST_OFS (HC_PM_LEAF_LEN * sizeof(hc_pm_entry_t)) /* a leaf's fast entries, from its start */
 /* Root entries hold the byte offset of their leaf from zero[], an all-zero
  * leaf in .bss (0: no leaf yet, so the zeroed root needs no set-up): a page
  * without a leaf reads as an entry of zeros, so the free fast path has no
- * "leaf?" test.  zero[] is 8 MiB of .bss never written (the zero page when
+ * "leaf?" test.  zero[] and zfast[] (zero's fast entries, right after it
+ * as in every leaf) are 10 MiB of .bss never written (the zero page when
  * read). */
 typedef struct hc_pagemap {
   _Atomic uintptr_t root[HC_PM_ROOT_LEN];
   hc_pm_entry_t zero[HC_PM_LEAF_LEN];
+  hc_pm_fast_t zfast[HC_PM_LEAF_LEN];
 } hc_pagemap_t;
 extern hc_pagemap_t hci_pagemap;
+/* The fast entries of a leaf. */
+static inline hc_pm_fast_t *hci_pagemap_fast_of(hc_pm_entry_t *leaf) {
+  return (hc_pm_fast_t *)((char *)leaf + HC_PM_FAST_OFS);
+}
+/* addr's leaf's offset from zero[] (the root word) plus its page's index
+ * shifted by scale (the entry size's log2); false above the address space. */
+static inline bool hci_pagemap_off(uintptr_t addr, unsigned scale, uintptr_t *off) {
+  uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
+  if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return false;
+  *off = atomic_load_explicit(&hci_pagemap.root[root], memory_order_acquire) +
+         ((addr >> (HC_PAGE_SHIFT - scale)) & ((HC_PM_LEAF_LEN - 1) << scale));
+  return true;
+}
+/* The fast entry of addr's page (in zfast[] when no leaf covers it); NULL
+ * when addr is above the address space. */
+static inline const hc_pm_fast_t *hci_pagemap_fast_entry(uintptr_t addr) {
+  uintptr_t off;
+  return hci_pagemap_off(addr, 3, &off) ? (const hc_pm_fast_t *)((const char *)hci_pagemap.zfast + off) : NULL;
+}
 /* The entry of addr's page: in zero[] when no leaf covers it; NULL when
  * addr is above the address space. */
 static inline const hc_pm_entry_t *hci_pagemap_entry(uintptr_t addr) {
-  uintptr_t root = addr >> (HC_PAGE_SHIFT + HC_PM_LEAF_BITS);
-  if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return NULL;
-  uintptr_t eoff = atomic_load_explicit(&hci_pagemap.root[root], memory_order_acquire) +
-                   ((addr >> (HC_PAGE_SHIFT - 5)) & ((HC_PM_LEAF_LEN - 1) << 5));
-  return (const hc_pm_entry_t *)((const char *)hci_pagemap.zero + eoff);
+  uintptr_t off;
+  return hci_pagemap_off(addr, 5, &off) ? (const hc_pm_entry_t *)((const char *)hci_pagemap.zero + off) : NULL;
 }
 /* The leaf of root entry i, or NULL. */
 static inline hc_pm_entry_t *hci_pagemap_leaf(size_t i) {

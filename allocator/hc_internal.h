@@ -60,7 +60,15 @@ static inline unsigned hci_pagemap_class(uintptr_t addr) {
 bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls);
 /* A pagemap entry's lofs for class cls: its list's byte offset in lists[]. */
 static inline uint32_t hci_pagemap_lofs(unsigned cls) { return (uint32_t)(cls * sizeof(hc_tc_list_t)); }
-/* The owner word of every page of SMALL span s (remote.c): written under
+_Static_assert(HC_NUM_CLASSES * sizeof(hc_tc_list_t) <= UINT16_MAX, "lofs fits a fast entry's 16 bits");
+/* The 16-bit tag of a thread cache in the pagemap's fast entries (the
+ * owner word's stand-in on the free fast path; hc_pm_fast_t), also kept in
+ * the cache (hc_tc_free_t.otag): 0 for no owner.  Two caches may share a
+ * tag, which only keeps some frees in the freeing cache. */
+static inline uint16_t hci_owner_tag(const void *owner) {
+  return (uint16_t)(((uintptr_t)owner * 0x9E3779B97F4A7C15ull) >> 48);
+}
+/* The owner word (and the fast entries' tag) of every page of SMALL span s (remote.c): written under
  * the span's central lock, read by the free paths with no lock (a stale
  * owner only sends a free the other way, both correct).  Pages keep the
  * owner 0 that hci_pagemap_set wrote until the span's first objects go

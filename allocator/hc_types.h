@@ -171,6 +171,8 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
   size_t cap_bytes;         /* sum of capacity * class size: what the lists may hold; <= budget */
   size_t budget;            /* bound on cap_bytes */
   uint32_t refills;         /* slow-path refills, to tick the page heap every 256 (hci_ph_tick) */
+  uint16_t otag;            /* hci_owner_tag(this cache), set at adoption: the free fast path
+                               compares it with the tag of the object's page (hc_pm_fast_t) */
   /* 1 when the class was refilled since its list last overflowed: the
    * thread allocates what it frees (thread_cache.c, one-way classes) */
   uint8_t refilled[HC_NUM_CLASSES];

@@ -115,6 +115,9 @@ static void check_span(void *ctx, hc_span_t *s) {
     if (e->start != (small ? s->start : 0) || e->cls != (small ? s->cls : 0u) ||
         e->lofs != (small ? hci_pagemap_lofs(s->cls) : 0u))
       return bad(v, "page with a wrong class", a);
+    const hc_pm_fast_t *f = hci_pagemap_fast_entry(a);
+    if (f->start_lo != (uint32_t)e->start || f->lofs != e->lofs || f->otag != hci_owner_tag((void *)e->owner))
+      return bad(v, "page whose fast entry differs from its entry", a);
   }
   switch (s->state) {
     case HC_SPAN_FREE:

@@ -3,8 +3,9 @@
  * Root: 2^17 words in .bss (1 MiB of zero pages until touched), each the
  * byte offset of its leaf from the all-zero leaf hci_pagemap.zero (0: no
  * leaf), so that a lookup never tests for a missing leaf (hc_heap_view.h).
- * Leaves: 2^18 32-byte entries (8 MiB of virtual memory each, covering
- * 2 GiB of address space), mapped from the metadata arena on demand and
+ * Leaves: 2^18 32-byte entries and then 2^18 8-byte fast entries, the free
+ * fast path's (10 MiB of virtual memory each, covering 2 GiB of address
+ * space), mapped from the metadata arena on demand and
  * never freed, so a lock-free reader can never see a leaf disappear.
  * Entries are written with relaxed atomic stores under the page-heap lock;
  * a reader racing with a writer sees either the old or the new entry, both
@@ -70,7 +71,7 @@ static hc_pm_entry_t *leaf_for(uintptr_t page, bool create) {
   size_t i = page >> HC_PM_LEAF_BITS;
   hc_pm_entry_t *leaf = hci_pagemap_leaf(i);
   if (leaf || !create) return leaf;
-  leaf = hci_meta_alloc(HC_PM_LEAF_LEN * sizeof(hc_pm_entry_t));
+  leaf = hci_meta_alloc(HC_PM_FAST_OFS + HC_PM_LEAF_LEN * sizeof(hc_pm_fast_t)); /* entries, then fast entries */
   if (!leaf) return NULL;
   used_add(i);
   atomic_store_explicit(&hci_pagemap.root[i], (uintptr_t)leaf - (uintptr_t)hci_pagemap.zero, memory_order_release);
@@ -90,15 +91,25 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
   if (!hci_pagemap_ensure(first_page, n)) return false;
   uintptr_t start = cls ? s->start : 0;
   uint32_t lofs = hci_pagemap_lofs(cls);
+  hc_pm_fast_t fast = {(uint32_t)start, (uint16_t)lofs, 0};
+  uint64_t fword;
+  __builtin_memcpy(&fword, &fast, sizeof fword);
+  /* Fast entries are 0 on every page but a SMALL span's (new_span and
+   * free_span in central.c set the class while the span is SMALL): the
+   * page heap's splits, merges and large spans leave them alone. */
+  bool set_fast = cls != 0 || s->state == HC_SPAN_SMALL;
   /* A leaf at a time: large spans set thousands of entries. */
   for (uintptr_t page = first_page, end = first_page + n; page < end;) {
     hc_pm_entry_t *leaf = leaf_for(page, false);
+    uint64_t *fleaf = (uint64_t *)hci_pagemap_fast_of(leaf);
     size_t i = page & (HC_PM_LEAF_LEN - 1);
     size_t stop = end - page < HC_PM_LEAF_LEN - i ? i + (end - page) : HC_PM_LEAF_LEN;
     page += stop - i;
     pm_used_t *u = used_of((page - 1) >> HC_PM_LEAF_BITS);
     if (u && (u->hi == 0 || i < u->lo)) u->lo = (uint32_t)i;
     if (u && stop > u->hi) u->hi = (uint32_t)stop;
+    if (set_fast)
+      for (size_t k = i; k < stop; k++) __atomic_store_n(&fleaf[k], fword, __ATOMIC_RELAXED);
     for (; i < stop; i++) {
       hc_pm_entry_t *e = &leaf[i];
       __atomic_store_n(&e->span, (uintptr_t)s, __ATOMIC_RELAXED);
@@ -113,9 +124,12 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
 
 void hci_pagemap_set_owner(const hc_span_t *s, const void *owner) {
   uintptr_t first = s->start >> HC_PAGE_SHIFT;
+  uint16_t tag = hci_owner_tag(owner);
   for (size_t i = 0; i < s->npages; i++) {
     uintptr_t page = first + i;
-    hc_pm_entry_t *e = &leaf_for(page, false)[page & (HC_PM_LEAF_LEN - 1)];
-    __atomic_store_n(&e->owner, (uintptr_t)owner, __ATOMIC_RELAXED);
+    hc_pm_entry_t *leaf = leaf_for(page, false);
+    size_t k = page & (HC_PM_LEAF_LEN - 1);
+    __atomic_store_n(&leaf[k].owner, (uintptr_t)owner, __ATOMIC_RELAXED);
+    __atomic_store_n(&hci_pagemap_fast_of(leaf)[k].otag, tag, __ATOMIC_RELAXED);
   }
 }
