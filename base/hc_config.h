@@ -41,8 +41,10 @@
 /* A refill grows capacity to hold a chain another thread gave back only
  * while the cache's capacity stays within an eighth of this (thread_cache.c,
  * fit_chain): with the 4 MiB budget, larson's threads, which take over
- * exited threads' lists, held 2 MB more (peak RSS 11.1 -> 13.1 MB). */
-#define HC_TC_FIT_MAX ((size_t)2 << 20)
+ * exited threads' lists, held 2 MB more (peak RSS 11.1 -> 13.1 MB); 1 MiB,
+ * not 2: larson 11.1 -> 10.6 MB, churn 14.3 -> 13.6 MB, instructions level
+ * (docs/performance.md, "Memory, sixth pass"). */
+#define HC_TC_FIT_MAX ((size_t)1 << 20)
 /* A class a thread frees but does not allocate (its list overflows twice
  * with no refill between) keeps at most this much capacity: what it holds
  * is memory no one can use until it goes to central (thread_cache.c). */
