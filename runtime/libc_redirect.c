@@ -108,6 +108,10 @@ static bool is_libc_path(const char *path) {
 typedef struct modules {
   module_t self, libc;
   bool have_self, have_libc;
+  /* libc's dynamic symbols and their GNU hash table (libc_tables), or NULL */
+  const ElfW(Sym) *symtab;
+  const char *strtab;
+  const uint32_t *gnu;
 } modules_t;
 
 static int find_modules(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -119,27 +123,30 @@ static int find_modules(struct dl_phdr_info *info, size_t size, void *arg) {
   return q->have_self && q->have_libc;
 }
 
-/* The size of libc's dynamic symbol `name` whose address is `at`, from its
- * GNU hash table; 0 when it is not found.  dladdr1 would answer the same, but
- * glibc's searches every symbol of the module on each call: 1.7 M
- * instructions for the family, 13 times a trivial program's whole run.  The
- * loader has usually relocated the dynamic section's addresses in place; a
- * value below the load address is still the file's. */
-static size_t dynsym_size(const module_t *m, const char *name, uintptr_t at) {
+/* libc's dynamic symbol table, its strings and its GNU hash table, from its
+ * dynamic section, once for the whole family.  The loader has usually
+ * relocated the section's addresses in place; a value below the load
+ * address is still the file's. */
+static void libc_tables(modules_t *mods) {
+  const module_t *m = &mods->libc;
   const ElfW(Dyn) *dyn = NULL;
   for (int i = 0; i < m->phnum; i++)
     if (m->phdr[i].p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(m->base + m->phdr[i].p_vaddr);
-  if (!dyn) return 0;
-  const ElfW(Sym) *symtab = NULL;
-  const char *strtab = NULL;
-  const uint32_t *gnu = NULL;
-  for (; dyn->d_tag != DT_NULL; dyn++) {
+  for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
     uintptr_t v = dyn->d_un.d_ptr < m->base ? m->base + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
-    if (dyn->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)v;
-    else if (dyn->d_tag == DT_STRTAB) strtab = (const char *)v;
-    else if (dyn->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)v;
+    if (dyn->d_tag == DT_SYMTAB) mods->symtab = (const ElfW(Sym) *)v;
+    else if (dyn->d_tag == DT_STRTAB) mods->strtab = (const char *)v;
+    else if (dyn->d_tag == DT_GNU_HASH) mods->gnu = (const uint32_t *)v;
   }
-  if (!symtab || !strtab || !gnu) return 0;
+}
+
+/* The size of libc's dynamic symbol `name` whose address is `at`, from its
+ * GNU hash table; 0 when it is not found.  dladdr1 would answer the same, but
+ * glibc's searches every symbol of the module on each call: 1.7 M
+ * instructions for the family, 13 times a trivial program's whole run. */
+static size_t dynsym_size(const modules_t *mods, const char *name, uintptr_t at) {
+  const uint32_t *gnu = mods->gnu;
+  if (!mods->symtab || !mods->strtab || !gnu) return 0;
   /* The table: nbuckets, symoffset, bloom size, bloom shift, the bloom
    * words, the buckets, then one hash a symbol from symoffset on (its low
    * bit set on the last of a chain). */
@@ -153,9 +160,9 @@ static size_t dynsym_size(const module_t *m, const char *name, uintptr_t at) {
   if (i < symoffset) return 0;
   for (;; i++) {
     uint32_t ch = chain[i - symoffset];
-    const ElfW(Sym) *s = &symtab[i];
-    if ((ch | 1) == (h | 1) && m->base + s->st_value == at && strcmp(strtab + s->st_name, name) == 0)
-      return s->st_size;
+    const ElfW(Sym) *sym = &mods->symtab[i];
+    if ((ch | 1) == (h | 1) && mods->libc.base + sym->st_value == at && strcmp(mods->strtab + sym->st_name, name) == 0)
+      return sym->st_size;
     if (ch & 1) return 0;
   }
 }
@@ -183,7 +190,7 @@ static bool plan_one(const char *name, const modules_t *mods, plan_t *p) {
   if (!seg || !(seg->p_flags & PF_X)) return false;
   p->at = (uintptr_t)theirs;
   p->len = encode_jump(p->jump, p->at, (uintptr_t)ours);
-  if (dynsym_size(&mods->libc, name, p->at) < p->len) return false;
+  if (dynsym_size(mods, name, p->at) < p->len) return false;
   p->prot = (seg->p_flags & PF_R ? PROT_READ : 0) | (seg->p_flags & PF_W ? PROT_WRITE : 0) | PROT_EXEC;
   memcpy(p->orig, theirs, p->len);
   return true;
@@ -208,6 +215,7 @@ void hci_redirect_libc(void) {
   modules_t mods = {0};
   dl_iterate_phdr(find_modules, &mods);
   if (!mods.have_self || !mods.have_libc) return;
+  libc_tables(&mods);
   enum { N = sizeof family / sizeof family[0] };
   plan_t plans[N];
   bool planned[N];
