@@ -58,6 +58,12 @@ static inline unsigned hci_pagemap_class(uintptr_t addr) {
 /* Map pages [first, first + n) to span s with class cls.  Returns false when
  * a leaf cannot be allocated.  requires: page-heap lock. */
 bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls);
+/* Map pages [first, first + n), which belong to a free or large span (their
+ * entries: the span word, every other field 0, no fast entry), to span s,
+ * free or large too: only the span word changes (the page heap's splits and
+ * merges; 1 store a page, not a whole entry).  requires: page-heap lock,
+ * the pages' leaves exist. */
+void hci_pagemap_relabel(uintptr_t first_page, size_t n, hc_span_t *s);
 /* A pagemap entry's lofs for class cls: its list's byte offset in lists[]. */
 static inline uint32_t hci_pagemap_lofs(unsigned cls) { return (uint32_t)(cls * sizeof(hc_tc_list_t)); }
 _Static_assert(HC_NUM_CLASSES * sizeof(hc_tc_list_t) <= UINT16_MAX, "lofs fits a fast entry's 16 bits");

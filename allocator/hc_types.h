@@ -230,6 +230,7 @@ typedef struct hc_pageheap {
   hci_lock_t lock;
   hc_span_t exact[HC_PH_EXACT_LISTS + 1]; /* sentinels: free runs of exactly n pages, n = index */
   hc_span_t large;                       /* sentinel: free runs longer than HC_PH_EXACT_LISTS */
+  uint64_t exact_used[HC_PH_EXACT_LISTS / 64 + 1]; /* bit n: exact[n] is not empty (find_fit) */
   size_t free_pages;                     /* pages on the free lists, committed (backed) */
   size_t released_pages;                 /* pages on the free lists given back to the OS */
   size_t mapped_bytes;                   /* bytes ever mapped for the heap */

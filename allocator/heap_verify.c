@@ -113,7 +113,7 @@ static void check_span(void *ctx, hc_span_t *s) {
     if (!e || (hc_span_t *)e->span != s) return bad(v, "page not mapped to its span", a);
     bool small = s->state == HC_SPAN_SMALL;
     if (e->start != (small ? s->start : 0) || e->cls != (small ? s->cls : 0u) ||
-        e->lofs != (small ? hci_pagemap_lofs(s->cls) : 0u))
+        e->lofs != (small ? hci_pagemap_lofs(s->cls) : 0u) || (!small && e->owner))
       return bad(v, "page with a wrong class", a);
     const hc_pm_fast_t *f = hci_pagemap_fast_entry(a);
     if (f->start_lo != (uint32_t)e->start || f->lofs != e->lofs || f->otag != hci_owner_tag((void *)e->owner))

@@ -89,24 +89,31 @@ static void put_free(hc_span_t *s) {
   hc_span_t *h = list_for(s->npages);
   if (!h->next) hci_span_list_init(h);
   hci_span_list_push(h, s);
+  if (s->npages <= HC_PH_EXACT_LISTS) ph->exact_used[s->npages >> 6] |= (uint64_t)1 << (s->npages & 63);
 }
 
 static void take_free(hc_span_t *s) {
   hci_span_list_remove(s);
+  if (s->npages <= HC_PH_EXACT_LISTS && list_empty(&ph->exact[s->npages]))
+    ph->exact_used[s->npages >> 6] &= ~((uint64_t)1 << (s->npages & 63));
   if (s->is_released) ph->released_pages -= s->npages;
   else ph->free_pages -= s->npages;
 }
 
 /* requires: lock.  Smallest free span of at least n pages, or NULL. */
 static hc_span_t *find_fit(size_t n) {
-  for (size_t i = n; i <= HC_PH_EXACT_LISTS; i++)
-    if (!list_empty(&ph->exact[i])) {
-      /* Prefer committed spans: reusing them costs no page faults. */
-      hc_span_t *h = &ph->exact[i], *best = h->next;
-      for (hc_span_t *s = h->next; s != h; s = s->next)
-        if (!s->is_released) { best = s; break; }
-      return best;
-    }
+  /* The first non-empty exact list from n on, by its bit (walking the
+   * lists was ~370 instructions a call on random_live's mixed sizes). */
+  enum { WORDS = sizeof ph->exact_used / sizeof ph->exact_used[0] };
+  for (size_t w = n >> 6; w < WORDS; w++) {
+    uint64_t bits = ph->exact_used[w] & (w == n >> 6 ? ~(uint64_t)0 << (n & 63) : ~(uint64_t)0);
+    if (!bits) continue;
+    /* Prefer committed spans: reusing them costs no page faults. */
+    hc_span_t *h = &ph->exact[w * 64 + (size_t)__builtin_ctzll(bits)], *best = h->next;
+    for (hc_span_t *s = h->next; s != h; s = s->next)
+      if (!s->is_released) { best = s; break; }
+    return best;
+  }
   hc_span_t *best = NULL;
   for (hc_span_t *s = ph->large.next; s && s != &ph->large; s = s->next)
     if (s->npages >= n && (!best || s->npages < best->npages ||
@@ -240,10 +247,15 @@ static bool grow(size_t n, size_t align, size_t *grown) {
 
 /* requires: lock; s free and on a list.  Returns an in-use span for the n
  * pages at page offset k of s; the k pages before it and whatever follows
- * stay free.  The part after keeps s's struct, whose pages already map to
- * it, so the cost is O(k + n) pagemap writes, not O(s->npages): relabelling
- * the rest of a 64 MiB run on every one-page allocation made each sampled
- * object cost microseconds and serialised threads on the page-heap lock. */
+ * stay free.  A free run's pages and a large span's have the same entries
+ * but for the span word, so only the pages that change struct are
+ * relabelled: the k pages before (a struct of their own), and then the
+ * smaller of the span and the rest after it, the larger keeping s's
+ * struct.  O(k + min(n, rest)) writes, not O(s->npages): relabelling the
+ * rest of a 64 MiB run on every one-page allocation made each sampled
+ * object cost microseconds and serialised threads on the page-heap lock,
+ * and a 2 MiB block freed and taken again (bench_large) rewrote its 256
+ * entries at each. */
 static hc_span_t *carve_at(hc_span_t *s, size_t k, size_t n) {
   take_free(s);
   if (k) {
@@ -257,27 +269,33 @@ static hc_span_t *carve_at(hc_span_t *s, size_t k, size_t n) {
     h->is_released = s->is_released;
     s->start += k << HC_PAGE_SHIFT;
     s->npages -= k;
-    hci_pagemap_set(h->start >> HC_PAGE_SHIFT, k, h, 0);
+    hci_pagemap_relabel(h->start >> HC_PAGE_SHIFT, k, h);
     put_free(h);
   }
   hc_span_t *a = s;
-  if (s->npages > n) {
-    a = hci_span_new();
-    if (a) {
+  size_t rest = s->npages - n;
+  hc_span_t *r = rest ? hci_span_new() : NULL;
+  if (r) {
+    r->is_released = s->is_released;
+    if (rest < n) { /* s is the span, r the rest after it */
+      r->start = s->start + (n << HC_PAGE_SHIFT);
+      r->npages = rest;
+      s->npages = n;
+      hci_pagemap_relabel(r->start >> HC_PAGE_SHIFT, rest, r);
+      put_free(r);
+    } else { /* r is the span, s the rest */
+      a = r;
       a->start = s->start;
       a->npages = n;
-      a->is_released = s->is_released;
       s->start += n << HC_PAGE_SHIFT;
-      s->npages -= n;
+      s->npages = rest;
+      hci_pagemap_relabel(a->start >> HC_PAGE_SHIFT, n, a);
       put_free(s);
-    } else {
-      a = s; /* keep the whole span: wasteful but correct */
     }
-  }
+  } /* else the whole span (no struct for the rest: wasteful but correct) */
   a->is_zeroed = a->is_released; /* released pages fault back in as zeros */
   a->is_released = 0;
   a->state = HC_SPAN_LARGE;
-  hci_pagemap_set(a->start >> HC_PAGE_SHIFT, a->npages, a, 0);
   ph->inuse_bytes += a->npages << HC_PAGE_SHIFT;
   if (ph->inuse_bytes > ph->peak_cur) ph->peak_cur = ph->inuse_bytes;
   return a;
@@ -350,7 +368,7 @@ bool hci_ph_grow(hc_span_t *s, size_t npages) {
   bool ok = next && next->npages >= extra;
   if (ok) {
     take_free(next);
-    hci_pagemap_set(end >> HC_PAGE_SHIFT, extra, s, 0);
+    hci_pagemap_relabel(end >> HC_PAGE_SHIFT, extra, s);
     if (next->npages == extra) {
       hci_span_delete(next);
     } else { /* the rest keeps next's struct: only the pages taken were relabelled */
@@ -373,7 +391,7 @@ bool hci_ph_grow(hc_span_t *s, size_t npages) {
 static hc_span_t *join(hc_span_t *lo, hc_span_t *hi) {
   hc_span_t *keep = lo->npages >= hi->npages ? lo : hi;
   hc_span_t *gone = keep == lo ? hi : lo;
-  hci_pagemap_set(gone->start >> HC_PAGE_SHIFT, gone->npages, keep, 0);
+  hci_pagemap_relabel(gone->start >> HC_PAGE_SHIFT, gone->npages, keep);
   keep->start = lo->start;
   keep->npages = lo->npages + hi->npages;
   hci_span_delete(gone);

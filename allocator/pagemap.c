@@ -87,6 +87,24 @@ bool hci_pagemap_ensure(uintptr_t first_page, size_t n) {
   return true;
 }
 
+/* Widens the written range of page's leaf to cover its entries [i, stop). */
+static void note_used(uintptr_t page, size_t i, size_t stop) {
+  pm_used_t *u = used_of(page >> HC_PM_LEAF_BITS);
+  if (u && (u->hi == 0 || i < u->lo)) u->lo = (uint32_t)i;
+  if (u && stop > u->hi) u->hi = (uint32_t)stop;
+}
+
+/* The next leaf's part of the pages [*page, end): entries [*i, returned
+ * stop) of the leaf *leaf; advances *page past them (large spans cover
+ * thousands of pages, written a leaf at a time). */
+static size_t leaf_part(uintptr_t *page, uintptr_t end, hc_pm_entry_t **leaf, size_t *i) {
+  *leaf = leaf_for(*page, false);
+  *i = *page & (HC_PM_LEAF_LEN - 1);
+  size_t stop = end - *page < HC_PM_LEAF_LEN - *i ? *i + (end - *page) : HC_PM_LEAF_LEN;
+  *page += stop - *i;
+  return stop;
+}
+
 bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls) {
   if (!hci_pagemap_ensure(first_page, n)) return false;
   uintptr_t start = cls ? s->start : 0;
@@ -94,32 +112,43 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
   hc_pm_fast_t fast = {(uint32_t)start, (uint16_t)lofs, 0};
   uint64_t fword;
   __builtin_memcpy(&fword, &fast, sizeof fword);
+  /* Every page of a span has the same entry: written as two 16-byte
+   * halves (each 8-byte field still lands whole, as a reader needs; the
+   * fields were never written together), 2 stores a page instead of 5. */
+  typedef uint64_t hc_v2u64 __attribute__((vector_size(16)));
+  _Static_assert(offsetof(hc_pm_entry_t, span) == 0 && offsetof(hc_pm_entry_t, start) == 8 &&
+                     offsetof(hc_pm_entry_t, owner) == 16 && offsetof(hc_pm_entry_t, cls) == 24 &&
+                     offsetof(hc_pm_entry_t, lofs) == 28,
+                 "the halves below");
+  const hc_v2u64 lo = {(uint64_t)(uintptr_t)s, (uint64_t)start};
+  const hc_v2u64 hi = {0, (uint64_t)cls | (uint64_t)lofs << 32};
   /* Fast entries are 0 on every page but a SMALL span's (new_span and
    * free_span in central.c set the class while the span is SMALL): the
    * page heap's splits, merges and large spans leave them alone. */
   bool set_fast = cls != 0 || s->state == HC_SPAN_SMALL;
-  /* A leaf at a time: large spans set thousands of entries. */
   for (uintptr_t page = first_page, end = first_page + n; page < end;) {
-    hc_pm_entry_t *leaf = leaf_for(page, false);
-    uint64_t *fleaf = (uint64_t *)hci_pagemap_fast_of(leaf);
-    size_t i = page & (HC_PM_LEAF_LEN - 1);
-    size_t stop = end - page < HC_PM_LEAF_LEN - i ? i + (end - page) : HC_PM_LEAF_LEN;
-    page += stop - i;
-    pm_used_t *u = used_of((page - 1) >> HC_PM_LEAF_BITS);
-    if (u && (u->hi == 0 || i < u->lo)) u->lo = (uint32_t)i;
-    if (u && stop > u->hi) u->hi = (uint32_t)stop;
-    if (set_fast)
+    hc_pm_entry_t *leaf;
+    size_t i, stop = leaf_part(&page, end, &leaf, &i);
+    note_used(page - 1, i, stop);
+    if (set_fast) {
+      uint64_t *fleaf = (uint64_t *)hci_pagemap_fast_of(leaf);
       for (size_t k = i; k < stop; k++) __atomic_store_n(&fleaf[k], fword, __ATOMIC_RELAXED);
+    }
     for (; i < stop; i++) {
-      hc_pm_entry_t *e = &leaf[i];
-      __atomic_store_n(&e->span, (uintptr_t)s, __ATOMIC_RELAXED);
-      __atomic_store_n(&e->start, start, __ATOMIC_RELAXED);
-      __atomic_store_n(&e->cls, cls, __ATOMIC_RELAXED);
-      __atomic_store_n(&e->lofs, lofs, __ATOMIC_RELAXED);
-      __atomic_store_n(&e->owner, 0, __ATOMIC_RELAXED);
+      hc_v2u64 *e = (hc_v2u64 *)&leaf[i];
+      e[0] = lo;
+      e[1] = hi;
     }
   }
   return true;
+}
+
+void hci_pagemap_relabel(uintptr_t first_page, size_t n, hc_span_t *s) {
+  for (uintptr_t page = first_page, end = first_page + n; page < end;) {
+    hc_pm_entry_t *leaf;
+    size_t i, stop = leaf_part(&page, end, &leaf, &i);
+    for (; i < stop; i++) __atomic_store_n(&leaf[i].span, (uintptr_t)s, __ATOMIC_RELAXED);
+  }
 }
 
 void hci_pagemap_set_owner(const hc_span_t *s, const void *owner) {

@@ -618,6 +618,70 @@ static int hysteresis(void) {
   return 0;
 }
 
+/* Every page of span s maps to s with the entry of a span that holds no
+ * small objects: the span word, the other words 0, a zero fast entry (the
+ * page heap relabels only the span word of such pages: carve_at, join,
+ * hci_ph_grow). */
+static int pages_bad;
+static void check_pages(const hc_span_t *s, const char *where) {
+  for (size_t i = 0; i < s->npages; i++) {
+    uintptr_t a = s->start + i * HC_PAGE_SIZE;
+    const hc_pm_entry_t *e = hci_pagemap_find(a);
+    const hc_pm_fast_t *f = hci_pagemap_fast_entry(a);
+    bool ok = e && (const hc_span_t *)e->span == s && !e->start && !e->owner && !e->cls && !e->lofs && f &&
+              !f->start_lo && !f->lofs && !f->otag;
+    if (!ok && pages_bad++ == 0)
+      CHECK(0, "%s: page %zu of span %#zx+%zu (state %d) does not map to it alone", where, i, (size_t)s->start,
+            s->npages, s->state);
+  }
+}
+
+/* find_fit's bitmap of non-empty exact lists against the lists. */
+static void check_exact_bits(const char *where) {
+  for (size_t i = 1; i <= HC_PH_EXACT_LISTS; i++) {
+    bool bit = ph->exact_used[i >> 6] >> (i & 63) & 1;
+    bool any = ph->exact[i].next && ph->exact[i].next != &ph->exact[i];
+    CHECK(bit == any, "%s: exact list %zu %s but its bit is %d", where, i, any ? "has runs" : "is empty", bit);
+  }
+}
+
+/* Random allocations (plain, aligned), frees and in-place growths of
+ * spans of 1..300 pages, the pagemap of every span and free run checked
+ * after each step: splits and merges relabel only the pages that change
+ * struct, so a page left with a stale struct or field shows here. */
+static void test_random_pages(void) {
+  enum { SLOTS = 24, STEPS = 3000 };
+  hc_span_t *live[SLOTS] = {0};
+  uint64_t rng = 0x9e3779b97f4a7c15ull;
+  for (int step = 0; step < STEPS && !pages_bad; step++) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    int k = (int)(rng % SLOTS);
+    size_t n = 1 + (size_t)(rng >> 8) % (rng >> 40 & 1 ? 300 : 40);
+    if (live[k] && (rng >> 20 & 3) == 0) {
+      size_t want = live[k]->npages + n;
+      if (hci_ph_grow(live[k], want)) CHECK(live[k]->npages == want, "grow to %zu pages left %zu", want, live[k]->npages);
+    } else if (live[k]) {
+      free_checked(live[k], "random pages");
+      live[k] = NULL;
+    } else {
+      size_t align = (rng >> 24 & 7) == 0 ? HC_PAGE_SIZE << (1 + (rng >> 28) % 4) : 0;
+      live[k] = alloc_checked(n, align, "random pages");
+    }
+    for (int j = 0; j < SLOTS; j++)
+      if (live[j]) check_pages(live[j], "random pages, in use");
+    for (size_t i = 1; i <= HC_PH_EXACT_LISTS + 1; i++) {
+      hc_span_t *h = i > HC_PH_EXACT_LISTS ? &ph->large : &ph->exact[i];
+      if (h->next)
+        for (hc_span_t *r = h->next; r != h; r = r->next) check_pages(r, "random pages, free");
+    }
+    check_exact_bits("random pages");
+    check_runs("random pages");
+  }
+  for (int j = 0; j < SLOTS; j++)
+    if (live[j]) free_checked(live[j], "random pages");
+  check_accounting("after random pages");
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   setvbuf(stderr, NULL, _IONBF, 0);
@@ -631,6 +695,7 @@ int main(int argc, char **argv) {
   test_coalesce();
   test_mixed_states();
   test_aligned();
+  test_random_pages();
   test_release();
   test_auto_release();
   test_threshold();
