@@ -80,6 +80,7 @@ typedef struct hc_span {
   uint64_t alloc_time;      /* LARGE sampled: allocation time, ns since process start */
   uint64_t weight;          /* LARGE sampled: mean sampling interval it was drawn with */
   uint64_t sample_est;      /* LARGE sampled: bytes it stands for (profile.c's estimate) */
+  size_t sample_size;       /* LARGE sampled: the size the profile was last told (alloc.c) */
   struct hc_span *snext;    /* LARGE sampled: link in the sampled-span list */
   struct hc_span *sprev;
 } hc_span_t;
