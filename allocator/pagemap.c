@@ -7,8 +7,11 @@
  * fast path's (10 MiB of virtual memory each, covering 2 GiB of address
  * space), mapped from the metadata arena on demand and
  * never freed, so a lock-free reader can never see a leaf disappear.
- * Entries are written with relaxed atomic stores under the page-heap lock;
- * a reader racing with a writer sees either the old or the new entry, both
+ * Entries are written under the page-heap lock, field by field with
+ * relaxed atomic stores, or whole as two aligned 16-byte stores (each
+ * 8-byte field lands whole: aligned 8-byte stores are single-copy atomic,
+ * and a reader reads one field at a time); a reader racing with a writer
+ * sees either the old or the new value of a field, both
  * of which describe memory it does not own yet (a pointer is only freed
  * after malloc returned it, which happens after its entry was published
  * under the lock). */
