@@ -773,10 +773,19 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     return p;
   }
   /* A large block grows into the free pages after it when there are
-   * enough: a buffer grown step by step is then never copied. */
-  if (!cls && !sampled && size > usable && size <= atomic_load_explicit(&max_request, memory_order_relaxed) &&
+   * enough: a buffer grown step by step is then never copied, and the
+   * blocks it leaves behind do not pile up.  A sampled one too (blocks
+   * of a few hundred KiB and up nearly always are): it was excluded, so
+   * python3's growing lists moved at every step, 1.8 -> 4.6 MB through
+   * nine new places, 27 MB of address space touched (peak RSS 52 MB,
+   * glibc 38); the profile is told its new size as when it stays put.  A
+   * sampled small object (a page of its own, its class's size) moves as
+   * before: its usable size is its class's. */
+  if (!cls && (!sampled || s->req_size > HC_MAX_SMALL) && size > usable &&
+      size <= atomic_load_explicit(&max_request, memory_order_relaxed) &&
       hci_ph_grow(s, (size + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT)) {
-    set_requested_size(p, size);
+    if (sampled) resample_in_place(s, size, false);
+    else set_requested_size(p, size);
     return p;
   }
   /* A small block that grows gets a class an eighth above the request: a

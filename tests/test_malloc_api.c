@@ -273,17 +273,21 @@ static void test_realloc(void) {
   }
   free(p);
   /* A large block grows in place into free pages after it: find two
-   * adjacent large blocks, free the second, grow the first across it. */
-  {
+   * adjacent large blocks, free the second, grow the first across it;
+   * once unsampled, once sampled (every allocation a sample: a sampled
+   * block grows in place too and its span records the new size). */
+  for (int want_sampled = 0; want_sampled <= 1; want_sampled++) {
     enum { B = 512 << 10, TRIES = 64 }; /* above HC_MAX_SMALL: LARGE spans */
+    size_t was_interval = want_sampled ? hc_set_sample_interval(1) : 0;
     char *v[TRIES + 1];
     int n = 0, found = -1;
     v[n++] = malloc(B);
     while (n <= TRIES && found < 0) {
       v[n] = malloc(B);
-      if (v[n] == v[n - 1] + B && !hci_pagemap_span((uintptr_t)v[n - 1])->is_sampled) found = n - 1;
+      if (v[n] == v[n - 1] + B && hci_pagemap_span((uintptr_t)v[n - 1])->is_sampled == want_sampled) found = n - 1;
       n++;
     }
+    if (want_sampled) hc_set_sample_interval(was_interval);
     CHECK(found >= 0, "no two adjacent %d-byte blocks in %d allocations", B, TRIES);
     if (found >= 0) {
       char *a = v[found];
@@ -297,6 +301,9 @@ static void test_realloc(void) {
       if (g) memset(g + B, 0x22, B / 2); /* the new part is ours */
       hc_span_t *gs = g ? hci_pagemap_span((uintptr_t)g + B + B / 2 - 1) : NULL;
       CHECK(gs && gs->start == (uintptr_t)g && gs->state == HC_SPAN_LARGE, "grown span's last page maps to it");
+      CHECK(!gs || (gs->is_sampled == want_sampled && gs->req_size == (size_t)B + B / 2),
+            "grown span (sampled %d): is_sampled %d, requested size %zu", want_sampled, gs ? gs->is_sampled : 0,
+            gs ? gs->req_size : 0);
       v[found] = g;
     }
     for (int i = 0; i < n; i++) free(v[i]);
