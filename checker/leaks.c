@@ -718,6 +718,7 @@ hc_public __attribute__((weak)) int __libc_start_main(main_fn_t main, int argc, 
   if (hci_chk.active && hci_chk.global_check && !L.real_main) {
     L.real_main = main;
     main = start_main;
+    hci_symbolize_hide((uintptr_t)start_main);
   }
   return real(main, argc, argv, init, fini, rtld_fini, stack_end);
 }

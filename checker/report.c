@@ -126,6 +126,7 @@ static void print_frames(hci_out_t *o, uint32_t stack_id, bool symbolize) {
     }
     hci_frame_t fr;
     hci_symbolize(pcs[i], &fr);
+    if (fr.hidden) continue; /* our start_main, between main and libc */
     /* Inlined code: one line per function, innermost first, same pc. */
     for (const hci_frame_t *f = &fr; f; f = f->caller) {
       hci_frame_t c = *f;

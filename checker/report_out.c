@@ -58,6 +58,7 @@ bool hci_fmt_suppression(uint32_t stack_id, char *buf, size_t size) {
   for (int i = 0; i < n; i++) {
     hci_frame_t f;
     hci_symbolize(pcs[i], &f);
+    if (f.hidden) continue;
     if (!module && f.module && strcmp(f.module, "?") != 0) module = f.module;
     /* The first named frame outside libc, libstdc++ and the loader: the
      * program's own allocation site, not strdup or std::string. */

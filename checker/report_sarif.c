@@ -105,7 +105,7 @@ static int primary_frame(const uintptr_t *pcs, int n, hci_frame_t *out) {
   for (int i = 0; i < n; i++) {
     hci_frame_t f;
     hci_symbolize(pcs[i], &f);
-    if (!f.file || f.line <= 0) continue;
+    if (f.hidden || !f.file || f.line <= 0) continue;
     const char *b = strrchr(f.module, '/');
     b = b ? b + 1 : f.module;
     bool runtime = strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libstdc++", 9) == 0 || strncmp(b, "ld-linux", 8) == 0;
@@ -127,6 +127,7 @@ static uint64_t fingerprint(const uintptr_t *pcs, int n) {
   for (int i = 0; i < n; i++) {
     hci_frame_t f;
     hci_symbolize(pcs[i], &f);
+    if (f.hidden) continue;
     const char *s = f.function ? f.function : "?";
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
     h = (h ^ ';') * 1099511628211ull;
@@ -162,10 +163,11 @@ static void result(hci_out_t *o, const hci_fmt_rec_t *r, bool comma) {
                  (unsigned long long)fingerprint(pcs, n));
   hci_out_printf(o, "\"properties\":{\"bytes\":%zu,\"objects\":%zu,\"stackId\":%u},", r->bytes, r->count, r->stack_id);
   hci_out_puts(o, "\"stacks\":[{\"message\":{\"text\":\"allocation stack\"},\"frames\":[");
-  for (int i = 0; i < n; i++) {
+  for (int i = 0, shown = 0; i < n; i++) {
     hci_frame_t f;
     hci_symbolize(pcs[i], &f);
-    hci_out_puts(o, i ? ",{\"location\":{" : "{\"location\":{");
+    if (f.hidden) continue;
+    hci_out_puts(o, shown++ ? ",{\"location\":{" : "{\"location\":{");
     if (f.file && f.line > 0) {
       physical(o, &f);
       hci_out_puts(o, ",");

@@ -47,9 +47,11 @@ typedef struct tree {
   uint32_t max_depth;
 } tree_t;
 
+/* NULL for a hidden frame (hci_symbolize_hide): left out of the graph. */
 static const char *frame_name(tree_t *t, uintptr_t pc) {
   hci_frame_t f;
   hci_symbolize(pc, &f);
+  if (f.hidden) return NULL;
   if (f.function && *f.function) return f.function;
   const char *b = strrchr(f.module, '/');
   b = b ? b + 1 : f.module;
@@ -92,6 +94,7 @@ static int tree_build(tree_t *t, const hci_fg_item_t *items, size_t n) {
     t->v[0].count += items[i].count;
     for (int k = (d > 0 ? d : 1) - 1; k >= 0; k--) {
       const char *name = d > 0 ? frame_name(t, pcs[k]) : "(stack unknown)";
+      if (!name) continue;
       uint32_t c = t->v[cur].child, last = 0;
       while (c && strcmp(t->v[c].name, name) != 0) {
         last = c;
@@ -134,10 +137,14 @@ int hci_fg_write_folded(int fd, const hci_fg_item_t *items, size_t n) {
     const uintptr_t *pcs;
     int d = hci_depot_get(items[i].stack_id, &pcs);
     if (d <= 0) hci_out_puts(o, "(stack unknown)");
+    bool first = true;
     for (int k = d - 1; k >= 0; k--) {
       names.names_len = 0;
-      folded_name(o, frame_name(&names, pcs[k]));
-      if (k) hci_out_put(o, ";", 1);
+      const char *name = frame_name(&names, pcs[k]);
+      if (!name) continue;
+      if (!first) hci_out_put(o, ";", 1);
+      folded_name(o, name);
+      first = false;
     }
     hci_out_printf(o, " %llu\n", (unsigned long long)items[i].value);
   }

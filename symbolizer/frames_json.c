@@ -14,10 +14,11 @@ void hci_json_frames(hci_out_t *o, uint32_t stack_id) {
   const uintptr_t *pcs;
   int n = hci_depot_get(stack_id, &pcs);
   hci_out_puts(o, "[");
-  for (int i = 0; i < n; i++) {
+  for (int i = 0, shown = 0; i < n; i++) {
     hci_frame_t f;
     hci_symbolize(pcs[i], &f);
-    hci_out_puts(o, i ? ",{" : "{");
+    if (f.hidden) continue;
+    hci_out_puts(o, shown++ ? ",{" : "{");
     hex(o, "address", pcs[i]);
     hci_out_puts(o, ",\"module\":");
     hci_out_json_str(o, f.module);

@@ -11,12 +11,13 @@ int hci_stack_lines(uint32_t id, int max, void (*emit)(void *ctx, const char *li
   const uintptr_t *pcs;
   int d = hci_depot_get(id, &pcs);
   if (d <= 0) emit(ctx, "    (stack unknown)\n");
-  for (int k = 0; k < d && k < max; k++) {
+  for (int k = 0, shown = 0; k < d && shown < max; k++) {
     hci_frame_t f;
     char frame[768], line[832];
     hci_symbolize(pcs[k], &f);
+    if (f.hidden) continue;
     hci_format_frame(frame, sizeof frame, &f);
-    hci_snprintf(line, sizeof line, "    #%d 0x%016lx %s\n", k, (unsigned long)pcs[k], frame);
+    hci_snprintf(line, sizeof line, "    #%d 0x%016lx %s\n", shown++, (unsigned long)pcs[k], frame);
     emit(ctx, line);
   }
   return d;

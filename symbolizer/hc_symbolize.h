@@ -45,6 +45,10 @@ typedef struct hci_frame {
    * a chain ending at the real function, whose caller is NULL). */
   bool inlined;
   const struct hci_frame *caller;
+  /* A frame of the library's own that reports leave out: the checker's
+   * start_main, between main and libc's __libc_start_call_main, in every
+   * stack that passes through main (hci_symbolize_hide). */
+  bool hidden;
 } hci_frame_t;
 
 /* pc is treated as a return address: function and line are those of the
@@ -63,6 +67,10 @@ int hci_symbolize_func_ranges(uintptr_t in_module, const char *const *names, uin
  * in_module is loaded, from its file's section headers; false when the file
  * has no such section or it lies outside the module's segments. */
 bool hci_symbolize_section(uintptr_t in_module, const char *name, uintptr_t *lo, uintptr_t *hi);
+/* Frames in the function that starts at entry are marked hidden from now on
+ * (one function: the checker's start_main).  Found by the symbol table, so a
+ * library stripped of .symtab shows the frame as before. */
+void hci_symbolize_hide(uintptr_t entry);
 /* Drops caches and unmaps files (e.g. after dlclose). */
 void hci_symbolizer_reset(void);
 /* Saves the executable's path (at start-up, from the checker's constructor)

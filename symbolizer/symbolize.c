@@ -97,6 +97,7 @@ static struct {
   void *libstdcxx;                /* handle that keeps demangle valid */
   bool libstdcxx_ours;            /* loaded by us on demand: kept loaded for good */
   bool demangle_looked_up;
+  _Atomic uintptr_t hide;         /* hci_symbolize_hide's entry, or 0 */
 } S = {.lock = HCI_LOCK_INIT(HC_RANK_SYMBOLIZER)};
 HC_PRIVATE_STATE(S);
 
@@ -696,8 +697,12 @@ bool hci_symbolize(uintptr_t pc, hci_frame_t *out) {
     }
   }
   hci_unlock(&S.lock);
+  uintptr_t hide = atomic_load_explicit(&S.hide, memory_order_relaxed);
+  out->hidden = hide && out->function && !out->inlined && pc - out->function_offset == hide;
   return out->function != NULL;
 }
+
+void hci_symbolize_hide(uintptr_t entry) { atomic_store_explicit(&S.hide, entry, memory_order_relaxed); }
 
 int hci_symbolize_func_ranges(uintptr_t in_module, const char *const *names, uintptr_t *lo, uintptr_t *hi, int max) {
   int n = 0;

@@ -58,6 +58,13 @@ pycheck svg "$d/r._main_.svg" "$d/r.json" _main_
 pycheck svg "$d/r.request.svg" "$d/r.json" request
 pycheck folded "$d/r._main_.folded" "$d/r.json" _main_
 pycheck folded "$d/r.request.folded" "$d/r.json" request
+# The checker's own start_main (it runs main) is left out of every format.
+for f in r.json r.sarif r._main_.svg r._main_.folded; do
+  checks=$((checks + 1))
+  grep -qE '(^|[^_a-z])start_main' "$d/$f" && fail "$f names the checker's start_main"
+  checks=$((checks + 1))
+  grep -qE '(^|[^_a-z])main([^_a-z]|$)' "$d/$f" || fail "$f does not name main"
+done
 # Two documents, in check order, with the text report's totals.
 out=$(python3 -c '
 import json, sys
