@@ -207,8 +207,9 @@ int hci_task_zombie(int tid);
 
 /* ======================= stop_ptrace.c ======================= */
 /* Calls fn(ctx, tid) for every task listed by the directory descriptor fd
- * (read again from its start); returns the count or -1.  Raw system calls
- * only: usable from the helper task. */
+ * (read again from its start) but io_uring's workers, which never run user
+ * code; returns the count or -1.  Raw system calls only: usable from the
+ * helper task. */
 int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx);
 /* requires: as hci_world_stop; w->threads[0] is the checking thread.
  * Stops every other thread with the ptrace helper task (see the file's

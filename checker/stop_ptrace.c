@@ -40,6 +40,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sched.h>
 #include <string.h>
@@ -131,6 +132,45 @@ struct dirent64_raw {
   char d_name[];
 };
 
+/* PF_IO_WORKER (include/linux/sched.h; not in the user-space headers). */
+#define TASK_IO_WORKER 0x10u
+
+/* Whether task tid (in the task directory taskfd) is one of io_uring's
+ * workers: iou-wrk-N (io-wq) and iou-sqp-N (an SQPOLL ring's poller) are
+ * threads of the process that never run user code.  ptrace stops them with
+ * every user register zero (a check of libuv's io_uring tests said "the
+ * stack of thread N could not be found (sp 0x0 is in no mapping)" and
+ * failed) and a stop signal never reaches them; they have no user stack,
+ * registers or TLS to scan, so they are no thread of the check's.  Read
+ * from field 9 (flags) of its stat file, with raw calls (the ptrace
+ * helper lists tasks too). */
+static bool io_worker(int taskfd, int tid) {
+  char path[24], digits[12], buf[512];
+  int nd = 0, np = 0;
+  for (unsigned v = (unsigned)tid; v && nd < (int)sizeof digits; v /= 10) digits[nd++] = (char)('0' + v % 10);
+  while (nd > 0) path[np++] = digits[--nd];
+  memcpy(path + np, "/stat", 6);
+  long fd = RAW(SYS_openat, taskfd, path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return false;
+  long n;
+  do n = RAW(SYS_read, fd, buf, sizeof buf - 1, 0);
+  while (n == -EINTR);
+  RAW(SYS_close, fd, 0, 0, 0);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  /* "tid (comm) S ppid pgrp session tty_nr tpgid flags ...": the command
+   * may hold spaces and parentheses, so count from the last ')'. */
+  const char *p = NULL;
+  for (const char *q = buf; *q; q++)
+    if (*q == ')') p = q;
+  if (!p) return false;
+  for (int field = 2; field < 9 && *p; p++)
+    if (*p == ' ') field++;
+  unsigned long flags = 0;
+  while (*p >= '0' && *p <= '9') flags = flags * 10 + (unsigned long)(*p++ - '0');
+  return (flags & TASK_IO_WORKER) != 0;
+}
+
 int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx) {
   if (fd < 0 || RAW(SYS_lseek, fd, 0, SEEK_SET, 0) < 0) return -1;
   char buf[4096] __attribute__((aligned(8)));
@@ -148,6 +188,7 @@ int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx) {
       if (*c < '0' || *c > '9') continue;
       while (*c >= '0' && *c <= '9') tid = tid * 10 + (*c++ - '0');
       if (*c || tid <= 0) continue;
+      if (io_worker(fd, tid)) continue;
       count++;
       if (fn) fn(ctx, tid);
     }
