@@ -395,7 +395,7 @@ void hci_chk_no_follow(void);
 /* After the whole-program check at exit, in a launcher tree
  * (HEAPCHECK_TREE): appends this process's record to <dir>/processes and,
  * for a descendant whose report went to a file, prints one line on stderr. */
-void hci_tree_note(ssize_t bytes, ssize_t objects);
+void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete);
 
 /* ======================= direct_exit.c ======================= */
 /* Records the pid the checker starts in (checker start-up). */

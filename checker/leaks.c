@@ -428,7 +428,7 @@ static hc_noinline void final_check(uintptr_t sp, final_from_t from) {
   if (hci_chk.free_libc && from == FINAL_AT_EXIT && !hci_locks_held_here) hci_api_free_libc();
   ssize_t bytes, objects;
   int ok = global_check(sp, true, &bytes, &objects);
-  hci_tree_note(bytes, objects);
+  hci_tree_note(bytes, objects, !ok && L.incomplete);
   if (ok) return;
   /* The other threads are still stopped (hold): stdio was flushed before
    * the check, and flushing again could wait for a lock a stopped thread

@@ -5,13 +5,16 @@
  * HEAPCHECK_KEEP_STATUS=1 in the environment every descendant inherits.
  * After its whole-program check at exit, each process appends one record to
  * <dir>/processes (the launcher created it; never created here):
- *     pid \t leaked bytes \t leaked allocations \t report \t command line \n
- * where report is the log file's path or "stderr", and the command line is
+ *     pid \t leaked bytes \t leaked allocations \t state \t report \t command line \n
+ * where state is "ok", or "incomplete" when the check could not complete
+ * (its totals are then what it found, not a verdict), report is the log
+ * file's path or "stderr", and the command line is
  * /proc/self/cmdline with spaces between arguments (tabs, newlines and other
  * control characters shown as '?', cut at 1 KiB).  The record is one
  * O_APPEND write shorter than PIPE_BUF, so records of processes exiting at
- * the same time do not interleave.  A leaking descendant whose report went
- * to a file also prints one line on the original stderr naming it.
+ * the same time do not interleave.  A leaking descendant, or one whose
+ * check could not complete, whose report went to a file also prints one
+ * line on the original stderr naming it.
  *
  * Runs at exit with the world running; no malloc, no stdio.
  * Locks: none.
@@ -43,7 +46,7 @@ static size_t read_cmdline(char *buf, size_t size) {
   return len;
 }
 
-static void append_record(ssize_t bytes, ssize_t objects, const char *report) {
+static void append_record(ssize_t bytes, ssize_t objects, bool incomplete, const char *report) {
   /* Opened at start (log_stream.c): a process that dropped its privileges
    * since (nginx's workers) could not open the launcher's directory now. */
   int fd = hci_log_stream_records_fd();
@@ -51,20 +54,25 @@ static void append_record(ssize_t bytes, ssize_t objects, const char *report) {
   char cmd[1024];
   if (read_cmdline(cmd, sizeof cmd) == 0) hci_snprintf(cmd, sizeof cmd, "?");
   char line[3072];
-  int n = hci_snprintf(line, sizeof line, "%d\t%zd\t%zd\t%.1500s\t%s\n", (int)getpid(), bytes < 0 ? 0 : bytes,
-                       objects < 0 ? 0 : objects, report, cmd);
+  int n = hci_snprintf(line, sizeof line, "%d\t%zd\t%zd\t%s\t%.1500s\t%s\n", (int)getpid(), bytes < 0 ? 0 : bytes,
+                       objects < 0 ? 0 : objects, incomplete ? "incomplete" : "ok", report, cmd);
   size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
   if (len && line[len - 1] != '\n') line[len - 1] = '\n';
   hci_write_all(fd, line, len);
 }
 
-void hci_tree_note(ssize_t bytes, ssize_t objects) {
+void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete) {
   const char *dir = hci_log_stream_tree_dir();
   if (!dir) return;
   const char *file = hci_log_stream_path();
-  append_record(bytes, objects, file ? file : "stderr");
-  if (bytes <= 0 && objects <= 0) return;
+  append_record(bytes, objects, incomplete, file ? file : "stderr");
+  if (bytes <= 0 && objects <= 0 && !incomplete) return;
   if (!file || hci_log_stream_tree_top()) return;
+  if (incomplete) {
+    hci_fdprintf(hci_log_stream_stderr(), "heapcheck: %s (pid %d): its leak check could not complete; report: %s\n",
+                 *hci_prog_short_name() ? hci_prog_short_name() : "?", (int)getpid(), file);
+    return;
+  }
   hci_fdprintf(hci_log_stream_stderr(), "heapcheck: %s (pid %d) leaked %zd bytes in %zd allocations; report: %s\n",
                *hci_prog_short_name() ? hci_prog_short_name() : "?", (int)getpid(), bytes,
                objects, file);

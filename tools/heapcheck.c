@@ -335,6 +335,16 @@ static void set(const char *name, const char *value) {
  * unchecked.  Such a library is preloaded through a symbolic link in the
  * launcher's private directory (removed at the end); when that directory's
  * own path has them too (TMPDIR), a clear error says what to do. */
+/* The status when a check in the tree could not complete and nothing leaked:
+ * HEAP_CHECK_ERROR_EXIT_CODE as the library reads it (0-255), else its
+ * default 125.  Each process keeps its own status under the launcher. */
+static int error_exit_code(void) {
+  const char *v = getenv("HEAP_CHECK_ERROR_EXIT_CODE");
+  char *end;
+  long n = v && *v ? strtol(v, &end, 10) : -1;
+  return v && *v && !*end && n >= 0 && n <= 255 ? (int)n : 125;
+}
+
 static const char *preload_path(const char *lib, hc_tree_t *tree, char *link, size_t size) {
   if (!strpbrk(lib, ": ")) return lib;
   if (strpbrk(tree->dir, ": ") || snprintf(link, size, "%s/%s", tree->dir, HC_LIBNAME) >= (int)size) {
@@ -538,5 +548,6 @@ int main(int argc, char **argv) {
   if (WIFSIGNALED(status)) die_of_signal(WTERMSIG(status));
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   if (code == 0 && sum.leaking > 0) code = opt.exit_code >= 0 ? opt.exit_code : 1;
+  else if (code == 0 && sum.incomplete > 0) code = error_exit_code();
   return code;
 }

@@ -1,7 +1,9 @@
 /* launcher_tree.c - the launcher's private directory: created before the
  * program starts, read after it ended, and the one summary of the tree.
  *
- * Record lines (checker/tree.c): pid \t bytes \t objects \t report \t cmdline.
+ * Record lines (checker/tree.c): pid \t bytes \t objects \t state \t report \t cmdline,
+ * state "ok" or "incomplete" (the check could not complete: it proves
+ * nothing, so the summary never says "no leaks found" then).
  * A process appears once per checked image: a process that exec'ed another
  * checked program records twice with the same pid (both are listed).
  */
@@ -62,8 +64,9 @@ void hc_tree_read(const hc_tree_t *t, hc_tree_summary_t *s) {
   while ((n = getline(&line, &cap, f)) > 0) {
     if (line[n - 1] == '\n') line[n - 1] = 0;
     char *p = line;
-    char *pid = field(&p), *bytes = field(&p), *objects = field(&p), *report = field(&p), *cmd = p;
-    if (!pid || !bytes || !objects || !report || !cmd) continue;
+    char *pid = field(&p), *bytes = field(&p), *objects = field(&p), *state = field(&p), *report = field(&p),
+         *cmd = p;
+    if (!pid || !bytes || !objects || !state || !report || !cmd) continue;
     if (s->nprocs == alloc) {
       alloc = alloc ? alloc * 2 : 64;
       hc_proc_t *np = realloc(s->procs, alloc * sizeof *np);
@@ -74,9 +77,13 @@ void hc_tree_read(const hc_tree_t *t, hc_tree_summary_t *s) {
     pr->pid = strtol(pid, NULL, 10);
     pr->bytes = strtoull(bytes, NULL, 10);
     pr->objects = strtoull(objects, NULL, 10);
+    pr->incomplete = strcmp(state, "incomplete") == 0;
     pr->report = strdup(report);
     pr->cmdline = strdup(cmd);
-    if (pr->bytes || pr->objects) {
+    /* An unfinished check's totals (roots missing) are no verdict. */
+    if (pr->incomplete) {
+      s->incomplete++;
+    } else if (pr->bytes || pr->objects) {
       s->leaking++;
       s->bytes += pr->bytes;
       s->objects += pr->objects;
@@ -89,17 +96,27 @@ void hc_tree_read(const hc_tree_t *t, hc_tree_summary_t *s) {
 void hc_tree_print(const hc_tree_t *t, const hc_tree_summary_t *s, FILE *out) {
   (void)t;
   const char *ps = s->nprocs == 1 ? "" : "es";
-  if (s->leaking == 0) {
+  char unfinished[96] = "";
+  if (s->incomplete)
+    snprintf(unfinished, sizeof unfinished, "; %zu check%s could not complete", s->incomplete,
+             s->incomplete == 1 ? "" : "s");
+  if (s->leaking == 0 && s->incomplete == 0) {
     fprintf(out, "heapcheck: %zu process%s checked, no leaks found\n", s->nprocs, ps);
     return;
   }
-  fprintf(out, "heapcheck: %zu process%s checked, %zu leaked: %llu bytes in %llu allocations\n", s->nprocs, ps,
-          s->leaking, s->bytes, s->objects);
+  if (s->leaking == 0)
+    fprintf(out, "heapcheck: %zu process%s checked, no leaks found in the others%s\n", s->nprocs, ps, unfinished);
+  else
+    fprintf(out, "heapcheck: %zu process%s checked, %zu leaked: %llu bytes in %llu allocations%s\n", s->nprocs, ps,
+            s->leaking, s->bytes, s->objects, unfinished);
   for (size_t i = 0; i < s->nprocs; i++) {
     const hc_proc_t *p = &s->procs[i];
-    if (!p->bytes && !p->objects) continue;
-    fprintf(out, "heapcheck:   pid %ld: %llu bytes in %llu allocations (report: %s): %s\n", p->pid, p->bytes,
-            p->objects, p->report, p->cmdline);
+    if (p->incomplete)
+      fprintf(out, "heapcheck:   pid %ld: check could not complete (report: %s): %s\n", p->pid, p->report,
+              p->cmdline);
+    else if (p->bytes || p->objects)
+      fprintf(out, "heapcheck:   pid %ld: %llu bytes in %llu allocations (report: %s): %s\n", p->pid, p->bytes,
+              p->objects, p->report, p->cmdline);
   }
 }
 
@@ -132,7 +149,7 @@ void hc_tree_cleanup(hc_tree_t *t, hc_tree_summary_t *s) {
   for (size_t i = 0; i < s->nprocs; i++) {
     hc_proc_t *p = &s->procs[i];
     if (!in_dir(t, p->report)) continue;
-    if (p->bytes || p->objects) kept++;
+    if (p->bytes || p->objects || p->incomplete) kept++;
     else unlink(p->report);
   }
   /* The records stay beside the reports they list. */

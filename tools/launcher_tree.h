@@ -14,6 +14,7 @@ typedef struct hc_tree {
 typedef struct hc_proc {
   long pid;
   unsigned long long bytes, objects;
+  bool incomplete;           /* its check could not complete */
   char *report;              /* log file path or "stderr" */
   char *cmdline;
 } hc_proc_t;
@@ -22,6 +23,7 @@ typedef struct hc_tree_summary {
   hc_proc_t *procs;
   size_t nprocs;             /* processes that recorded their check */
   size_t leaking;            /* of which leaked */
+  size_t incomplete;         /* of which could not complete their check */
   unsigned long long bytes, objects;
 } hc_tree_summary_t;
 
@@ -30,7 +32,8 @@ const char *hc_tree_tmpdir(void);
 int hc_tree_create(hc_tree_t *t);
 /* Reads every record (malformed lines are skipped). */
 void hc_tree_read(const hc_tree_t *t, hc_tree_summary_t *s);
-/* The summary: one line when nothing leaked, else a line per leaking process. */
+/* The summary: one line when nothing leaked and every check completed, else
+ * a line per leaking process and per check that could not complete. */
 void hc_tree_print(const hc_tree_t *t, const hc_tree_summary_t *s, FILE *out);
 /* Removes the reports of processes that did not leak, and the directory when
  * nothing is left worth keeping. */
