@@ -1,36 +1,23 @@
 // EXPECT: bytes=77 objects=1
 /* io_uring_workers.c - io_uring's kernel workers alive at exit: an SQPOLL
  * ring's poller (iou-sqp-N) and an io-wq worker (iou-wrk-N) blocked in a
- * forced-async read of a pipe nobody writes, beside a thread of our own
- * whose stack holds the only pointer to a 640-byte object.  The workers
- * are threads of the process (in /proc/self/task) that never run user
- * code: ptrace stopped them with every register zero and the check failed
- * ("the stack of thread N could not be found (sp 0x0 ...)", libuv's io_uring
- * tests).  Control: 77.  Where io_uring is refused (seccomp, the
+ * forced-async read of a pipe nobody writes, beside root_thread_syscall's
+ * thread, whose stack holds the only pointer to a 640-byte object.  The
+ * workers are threads of the process (in /proc/self/task) that never run
+ * user code: ptrace stopped them with every register zero and the check
+ * failed ("the stack of thread N could not be found (sp 0x0 ...)", libuv's
+ * io_uring tests).  Control: 77.  Where io_uring is refused (seccomp, the
  * io_uring_disabled sysctl) only the thread and the control remain.
- */
+ * The program is root_thread_syscall.c with start_io_workers run first. */
 #include <linux/io_uring.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "sc_thread.h"
-
-static int fds[2];
-
-static SC_NOINLINE void alloc_into(void *volatile *slot) { *slot = malloc(640); }
-
-static void *worker(void *arg) {
-  (void)arg;
-  void *volatile keep = NULL;
-  alloc_into(&keep);
-  sc_scrub_stack();
-  sc_signal_ready();
-  char c;
-  while (read(fds[0], &c, 1) != 0) {
-  }
-  return keep;
-}
+static void start_io_workers(void);
+#define SC_BEFORE_THREAD start_io_workers
+#include "root_thread_syscall.c"
 
 static int ring_setup(unsigned flags, struct io_uring_params *p) {
   memset(p, 0, sizeof *p);
@@ -65,15 +52,9 @@ static void async_read(void) {
   syscall(__NR_io_uring_enter, fd, 1, 0, 0, NULL, 0);
 }
 
-int main(void) {
-  if (pipe(fds) != 0) return 2;
+static void start_io_workers(void) {
   struct io_uring_params p;
   (void)ring_setup(IORING_SETUP_SQPOLL, &p); /* kept open: its poller runs until exit */
   async_read();
   usleep(50 * 1000); /* the workers start */
-  sc_spawn(worker, NULL);
-  sc_wait_ready(1);
-  sc_leak(77);
-  sc_end();
-  return 0;
 }

@@ -2,7 +2,8 @@
 /* root_thread_syscall.c - a 640-byte object whose only pointer is a local of
  * a thread blocked in read(2) on a pipe nobody writes.  Control: 77.
  * root_thread_sigblock.c includes this file with SC_BLOCK_ALL_SIGNALS set to
- * 1: the same thread, but blocking every signal first. */
+ * 1: the same thread, but blocking every signal first; io_uring_workers.c
+ * with SC_BEFORE_THREAD naming what main starts first. */
 #include <signal.h>
 #include <unistd.h>
 
@@ -35,6 +36,9 @@ static void *worker(void *arg) {
 
 int main(void) {
   if (pipe(fds) != 0) return 2;
+#ifdef SC_BEFORE_THREAD
+  SC_BEFORE_THREAD();
+#endif
   sc_spawn(worker, NULL);
   sc_wait_ready(1);
   sc_leak(77);
