@@ -211,6 +211,11 @@ int hci_task_zombie(int tid);
  * code; returns the count or -1.  Raw system calls only: usable from the
  * helper task. */
 int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx);
+/* Before a stop, on the checking thread (tid self): whether the list fd
+ * names tasks in another pid namespace than ours (a /proc mounted outside
+ * the process's namespace); hci_tasks_read then gives each task's tid in our
+ * namespace (its NSpid line).  Returns 1 when it translates. */
+int hci_tasks_probe_ns(int fd, int self);
 /* requires: as hci_world_stop; w->threads[0] is the checking thread.
  * Stops every other thread with the ptrace helper task (see the file's
  * comment), filling w->threads.  Returns 0; -1 with *why set when ptrace

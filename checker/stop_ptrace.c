@@ -41,12 +41,14 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <unistd.h>
 #include <signal.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -171,6 +173,62 @@ static bool io_worker(int taskfd, int tid) {
   return (flags & TASK_IO_WORKER) != 0;
 }
 
+/* Whether the task list must be translated: a /proc mounted in another pid
+ * namespace than the process's own (`unshare --pid --fork` without
+ * --mount-proc, a container that kept the host's /proc) names our threads by
+ * that namespace's numbers, which ptrace, tgkill and gettid() do not know:
+ * taken as they are, every thread looked gone (ESRCH), none was stopped or
+ * scanned and the check reported their objects as leaks.  Set by
+ * hci_tasks_probe_ns on the checking thread, read by the helper. */
+static bool tasks_translate;
+HC_PRIVATE_STATE(tasks_translate);
+
+/* The last number of the NSpid line of task `name` of the list fd (the tid
+ * in the innermost namespace, the process's own), 0 when there is no such
+ * line (Linux < 4.1), -1 when the file cannot be read. */
+static int nspid_of(int fd, const char *name) {
+  char path[32], buf[2048];
+  size_t k = strlen(name);
+  if (k + sizeof "/status" > sizeof path) return -1;
+  memcpy(path, name, k);
+  memcpy(path + k, "/status", sizeof "/status");
+  long sfd = RAW(SYS_openat, fd, path, O_RDONLY | O_CLOEXEC, 0);
+  if (sfd < 0) return -1;
+  long n, got = 0;
+  while (got < (long)sizeof buf - 1 && (n = RAW(SYS_read, sfd, buf + got, sizeof buf - 1 - got, 0)) != 0) {
+    if (n == -EINTR) continue;
+    if (n < 0) break;
+    got += n;
+  }
+  RAW(SYS_close, sfd, 0, 0, 0);
+  if (got <= 0) return -1;
+  buf[got] = 0;
+  const char *l = strstr(buf, "\nNSpid:");
+  if (!l) return 0;
+  int last = 0;
+  for (const char *c = l + 7; *c && *c != '\n'; c++) {
+    if (*c < '0' || *c > '9') continue;
+    last = 0;
+    while (*c >= '0' && *c <= '9') last = last * 10 + (*c++ - '0');
+    c--;
+  }
+  return last;
+}
+
+int hci_tasks_probe_ns(int fd, int self) {
+  tasks_translate = false;
+  if (fd < 0) return 0;
+  char name[16];
+  hci_snprintf(name, sizeof name, "%d", self);
+  int ns = nspid_of(fd, name);
+  if (ns == self || ns == 0) return 0; /* ours, or no NSpid to tell (a kernel before 4.1) */
+  /* No entry of that number, or another thread's, or unreadable: is the
+   * calling thread in the list under another number? */
+  if (ns < 0 && RAW(SYS_faccessat, fd, name, F_OK, 0) == 0) return 0; /* it is there; its status unreadable (EMFILE) */
+  tasks_translate = true;
+  return 1;
+}
+
 int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx) {
   if (fd < 0 || RAW(SYS_lseek, fd, 0, SEEK_SET, 0) < 0) return -1;
   char buf[4096] __attribute__((aligned(8)));
@@ -189,6 +247,11 @@ int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx) {
       while (*c >= '0' && *c <= '9') tid = tid * 10 + (*c++ - '0');
       if (*c || tid <= 0) continue;
       if (io_worker(fd, tid)) continue;
+      if (tasks_translate) {
+        tid = nspid_of(fd, d->d_name);
+        if (tid == -1 && RAW(SYS_faccessat, fd, d->d_name, F_OK, 0) != 0) continue; /* it exited meanwhile */
+        if (tid <= 0) return -1; /* a thread we cannot name: the list is not whole */
+      }
       count++;
       if (fn) fn(ctx, tid);
     }
@@ -398,6 +461,21 @@ static void reap_helper(void) {
   job.stack = NULL;
 }
 
+/* After unshare(CLONE_NEWPID) the calling thread's children go into a new
+ * pid namespace, the first of them as its init: the helper would see none
+ * of our threads (each looked gone), and when it exited the namespace would
+ * be dead, so the program's own next fork failed with ENOMEM (it would have
+ * been that init).  Both links name a namespace by inode (Linux 4.12+); the
+ * second one cannot be followed while that namespace has no init yet (the
+ * link itself is there).  Without them the helper is made as before. */
+static bool children_elsewhere(void) {
+  static const char kids[] = "/proc/thread-self/ns/pid_for_children";
+  struct stat a, b;
+  if (stat("/proc/thread-self/ns/pid", &a) != 0 || lstat(kids, &b) != 0) return false;
+  if (stat(kids, &b) != 0) return errno == ENOENT;
+  return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
+}
+
 int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why) {
   memset(&job, 0, sizeof job);
   job.pid = pid;
@@ -405,6 +483,10 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
   job.taskfd = taskfd;
   job.timeout_ns = (long long)timeout_ms * 1000000ll;
   job.w = w;
+  if (children_elsewhere()) {
+    *why = "this thread unshared its pid namespace (the helper task would be the new namespace's first process)";
+    return -1;
+  }
   job.stack = hci_os_map(HELPER_STACK);
   if (!job.stack) return -2; /* no memory now: signals for this stop only */
   sigset_t all, old;

@@ -84,6 +84,7 @@ static struct {
   int timeout_ms;
   bool use_ptrace;                /* cleared for good when ptrace is refused */
   bool yama;                      /* Yama restricts ptrace: allow the helper with PR_SET_PTRACER */
+  bool translated;                /* this stop's task list names tids of another pid namespace */
   bool warned_fallback;
   struct sigaction saved;         /* the program's action for signo, during a signal stop */
   bool installed;
@@ -409,7 +410,11 @@ static void collect_fn(void *ctx, int tid) {
 
 int hci_task_zombie(int tid) {
   char path[64], buf[512];
-  hci_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  /* Only a group leader can be a zombie thread: /proc/self/stat is its own
+   * under any /proc, while /proc/self/task/<tid> needs the /proc's number. */
+  if (tid == getpid()) hci_snprintf(path, sizeof path, "/proc/self/stat");
+  else if (stw.translated) return -1;
+  else hci_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno == ENOENT || errno == ESRCH ? 1 : -1;
   ssize_t n = read(fd, buf, sizeof buf - 1);
@@ -627,6 +632,7 @@ int hci_world_stop(hci_world_t *w) {
 
   bool kept;
   int taskfd = hci_proc_open(HCI_PROC_TASK, &kept);
+  stw.translated = hci_tasks_probe_ns(taskfd, self) == 1;
   int ntasks = hci_tasks_read(taskfd, NULL, NULL);
   const char *why = NULL;
   if (ntasks < 0) {

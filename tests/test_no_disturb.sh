@@ -164,6 +164,26 @@ else
   echo "note: prlimit not found: the RLIMIT_SIGPENDING runs were not made"
 fi
 
+# A pid namespace of its own.  Under `unshare --pid --fork` without
+# --mount-proc, /proc names the threads by the outer namespace's numbers: the
+# check must translate them (every thread looked gone, none was stopped, and
+# the holder's 4000 bytes were reported as a leak).  A program that calls
+# unshare(CLONE_NEWPID) itself: its first child is the namespace's init, so a
+# check must not make one (the program's fork then failed with ENOMEM).
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1 && unshare --pid --fork true 2>/dev/null; then
+  run HEAPCHECK=normal unshare --pid --fork "$fx" blocked
+  expect_rc 0
+  has 'No leaks found for check "_main_"'
+  lacks 'detected leaks'
+  run HEAPCHECK=normal "$fx" unshare-pid
+  expect_rc 0
+  has 'unshare-pid: scoped check passed, fork ok, child status 0'
+  has 'No leaks found for check "unshare"'
+  has 'this thread unshared its pid namespace'
+else
+  echo "note: not root or no unshare: the pid namespace runs were not made"
+fi
+
 # RLIMIT_FSIZE of 1 KiB and stderr a file: the report is cut at the limit,
 # and the write past it raises no SIGXFSZ (the program would die of it with
 # status 153 for a report it never wrote); the leak status stays.

@@ -31,6 +31,11 @@
  *  rlimit-as   200000 live objects, then RLIMIT_AS at the current size.
  *  fd-exhaust  a thread keeps an object only on its stack; every descriptor
  *              is used up; then the exit check.
+ *  unshare-pid a thread keeps an object on its stack; main calls
+ *              unshare(CLONE_NEWPID) (root; exit 77 when refused), runs a
+ *              scoped check, then forks twice: the first child is the new
+ *              namespace's init and must be ours, not the checker's (after
+ *              its init exited a namespace takes no process: ENOMEM).
  *  small-stack DIR  a thread with a PTHREAD_STACK_MIN (16 KiB) stack runs a
  *              scoped check that finds its 100-byte leak, writes a heap
  *              profile to DIR/small (sampling every allocation: each malloc
@@ -44,6 +49,7 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -377,6 +383,26 @@ static int blocked(void) {
   return 0;
 }
 
+static int unshare_pid(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, holder, NULL);
+  while (!atomic_load(&hold_ready)) usleep(1000);
+  if (unshare(CLONE_NEWPID) != 0) {
+    perror("unshare(CLONE_NEWPID)");
+    return 77;
+  }
+  hc_check_t *c = hc_check_begin("unshare");
+  int ok = hc_check_end(c, HC_CHECK_REPORT);
+  hc_check_free(c);
+  pid_t kid = fork();
+  if (kid == 0) _exit(getpid() == 1 ? 0 : 5);
+  int st = 0;
+  if (kid > 0) waitpid(kid, &st, 0);
+  printf("unshare-pid: scoped check %s, fork %s, child status %d\n", ok ? "passed" : "failed",
+         kid > 0 ? "ok" : strerror(errno), kid > 0 ? WEXITSTATUS(st) : -1);
+  return ok && kid > 0 && WEXITSTATUS(st) == 0 ? 0 : 2;
+}
+
 static _Atomic int tracer_events, tracer_done;
 static pid_t traced_child;
 static void *tracer_thread(void *arg) {
@@ -499,7 +525,8 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "tracer")) return tracer();
   if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
   if (!strcmp(s, "small-stack")) return small_stack(arg);
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR\n",
+  if (!strcmp(s, "unshare-pid")) return unshare_pid();
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid\n",
           argv[0]);
   return 9;
 }
