@@ -202,8 +202,9 @@ void hci_world_set_self_regs(hci_world_t *w, const uintptr_t *regs, int n);
  * (upper ymm, zmm) after regs[0..n); returns the new count (x86-64). */
 int hci_xsave_copy(uintptr_t *regs, int n, const void *xsave, size_t xsize);
 /* 1 when task tid of this process is a zombie (a group leader that called
- * pthread_exit), 0 when it is not, -1 when that cannot be read. */
-int hci_task_zombie(int tid);
+ * pthread_exit) or gone, 0 when it is not, -1 when that cannot be read;
+ * taskfd is the task list's descriptor (/proc/self/task). */
+int hci_task_zombie(int taskfd, int tid);
 
 /* ======================= stop_ptrace.c ======================= */
 /* Calls fn(ctx, tid) for every task listed by the directory descriptor fd

@@ -5,9 +5,13 @@
  * without the task list no thread could be stopped, without the maps no
  * stack could be bounded.  So the checker opens both once at start-up and
  * keeps them above the program's usual range (F_DUPFD_CLOEXEC from 100,
- * close-on-exec).  A check opens a fresh descriptor first (so a kept number
+ * close-on-exec).  The same descriptors serve a program that has since lost
+ * /proc from its view: a daemon that chroots into an empty directory (its
+ * privilege separation), or /proc unmounted in its mount namespace; the check
+ * of such a program with threads could not complete.  A check opens a fresh
+ * descriptor first (so a kept number
  * the program has closed and reused is never touched) and uses a kept one
- * only when that fails; a kept descriptor is used only while its device,
+ * whenever that fails; a kept descriptor is used only while its device,
  * inode, close-on-exec flag and owning pid are still the ones recorded when
  * it was opened (after fork the child's kept ones describe the parent: they
  * are reopened lazily).  Reading from offset 0 again (lseek) gives a fresh
@@ -96,7 +100,7 @@ void hci_proc_keep(void) {
 int hci_proc_open(int which, bool *is_kept) {
   *is_kept = false;
   int fd = open_retry(which);
-  if (fd >= 0 || (errno != EMFILE && errno != ENFILE)) return fd;
+  if (fd >= 0) return fd;
   int saved = errno;
   if (kept.pid == getpid() && still_ours(which) && lseek(kept.fd[which], 0, SEEK_SET) == 0) {
     *is_kept = true;

@@ -518,7 +518,7 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
     for (int i = 1; i < w->nthreads; i++) {
       hci_thread_t *t = &w->threads[i];
       if (!t->refused) continue;
-      int z = hci_task_zombie(t->tid);
+      int z = hci_task_zombie(taskfd, t->tid);
       if (z == 1) atomic_store(&t->state, HCI_T_EXITED);
       else real++;
     }

@@ -408,14 +408,19 @@ static void collect_fn(void *ctx, int tid) {
   c->tids[c->ntids++] = tid;
 }
 
-int hci_task_zombie(int tid) {
-  char path[64], buf[512];
-  /* Only a group leader can be a zombie thread: /proc/self/stat is its own
-   * under any /proc, while /proc/self/task/<tid> needs the /proc's number. */
-  if (tid == getpid()) hci_snprintf(path, sizeof path, "/proc/self/stat");
+int hci_task_zombie(int taskfd, int tid) {
+  char path[32], buf[512];
+  /* Read through the task list's descriptor, not by path: a program that
+   * chrooted (or lost /proc from its mount namespace) has no /proc/self to
+   * open, and "no such file" then meant "gone": every thread that refused
+   * ptrace looked exited, none was stopped or scanned, and no warning said
+   * so.  Only a group leader can be a zombie thread; its stat is also the
+   * process's, "../stat", under the numbers of any /proc. */
+  if (taskfd < 0) return -1;
+  if (tid == getpid()) hci_snprintf(path, sizeof path, "../stat");
   else if (stw.translated) return -1;
-  else hci_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  else hci_snprintf(path, sizeof path, "%d/stat", tid);
+  int fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno == ENOENT || errno == ESRCH ? 1 : -1;
   ssize_t n = read(fd, buf, sizeof buf - 1);
   close(fd);
@@ -444,7 +449,7 @@ static void send_stop(hci_world_t *w, int idx, int pid) {
 }
 
 /* Waits until slots [from, to) have all left SIGNALLED/FILLING. */
-static void wait_acks(hci_world_t *w, int from, int to, int pid) {
+static void wait_acks(hci_world_t *w, int from, int to, int pid, int taskfd) {
   uint64_t deadline = hci_os_now_ns() + (uint64_t)stw.timeout_ms * 1000000ull;
   uint64_t poll = POLL_MIN_NS;
   for (;;) {
@@ -476,7 +481,7 @@ static void wait_acks(hci_world_t *w, int from, int to, int pid) {
     hci_thread_t *t = &w->threads[i];
     int expect = HCI_T_SIGNALLED;
     if (atomic_load(&t->state) == HCI_T_SIGNALLED)
-      atomic_compare_exchange_strong(&t->state, &expect, hci_task_zombie(t->tid) == 1 ? HCI_T_EXITED : HCI_T_NOT_STOPPED);
+      atomic_compare_exchange_strong(&t->state, &expect, hci_task_zombie(taskfd, t->tid) == 1 ? HCI_T_EXITED : HCI_T_NOT_STOPPED);
     /* FILLING finishes in a few instructions. */
     while (atomic_load(&t->state) == HCI_T_FILLING) sched_yield();
   }
@@ -594,7 +599,7 @@ static void signal_stop(hci_world_t *w, int taskfd, int pid) {
     }
     atomic_store_explicit(&stw.nslots, w->nthreads, memory_order_release);
     for (int i = from; i < w->nthreads; i++) send_stop(w, i, pid);
-    wait_acks(w, from, w->nthreads, pid);
+    wait_acks(w, from, w->nthreads, pid, taskfd);
     if (c.overflow) pass--; /* more tids than the buffer: not a new round of creation */
   }
   if (tids) hci_os_unmap(tids, (size_t)tids_cap * sizeof(int));

@@ -184,6 +184,25 @@ else
   echo "note: not root or no unshare: the pid namespace runs were not made"
 fi
 
+# A daemon that chroots into an empty directory (no /proc in view): the
+# check reads the task list and the maps through the descriptors kept from
+# start-up (it could not complete).  Also dropping to uid 65534 (not dumpable:
+# ptrace refused): the refusing threads must not be taken for exited ones
+# ("no such file" under the chroot; their objects were reported as leaks).
+if [ "$(id -u)" = 0 ]; then
+  mkdir -p "$dump/empty"
+  run HEAPCHECK=normal "$fx" chroot "$dump/empty"
+  expect_rc 0
+  has 'No leaks found for check "_main_"'
+  lacks 'could not complete'
+  run HEAPCHECK=normal "$fx" chroot "$dump/empty" drop
+  expect_rc 0
+  has 'No leaks found for check "_main_"'
+  count_re "$ptrace_warning" 1
+else
+  echo "note: not root: the chroot runs were not made"
+fi
+
 # RLIMIT_FSIZE of 1 KiB and stderr a file: the report is cut at the limit,
 # and the write past it raises no SIGXFSZ (the program would die of it with
 # status 153 for a report it never wrote); the leak status stays.

@@ -36,6 +36,10 @@
  *              scoped check, then forks twice: the first child is the new
  *              namespace's init and must be ours, not the checker's (after
  *              its init exited a namespace takes no process: ENOMEM).
+ *  chroot DIR [drop]  a thread keeps an object on its stack; main
+ *              chroots into the empty DIR (root; exit 77 when refused) and,
+ *              with "drop", takes uid and gid 65534 (a daemon's privilege
+ *              separation: no /proc in view, not dumpable); returns 0.
  *  small-stack DIR  a thread with a PTHREAD_STACK_MIN (16 KiB) stack runs a
  *              scoped check that finds its 100-byte leak, writes a heap
  *              profile to DIR/small (sampling every allocation: each malloc
@@ -403,6 +407,21 @@ static int unshare_pid(void) {
   return ok && kid > 0 && WEXITSTATUS(st) == 0 ? 0 : 2;
 }
 
+static int chroot_scenario(const char *dir, const char *how) {
+  pthread_t t;
+  pthread_create(&t, NULL, holder, NULL);
+  while (!atomic_load(&hold_ready)) usleep(1000);
+  if (chroot(dir) != 0 || chdir("/") != 0) {
+    perror("chroot");
+    return 77;
+  }
+  if (!strcmp(how, "drop") && (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)) {
+    perror("setresuid");
+    return 77;
+  }
+  return 0;
+}
+
 static _Atomic int tracer_events, tracer_done;
 static pid_t traced_child;
 static void *tracer_thread(void *arg) {
@@ -526,7 +545,8 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
   if (!strcmp(s, "small-stack")) return small_stack(arg);
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid\n",
+  if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]\n",
           argv[0]);
   return 9;
 }
