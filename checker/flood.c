@@ -28,8 +28,10 @@
  * share and the invariants).
  * Locks: requires the checker lock; takes all allocator locks itself.
  */
+#include <fcntl.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "flood_internal.h"
 
@@ -135,6 +137,8 @@ static bool setup_marks(flood_t *f) {
 }
 
 static void drop_marks(flood_t *f) {
+  if (f->pagemap_fd > 0) close(f->pagemap_fd - 1);
+  f->pagemap_fd = 0;
   if (f->marks) hci_os_unmap(f->marks, f->marks_map);
   if (f->slot0) hci_os_unmap(f->slot0, f->slot0_map);
   if (f->spans) hci_os_unmap(f->spans, f->spans_map);
@@ -160,6 +164,8 @@ static void flood_all(hci_world_t *w, flood_t *f) {
   f->heap_span = heap_hi - f->heap_lo;
   f->maxoff = p->max_offset < 0 ? UINTPTR_MAX : (uintptr_t)p->max_offset;
   hci_fl_setup_readable(f, &w->maps);
+  int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  f->pagemap_fd = pm >= 0 ? pm + 1 : 0;
   f->track_possible = p->max_offset < 0;
   f->live_mark = M_LIVE;
   uint64_t t1 = hci_os_now_ns();

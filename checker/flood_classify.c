@@ -56,7 +56,7 @@ void hci_fl_scan_leaks(flood_t *f, uintptr_t lo, uintptr_t hi, uintptr_t delta) 
       *mk |= M_COVERED | M_INDIRECT;
       leader->owned_bytes += size;
       leader->owned_objects++;
-      push(f, start, size);
+      push_obj(f, start, size);
     } else if (!(*mk & M_INDIRECT)) {
       *mk |= M_INDIRECT;
       hci_leak_t *old = hci_fl_find_leak(f, start);
@@ -80,7 +80,7 @@ static void possible_root(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, cons
   (void)rec;
   if (*m != M_PENDING) return;
   *m = M_LIVE | M_POSSIBLE;
-  push(f, o->start, hci_heap_slot_size(o));
+  push_obj(f, o->start, hci_heap_slot_size(o));
   hci_fl_drain(f);
 }
 
@@ -149,7 +149,7 @@ void hci_fl_classify(flood_t *f) {
       if (!mk || (*mk & M_COVERED)) continue;
       *mk |= M_COVERED;
       f->leader = &r->leaks[i];
-      push(f, r->leaks[i].addr, r->leaks[i].size);
+      push_obj(f, r->leaks[i].addr, r->leaks[i].size);
       hci_fl_drain(f);
     }
   }

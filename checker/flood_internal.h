@@ -86,6 +86,7 @@ typedef struct flood {
   bool track_possible;            /* no offset limit: interior-only objects are "possibly lost" */
   uint8_t live_mark;              /* what consider() marks: M_LIVE, or M_LIVE | M_POSSIBLE */
   size_t npending;                /* objects marked M_PENDING (some may have become live since) */
+  int pagemap_fd;                 /* /proc/self/pagemap + 1 (0: none; see hci_fl_push_populated) */
 } flood_t;
 
 /* Objects and root ranges are scanned CHUNK bytes at a time, the rest pushed
@@ -109,12 +110,21 @@ static inline void push(flood_t *f, uintptr_t lo, size_t size) {
   f->sp++;
 }
 
+/* A heap object on the frontier.  One that holds whole pages goes through
+ * hci_fl_push_populated: its pages that were never populated are left out
+ * (see flood_scan.c). */
+void hci_fl_push_populated(flood_t *f, uintptr_t lo, size_t size);
+static inline void push_obj(flood_t *f, uintptr_t lo, size_t size) {
+  if (hc_unlikely(size >= 2 * 4096)) hci_fl_push_populated(f, lo, size);
+  else push(f, lo, size);
+}
+
 /* A root or a newly reached object: marked live, counted, on the frontier. */
 static inline void mark_live(flood_t *f, uint8_t *m, uintptr_t start, size_t size) {
   *m = M_LIVE;
   f->r->reach_objects++;
   f->r->reach_bytes += size;
-  push(f, start, size);
+  push_obj(f, start, size);
 }
 
 /* Index of the first zero mark in mk[k..n) (n when none): 8 marks per step,

@@ -5,6 +5,8 @@
  * copy when a thread still runs).
  * Invariants and locks: flood_internal.h; runs with the world stopped.
  */
+#include <unistd.h>
+
 #include "flood_internal.h"
 
 // ---- the main flood ----
@@ -54,7 +56,7 @@ static inline __attribute__((always_inline)) void consider(flood_t *f, const hci
     c->objects++;
     c->bytes += size;
   }
-  push(f, start, size);
+  push_obj(f, start, size);
 }
 
 /* Scans the words of [lo, hi) (addresses of the program), reading each at
@@ -258,3 +260,45 @@ void hci_fl_drain(flood_t *f) {
 }
 
 void hci_fl_scan_range(flood_t *f, uintptr_t lo, uintptr_t hi) { scan_checked(f, lo, hi, 0, 0); }
+
+/* The pages of a large object that were never populated (or were given
+ * back with MADV_DONTNEED) hold zeros for the flood: they are not read.
+ * Reading one is not always harmless: a program that registered that range
+ * with userfaultfd (lazy filling: a postcopy buffer, a GC's compaction
+ * space) has the read wait for its fault-serving thread, which the check has
+ * stopped; its exit check hung for ever.  /proc/self/pagemap tells a page
+ * never populated (neither present nor swapped) from one swapped out, which
+ * is read as before (mincore could not tell them apart); without pagemap
+ * (no /proc in view) every page is read as before. */
+void hci_fl_push_populated(flood_t *f, uintptr_t lo, size_t size) {
+  uintptr_t hi = lo + size;
+  uintptr_t plo = (lo + 4095) & ~(uintptr_t)4095, phi = hi & ~(uintptr_t)4095;
+  if (f->pagemap_fd <= 0 || phi <= plo) {
+    push(f, lo, size);
+    return;
+  }
+  uintptr_t run = lo; /* start of the populated stretch being built */
+  uint64_t pm[512];
+  for (uintptr_t a = plo; a < phi;) {
+    size_t n = (phi - a) / 4096;
+    if (n > sizeof pm / sizeof pm[0]) n = sizeof pm / sizeof pm[0];
+    ssize_t got = pread(f->pagemap_fd - 1, pm, n * sizeof pm[0], (off_t)(a / 4096 * sizeof pm[0]));
+    if (got < (ssize_t)sizeof pm[0]) { /* cannot tell: read the rest */
+      if (!run) run = a;
+      push(f, run, hi - run);
+      return;
+    }
+    n = (size_t)got / sizeof pm[0];
+    for (size_t i = 0; i < n; i++, a += 4096) {
+      bool populated = pm[i] & (3ull << 62); /* present or swapped */
+      if (populated) {
+        if (!run) run = a;
+      } else if (run) {
+        if (a > run) push(f, run, a - run);
+        run = 0;
+      }
+    }
+  }
+  if (!run) run = phi;
+  if (hi > run) push(f, run, hi - run);
+}

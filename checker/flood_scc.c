@@ -101,7 +101,7 @@ uint8_t *hci_fl_structure_leaders(flood_t *f, size_t *map) {
   for (uint32_t i = 0; i < n && !g.failed; i++) {
     g.off[i] = g.nto;
     g.from = i;
-    push(f, r->leaks[i].addr, r->leaks[i].size);
+    push_obj(f, r->leaks[i].addr, r->leaks[i].size);
     hci_fl_drain(f);
   }
   g.off[n] = g.nto;

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <link.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/auxv.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -316,6 +317,18 @@ static void skip_add(skips_t *k, const hci_map_t *m, uintptr_t lo, uintptr_t hi)
  * (hi - sizeof pthread) rounded down to the static TLS alignment and starts
  * with tcbhead_t, whose tcb and self words both point to itself (x86-64).
  * The guard page below keeps the block's mapping to itself. */
+/* Whether [a, a + n) is in memory now.  A page that is not is never read
+ * where that can be avoided: in a range registered with userfaultfd the read
+ * would wait for the program's fault-serving thread, which the check has
+ * stopped (the exit check of such a program hung for ever).  When mincore
+ * cannot tell, the page is read as before. */
+static bool resident(uintptr_t a, size_t n) {
+  uintptr_t lo = a & ~(uintptr_t)4095, hi = (a + n + 4095) & ~(uintptr_t)4095;
+  unsigned char vec[2] = {1, 1};
+  if (hi - lo > sizeof vec * 4096 || mincore((void *)lo, hi - lo, vec) != 0) return true;
+  return (vec[0] & 1) && (hi - lo == 4096 || (vec[1] & 1));
+}
+
 static bool glibc_thread_stack(const hci_map_t *m) {
 #if defined(__x86_64__)
   const hci_tls_geometry_t *g = hci_tls_geometry();
@@ -324,6 +337,7 @@ static bool glibc_thread_stack(const hci_map_t *m) {
     uintptr_t pd = (m->hi - g->pthread_size) & ~(align - 1);
     uintptr_t head[3];
     if (pd < m->lo) break;
+    if (!resident(pd, sizeof head)) continue;
     hci_copy_safe(head, pd, sizeof head);
     if (head[0] == pd && head[2] == pd) return true;
   }

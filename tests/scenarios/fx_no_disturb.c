@@ -40,6 +40,13 @@
  *              chroots into the empty DIR (root; exit 77 when refused) and,
  *              with "drop", takes uid and gid 65534 (a daemon's privilege
  *              separation: no /proc in view, not dumpable); returns 0.
+ *  userfaultfd two ranges registered with userfaultfd (missing pages are
+ *              filled by a thread of the program): a mapping of its own and
+ *              whole pages inside a 2 MiB malloc block; each holds the only
+ *              pointers to two objects on filled pages, its other pages were
+ *              never touched.  A scoped check, then returns 0 (exit 77 when
+ *              userfaultfd is refused).  A read of an untouched page waits
+ *              for the filling thread, which the check has stopped.
  *  small-stack DIR  a thread with a PTHREAD_STACK_MIN (16 KiB) stack runs a
  *              scoped check that finds its 100-byte leak, writes a heap
  *              profile to DIR/small (sampling every allocation: each malloc
@@ -51,6 +58,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -58,10 +66,13 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/select.h>
@@ -422,6 +433,52 @@ static int chroot_scenario(const char *dir, const char *how) {
   return 0;
 }
 
+static int uffd;
+static void *uffd_server(void *arg) {
+  (void)arg;
+  static char page[4096] __attribute__((aligned(4096)));
+  for (;;) {
+    struct uffd_msg m;
+    ssize_t n = read(uffd, &m, sizeof m);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != sizeof m) return NULL;
+    if (m.event != UFFD_EVENT_PAGEFAULT) continue;
+    struct uffdio_copy c = {.dst = m.arg.pagefault.address & ~4095ull, .src = (unsigned long)page, .len = 4096};
+    ioctl(uffd, UFFDIO_COPY, &c);
+  }
+}
+
+static int userfaultfd_scenario(void) {
+  uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+  struct uffdio_api api = {.api = UFFD_API};
+  if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) != 0) {
+    perror("userfaultfd");
+    return 77;
+  }
+  size_t len = 1 << 21;
+  char *mapped = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  char *block = malloc(len + 8192);
+  char *inner = (char *)(((uintptr_t)block + 4095) & ~(uintptr_t)4095);
+  madvise(inner, len, MADV_DONTNEED);
+  char *ranges[2] = {mapped, inner};
+  for (int i = 0; i < 2; i++) {
+    struct uffdio_register r = {.range = {(unsigned long)ranges[i], len}, .mode = UFFDIO_REGISTER_MODE_MISSING};
+    if (ioctl(uffd, UFFDIO_REGISTER, &r) != 0) {
+      perror("UFFDIO_REGISTER");
+      return 77;
+    }
+  }
+  pthread_t t;
+  pthread_create(&t, NULL, uffd_server, NULL);
+  for (int i = 0; i < 2; i++) /* pages 0 and 2 of each range filled, the rest untouched */
+    for (int j = 0; j < 2; j++) ((void *volatile *)(ranges[i] + j * 8192))[1] = malloc(60 + i * 2 + j);
+  hc_check_t *c = hc_check_begin("userfaultfd");
+  int ok = hc_check_end(c, HC_CHECK_REPORT);
+  hc_check_free(c);
+  printf("userfaultfd: scoped check %s\n", ok ? "passed" : "failed");
+  return ok ? 0 : 2;
+}
+
 static _Atomic int tracer_events, tracer_done;
 static pid_t traced_child;
 static void *tracer_thread(void *arg) {
@@ -545,8 +602,9 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
   if (!strcmp(s, "small-stack")) return small_stack(arg);
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
+  if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]\n",
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd\n",
           argv[0]);
   return 9;
 }
