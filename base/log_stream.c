@@ -22,7 +22,9 @@
  * The program's descriptors are its own (issue 9 point 6):
  *  - kept copies are close-on-exec and numbered high, just under
  *    RLIMIT_NOFILE's soft limit (at most 1024), out of the range the
- *    program's own open() calls use;
+ *    program's own open() calls use; under a limit too small for that
+ *    (below 64) no copy of stderr is kept: reports go to fd 2 while it
+ *    still is the original stderr;
  *  - every kept descriptor remembers the file it was opened on (device and
  *    inode), and hci_log_stream_fd checks before each use that it still is
  *    that file: after a close_range(3, ~0U) or a dup2 over it, a new copy is
@@ -102,15 +104,22 @@ static void set_stderr_fd(int fd) { LS.stderr_fd1 = fd + 1; }
 
 /* A close-on-exec copy of fd numbered above the program's usual range:
  * from 32 under the soft RLIMIT_NOFILE (capped at 1024, so the kernel's
- * descriptor table stays small), else lower; -1 when fd is not open. */
-static int keep_high(int fd) {
+ * descriptor table stays small), else lower but never under low; -1 when
+ * fd is not open or no such number is free.  Copies of stderr, which every
+ * checked process keeps, take no number under STDERR_LOW: under a small
+ * limit (`ulimit -n 8`) the copy took the number the program's next open()
+ * was to get (3), and one of its few descriptors: its open()s returned
+ * other numbers and ran out (EMFILE) one sooner.  The log and records files
+ * (asked for by HEAPCHECK_LOG_PATH or the launcher) may go as low as 3. */
+#define STDERR_LOW 32
+static int keep_high(int fd, int low) {
   int top = 1024;
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)top)
     top = (int)rl.rlim_cur;
   const int from[] = {top - 32, top / 2, 10, 3};
   for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
-    if (from[i] < 3) continue;
+    if (from[i] < low) continue;
     int high = fcntl(fd, F_DUPFD_CLOEXEC, from[i]);
     if (high >= 0 || errno == EBADF) return high;
   }
@@ -208,7 +217,7 @@ static void route(void) {
           fd = hci_diag_fd;
         }
       } else {
-        int high = keep_high(fd);
+        int high = keep_high(fd, 3);
         if (high >= 0) {
           close(fd);
           fd = high;
@@ -245,7 +254,7 @@ void hci_log_stream_set_path(const char *prefix, const char *var) {
 static int open_kept(const char *path, const file_id_t *must_be) {
   int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
-  int high = !must_be || same_file(id_of(fd), *must_be) ? keep_high(fd) : -1;
+  int high = !must_be || same_file(id_of(fd), *must_be) ? keep_high(fd, 3) : -1;
   close(fd);
   return high;
 }
@@ -303,7 +312,10 @@ void hci_log_stream_open(void) {
   keep_prog_name();
   LS.opened = true;
   LS.err_id = id_of(2);
-  set_stderr_fd(LS.err_id.ok ? keep_high(2) : -1);
+  set_stderr_fd(LS.err_id.ok ? keep_high(2, STDERR_LOW) : -1);
+  /* No number to keep a copy on (a small RLIMIT_NOFILE): fd 2 itself, while
+   * it still is this file. */
+  if (LS.err_id.ok && stderr_fd() < 0) LS.err_direct = true;
   const char *p = hci_opt_str(HCO_HEAPCHECK_LOG_PATH);
   if (p && *p && !hci_env_word_is(p, "stderr")) {
     if (strlen(p) < sizeof LS.log_path) {
@@ -366,7 +378,11 @@ static int stderr_now(void) {
   /* Our copy was closed (close_range(3, ~0U)) or replaced: make another
    * from fd 2 when it still is the original stderr (never close the old
    * number: it may be the program's now). */
-  set_stderr_fd(same_file(two, LS.err_id) ? keep_high(2) : -1);
+  set_stderr_fd(same_file(two, LS.err_id) ? keep_high(2, STDERR_LOW) : -1);
+  if (stderr_fd() < 0 && same_file(two, LS.err_id)) { /* no number for a copy: fd 2 itself */
+    LS.err_direct = true;
+    return 2;
+  }
   return stderr_fd();
 }
 

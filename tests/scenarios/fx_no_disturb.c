@@ -47,6 +47,8 @@
  *              never touched.  A scoped check, then returns 0 (exit 77 when
  *              userfaultfd is refused).  A read of an untouched page waits
  *              for the filling thread, which the check has stopped.
+ *  exit-race   main leaks 48 bytes, then 6 threads call exit(0) together
+ *              while main sits in pause().
  *  small-stack DIR  a thread with a PTHREAD_STACK_MIN (16 KiB) stack runs a
  *              scoped check that finds its 100-byte leak, writes a heap
  *              profile to DIR/small (sampling every allocation: each malloc
@@ -433,6 +435,24 @@ static int chroot_scenario(const char *dir, const char *how) {
   return 0;
 }
 
+static pthread_barrier_t exit_barrier;
+static void *racing_exit(void *arg) {
+  pthread_barrier_wait(&exit_barrier);
+  exit(0);
+  return arg;
+}
+
+static int exit_race(void) {
+  void *volatile p = leaf_leak();
+  p = NULL;
+  (void)p;
+  pthread_barrier_init(&exit_barrier, NULL, 6);
+  pthread_t t;
+  for (int i = 0; i < 6; i++) pthread_create(&t, NULL, racing_exit, NULL);
+  for (;;) pause();
+  return 0;
+}
+
 static int uffd;
 static void *uffd_server(void *arg) {
   (void)arg;
@@ -603,8 +623,9 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "small-stack")) return small_stack(arg);
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
+  if (!strcmp(s, "exit-race")) return exit_race();
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd\n",
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race\n",
           argv[0]);
   return 9;
 }
