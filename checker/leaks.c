@@ -223,7 +223,7 @@ static int run_check(const hci_check_req_t *req, ssize_t *bytes, ssize_t *object
   hci_world_t w;
   if (hci_world_init(&w) != 0) {
     L.incomplete = true;
-    say_incomplete(req, "out of memory for the check's own buffers");
+    say_incomplete(req, "out of memory for the check's own buffers (RLIMIT_AS, or the address space is full)");
     return 0;
   }
   w.self_sp = req->self_sp;
@@ -593,6 +593,32 @@ static char name_start_main[] = "__libc_start_main";
 /* Its caller's stack pointer at the call: the bottom of the caller's frame. */
 static hc_noinline uintptr_t frame_bottom_of_caller(void) { return CALLER_SP(); }
 
+/* One thread ends the process.  Two threads calling exit at once (C calls
+ * it undefined; glibc before 2.41 let them race): the second one ran the
+ * exit handlers the first one had not taken yet - none, once the first had
+ * taken the check's - and ended the process while the first was starting
+ * the check: no report, the program's leak missed in every run of a
+ * program whose two threads called exit(0) together.  As glibc 2.41 and
+ * Rust's exit do, a thread that calls exit (or returns from main) while
+ * another thread of the process is ending it waits until the process ends.
+ * The claim names the process (pid): a fork child's own exit is its own; a
+ * vfork child, which runs in this memory, never claims (it would wait for
+ * its parent, which waits for it). */
+static _Atomic uint64_t exit_claim; /* pid << 32 | tid of the thread in exit, 0 */
+HC_PRIVATE_STATE(exit_claim);
+
+static void claim_exit(void) {
+  if (!hci_chk.active || !hci_chk.check_at_exit || hci_os_memory_borrowed()) return;
+  uint64_t pid = (uint64_t)getpid(), me = pid << 32 | (uint32_t)hci_os_tid();
+  uint64_t cur = atomic_load(&exit_claim);
+  for (;;) {
+    if (cur == me) return;          /* exit again from this thread (a handler): libc's business */
+    if (cur >> 32 == pid) break;    /* another thread of this process is ending it */
+    if (atomic_compare_exchange_weak(&exit_claim, &cur, me)) return;
+  }
+  for (;;) pause();
+}
+
 static hc_noinline int start_main(int argc, char **argv, char **envp) {
   /* This frame and our caller's up to argc are the start frames (roots.c):
    * this one's padding may hold a constructor's stale words. */
@@ -603,6 +629,7 @@ static hc_noinline int start_main(int argc, char **argv, char **envp) {
   /* Registered after every global constructor: runs before their destructors. */
   register_exit_check();
   int rc = L.real_main(argc, argv, envp);
+  claim_exit();
   /* main returned: its frames are dead; libc calls exit from our caller. */
   if (!L.end_sp) {
     L.exit_tid = hci_os_tid();
@@ -645,6 +672,7 @@ static hc_noinline __attribute__((noreturn)) void call_real_exit(int status) {
  * the return address are a frame record (with CFI) for stack walks. */
 __attribute__((noreturn, used)) void hci_exit_regs(int status, const uintptr_t *regs);
 __attribute__((noreturn, used)) void hci_exit_regs(int status, const uintptr_t *regs) {
+  claim_exit();
   note_exit_caller(regs, 6, (uintptr_t)(regs + 7));
   check_if_handlers_gone(status);
   call_real_exit(status);
@@ -672,6 +700,7 @@ hc_public __attribute__((weak, naked, noreturn)) void exit(int status __attribut
 hc_public __attribute__((weak, noreturn)) void exit(int status) {
   uintptr_t regs[16];
   int n = hci_capture_regs(regs, 16);
+  claim_exit();
   note_exit_caller(regs, n, CALLER_SP());
   check_if_handlers_gone(status);
   call_real_exit(status);
