@@ -86,6 +86,7 @@ static struct {
   bool yama;                      /* Yama restricts ptrace: allow the helper with PR_SET_PTRACER */
   bool translated;                /* this stop's task list names tids of another pid namespace */
   bool warned_fallback;
+  bool warned_transient;          /* the helper could not be made once (EAGAIN, ENOMEM): said once */
   struct sigaction saved;         /* the program's action for signo, during a signal stop */
   bool installed;
   /* handler <-> checker words; futex words are ints */
@@ -640,15 +641,18 @@ int hci_world_stop(hci_world_t *w) {
   stw.translated = hci_tasks_probe_ns(taskfd, self) == 1;
   int ntasks = hci_tasks_read(taskfd, NULL, NULL);
   const char *why = NULL;
+  bool transient = false;
   if (ntasks < 0) {
     w->incomplete = true; /* no task list: other threads may exist */
   } else if (ntasks > 1) {
     /* Alone, no thread can appear: nothing to stop.  Otherwise ptrace,
      * unless it was refused once; then signals. */
-    if (stw.use_ptrace && hci_ptrace_stop(w, pid, taskfd, stw.timeout_ms, stw.yama, &why) == 0) {
+    int pr = stw.use_ptrace ? hci_ptrace_stop(w, pid, taskfd, stw.timeout_ms, stw.yama, &why) : -1;
+    if (pr == 0) {
       w->method = HCI_STOP_PTRACE;
     } else {
       if (why) stw.use_ptrace = false;
+      transient = pr == -2;
       w->method = HCI_STOP_SIGNAL;
       signal_stop(w, taskfd, pid);
     }
@@ -682,6 +686,16 @@ int hci_world_stop(hci_world_t *w) {
     hci_warn("leak checks cannot stop threads with ptrace (%s); they use signal %d instead, which interrupts "
              "some system calls of other threads (see \"Stopping threads\" in docs/leak-checking.md)",
              why, stw.signo);
+  }
+  /* Not for good (the helper task could not be made now), but the program
+   * sees it all the same: an unexplained EINTR in a thread of a program
+   * at its RLIMIT_NPROC (non-root) had no word said. */
+  if (transient && !stw.warned_transient) {
+    stw.warned_transient = true;
+    hci_warn("a leak check could not create its ptrace helper task (RLIMIT_NPROC reached, or no memory); it "
+             "stopped threads with signal %d instead, which interrupts some system calls of other threads (see "
+             "\"Stopping threads\" in docs/leak-checking.md)",
+             stw.signo);
   }
   if (w->incomplete) {
     hci_warn("could not list every thread (out of memory, /proc unreadable, or threads keep appearing)");
