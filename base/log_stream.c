@@ -45,6 +45,7 @@
  * Locks: none (opened once before threads exist; fork child is single-threaded).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -386,7 +387,15 @@ static int stderr_now(void) {
   return stderr_fd();
 }
 
+/* Set for good once the program sandboxed itself (checker/seccomp_watch.c):
+ * reaching a stream takes system calls (fstat, dup, open) its filter may
+ * answer by killing the process, so nothing is written any more. */
+static _Atomic bool muted;
+HC_PRIVATE_STATE(muted);
+void hci_log_stream_mute(void) { atomic_store(&muted, true); }
+
 int hci_log_stream_fd(void) {
+  if (atomic_load(&muted)) return -1;
   if (!LS.opened) return 2;
   if (!LS.to_file) {
     int fd = stderr_now();
@@ -401,7 +410,7 @@ int hci_log_stream_fd(void) {
 
 bool hci_log_stream_to_file(void) { return LS.to_file; }
 const char *hci_log_stream_path(void) { return LS.to_file ? LS.path : NULL; }
-int hci_log_stream_stderr(void) { return LS.opened ? stderr_now() : 2; }
+int hci_log_stream_stderr(void) { return atomic_load(&muted) ? -1 : LS.opened ? stderr_now() : 2; }
 bool hci_log_stream_in_tree(void) { return LS.in_tree; }
 const char *hci_log_stream_tree_dir(void) { return LS.in_tree ? LS.tree_dir : NULL; }
 bool hci_log_stream_tree_top(void) { return LS.tree_top; }

@@ -181,6 +181,7 @@ static void take_back(int sig) {
 }
 
 int hci_write_err(int fd, const char *buf, size_t len) {
+  if (fd < 0) return len ? EBADF : 0; /* no stream: no system call either */
   int saved = errno, err = 0;
   sigset_t raised, old, pending;
   sigemptyset(&raised);

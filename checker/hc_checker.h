@@ -207,6 +207,9 @@ int hci_xsave_copy(uintptr_t *regs, int n, const void *xsave, size_t xsize);
 int hci_task_zombie(int taskfd, int tid);
 
 /* ======================= stop_ptrace.c ======================= */
+/* A system call, raw: the kernel's result (-errno on failure), no errno,
+ * no libc (usable from the helper task and from the libc interposers). */
+long hci_raw6(long n, long a, long b, long c, long d, long e, long f);
 /* Calls fn(ctx, tid) for every task listed by the directory descriptor fd
  * (read again from its start) but io_uring's workers, which never run user
  * code; returns the count or -1.  Raw system calls only: usable from the
@@ -225,6 +228,12 @@ int hci_tasks_probe_ns(int fd, int self);
 int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why);
 /* Detaches every thread and reaps the helper. */
 void hci_ptrace_resume(hci_world_t *w);
+
+/* ======================= seccomp_watch.c ======================= */
+/* Why a check must not run, or NULL: the program installed a seccomp filter
+ * (or strict mode) that can kill or trap a system call it does not list,
+ * and a check's own system calls could end or disturb it (see the file). */
+const char *hci_seccomp_refusal(void);
 
 /* ======================= proc_fds.c ======================= */
 /* The /proc files a check reads, with descriptors kept from start-up for

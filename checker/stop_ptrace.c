@@ -79,7 +79,7 @@ HC_PRIVATE_STATE(job);
 
 /* ---------------------------------------------------------------- raw system calls */
 
-static long raw6(long n, long a, long b, long c, long d, long e, long f) {
+long hci_raw6(long n, long a, long b, long c, long d, long e, long f) {
 #if defined(__x86_64__)
   long ret;
   register long r10 __asm__("r10") = d;
@@ -104,7 +104,7 @@ static long raw6(long n, long a, long b, long c, long d, long e, long f) {
 #error "stop_ptrace.c: system calls of this architecture"
 #endif
 }
-#define RAW(n, a, b, c, d) raw6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+#define RAW(n, a, b, c, d) hci_raw6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 
 static long long now_ns(void) {
   struct timespec ts;

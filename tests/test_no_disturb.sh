@@ -123,6 +123,14 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && command -v prlimi
 else
   echo "note: not root, or no setpriv or prlimit: the RLIMIT_NPROC run was not made"
 fi
+# A program that sandboxes itself with a filter killing every system call it
+# does not list: the check must make none of its own (the process died of
+# SIGSYS, status 159).  It cannot check: nothing written, status 125.
+run HEAPCHECK=normal "$fx" sandbox
+if [ $rc != 77 ]; then
+  expect_rc 125
+  has 'sandbox: installed'
+fi
 if command -v strace >/dev/null 2>&1; then
   run HEAPCHECK=normal strace -f -o /dev/null "$fx" few
   expect_rc 1

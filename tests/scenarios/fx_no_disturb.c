@@ -49,6 +49,10 @@
  *              for the filling thread, which the check has stopped.
  *  exit-race   main leaks 48 bytes, then 6 threads call exit(0) together
  *              while main sits in pause().
+ *  sandbox     leaks 48 bytes, then installs a seccomp filter (through
+ *              prctl) that lists what the rest of the program needs and kills
+ *              the process at any other system call (sshd's pre-auth child);
+ *              returns 0.
  *  small-stack DIR  a thread with a PTHREAD_STACK_MIN (16 KiB) stack runs a
  *              scoped check that finds its 100-byte leak, writes a heap
  *              profile to DIR/small (sampling every allocation: each malloc
@@ -453,6 +457,28 @@ static int exit_race(void) {
   return 0;
 }
 
+#define ALLOW_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+static int sandbox(void) {
+  void *volatile p = leaf_leak();
+  p = NULL;
+  (void)p;
+  printf("sandbox: installing\n");
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      ALLOW_NR(SYS_write), ALLOW_NR(SYS_exit_group), ALLOW_NR(SYS_exit), ALLOW_NR(SYS_brk), ALLOW_NR(SYS_mmap),
+      ALLOW_NR(SYS_munmap), ALLOW_NR(SYS_futex), ALLOW_NR(SYS_rt_sigreturn), ALLOW_NR(SYS_rt_sigprocmask),
+      ALLOW_NR(SYS_getpid), ALLOW_NR(SYS_gettid),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+  };
+  struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    perror("seccomp");
+    return 77;
+  }
+  printf("sandbox: installed\n");
+  return 0;
+}
+
 static int uffd;
 static void *uffd_server(void *arg) {
   (void)arg;
@@ -624,8 +650,9 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
   if (!strcmp(s, "exit-race")) return exit_race();
+  if (!strcmp(s, "sandbox")) return sandbox();
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race\n",
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|sandbox\n",
           argv[0]);
   return 9;
 }

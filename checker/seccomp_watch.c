@@ -1,0 +1,102 @@
+/* seccomp_watch.c - a program that sandboxes itself with seccomp.
+ *
+ * A sandbox filter lists the system calls the program needs and kills the
+ * process for any other (sshd's pre-authentication child, SECCOMP_RET_KILL).
+ * A leak check then makes calls of its own (open of /proc, clone of the
+ * ptrace helper, ptrace, process_vm_readv, mincore...): the process died of
+ * SIGSYS at its exit check (status 159 instead of 0).  A trapping filter
+ * would run the program's SIGSYS handler for our calls, a user-notification
+ * one wait for a supervisor thread the check has stopped.  Filters that
+ * answer with an errno are harmless: the check falls back or says it could
+ * not complete, as it does for a filter the process inherited (a container's
+ * profile; those are not seen here, and checks run as before).
+ *
+ * So prctl(PR_SET_SECCOMP) and syscall(SYS_seccomp), the two ways a program
+ * or libseccomp installs a filter through libc, are interposed: each is the
+ * same system call glibc's would make (raw, errno set on failure), and a
+ * successful install is read afterwards (the kernel has validated it): a
+ * filter with any return that kills, traps, notifies or traces (or returns
+ * its accumulator, unknown here), or strict mode, makes every later check
+ * refuse to run before its first system call, and silences the library's
+ * messages (a message takes fstat, dup, sigpending...: calls such a filter
+ * may kill): the check says nothing, and the exit status is
+ * HEAP_CHECK_ERROR_EXIT_CODE when the program's is 0.  A filter
+ * installed with an inline system call (Chromium's sandbox) is not seen.
+ * A static link keeps libc.a's prctl and syscall (not interposed).
+ *
+ * Locks: none (one atomic word).
+ */
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "hc_checker.h"
+
+static _Atomic int sandboxed; /* 1: a filter that may end the process; 2: strict mode */
+HC_PRIVATE_STATE(sandboxed);
+
+/* Whether any return of the filter kills, traps, notifies or traces. */
+static bool may_end(const struct sock_fprog *p) {
+  if (!p || !p->filter) return true;
+  for (unsigned i = 0; i < p->len; i++) {
+    const struct sock_filter *f = &p->filter[i];
+    if (BPF_CLASS(f->code) != BPF_RET) continue;
+    if (BPF_RVAL(f->code) != BPF_K) return true; /* the accumulator: unknown */
+    unsigned act = f->k & SECCOMP_RET_ACTION_FULL;
+    if (act != SECCOMP_RET_ALLOW && act != SECCOMP_RET_ERRNO && act != SECCOMP_RET_LOG) return true;
+  }
+  return false;
+}
+
+static void installed(unsigned long mode, const void *arg) {
+  if (mode == SECCOMP_MODE_STRICT) atomic_store(&sandboxed, 2);
+  else if (mode == SECCOMP_MODE_FILTER && may_end(arg) && !atomic_load(&sandboxed)) atomic_store(&sandboxed, 1);
+  else return;
+  hci_log_stream_mute(); /* writing a message takes calls the filter may kill too */
+}
+
+static long done(long r) {
+  if (r < 0 && r > -4096) {
+    errno = (int)-r;
+    return -1;
+  }
+  return r;
+}
+
+hc_public int prctl(int option, ...) {
+  va_list ap;
+  va_start(ap, option);
+  unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+  unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+  va_end(ap);
+  long r = hci_raw6(SYS_prctl, option, (long)a2, (long)a3, (long)a4, (long)a5, 0);
+  if (option == PR_SET_SECCOMP && r == 0) installed(a2, (const void *)a3);
+  return (int)done(r);
+}
+
+hc_public long syscall(long n, ...) {
+  va_list ap;
+  va_start(ap, n);
+  long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+  long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+  va_end(ap);
+  long r = hci_raw6(n, a, b, c, d, e, f);
+  /* seccomp(SECCOMP_SET_MODE_STRICT / _FILTER, flags, prog) */
+  if (n == SYS_seccomp && r >= 0 && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
+    installed(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER, (const void *)c);
+  return done(r);
+}
+
+const char *hci_seccomp_refusal(void) {
+  switch (atomic_load(&sandboxed)) {
+    case 1:
+      return "the program installed a seccomp filter that kills or traps the system calls it does not list, and "
+             "the check's own could end the process";
+    case 2: return "the program is in seccomp strict mode: the check's own system calls would kill it";
+    default: return NULL;
+  }
+}
