@@ -139,6 +139,8 @@ static bool setup_marks(flood_t *f) {
 static void drop_marks(flood_t *f) {
   if (f->pagemap_fd > 0) close(f->pagemap_fd - 1);
   f->pagemap_fd = 0;
+  if (f->pm_cache) hci_os_unmap(f->pm_cache, HCI_FL_PM_BYTES);
+  f->pm_cache = NULL;
   if (f->marks) hci_os_unmap(f->marks, f->marks_map);
   if (f->slot0) hci_os_unmap(f->slot0, f->slot0_map);
   if (f->spans) hci_os_unmap(f->spans, f->spans_map);

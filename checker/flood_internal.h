@@ -32,6 +32,9 @@
 #define RES_WINDOW ((uintptr_t)128 << 20) /* the reach of one mincore call of scan_copied */
 #define SCRATCH_MAP (SCRATCH_VEC + RES_WINDOW / 4096) /* then mincore's answer: a byte a page */
 #define PCACHE 256                   /* pages drain_careful keeps copied (1 MiB) */
+#define PM_WIN 512                   /* pagemap entries read at once (2 MiB of addresses, 4 KiB) */
+#define PM_SLOTS 32                  /* windows kept (hci_fl_push_populated) */
+#define HCI_FL_PM_BYTES (PM_SLOTS * (PM_WIN * sizeof(uint64_t) + sizeof(uintptr_t)))
 
 typedef struct work {
   uintptr_t lo;
@@ -87,6 +90,8 @@ typedef struct flood {
   uint8_t live_mark;              /* what consider() marks: M_LIVE, or M_LIVE | M_POSSIBLE */
   size_t npending;                /* objects marked M_PENDING (some may have become live since) */
   int pagemap_fd;                 /* /proc/self/pagemap + 1 (0: none; see hci_fl_push_populated) */
+  uint64_t *pm_cache;             /* its windows (flood_scan.c), then... */
+  uintptr_t *pm_win;              /* ...the window each slot holds, plus one (0: none) */
 } flood_t;
 
 /* Objects and root ranges are scanned CHUNK bytes at a time, the rest pushed

@@ -269,7 +269,31 @@ void hci_fl_scan_range(flood_t *f, uintptr_t lo, uintptr_t hi) { scan_checked(f,
  * stopped; its exit check hung for ever.  /proc/self/pagemap tells a page
  * never populated (neither present nor swapped) from one swapped out, which
  * is read as before (mincore could not tell them apart); without pagemap
- * (no /proc in view) every page is read as before. */
+ * (no /proc in view) every page is read as before.  Pagemap is read a
+ * window of PM_WIN pages at a time into a small direct-mapped cache (the
+ * world is stopped: entries do not change), so objects of a few pages do
+ * not each pay a pread (8 KiB objects: +40 % flood time with one each). */
+/* The pagemap entry of page a, or ~0 (read it) when it cannot be had. */
+static uint64_t pm_entry(flood_t *f, uintptr_t a) {
+  uintptr_t win = a / 4096 / PM_WIN;
+  size_t slot = win % PM_SLOTS;
+  if (!f->pm_cache) {
+    f->pm_cache = hci_os_map(HCI_FL_PM_BYTES);
+    if (!f->pm_cache) return ~0ull;
+    f->pm_win = (uintptr_t *)(f->pm_cache + PM_SLOTS * PM_WIN);
+  }
+  uint64_t *e = f->pm_cache + slot * PM_WIN;
+  if (f->pm_win[slot] != win + 1) {
+    ssize_t got = pread(f->pagemap_fd - 1, e, PM_WIN * sizeof(uint64_t), (off_t)(win * PM_WIN * sizeof(uint64_t)));
+    if (got != (ssize_t)(PM_WIN * sizeof(uint64_t))) {
+      f->pm_win[slot] = 0;
+      return ~0ull;
+    }
+    f->pm_win[slot] = win + 1;
+  }
+  return e[a / 4096 % PM_WIN];
+}
+
 void hci_fl_push_populated(flood_t *f, uintptr_t lo, size_t size) {
   uintptr_t hi = lo + size;
   uintptr_t plo = (lo + 4095) & ~(uintptr_t)4095, phi = hi & ~(uintptr_t)4095;
@@ -277,26 +301,13 @@ void hci_fl_push_populated(flood_t *f, uintptr_t lo, size_t size) {
     push(f, lo, size);
     return;
   }
-  uintptr_t run = lo; /* start of the populated stretch being built */
-  uint64_t pm[512];
-  for (uintptr_t a = plo; a < phi;) {
-    size_t n = (phi - a) / 4096;
-    if (n > sizeof pm / sizeof pm[0]) n = sizeof pm / sizeof pm[0];
-    ssize_t got = pread(f->pagemap_fd - 1, pm, n * sizeof pm[0], (off_t)(a / 4096 * sizeof pm[0]));
-    if (got < (ssize_t)sizeof pm[0]) { /* cannot tell: read the rest */
+  uintptr_t run = lo; /* start of the populated stretch being built, 0: none */
+  for (uintptr_t a = plo; a < phi; a += 4096) {
+    if (pm_entry(f, a) & (3ull << 62)) { /* present or swapped */
       if (!run) run = a;
-      push(f, run, hi - run);
-      return;
-    }
-    n = (size_t)got / sizeof pm[0];
-    for (size_t i = 0; i < n; i++, a += 4096) {
-      bool populated = pm[i] & (3ull << 62); /* present or swapped */
-      if (populated) {
-        if (!run) run = a;
-      } else if (run) {
-        if (a > run) push(f, run, a - run);
-        run = 0;
-      }
+    } else if (run) {
+      if (a > run) push(f, run, a - run);
+      run = 0;
     }
   }
   if (!run) run = phi;
