@@ -22,7 +22,8 @@
  * may kill): the check says nothing, and the exit status is
  * HEAP_CHECK_ERROR_EXIT_CODE when the program's is 0.  A filter
  * installed with an inline system call (Chromium's sandbox) is not seen.
- * A static link keeps libc.a's prctl and syscall (not interposed).
+ * Both are weak: a static link takes these unless libc.a's own objects are
+ * linked in for another reason (then the filter is not seen).
  *
  * Locks: none (one atomic word).
  */
@@ -67,7 +68,7 @@ static long done(long r) {
   return r;
 }
 
-hc_public int prctl(int option, ...) {
+hc_public __attribute__((weak)) int prctl(int option, ...) {
   va_list ap;
   va_start(ap, option);
   unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
@@ -78,7 +79,7 @@ hc_public int prctl(int option, ...) {
   return (int)done(r);
 }
 
-hc_public long syscall(long n, ...) {
+hc_public __attribute__((weak)) long syscall(long n, ...) {
   va_list ap;
   va_start(ap, n);
   long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
