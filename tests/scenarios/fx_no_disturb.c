@@ -47,8 +47,9 @@
  *              never touched.  A scoped check, then returns 0 (exit 77 when
  *              userfaultfd is refused).  A read of an untouched page waits
  *              for the filling thread, which the check has stopped.
- *  exit-race   a joined thread leaks 48 bytes, then 6 threads call exit(0)
- *              together while main sits in pause().
+ *  exit-race   a joined thread leaks 48 bytes (on a stack unmapped after
+ *              the join), then 6 threads call exit(0) together while main
+ *              sits in pause().
  *  sandbox     leaks 48 bytes, then installs a seccomp filter (through
  *              prctl) that lists what the rest of the program needs and kills
  *              the process at any other system call (sshd's pre-auth child);
@@ -454,9 +455,19 @@ static void *leak_and_return(void *arg) {
 }
 
 static int exit_race(void) {
-  pthread_t leaker; /* a joined thread's stack is not scanned: no stale copy of the leak */
-  pthread_create(&leaker, NULL, leak_and_return, NULL);
+  /* The leak is made on a stack that is unmapped after the join: no stale
+   * copy of its address is left (a cached glibc stack, reused by a racing
+   * thread, kept one under clang). */
+  size_t len = 256 << 10;
+  void *stack = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstack(&a, stack, len);
+  pthread_t leaker;
+  pthread_create(&leaker, &a, leak_and_return, NULL);
   pthread_join(leaker, NULL);
+  pthread_attr_destroy(&a);
+  munmap(stack, len);
   pthread_barrier_init(&exit_barrier, NULL, 6);
   pthread_t t;
   for (int i = 0; i < 6; i++) pthread_create(&t, NULL, racing_exit, NULL);
