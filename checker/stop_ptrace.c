@@ -137,34 +137,44 @@ struct dirent64_raw {
 /* PF_IO_WORKER (include/linux/sched.h; not in the user-space headers). */
 #define TASK_IO_WORKER 0x10u
 
-/* Whether task tid (in the task directory taskfd) is one of io_uring's
+/* File `file` of task `task` (a name in the task list fd: "123") read
+ * into buf, NUL-terminated, with raw calls (the ptrace helper lists tasks
+ * too): its length, or -1 when it cannot be opened or read. */
+static long task_file(int fd, const char *task, const char *file, char *buf, size_t cap) {
+  char path[32];
+  size_t k = strlen(task), f = strlen(file);
+  if (k + f + 2 > sizeof path) return -1;
+  memcpy(path, task, k);
+  path[k] = '/';
+  memcpy(path + k + 1, file, f + 1);
+  long tfd = RAW(SYS_openat, fd, path, O_RDONLY | O_CLOEXEC, 0);
+  if (tfd < 0) return -1;
+  long n, got = 0;
+  while (got < (long)cap - 1 && (n = RAW(SYS_read, tfd, buf + got, cap - 1 - got, 0)) != 0) {
+    if (n == -EINTR) continue;
+    if (n < 0) break;
+    got += n;
+  }
+  RAW(SYS_close, tfd, 0, 0, 0);
+  if (got <= 0) return -1;
+  buf[got] = 0;
+  return got;
+}
+
+/* Whether task `task` (a name in the task list fd) is one of io_uring's
  * workers: iou-wrk-N (io-wq) and iou-sqp-N (an SQPOLL ring's poller) are
  * threads of the process that never run user code.  ptrace stops them with
  * every user register zero (a check of libuv's io_uring tests said "the
  * stack of thread N could not be found (sp 0x0 is in no mapping)" and
  * failed) and a stop signal never reaches them; they have no user stack,
  * registers or TLS to scan, so they are no thread of the check's.  Read
- * from field 9 (flags) of its stat file, with raw calls (the ptrace
- * helper lists tasks too). */
-static bool io_worker(int taskfd, int tid) {
-  char path[24], digits[12], buf[512];
-  int nd = 0, np = 0;
-  for (unsigned v = (unsigned)tid; v && nd < (int)sizeof digits; v /= 10) digits[nd++] = (char)('0' + v % 10);
-  while (nd > 0) path[np++] = digits[--nd];
-  memcpy(path + np, "/stat", 6);
-  long fd = RAW(SYS_openat, taskfd, path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return false;
-  long n;
-  do n = RAW(SYS_read, fd, buf, sizeof buf - 1, 0);
-  while (n == -EINTR);
-  RAW(SYS_close, fd, 0, 0, 0);
-  if (n <= 0) return false;
-  buf[n] = '\0';
+ * from field 9 (flags) of its stat file. */
+static bool io_worker(int fd, const char *task) {
+  char buf[512];
+  if (task_file(fd, task, "stat", buf, sizeof buf) < 0) return false;
   /* "tid (comm) S ppid pgrp session tty_nr tpgid flags ...": the command
    * may hold spaces and parentheses, so count from the last ')'. */
-  const char *p = NULL;
-  for (const char *q = buf; *q; q++)
-    if (*q == ')') p = q;
+  const char *p = strrchr(buf, ')');
   if (!p) return false;
   for (int field = 2; field < 9 && *p; p++)
     if (*p == ' ') field++;
@@ -187,22 +197,8 @@ HC_PRIVATE_STATE(tasks_translate);
  * in the innermost namespace, the process's own), 0 when there is no such
  * line (Linux < 4.1), -1 when the file cannot be read. */
 static int nspid_of(int fd, const char *name) {
-  char path[32], buf[2048];
-  size_t k = strlen(name);
-  if (k + sizeof "/status" > sizeof path) return -1;
-  memcpy(path, name, k);
-  memcpy(path + k, "/status", sizeof "/status");
-  long sfd = RAW(SYS_openat, fd, path, O_RDONLY | O_CLOEXEC, 0);
-  if (sfd < 0) return -1;
-  long n, got = 0;
-  while (got < (long)sizeof buf - 1 && (n = RAW(SYS_read, sfd, buf + got, sizeof buf - 1 - got, 0)) != 0) {
-    if (n == -EINTR) continue;
-    if (n < 0) break;
-    got += n;
-  }
-  RAW(SYS_close, sfd, 0, 0, 0);
-  if (got <= 0) return -1;
-  buf[got] = 0;
+  char buf[2048];
+  if (task_file(fd, name, "status", buf, sizeof buf) < 0) return -1;
   const char *l = strstr(buf, "\nNSpid:");
   if (!l) return 0;
   int last = 0;
@@ -246,7 +242,7 @@ int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx) {
       if (*c < '0' || *c > '9') continue;
       while (*c >= '0' && *c <= '9') tid = tid * 10 + (*c++ - '0');
       if (*c || tid <= 0) continue;
-      if (io_worker(fd, tid)) continue;
+      if (io_worker(fd, d->d_name)) continue;
       if (tasks_translate) {
         tid = nspid_of(fd, d->d_name);
         if (tid == -1 && RAW(SYS_faccessat, fd, d->d_name, F_OK, 0) != 0) continue; /* it exited meanwhile */
