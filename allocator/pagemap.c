@@ -155,13 +155,14 @@ void hci_pagemap_relabel(uintptr_t first_page, size_t n, hc_span_t *s) {
 }
 
 void hci_pagemap_set_owner(const hc_span_t *s, const void *owner) {
-  uintptr_t first = s->start >> HC_PAGE_SHIFT;
   uint16_t tag = hci_owner_tag(owner);
-  for (size_t i = 0; i < s->npages; i++) {
-    uintptr_t page = first + i;
-    hc_pm_entry_t *leaf = leaf_for(page, false);
-    size_t k = page & (HC_PM_LEAF_LEN - 1);
-    __atomic_store_n(&leaf[k].owner, (uintptr_t)owner, __ATOMIC_RELAXED);
-    __atomic_store_n(&hci_pagemap_fast_of(leaf)[k].otag, tag, __ATOMIC_RELAXED);
+  for (uintptr_t page = s->start >> HC_PAGE_SHIFT, end = page + s->npages; page < end;) {
+    hc_pm_entry_t *leaf;
+    size_t i, stop = leaf_part(&page, end, &leaf, &i);
+    hc_pm_fast_t *fleaf = hci_pagemap_fast_of(leaf);
+    for (; i < stop; i++) {
+      __atomic_store_n(&leaf[i].owner, (uintptr_t)owner, __ATOMIC_RELAXED);
+      __atomic_store_n(&fleaf[i].otag, tag, __ATOMIC_RELAXED);
+    }
   }
 }
