@@ -215,6 +215,7 @@ void hci_tc_drain_remote(void);
  * (clamped to [HC_TC_BUDGET_MIN, 1 GiB]); caches adopt it as they grow. */
 void hci_tc_set_budget_total(size_t bytes);
 size_t hci_tc_budget_total(void);
+size_t hci_tc_budget_max(void); /* the most one cache may hold now (HC_TC_HEAP_SHARE) */
 size_t hci_tc_count(void);
 void hci_tc_fork_child(bool locks_taken);
 /* Creates the thread-exit key (called by hci_init). */

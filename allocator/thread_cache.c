@@ -80,11 +80,17 @@ void hci_tc_set_budget_total(size_t bytes) {
 
 size_t hci_tc_budget_total(void) { return __atomic_load_n(&budget_total, __ATOMIC_RELAXED); }
 
+/* Read without the page heap's lock: a size of a moment is enough. */
+size_t hci_tc_budget_max(void) {
+  size_t share = __atomic_load_n(&hci_pageheap.inuse_bytes, __ATOMIC_RELAXED) / HC_TC_HEAP_SHARE;
+  return share < HC_TC_BUDGET_MAX ? HC_TC_BUDGET_MAX : share > HC_TC_BUDGET_HEAP_MAX ? HC_TC_BUDGET_HEAP_MAX : share;
+}
+
 static size_t budget_now(void) {
   size_t n = __atomic_load_n(&tc_live, __ATOMIC_RELAXED);
-  size_t b = hci_tc_budget_total() / (n ? n : 1);
+  size_t b = hci_tc_budget_total() / (n ? n : 1), max = hci_tc_budget_max();
   if (b < HC_TC_BUDGET_MIN) b = HC_TC_BUDGET_MIN;
-  if (b > HC_TC_BUDGET_MAX) b = HC_TC_BUDGET_MAX;
+  if (b > max) b = max;
   return b;
 }
 

@@ -38,6 +38,15 @@
 #define HC_TC_BUDGET_TOTAL ((size_t)32 << 20)   /* bytes held by all thread caches together */
 #define HC_TC_BUDGET_MIN ((size_t)512 << 10)    /* the least one thread cache may hold */
 #define HC_TC_BUDGET_MAX ((size_t)4 << 20)      /* the most one thread cache may hold (docs/performance.md, "Thread-cache capacity (session 12)") */
+/* ...unless the heap is larger: then up to 1/HC_TC_HEAP_SHARE of the bytes
+ * in use, at most HC_TC_BUDGET_HEAP_MAX.  A program that uses every class
+ * (random_live: 80 classes, whose batches alone fill 3.6 MiB) kept each
+ * class at its batch with 4 MiB and went to central at a third of the
+ * big classes' operations; a budget that scales with the heap costs the
+ * same share of memory to every program (docs/performance.md, "Session 15
+ * (lead)"). */
+#define HC_TC_HEAP_SHARE 16
+#define HC_TC_BUDGET_HEAP_MAX ((size_t)16 << 20)
 /* A refill grows capacity to hold a chain another thread gave back only
  * while the cache's capacity stays within an eighth of this (thread_cache.c,
  * fit_chain): with the 4 MiB budget, larson's threads, which take over

@@ -24,7 +24,7 @@ static __attribute__((unused)) void check_caps(const hc_tcache_t *tc, const char
   }
   CHECK(tc->fl.cap_bytes == sum, "%s: cap_bytes %zu, capacities add up to %zu", when, tc->fl.cap_bytes, sum);
   CHECK(tc->fl.cap_bytes <= tc->fl.budget, "%s: cap_bytes %zu over the budget %zu", when, tc->fl.cap_bytes, tc->fl.budget);
-  CHECK(tc->fl.budget >= HC_TC_BUDGET_MIN && tc->fl.budget <= HC_TC_BUDGET_MAX, "%s: budget %zu", when, tc->fl.budget);
+  CHECK(tc->fl.budget >= HC_TC_BUDGET_MIN && tc->fl.budget <= HC_TC_BUDGET_HEAP_MAX, "%s: budget %zu", when, tc->fl.budget);
   if (excess) *excess = ex;
   else CHECK(ex == 0, "%s: lists hold %zu bytes beyond their capacity", when, ex);
 }
@@ -32,7 +32,8 @@ static __attribute__((unused)) void check_caps(const hc_tcache_t *tc, const char
 static __attribute__((unused)) size_t budget_model(void) {
   size_t n = hci_tc_count();
   size_t b = hci_tc_budget_total() / (n ? n : 1); /* HC_TC_BUDGET_TOTAL unless a test set it */
-  return b < HC_TC_BUDGET_MIN ? HC_TC_BUDGET_MIN : b > HC_TC_BUDGET_MAX ? HC_TC_BUDGET_MAX : b;
+  size_t max = hci_tc_budget_max(); /* HC_TC_BUDGET_MAX while the heap is below 16 times it */
+  return b < HC_TC_BUDGET_MIN ? HC_TC_BUDGET_MIN : b > max ? max : b;
 }
 
 /* A class's capacity limit: 1 MiB of objects, at most 2048, at least a batch. */

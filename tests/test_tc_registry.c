@@ -81,13 +81,13 @@ static void test_budget(void) {
   CHECK(count == count0 + NTHREADS, "%zu caches with %d threads alive (%zu before)", count, NTHREADS, count0);
   /* lists within the budget; besides them, inboxes and batches of remote
    * frees (remote.c: spans change owner as threads take from them) */
-  size_t limit = (HC_TC_BUDGET_MAX + HC_REMOTE_INBOX_MAX + HC_NUM_CLASSES * HC_REMOTE_BATCH_BYTES) * live;
+  size_t limit = (hci_tc_budget_max() + HC_REMOTE_INBOX_MAX + HC_NUM_CLASSES * HC_REMOTE_BATCH_BYTES) * live;
   printf("budget: %zu caches hold %zu KB (limit %zu KB); held/capacity/budget:", live, total >> 10, limit >> 10);
   for (int i = 0; i < NTHREADS; i++)
     printf(" %zu/%zu/%zu", own_bytes[i] >> 10, own_cap_bytes[i] >> 10, own_budget[i] >> 10);
   printf(" KB\n");
   CHECK(total <= limit, "thread caches hold %zu bytes, more than %zu caches x budget %zu", total, live,
-        HC_TC_BUDGET_MAX);
+        hci_tc_budget_max());
   for (int i = 0; i < NTHREADS; i++) {
     CHECK(own_budget[i] == budget_model(), "thread %d: budget %zu, want %zu with %zu caches", i, own_budget[i],
           budget_model(), live);

@@ -782,6 +782,64 @@ static void test_oneway(void) {
   pthread_join(t, NULL);
 }
 
+/* The budget follows the heap: while the bytes in use are more than
+ * HC_TC_HEAP_SHARE times HC_TC_BUDGET_MAX, a cache may hold a
+ * 1/HC_TC_HEAP_SHARE share of them (up to HC_TC_BUDGET_HEAP_MAX); when the
+ * heap shrinks again, the next growth of a class gives the capacity back.
+ * Large blocks the main thread holds (never touched: no RSS) make the heap
+ * big; the thread grows five big classes to their limits, 5 MiB of
+ * capacity, more than HC_TC_BUDGET_MAX.  No sampling: grow_to counts the
+ * objects that go through the lists. */
+#define HEAP_BIG_BLOCKS 192 /* of 1 MiB: the share is 12 MiB */
+static void *heap_big[HEAP_BIG_BLOCKS];
+static pthread_barrier_t heap_barrier;
+static const size_t heap_sizes[] = {4096, 8192, 16384, 32768, 65536};
+
+static void *heap_budget_thread(void *arg) {
+  (void)arg;
+  static void *held[4096];
+  size_t n = 0;
+  free(malloc(3000));
+  hc_tcache_t *tc = hci_tc;
+  CHECK(tc->fl.budget == HC_TC_BUDGET_MAX && tc->fl.budget == budget_model(),
+        "small heap: budget %zu, want HC_TC_BUDGET_MAX %zu (model %zu)", tc->fl.budget, HC_TC_BUDGET_MAX,
+        budget_model());
+  pthread_barrier_wait(&heap_barrier); /* the main thread makes the heap big */
+  pthread_barrier_wait(&heap_barrier);
+  for (size_t k = 0; k < sizeof heap_sizes / sizeof heap_sizes[0]; k++)
+    grow_to(held, &n, heap_sizes[k], UINT32_MAX, false);
+  size_t share = hci_pageheap.inuse_bytes / HC_TC_HEAP_SHARE;
+  printf("big heap: %zu MB in use, budget %zu KB, capacity %zu KB\n", hci_pageheap.inuse_bytes >> 20,
+         tc->fl.budget >> 10, tc->fl.cap_bytes >> 10);
+  CHECK(share > 2 * HC_TC_BUDGET_MAX && tc->fl.budget > 2 * HC_TC_BUDGET_MAX,
+        "big heap: budget %zu, share of the heap %zu", tc->fl.budget, share);
+  CHECK(tc->fl.cap_bytes > HC_TC_BUDGET_MAX, "big heap: capacity %zu, not above HC_TC_BUDGET_MAX", tc->fl.cap_bytes);
+  check_caps(tc, "big heap", NULL);
+  while (n) free(held[--n]);
+  pthread_barrier_wait(&heap_barrier); /* the main thread frees the heap */
+  pthread_barrier_wait(&heap_barrier);
+  free(malloc(100000)); /* a new class: its refill refreshes the budget */
+  CHECK(tc->fl.budget == HC_TC_BUDGET_MAX, "heap freed: budget %zu, want %zu", tc->fl.budget, HC_TC_BUDGET_MAX);
+  check_caps(tc, "heap freed", NULL);
+  return NULL;
+}
+
+static void test_heap_budget(void) {
+  uint64_t interval = atomic_exchange(&hci_sample_interval, 0); /* as test_policy */
+  pthread_t t;
+  pthread_barrier_init(&heap_barrier, NULL, 2);
+  pthread_create(&t, NULL, heap_budget_thread, NULL);
+  pthread_barrier_wait(&heap_barrier);
+  for (int i = 0; i < HEAP_BIG_BLOCKS; i++) CHECK((heap_big[i] = malloc(1 << 20)) != NULL, "malloc(1 MiB)");
+  pthread_barrier_wait(&heap_barrier);
+  pthread_barrier_wait(&heap_barrier);
+  for (int i = 0; i < HEAP_BIG_BLOCKS; i++) free(heap_big[i]);
+  pthread_barrier_wait(&heap_barrier);
+  pthread_join(t, NULL);
+  pthread_barrier_destroy(&heap_barrier);
+  atomic_store(&hci_sample_interval, interval);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   setvbuf(stderr, NULL, _IONBF, 0);
@@ -789,6 +847,7 @@ int main(int argc, char **argv) {
   if (argc > 1) return scenario(argv[1]);
   test_policy();
   test_oneway();
+  test_heap_budget();
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);
     return 1;
