@@ -174,9 +174,10 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
   uint32_t refills;         /* slow-path refills, to tick the page heap every 256 (hci_ph_tick) */
   uint16_t otag;            /* hci_owner_tag(this cache), set at adoption: the free fast path
                                compares it with the tag of the object's page (hc_pm_fast_t) */
-  /* 1 when the class was refilled since its list last overflowed: the
-   * thread allocates what it frees (thread_cache.c, one-way classes) */
-  uint8_t refilled[HC_NUM_CLASSES];
+  /* Overflows the class may still take as a class the thread allocates
+   * too: 1 or HC_TC_ONEWAY_RUNS at each refill, one less at each
+   * overflow; at 0 the class is one-way (thread_cache.c, hci_tc_push) */
+  uint8_t local_runs[HC_NUM_CLASSES];
 } hc_tc_free_t;
 
 typedef struct hc_tc_memo {  /* the unwinder's (stacks/), used by alloc.c's stack capture */

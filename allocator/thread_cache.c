@@ -70,6 +70,10 @@ static uint32_t oneway_cap(unsigned cls) {
   return n < lim ? n : lim;
 }
 
+/* Overflows in a row a class may take before it is one-way: 1, or
+ * HC_TC_ONEWAY_RUNS when the one-way capacity is no more than a batch. */
+static uint8_t oneway_runs(unsigned cls) { return oneway_cap(cls) > hci_classes[cls].batch ? 1 : HC_TC_ONEWAY_RUNS; }
+
 static size_t budget_total = HC_TC_BUDGET_TOTAL; /* tcmalloc.max_total_thread_cache_bytes */
 
 void hci_tc_set_budget_total(size_t bytes) {
@@ -343,7 +347,7 @@ void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_chain_t ch;
   if (!hci_remote_collect(tc, cls, &ch) && !hci_central_remove_fresh(cls, want, hc_tc_cap(&tc->fl, cls), &ch, tc))
     return NULL;
-  tc->fl.refilled[cls] = 1;
+  tc->fl.local_runs[cls] = oneway_runs(cls);
   /* The list is empty here: the chain becomes the list, minus its head. */
   void *p = ch.head;
   hc_tc_set_first(l, hc_fl_next(p, 0));
@@ -363,15 +367,16 @@ void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
   if (hc_tc_len(l) >= hc_tc_cap(&tc->fl, cls)) {
     /* One-way: a class this thread frees and does not allocate (the
      * consumer of a producer/consumer pair) overflows again and again
-     * with no refill between.  Capacity there only holds memory back from
+     * with no refill between (twice, or HC_TC_ONEWAY_RUNS + 1 times:
+     * oneway_runs).  Capacity there only holds memory back from
      * the thread that allocates it, which meanwhile takes new spans
      * (prodcons held ~2 MiB per side this way: docs/performance.md,
      * "Memory, second pass"), so such a class grows only up to
      * oneway_cap() and is cut back to it; a class the thread also
      * allocates grows as before. */
     uint32_t ow = oneway_cap(cls);
-    bool local = tc->fl.refilled[cls];
-    tc->fl.refilled[cls] = 0;
+    bool local = tc->fl.local_runs[cls] > 0;
+    if (local) tc->fl.local_runs[cls]--;
     grow_cap(tc, cls, local || hc_tc_cap(&tc->fl, cls) < ow);
     if (!local && hc_tc_cap(&tc->fl, cls) > ow) set_cap(tc, cls, ow);
     if (hc_tc_len(l) >= hc_tc_cap(&tc->fl, cls)) {

@@ -58,6 +58,17 @@
  * with no refill between) keeps at most this much capacity: what it holds
  * is memory no one can use until it goes to central (thread_cache.c). */
 #define HC_TC_ONEWAY_BYTES ((size_t)32 << 10)
+/* ...but a class for which that is no more than a batch (1 KiB objects and
+ * up) is judged one-way only after HC_TC_ONEWAY_RUNS + 1 overflows in a
+ * row.  A list that random-walks (as many frees as mallocs, in random
+ * order: random_live) overflows twice in a row about one time in four (an
+ * overflow leaves it a quarter full, or empty below 4 objects), and the cut
+ * left such a class a batch (2 objects of 64 KiB): random_live's big
+ * classes went to central at a third of their operations.  A real one-way
+ * class overflows again and again: 2 more overflows cost it little; the
+ * small classes keep the quick cut (larson: 0.8 MB more with 3 runs for
+ * every class; docs/performance.md, "Session 15 (lead)"). */
+#define HC_TC_ONEWAY_RUNS 3
 /* Remote frees (allocator/remote.c): objects below a cache line share
  * lines, so they go back to their span's owner; bigger ones stay with the
  * freeing thread (transfer chains are cheaper, docs/performance.md). */

@@ -59,9 +59,15 @@ static uint32_t oneway_cap_model(unsigned c) {
   return n < cap_limit_model(c) ? n : cap_limit_model(c);
 }
 
+/* Overflows in a row before a class is one-way, minus one: more for the
+ * classes that one-way capacity would leave at a batch. */
+static uint8_t oneway_runs_model(unsigned c) {
+  return oneway_cap_model(c) > hci_classes[c].batch ? 1 : HC_TC_ONEWAY_RUNS;
+}
+
 typedef struct {
   uint32_t cap[HC_NUM_CLASSES], len[HC_NUM_CLASSES], lim[HC_NUM_CLASSES];
-  uint8_t refilled[HC_NUM_CLASSES]; /* refilled since the list last overflowed */
+  uint8_t local_runs[HC_NUM_CLASSES]; /* overflows left before the class is one-way */
   size_t cap_bytes, budget;
 } tc_state_t;
 
@@ -70,7 +76,7 @@ static void snap(const hc_tcache_t *tc, tc_state_t *s) {
     s->cap[c] = hc_tc_cap(&tc->fl, c);
     s->len[c] = hc_tc_len(&tc->fl.lists[c]);
     s->lim[c] = tc->fl.lists[c].start_lim ? tc->fl.lists[c].lim : 0; /* what the free fast path fills up to */
-    s->refilled[c] = tc->fl.refilled[c];
+    s->local_runs[c] = tc->fl.local_runs[c];
   }
   s->cap_bytes = tc->fl.cap_bytes;
   s->budget = tc->fl.budget;
@@ -155,10 +161,10 @@ static void compare(const tc_state_t *want, const hc_tcache_t *tc, const char *o
   snap(tc, &got);
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++)
     if (got.cap[c] != want->cap[c] || got.len[c] != want->len[c] || got.lim[c] != want->lim[c] ||
-        got.refilled[c] != want->refilled[c]) {
-      CHECK(0, "%s(%zu): class %u (%u bytes): cap %u len %u lim %u refilled %u, model says cap %u len %u lim %u refilled %u",
-            op, size, c, hci_classes[c].size, got.cap[c], got.len[c], got.lim[c], got.refilled[c], want->cap[c],
-            want->len[c], want->lim[c], want->refilled[c]);
+        got.local_runs[c] != want->local_runs[c]) {
+      CHECK(0, "%s(%zu): class %u (%u bytes): cap %u len %u lim %u runs %u, model says cap %u len %u lim %u runs %u",
+            op, size, c, hci_classes[c].size, got.cap[c], got.len[c], got.lim[c], got.local_runs[c], want->cap[c],
+            want->len[c], want->lim[c], want->local_runs[c]);
       return;
     }
   CHECK(got.cap_bytes == want->cap_bytes && got.budget == want->budget,
@@ -204,7 +210,7 @@ static void *t_malloc(size_t size) {
     m.len[c]--;
   } else { /* refill: the chain becomes the list but for the object returned */
     ev.refills++;
-    m.refilled[c] = 1;
+    m.local_runs[c] = oneway_runs_model(c);
     m.len[c] = chain - 1;
     model_grow(&m, c, m.cap[c] < batch); /* a refill grows a class below a batch only */
     if (m.len[c] > m.cap[c]) model_fit(&m, c, m.len[c]); /* ...or to hold a long chain */
@@ -244,10 +250,11 @@ static void t_free(void *p) {
   } else {
     if (len >= m.cap[c]) {
       ev.overflows++;
-      /* one-way (no refill since the last overflow): no growth past
-       * oneway_cap, and a capacity above it cut back to it */
-      bool local = m.refilled[c];
-      m.refilled[c] = 0;
+      /* one-way (oneway_runs overflows since the last refill already):
+       * no growth past oneway_cap, and a capacity above it cut back to
+       * it */
+      bool local = m.local_runs[c] > 0;
+      if (local) m.local_runs[c]--;
       model_grow(&m, c, local || m.cap[c] < oneway_cap_model(c));
       if (!local && m.cap[c] > oneway_cap_model(c)) ev.oneway_cuts++, model_set_cap(&m, c, oneway_cap_model(c));
       len = m.len[c]; /* a shrinking budget may have halved c itself */
@@ -365,11 +372,11 @@ static void below_batch(void) {
  * does not grow it: its limit, or the budget): rounds of mallocs until the
  * list ran dry once (a refill) and capacity + a batch objects are held,
  * then frees until the list overflows once, which grows it by a batch (the
- * thread refilled it since the last overflow; two overflows in a row would
- * make it one-way).  The objects still held stay in held[] (*n of them),
+ * thread refilled it since the last overflow; two overflows in a row
+ * would make it one-way, or HC_TC_ONEWAY_RUNS + 1 for big classes).  The objects still held stay in held[] (*n of them),
  * for the caller to free when a cut no longer matters.  With `model`, every
  * step through t_malloc/t_free. */
-static void grow_to(void **held, size_t *n, size_t size, uint32_t target, bool model) {
+static void grow_to(void **held, size_t *n, size_t max, size_t size, uint32_t target, bool model) {
   unsigned c = hci_size_class(size);
   uint32_t batch = hci_classes[c].batch;
   const size_t base = *n; /* held[] below it: other calls' */
@@ -378,6 +385,10 @@ static void grow_to(void **held, size_t *n, size_t size, uint32_t target, bool m
     uint32_t cap0 = tc->is_real ? hc_tc_cap(&tc->fl, c) : 0;
     bool refilled = false;
     while (*n - base < cap0 + batch || !refilled) {
+      if (*n == max) {
+        CHECK(0, "grow_to(%zu): %zu objects held, no room for more", size, *n);
+        return;
+      }
       refilled |= !hci_tc->is_real || hc_tc_len(&hci_tc->fl.lists[c]) == 0;
       held[(*n)++] = model ? t_malloc(size) : malloc(size);
     }
@@ -392,9 +403,10 @@ static void grow_to(void **held, size_t *n, size_t size, uint32_t target, bool m
   }
 }
 
-static void *grown[8192];
+#define GROWN_MAX 16384
+static void *grown[GROWN_MAX];
 static size_t ngrown;
-static void grow_to_limit(size_t size) { grow_to(grown, &ngrown, size, UINT32_MAX, true); }
+static void grow_to_limit(size_t size) { grow_to(grown, &ngrown, GROWN_MAX, size, UINT32_MAX, true); }
 static void free_grown(void) {
   while (ngrown) t_free(grown[--ngrown]);
 }
@@ -435,6 +447,31 @@ static void shrink_phase(void **v) {
   pthread_barrier_destroy(&idle_barrier);
 }
 
+/* n objects of `size` allocated, then freed: the overflows of the frees
+ * come with no refill between them; from the second on (the fourth for a
+ * class whose one-way capacity is a batch: oneway_runs) the class is
+ * one-way, its capacity cut back to HC_TC_ONEWAY_BYTES of objects, once
+ * (the earlier overflows are a random walk's as well: not cut). */
+static void freed_in_a_row(void **v, size_t size, int n) {
+  unsigned c = hci_size_class(size);
+  int ow0 = ev.oneway_cuts, runs_max = oneway_runs_model(c);
+  for (int i = 0; i < n; i++) v[i] = t_malloc(size);
+  hc_tcache_t *tc = hci_tc;
+  int of0 = ev.overflows;
+  for (int i = 0; i < n; i++) {
+    t_free(v[i]);
+    int runs = ev.overflows - of0;
+    CHECK(ev.oneway_cuts == ow0 + (runs > runs_max), "%zu B freed in a row: %d overflows, %d one-way cuts (at %d)",
+          size, runs, ev.oneway_cuts - ow0, runs_max + 1);
+  }
+  printf("%zu B freed in a row: %d overflows, one-way at overflow %d\n", size, ev.overflows - of0, runs_max + 1);
+  CHECK(ev.overflows - of0 > runs_max + 1, "%zu B freed in a row: %d overflows only", size, ev.overflows - of0);
+  CHECK(ev.oneway_cuts == ow0 + 1 && hc_tc_cap(&tc->fl, c) == oneway_cap_model(c) &&
+            hc_tc_len(&tc->fl.lists[c]) <= oneway_cap_model(c),
+        "%zu B freed in a row: %d one-way cuts, capacity %u, list %u, want 1 and %u", size, ev.oneway_cuts - ow0,
+        hc_tc_cap(&tc->fl, c), hc_tc_len(&tc->fl.lists[c]), oneway_cap_model(c));
+}
+
 static void *policy_thread(void *arg) {
   (void)arg;
   static void *v[4096];
@@ -469,16 +506,10 @@ static void *policy_thread(void *arg) {
         cap_limit_model(c64));
   check_caps(tc, "after slow start", NULL);
   free_grown();
-  /* 4096 allocated, then freed: the second overflow of the frees comes
-   * with no refill since the first, so the class is one-way now and its
-   * capacity is cut back to HC_TC_ONEWAY_BYTES of objects */
-  int ow0 = ev.oneway_cuts;
-  for (int i = 0; i < 4096; i++) v[i] = t_malloc(64);
-  for (int i = 0; i < 4096; i++) t_free(v[i]);
-  CHECK(ev.oneway_cuts == ow0 + 1 && hc_tc_cap(&tc->fl, c64) == oneway_cap_model(c64) &&
-            hc_tc_len(&tc->fl.lists[c64]) <= oneway_cap_model(c64),
-        "64 B freed in a row: %d one-way cuts, capacity %u, list %u, want 1 and %u", ev.oneway_cuts - ow0,
-        hc_tc_cap(&tc->fl, c64), hc_tc_len(&tc->fl.lists[c64]), oneway_cap_model(c64));
+  freed_in_a_row(v, 64, 4096);    /* one-way at the second overflow */
+  grow_to_limit(4096);
+  free_grown();
+  freed_in_a_row(v, 4096, 2048);  /* at the fourth: 32 KiB is a batch of 4 KiB objects */
   grow_to_limit(64); /* and it grows again while it is refilled between overflows */
   CHECK(hc_tc_cap(&tc->fl, c64) >= cap_limit_model(c64), "64 B: capacity %u after slow start again, want %u", hc_tc_cap(&tc->fl, c64),
         cap_limit_model(c64));
@@ -512,7 +543,7 @@ static void *giver_thread(void *arg) {
   size_t size = (size_t)(uintptr_t)arg;
   static void *v[2048];
   size_t n = 0;
-  grow_to(v, &n, size, 600, false); /* capacity 600: allocates as well as frees */
+  grow_to(v, &n, sizeof v / sizeof v[0], size, 600, false); /* capacity 600: allocates as well as frees */
   hc_tcache_t *tc = hci_tc;
   unsigned c = hci_size_class(size);
   while (n && hc_tc_len(&tc->fl.lists[c]) + 1 < hc_tc_cap(&tc->fl, c)) free(v[--n]);
@@ -627,7 +658,7 @@ static void *chain_giver(void *arg) {
      * twice in a row without one is one-way and keeps 32 KiB), then the
      * list filled short of an overflow: at exit it goes to central whole */
     size_t base = held;
-    grow_to(v, &held, chain_sizes[k], (uint32_t)n, false);
+    grow_to(v, &held, sizeof v / sizeof v[0], chain_sizes[k], (uint32_t)n, false);
     hc_tcache_t *tc = hci_tc;
     unsigned c = hci_size_class(chain_sizes[k]);
     while (held > base && hc_tc_len(&tc->fl.lists[c]) + 1 < hc_tc_cap(&tc->fl, c)) free(v[--held]);
@@ -807,7 +838,7 @@ static void *heap_budget_thread(void *arg) {
   pthread_barrier_wait(&heap_barrier); /* the main thread makes the heap big */
   pthread_barrier_wait(&heap_barrier);
   for (size_t k = 0; k < sizeof heap_sizes / sizeof heap_sizes[0]; k++)
-    grow_to(held, &n, heap_sizes[k], UINT32_MAX, false);
+    grow_to(held, &n, sizeof held / sizeof held[0], heap_sizes[k], UINT32_MAX, false);
   size_t share = hci_pageheap.inuse_bytes / HC_TC_HEAP_SHARE;
   printf("big heap: %zu MB in use, budget %zu KB, capacity %zu KB\n", hci_pageheap.inuse_bytes >> 20,
          tc->fl.budget >> 10, tc->fl.cap_bytes >> 10);
