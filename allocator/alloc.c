@@ -416,8 +416,10 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, uintptr_t rec
   /* Charge the sampler (unless the fast path did already). */
   bool sample = false;
   uint64_t weight = 0; /* a sample stands for the mean gap it was drawn with */
-  if (tc && hci_sampler_charge(tc, size, flags & HC_SLOW_SAMPLE_CHARGED, &weight))
+  if (tc && hci_sampler_charge(tc, size, flags & HC_SLOW_SAMPLE_CHARGED, &weight)) {
     sample = weight != 0 && !hci_tc_memo(tc)->in_alloc;
+    if (weight) hci_tc_scavenge_tick(tc, weight); /* weight: the bytes allocated since the last sample */
+  }
   unsigned cls = align <= 16 ? (size <= HC_MAX_SMALL ? hci_size_class(size) : 0)
                  : align <= HC_PAGE_SIZE ? aligned_class(size, align) : 0;
   if (sample || cls == 0) {

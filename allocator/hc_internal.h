@@ -199,6 +199,11 @@ static inline hc_tcache_t *hci_tc_get(void) {
 /* Slow paths of the fast paths in alloc.c. */
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls);  /* requires: list cls empty */
 void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p);
+/* The scavenger's clock (thread_cache.c): tc allocated about `bytes` since
+ * the last tick (a sampled allocation); every HC_TC_SCAVENGE_BYTES, while
+ * two caches or more are live, half of each list's low-water mark goes
+ * back to central. */
+void hci_tc_scavenge_tick(hc_tcache_t *tc, uint64_t bytes);
 /* Gives every object of the cache back to central (thread exit, trim). */
 void hci_tc_flush(hc_tcache_t *tc);
 /* Switches the free fast path of every live cache on (lists[].start_lim

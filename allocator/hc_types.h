@@ -178,6 +178,19 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
    * too: 1 or HC_TC_ONEWAY_RUNS at each refill, one less at each
    * overflow; at 0 the class is one-way (thread_cache.c, hci_tc_push) */
   uint8_t local_runs[HC_NUM_CLASSES];
+  /* The scavenger (thread_cache.c, hci_tc_scavenge_tick): per class, the
+   * fewest objects its list held at the slow-path points seen since the
+   * last scavenge (its length then; a refill: 0; an overflow: what it
+   * kept), and the bytes allocated (the sampler's count) until the next
+   * scavenge.  Slow paths only: the fast paths do not see them. */
+  uint16_t lowater[HC_NUM_CLASSES];
+  /* Per class: scavenges to skip still, the log2 of how many to skip
+   * after the next one that gives something back, and 1 while objects it
+   * gave back have not been missed (no refill since). */
+  uint8_t scav_wait[HC_NUM_CLASSES];
+  uint8_t scav_backoff[HC_NUM_CLASSES];
+  uint8_t scav_gave[HC_NUM_CLASSES];
+  int64_t scav_left;
 } hc_tc_free_t;
 
 typedef struct hc_tc_memo {  /* the unwinder's (stacks/), used by alloc.c's stack capture */

@@ -20,7 +20,9 @@
  * cuts other ones when needed, their capacity above a batch first
  * (steal_capacity).  So the
  * fast paths count nothing, and a cache holds at most its budget plus one
- * chain received from central.  At thread exit a pthread key destructor returns
+ * chain received from central.  With two threads or more, what a list
+ * did not use between two scavenges (its low-water mark, seen from the
+ * slow paths) goes back by halves (the scavenger, below).  At thread exit a pthread key destructor returns
  * everything to the central lists; allocations made after that (by later
  * TLS destructors) bypass the cache.
  *
@@ -161,6 +163,7 @@ hc_tcache_t *hci_tc_adopt(void) {
   tc_live++;
   hci_unlock(&hci_tc_registry_lock);
   tc->fl.budget = budget_now();
+  tc->fl.scav_left = HC_TC_SCAVENGE_BYTES;
   HC_USDT_MEMORY_ARENA_NEW(tc, sizeof *tc); /* glibc: a new arena for this thread */
   hci_tc = tc;
   /* May allocate (keys >= 32 use a calloc'ed array): hci_tc is set already,
@@ -327,9 +330,86 @@ static void fit_chain(hc_tcache_t *tc, unsigned cls, uint32_t n) {
   if (tc->fl.cap_bytes + need <= b - b / 8) set_cap(tc, cls, want);
 }
 
+/* The scavenger.  A list's low-water mark between two scavenges is what
+ * its class did not use in that time: tcmalloc gives half of it back at
+ * each scavenge, so a class the thread stopped using drains in a few
+ * rounds while a busy one keeps its objects (and every class keeps its
+ * capacity: random_live needs it, docs/performance.md "Thread-cache
+ * capacity (session 12)").  tcmalloc keeps the mark on its pop fast path;
+ * here the fast paths stay as they are, and the mark is the least length
+ * seen at slow-path points: the last scavenge, a refill (0), an overflow
+ * (what it kept) and this scavenge.  Between those points a list may dip
+ * lower unseen: then the scavenge gave back objects the class still
+ * wanted, and its next refill fetches them (a central operation) and
+ * doubles the number of scavenges the class sits out after its next
+ * give-back (up to 2^HC_TC_SCAVENGE_BACKOFF), so a busy class costs a
+ * refill now and then, not one per scavenge; a give-back nobody missed
+ * halves it again.  Given back through central's transfer slots, where
+ * another thread's refill of the class finds it whole. */
+static inline void note_low(hc_tcache_t *tc, unsigned cls) {
+  uint32_t n = hc_tc_len(&tc->fl.lists[cls]);
+  if (n < tc->fl.lowater[cls]) tc->fl.lowater[cls] = (uint16_t)n;
+}
+
+/* The newest n objects of list cls (0 < n <= its length) to central. */
+static void release_head(hc_tcache_t *tc, unsigned cls, uint32_t n) {
+  hc_tc_list_t *l = &tc->fl.lists[cls];
+  void *first = hc_tc_first(l, hci_classes[cls].size, 0), *last = first;
+  for (uint32_t i = 1; i < n; i++) last = hc_fl_next(last, 0);
+  hc_tc_set_first(l, hc_fl_next(last, 0));
+  hc_tc_set_len(l, hc_tc_len(l) - n);
+  hc_fl_link(last, NULL);
+  hc_chain_t ch = {first, last, n};
+  hci_central_insert(cls, &ch);
+}
+
+static void scavenge(hc_tcache_t *tc) {
+  hc_tc_free_t *fl = &tc->fl;
+  for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
+    if (!fl->lists[c].lim) continue; /* never used: nothing to give */
+    note_low(tc, c);
+    uint32_t low = fl->lowater[c];
+    if (fl->scav_gave[c]) { /* the last give-back was not missed */
+      fl->scav_gave[c] = 0;
+      if (fl->scav_backoff[c]) fl->scav_backoff[c]--;
+    }
+    if (fl->scav_wait[c]) fl->scav_wait[c]--;
+    else if (low && (size_t)(low + 1) / 2 * hci_classes[c].size >= HC_TC_SCAVENGE_MIN) {
+      release_head(tc, c, (low + 1) / 2);
+      fl->scav_gave[c] = 1;
+      fl->scav_wait[c] = (uint8_t)((1u << fl->scav_backoff[c]) - 1);
+    }
+    uint32_t n = hc_tc_len(&fl->lists[c]);
+    fl->lowater[c] = (uint16_t)(n < UINT16_MAX ? n : UINT16_MAX);
+  }
+}
+
+void hci_tc_scavenge_tick(hc_tcache_t *tc, uint64_t bytes) {
+  tc->fl.scav_left -= (int64_t)(bytes < (uint64_t)HC_TC_SCAVENGE_BYTES ? bytes : (uint64_t)HC_TC_SCAVENGE_BYTES);
+  if (tc->fl.scav_left > 0) return;
+  tc->fl.scav_left = HC_TC_SCAVENGE_BYTES;
+  /* One thread: what a scavenge gives back could only come back to this
+   * same class (a transfer slot), or, in spans, serve another class only
+   * once a span empties, which a random free order rarely does
+   * (docs/performance.md, "Memory, seventh pass"): the refills it costs
+   * buy nothing then. */
+  if (hci_tc_count() < 2) return;
+  scavenge(tc);
+}
+
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
-  if (hc_unlikely((++tc->fl.refills & 255) == 0)) hci_ph_tick(); /* idle pages go back (page_heap.c) */
+  tc->fl.lowater[cls] = 0;
+  if (tc->fl.scav_gave[cls]) { /* it gave back too much: it sits out longer */
+    tc->fl.scav_gave[cls] = 0;
+    if (tc->fl.scav_backoff[cls] < HC_TC_SCAVENGE_BACKOFF) tc->fl.scav_backoff[cls]++;
+  }
+  if (hc_unlikely((++tc->fl.refills & 255) == 0)) {
+    hci_ph_tick(); /* idle pages go back (page_heap.c) */
+    /* With sampling off, the scavenger's clock is 256 refills a quarter
+     * (this class's mark is 0: its list is not touched). */
+    if (!hci_sampler_interval()) hci_tc_scavenge_tick(tc, HC_TC_SCAVENGE_BYTES / 4);
+  }
   /* Objects of our spans freed by other threads first (remote.c), then central. */
   /* A class this cache has no capacity for yet (its first use) takes what
    * one 4 KiB page holds, not a batch: carving links, and so touches, every
@@ -384,6 +464,7 @@ void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
       if (keep > 16) keep = 16;
       release_tail(tc, cls, keep);
     }
+    note_low(tc, cls);
   }
   if (hc_tc_cap(&tc->fl, cls) == 0) { /* no capacity at all: straight back to central */
     hc_fl_link(p, NULL);

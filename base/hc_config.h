@@ -69,6 +69,17 @@
  * small classes keep the quick cut (larson: 0.8 MB more with 3 runs for
  * every class; docs/performance.md, "Session 15 (lead)"). */
 #define HC_TC_ONEWAY_RUNS 3
+/* The scavenger (thread_cache.c, hci_tc_scavenge_tick): with two threads
+ * or more, a cache gives back half of each list's low-water mark (objects
+ * its class did not use since the last time) every HC_TC_SCAVENGE_BYTES
+ * it allocates, when that half is at least HC_TC_SCAVENGE_MIN (a central
+ * operation for less cost more than it saved: 1 MiB and no minimum cost
+ * server +5 % instructions, larson +4 %; docs/performance.md, "Memory,
+ * seventh pass"); a class whose give-back was missed (refilled before the
+ * next scavenge) sits out up to 2^HC_TC_SCAVENGE_BACKOFF - 1 of them. */
+#define HC_TC_SCAVENGE_BYTES ((int64_t)4 << 20)
+#define HC_TC_SCAVENGE_MIN ((size_t)4 << 10)
+#define HC_TC_SCAVENGE_BACKOFF 6
 /* Remote frees (allocator/remote.c): objects below a cache line share
  * lines, so they go back to their span's owner; bigger ones stay with the
  * freeing thread (transfer chains are cheaper, docs/performance.md). */
