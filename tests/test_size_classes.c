@@ -67,6 +67,20 @@ static void check_class(unsigned c) {
   if (span / ci->size != ci->objs) FAIL("class %u: objs %u != %zu / %u", c, ci->objs, span, ci->size);
   if ((span - (size_t)ci->objs * ci->size) * 8 > span)
     FAIL("class %u: tail waste %zu of %zu > 1/8", c, span - (size_t)ci->objs * ci->size, span);
+  /* A span's tail shares its last page with objects (resident): when some
+   * span of at most 8 pages holding the class's minimum of objects
+   * (min(8, 64 KiB / size), at least 1) wastes at most 1/32, the class's
+   * span is the smallest such (tools/gen_size_classes.py). */
+  size_t want = 65536 / ci->size < 8 ? 65536 / ci->size : 8;
+  if (want == 0) want = 1;
+  for (size_t p = 1; p <= 8; p++) {
+    size_t sp = p * HC_PAGE_SIZE;
+    if (sp / ci->size < want || (sp % ci->size) * 32 > sp) continue;
+    if (ci->pages != p)
+      FAIL("class %u (size %u): %u pages per span, but %zu pages hold %zu objects with a tail of %zu (<= 1/32)", c,
+           ci->size, ci->pages, p, sp / ci->size, sp % ci->size);
+    break;
+  }
   if (ci->pages > 255) FAIL("class %u: %u pages do not fit the pagemap's page offset", c, ci->pages);
   uint64_t want_recip = (((uint64_t)1 << 48) + ci->size - 1) / ci->size;
   if (ci->recip != want_recip) FAIL("class %u: recip %llu != ceil(2^48/size) %llu", c,
