@@ -180,13 +180,14 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
   uint8_t local_runs[HC_NUM_CLASSES];
   /* The scavenger (thread_cache.c, hci_tc_scavenge_tick): per class, the
    * fewest objects its list held at the slow-path points seen since the
-   * last scavenge (its length then; a refill: 0; an overflow: what it
-   * kept), and the bytes allocated (the sampler's count) until the next
-   * scavenge.  Slow paths only: the fast paths do not see them. */
+   * last scavenge (its length then; a refill: 0), and the bytes
+   * allocated (the sampler's count) until the next scavenge.  Slow paths
+   * only: the fast paths do not see them. */
   uint16_t lowater[HC_NUM_CLASSES];
   /* Per class: scavenges to skip still, the log2 of how many to skip
-   * after the next one that gives something back, and 1 while objects it
-   * gave back have not been missed (no refill since). */
+   * after the next one that gives something back, and 1 when the last
+   * scavenge gave something back (the next one judges whether it was
+   * missed). */
   uint8_t scav_wait[HC_NUM_CLASSES];
   uint8_t scav_backoff[HC_NUM_CLASSES];
   uint8_t scav_gave[HC_NUM_CLASSES];

@@ -337,12 +337,13 @@ static void fit_chain(hc_tcache_t *tc, unsigned cls, uint32_t n) {
  * capacity: random_live needs it, docs/performance.md "Thread-cache
  * capacity (session 12)").  tcmalloc keeps the mark on its pop fast path;
  * here the fast paths stay as they are, and the mark is the least length
- * seen at slow-path points: the last scavenge, a refill (0), an overflow
- * (what it kept) and this scavenge.  Between those points a list may dip
- * lower unseen: then the scavenge gave back objects the class still
- * wanted, and its next refill fetches them (a central operation) and
- * doubles the number of scavenges the class sits out after its next
- * give-back (up to 2^HC_TC_SCAVENGE_BACKOFF), so a busy class costs a
+ * seen at slow-path points: the last scavenge, a refill (0: the one store
+ * the scavenger adds to the slow paths) and this scavenge.  Between those
+ * points a list may dip lower unseen: then the scavenge gave back objects
+ * the class still wanted, its next refill fetches them (a central
+ * operation), and the next scavenge, finding the mark at 0 after a
+ * give-back, doubles the number of scavenges the class sits out after
+ * its next one (up to 2^HC_TC_SCAVENGE_BACKOFF), so a busy class costs a
  * refill now and then, not one per scavenge; a give-back nobody missed
  * halves it again.  Given back through central's transfer slots, where
  * another thread's refill of the class finds it whole. */
@@ -369,9 +370,10 @@ static void scavenge(hc_tcache_t *tc) {
     if (!fl->lists[c].lim) continue; /* never used: nothing to give */
     note_low(tc, c);
     uint32_t low = fl->lowater[c];
-    if (fl->scav_gave[c]) { /* the last give-back was not missed */
+    if (fl->scav_gave[c]) { /* missed (a refill since: mark 0) or not */
       fl->scav_gave[c] = 0;
-      if (fl->scav_backoff[c]) fl->scav_backoff[c]--;
+      if (!low) fl->scav_backoff[c] += fl->scav_backoff[c] < HC_TC_SCAVENGE_BACKOFF;
+      else if (fl->scav_backoff[c]) fl->scav_backoff[c]--;
     }
     if (fl->scav_wait[c]) fl->scav_wait[c]--;
     else if (low && (size_t)(low + 1) / 2 * hci_classes[c].size >= HC_TC_SCAVENGE_MIN) {
@@ -399,11 +401,7 @@ void hci_tc_scavenge_tick(hc_tcache_t *tc, uint64_t bytes) {
 
 void *hci_tc_refill(hc_tcache_t *tc, unsigned cls) {
   hc_tc_list_t *l = &tc->fl.lists[cls];
-  tc->fl.lowater[cls] = 0;
-  if (tc->fl.scav_gave[cls]) { /* it gave back too much: it sits out longer */
-    tc->fl.scav_gave[cls] = 0;
-    if (tc->fl.scav_backoff[cls] < HC_TC_SCAVENGE_BACKOFF) tc->fl.scav_backoff[cls]++;
-  }
+  tc->fl.lowater[cls] = 0; /* the scavenger's mark (one store: the rest is its own) */
   if (hc_unlikely((++tc->fl.refills & 255) == 0)) {
     hci_ph_tick(); /* idle pages go back (page_heap.c) */
     /* With sampling off, the scavenger's clock is 256 refills a quarter
@@ -464,7 +462,6 @@ void hci_tc_push(hc_tcache_t *tc, unsigned cls, void *p) {
       if (keep > 16) keep = 16;
       release_tail(tc, cls, keep);
     }
-    note_low(tc, cls);
   }
   if (hc_tc_cap(&tc->fl, cls) == 0) { /* no capacity at all: straight back to central */
     hc_fl_link(p, NULL);

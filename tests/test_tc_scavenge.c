@@ -11,7 +11,7 @@
  *  - busy: a class whose list runs empty (a refill) between two
  *    scavenges gives nothing back;
  *  - backoff: a class whose give-back was missed (a refill came after
- *    it) sits out the next scavenge after its next give-back;
+ *    it) sits out the scavenge after its next give-back;
  *  - the clock: the same idle list drains while the thread only
  *    allocates and frees 64-byte objects (the sampler's ticks, every
  *    ~512 KiB allocated), skipped when sampling is off.
@@ -118,9 +118,9 @@ int main(void) {
   n = len_of(tc, BUSY_SIZE);
   scavenge_now(tc); /* idle since the last scavenge: half goes */
   CHECK(len_of(tc, BUSY_SIZE) == n - (n + 1) / 2, "busy list idle for a scavenge: %u -> %u", n, len_of(tc, BUSY_SIZE));
-  run_empty(tc); /* the give-back was missed */
+  run_empty(tc);    /* the give-back was missed */
+  scavenge_now(tc); /* the mark is 0 (the refill): nothing, and a longer backoff */
   CHECK(tc->fl.scav_backoff[busy] == 1, "backoff after a missed give-back: %u", tc->fl.scav_backoff[busy]);
-  scavenge_now(tc); /* the mark is 0 (the refill): nothing */
   n = len_of(tc, BUSY_SIZE);
   scavenge_now(tc); /* gives half, then sits out one */
   CHECK(len_of(tc, BUSY_SIZE) == n - (n + 1) / 2, "busy list after its wait: %u -> %u", n, len_of(tc, BUSY_SIZE));
