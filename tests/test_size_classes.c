@@ -67,13 +67,13 @@ static void check_class(unsigned c) {
   if (span / ci->size != ci->objs) FAIL("class %u: objs %u != %zu / %u", c, ci->objs, span, ci->size);
   if ((span - (size_t)ci->objs * ci->size) * 8 > span)
     FAIL("class %u: tail waste %zu of %zu > 1/8", c, span - (size_t)ci->objs * ci->size, span);
-  /* A span's tail shares its last page with objects (resident): when some
-   * span of at most 8 pages holding the class's minimum of objects
-   * (min(8, 64 KiB / size), at least 1) wastes at most 1/32, the class's
-   * span is the smallest such (tools/gen_size_classes.py). */
+  /* A span's tail shares its last page with objects (resident): for a
+   * class up to 1 KiB, when some span of at most 8 pages holding the
+   * class's minimum of objects (min(8, 64 KiB / size)) wastes at most
+   * 1/32, the class's span is the smallest such (tools/gen_size_classes.py). */
   size_t want = 65536 / ci->size < 8 ? 65536 / ci->size : 8;
   if (want == 0) want = 1;
-  for (size_t p = 1; p <= 8; p++) {
+  for (size_t p = 1; p <= 8 && ci->size <= 1024; p++) {
     size_t sp = p * HC_PAGE_SIZE;
     if (sp / ci->size < want || (sp % ci->size) * 32 > sp) continue;
     if (ci->pages != p)

@@ -6,10 +6,13 @@ Rules (checked again by tests/test_size_classes.c):
     (step = 2^floor(log2 s) / 8), so rounding waste is at most 12.5%;
   - pages per span: the fewest 8 KiB pages that hold at least
     min(8, 64 KiB / size) objects (at least 1) and whose tail waste is
-    <= 1/32 of the span, if some number up to 8 pages has that; else the
-    fewest whose tail waste is <= 1/8 (a span's tail shares its last
-    page with objects, so it is resident memory: 832-byte objects in one
-    page left 8.6 % of every page unused);
+    <= 1/8 of the span; for sizes up to 1 KiB, the fewest up to 8 pages
+    whose tail waste is <= 1/32 when there are such (a span's tail shares
+    its last page with objects, so it is resident memory: 832-byte objects
+    in one page left 8.6 % of every page unused).  Not above 1 KiB: the
+    1152..5632-byte classes with 3-8 pages cost random_live 1.1 % more
+    instructions (fewer empty spans kept, more refills; docs/performance.md,
+    "Memory, seventh pass");
   - batch (objects moved between thread cache and central at once):
     64 KiB / size clamped to [2, 32].
 Run: python3 tools/gen_size_classes.py > allocator/size_classes.c
@@ -30,7 +33,7 @@ def pages_for(s):
     def fits(p, frac):
         span = p * PAGE
         return span // s >= want and span % s <= span // frac
-    for p in range(1, 9):
+    for p in range(1, 9 if s <= 1024 else 1):
         if fits(p, 32):
             return p
     p = 1
