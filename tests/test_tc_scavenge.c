@@ -14,7 +14,8 @@
  *    it) sits out the scavenge after its next give-back;
  *  - the clock: the same idle list drains while the thread only
  *    allocates and frees 64-byte objects (the sampler's ticks, every
- *    ~512 KiB allocated), skipped when sampling is off.
+ *    ~512 KiB allocated; skipped when sampling is off), and with sampling
+ *    switched off, by refills (256 a quarter of the interval).
  * Then with the second thread gone, a scavenge gives nothing back. */
 #include <pthread.h>
 #include <stdio.h>
@@ -139,8 +140,17 @@ int main(void) {
     CHECK(len_of(tc, IDLE_SIZE) == 0, "idle list of %u objects after 64 MiB of 64-byte pairs: %u", n,
           len_of(tc, IDLE_SIZE));
   } else {
-    fprintf(stderr, "sampling off: the clock case skipped\n");
+    fprintf(stderr, "sampling off: the sampler's clock case skipped\n");
   }
+  /* With sampling off, 256 refills are a quarter of the interval: runs of
+   * mallocs longer than the 64-byte list (each a few refills) drain it. */
+  size_t interval = hci_sampler_set_interval(0);
+  n = fill_idle(tc);
+  uint32_t refills0 = tc->fl.refills;
+  while (len_of(tc, IDLE_SIZE) && tc->fl.refills - refills0 < 64 * 256) run_empty(tc);
+  CHECK(len_of(tc, IDLE_SIZE) == 0, "sampling off: idle list of %u objects after %u refills: %u", n,
+        tc->fl.refills - refills0, len_of(tc, IDLE_SIZE));
+  hci_sampler_set_interval(interval);
 
   /* One thread: nothing is given back. */
   pthread_mutex_lock(&mu);
