@@ -803,6 +803,16 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   if (cls && size > usable && size - usable <= usable / 4 && !(hci_record_all | hci_hooks_on) &&
       size < HC_MAX_SMALL - (size >> 3))
     want = size + (size >> 3);
+  /* A one-object class's block (36 KiB and up) grows in place too, into
+   * the free pages after its span, and takes the class of the new size:
+   * a string builder passed through a span of every such class, each
+   * freed behind it in the page heap, where their 5-32-page runs did not
+   * fit the next ones (bench_realloc: 5-12 MB of such runs at each heap
+   * growth; docs/performance.md, "Memory, seventh pass"). */
+  if (cls && hci_classes[cls].objs == 1 && size > usable && want <= HC_MAX_SMALL && !(hci_record_all | hci_hooks_on)) {
+    unsigned to = hci_size_class(want);
+    if (hci_classes[to].objs == 1 && hci_central_regrow(hci_pagemap_span((uintptr_t)p), cls, to)) return p;
+  }
   void *q = hc_malloc_fast(want, ra);
   if (!q && want != size) q = hc_malloc_fast(want = size, ra);
   if (!q) {

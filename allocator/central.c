@@ -361,6 +361,18 @@ static void return_chain(unsigned cls, void *head) {
   }
 }
 
+bool hci_central_regrow(hc_span_t *s, unsigned from, unsigned to) {
+  if (!hci_ph_grow_class(s, hci_classes[to].pages, to)) return false;
+  /* A full span is on no list: only the counts move (statistics). */
+  hci_lock(&hci_central[from].lock);
+  hci_central[from].nspans--;
+  hci_unlock(&hci_central[from].lock);
+  hci_lock(&hci_central[to].lock);
+  hci_central[to].nspans++;
+  hci_unlock(&hci_central[to].lock);
+  return true;
+}
+
 void hci_central_insert(unsigned cls, const hc_chain_t *chain) {
   if (!chain->n) return;
   hc_central_t *c = &hci_central[cls];

@@ -118,6 +118,9 @@ void hci_ph_free(hc_span_t *s);
  * the free span right after it.  False (s unchanged) when that span is not
  * free or too short.  realloc's growth path: no copy, no second span. */
 bool hci_ph_grow(hc_span_t *s, size_t npages);
+/* The same for the SMALL span s of a one-object class, which becomes class
+ * cls (its pages' pagemap entries and s->cls, in one critical section). */
+bool hci_ph_grow_class(hc_span_t *s, size_t npages, unsigned cls);
 void hci_ph_reserve(void); /* the first growth, at start-up (hci_alloc_reserve_heap) */
 /* Same with the lock held; s is not counted in use (growth, release). */
 void hci_ph_free_locked(hc_span_t *s);
@@ -172,6 +175,11 @@ bool hci_central_remove(unsigned cls, uint32_t want, hc_chain_t *out, void *owne
  * a thread cache's capacity) are carved for the caller before the span is
  * published, without the lock. */
 bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_chain_t *out, void *owner);
+/* The in-use span of a one-object class `from` grows in place into the
+ * free pages after it and becomes class `to` (one object too): realloc's
+ * growth without a copy.  False (nothing changed) when those pages are
+ * not free. */
+bool hci_central_regrow(hc_span_t *s, unsigned from, unsigned to);
 /* Takes back a chain (any length) of objects of class cls. */
 void hci_central_insert(unsigned cls, const hc_chain_t *chain);
 /* Number of objects held in transfer slots and span free lists (stats). */

@@ -359,10 +359,10 @@ static hc_span_t *free_span_at(uintptr_t addr) {
   return s && s->state == HC_SPAN_FREE && s->start == addr ? s : NULL;
 }
 
-bool hci_ph_grow(hc_span_t *s, size_t npages) {
+/* requires: lock.  hci_ph_grow's work. */
+static bool grow_locked(hc_span_t *s, size_t npages) {
   if (npages <= s->npages) return true;
   size_t extra = npages - s->npages;
-  hci_lock(&ph->lock);
   uintptr_t end = s->start + (s->npages << HC_PAGE_SHIFT);
   hc_span_t *next = free_span_at(end);
   bool ok = next && next->npages >= extra;
@@ -379,6 +379,23 @@ bool hci_ph_grow(hc_span_t *s, size_t npages) {
     s->npages = npages;
     ph->inuse_bytes += extra << HC_PAGE_SHIFT;
     if (ph->inuse_bytes > ph->peak_cur) ph->peak_cur = ph->inuse_bytes;
+  }
+  return ok;
+}
+
+bool hci_ph_grow(hc_span_t *s, size_t npages) {
+  hci_lock(&ph->lock);
+  bool ok = grow_locked(s, npages);
+  hci_unlock(&ph->lock);
+  return ok;
+}
+
+bool hci_ph_grow_class(hc_span_t *s, size_t npages, unsigned cls) {
+  hci_lock(&ph->lock);
+  bool ok = grow_locked(s, npages);
+  if (ok) { /* one critical section: VerifyAllMemory (every lock) sees the span as one class */
+    hci_pagemap_set(s->start >> HC_PAGE_SHIFT, s->npages, s, cls);
+    s->cls = (uint8_t)cls;
   }
   hci_unlock(&ph->lock);
   return ok;

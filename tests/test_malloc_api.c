@@ -16,6 +16,7 @@
 
 #include "hc_internal.h"
 #include "heapcheck.h"
+#include "gperftools/malloc_extension_c.h"
 
 /* Absurd sizes are the point of several checks below. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -342,6 +343,47 @@ static void test_realloc_growth(void) {
   CHECK(kept, "realloc growth lost contents");
   CHECK(moves > 0 && moves <= 36, "a buffer grown from 1 KiB to 128 KiB moved %d times (at most 36)", moves);
   free(p);
+}
+
+/* A block of a one-object class (36 KiB and up) grows in place into the
+ * free pages after its span and takes the new size's class (alloc.c's
+ * realloc, hci_central_regrow); VerifyAllMemory agrees, and free takes it
+ * back as a block of that class.  Checked when the pages after the span
+ * are free (a 2 MiB block freed first makes a run the span comes from). */
+static void test_realloc_one_object_class(void) {
+  if (hci_record_all || hci_hooks_on) return; /* those keep the move */
+  free(malloc((size_t)2 << 20));
+  size_t n = 200000, m = 240000;
+  unsigned from = hci_size_class(n), to = hci_size_class(m);
+  CHECK(hci_classes[from].objs == 1 && hci_classes[to].objs == 1, "classes %u, %u hold one object a span", from, to);
+  unsigned char *p = malloc(n);
+  CHECK(p != NULL, "malloc(%zu)", n);
+  if (!p) return;
+  for (size_t i = 0; i < n; i += 97) p[i] = (unsigned char)(i * 5);
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+  uintptr_t end = s->start + (s->npages << HC_PAGE_SHIFT);
+  hc_span_t *after = hci_pagemap_span(end);
+  bool room = after && after->state == HC_SPAN_FREE && after->start == end &&
+              after->npages >= hci_classes[to].pages - s->npages;
+  unsigned char *q = realloc(p, m);
+  CHECK(q != NULL, "realloc(%zu -> %zu)", n, m);
+  if (!q) return;
+  bool kept = true;
+  for (size_t i = 0; i < n && kept; i += 97) kept = q[i] == (unsigned char)(i * 5);
+  CHECK(kept, "realloc %zu -> %zu lost contents", n, m);
+  if (room) {
+    CHECK(q == p, "realloc %zu -> %zu with free pages after the span moved the block", n, m);
+    CHECK(hci_pagemap_class((uintptr_t)q) == to && malloc_usable_size(q) == hci_classes[to].size,
+          "grown in place: class %u, usable %zu (want class %u, %u)", hci_pagemap_class((uintptr_t)q),
+          malloc_usable_size(q), to, hci_classes[to].size);
+    CHECK(hci_pagemap_span(end) == s && s->npages == hci_classes[to].pages, "the span took the pages after it");
+  } else {
+    fprintf(stderr, "test_realloc_one_object_class: no free pages after the span; in-place growth not checked\n");
+  }
+  memset(q + n, 1, m - n);
+  CHECK(MallocExtension_VerifyAllMemory(), "VerifyAllMemory after an in-place growth");
+  free(q);
+  CHECK(MallocExtension_VerifyAllMemory(), "VerifyAllMemory after its free");
 }
 
 static void test_posix_memalign(void) {
@@ -702,6 +744,7 @@ int main(void) {
   test_reallocarray();
   test_realloc();
   test_realloc_growth();
+  test_realloc_one_object_class();
   test_posix_memalign();
   test_aligned();
   test_usable_size();
