@@ -152,9 +152,7 @@ static hc_span_t *new_span(unsigned cls) {
   hci_fl_ensure(); /* the key exists before the first object is linked */
   hc_span_t *s = hci_ph_alloc(ci->pages);
   if (!s) return NULL;
-  s->state = HC_SPAN_SMALL;
-  s->cls = (uint8_t)cls;
-  s->freelist = NULL;
+  s->freelist = NULL; /* state and class: hci_ph_set_class, below */
   s->allocated = 0;
   s->carved = 0;
   s->owner = NULL; /* as the pagemap's owner words (hci_pagemap_set) */
@@ -172,7 +170,7 @@ static hc_span_t *new_span(unsigned cls) {
 static void free_span(hc_span_t *s) {
   if (s->objmeta) hci_meta_free(s->objmeta, hci_classes[s->cls].objs * sizeof(hc_objmeta_t));
   s->objmeta = NULL;
-  hci_ph_set_class(s, 0);
+  hci_ph_set_class(s, 0); /* LARGE, no class: hci_ph_free takes it */
   hci_ph_free(s);
 }
 

@@ -124,7 +124,9 @@ bool hci_ph_grow_class(hc_span_t *s, size_t npages, unsigned cls);
 void hci_ph_reserve(void); /* the first growth, at start-up (hci_alloc_reserve_heap) */
 /* Same with the lock held; s is not counted in use (growth, release). */
 void hci_ph_free_locked(hc_span_t *s);
-/* Set the pagemap class of every page of an allocated span (SMALL spans). */
+/* Makes the allocated span s SMALL of class cls (cls != 0) or LARGE with no
+ * class (0): its state, class and every page's pagemap entry, under the
+ * page-heap lock. */
 void hci_ph_set_class(hc_span_t *s, unsigned cls);
 /* The heap grows from fn instead of mmap (gperftools' SysAllocator); NULL
  * restores mmap.  fn(ctx, size, &actual, align) returns size bytes or more

@@ -550,6 +550,17 @@ size_t hci_ph_release(size_t max_bytes) {
 
 void hci_ph_set_class(hc_span_t *s, unsigned cls) {
   hci_lock(&ph->lock);
+  /* The span's state and class change with its pages' entries, in one
+   * critical section: VerifyAllMemory (every lock held) saw a SMALL span
+   * whose pages had no class yet (new_span) or no longer (free_span), and
+   * reported "page with a wrong class" while other threads allocated.
+   * The entries first when the class goes: a SMALL span's fast entries
+   * are cleared (hci_pagemap_set). */
+  if (cls) {
+    s->state = HC_SPAN_SMALL;
+    s->cls = (uint8_t)cls;
+  }
   hci_pagemap_set(s->start >> HC_PAGE_SHIFT, s->npages, s, cls);
+  if (!cls) s->state = HC_SPAN_LARGE;
   hci_unlock(&ph->lock);
 }
