@@ -366,6 +366,8 @@ bool hci_os_claim_signal(int sig, void (*handler)(int));
  * on ourselves, or, where that is refused, a page probe before each page's
  * memcpy.  hci_os_probe: the 8 bytes at addr are readable (one syscall). */
 size_t hci_os_read(void *dst, uintptr_t src, size_t n);
+/* Never process_vm_readv from now on (a seccomp filter kills it). */
+void hci_os_read_no_vm_readv(void);
 bool hci_os_probe(uintptr_t addr);
 
 /* ======================= meta.c ======================= */

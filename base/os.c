@@ -284,6 +284,7 @@ bool hci_os_probe(uintptr_t addr) {
 
 /* 0 unknown, 1 process_vm_readv works, -1 refused (seccomp, old kernel). */
 static _Atomic int vm_readv_ok;
+void hci_os_read_no_vm_readv(void) { atomic_store(&vm_readv_ok, -1); }
 
 size_t hci_os_read(void *dst, uintptr_t src, size_t n) {
   if (n == 0) return 0;

@@ -185,6 +185,8 @@ void hci_world_block_signals(hci_world_t *w);
 void hci_world_unblock_signals(hci_world_t *w);
 /* Frees what hci_world_init allocated (after resume). */
 void hci_world_destroy(hci_world_t *w);
+/* Threads are stopped with the signal from now on; why, for its warning. */
+void hci_world_no_ptrace(const char *why);
 /* Runs fn(arg) inside a dl_iterate_phdr callback so the loader lock is held
  * (the set of modules cannot change and no stopped thread can hold that
  * lock); returns fn's result. */
@@ -234,17 +236,27 @@ void hci_ptrace_resume(hci_world_t *w);
  * (or strict mode) that can kill or trap a system call it does not list,
  * and a check's own system calls could end or disturb it (see the file). */
 const char *hci_seccomp_refusal(void);
+/* Filters seen installed on the starting thread (or on every thread). */
+long hci_seccomp_seen(void);
+
+/* ======================= seccomp_probe.c ======================= */
+/* Before a check: NULL when it may run (perhaps with the signal fallback or
+ * without process_vm_readv, set here), else why not: a seccomp filter it
+ * did not see installed kills or traps a call the check needs (see the file). */
+const char *hci_seccomp_gate(void);
 
 /* ======================= proc_fds.c ======================= */
 /* The /proc files a check reads, with descriptors kept from start-up for
  * when the program has none left (see the file's comment). */
-enum { HCI_PROC_TASK, HCI_PROC_MAPS, HCI_PROC_N };
+enum { HCI_PROC_TASK, HCI_PROC_MAPS, HCI_PROC_STATUS, HCI_PROC_N };
 /* Opens and keeps them (checker start-up; again in a forked child). */
 void hci_proc_keep(void);
 /* A descriptor of the file at its start: a fresh one, or the kept one when
  * no descriptor is free (*is_kept).  -1 when neither works. */
 int hci_proc_open(int which, bool *is_kept);
 void hci_proc_close(int fd, bool is_kept);
+/* pread from offset 0 of the kept descriptor only (no open), or -1. */
+ssize_t hci_proc_kept_pread(int which, char *buf, size_t n);
 /* A number from /proc/self/status ("TracerPid", "Threads"), or -1. */
 long hci_proc_status_field(const char *key);
 

@@ -16,7 +16,10 @@
  * it was opened (after fork the child's kept ones describe the parent: they
  * are reopened lazily).  Reading from offset 0 again (lseek) gives a fresh
  * snapshot of either file.  /proc/self/status (is a tracer attached, how
- * many threads) is opened when asked: a check runs without it.
+ * many threads) is opened when asked: a check runs without it.  The starting
+ * thread's status is kept too, read only with pread (checker/seccomp_probe.c:
+ * its Seccomp lines are read before a check makes any other system call, and
+ * an unseen seccomp filter may kill an open).
  *
  * Locks: none; callers hold the checker lock (one check at a time).
  */
@@ -33,16 +36,17 @@
 /* The maps through the calling thread: /proc/self/maps is empty once the
  * main thread has called pthread_exit (it names the group leader, whose mm
  * is gone); /proc/thread-self needs Linux 3.17, else the old path. */
-static const char *const paths[HCI_PROC_N] = {"/proc/self/task", "/proc/thread-self/maps"};
-static const char *const old_paths[HCI_PROC_N] = {"/proc/self/task", "/proc/self/maps"};
-static const int flags[HCI_PROC_N] = {O_RDONLY | O_DIRECTORY | O_CLOEXEC, O_RDONLY | O_CLOEXEC};
+static const char *const paths[HCI_PROC_N] = {"/proc/self/task", "/proc/thread-self/maps",
+                                              "/proc/thread-self/status"};
+static const char *const old_paths[HCI_PROC_N] = {"/proc/self/task", "/proc/self/maps", "/proc/self/status"};
+static const int flags[HCI_PROC_N] = {O_RDONLY | O_DIRECTORY | O_CLOEXEC, O_RDONLY | O_CLOEXEC, O_RDONLY | O_CLOEXEC};
 
 static struct {
   int fd[HCI_PROC_N];
   dev_t dev[HCI_PROC_N];
   ino_t ino[HCI_PROC_N];
   int pid;
-} kept = {{-1, -1}, {0, 0}, {0, 0}, 0};
+} kept = {{-1, -1, -1}, {0, 0, 0}, {0, 0, 0}, 0};
 HC_PRIVATE_STATE(kept);
 
 static int open_retry(int which) {
@@ -108,6 +112,14 @@ int hci_proc_open(int which, bool *is_kept) {
   }
   errno = saved;
   return -1;
+}
+
+ssize_t hci_proc_kept_pread(int which, char *buf, size_t n) {
+  if (kept.pid != getpid() || !still_ours(which)) return -1;
+  ssize_t r;
+  do r = pread(kept.fd[which], buf, n, 0);
+  while (r < 0 && errno == EINTR);
+  return r;
 }
 
 void hci_proc_close(int fd, bool is_kept) {

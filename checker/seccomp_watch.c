@@ -39,6 +39,11 @@
 
 static _Atomic int sandboxed; /* 1: a filter that may end the process; 2: strict mode */
 HC_PRIVATE_STATE(sandboxed);
+/* Filters installed on the starting thread or synchronized to every thread:
+ * the ones its /proc status counts (seccomp_probe.c probes the rest). */
+static _Atomic long seen;
+HC_PRIVATE_STATE(seen);
+long hci_seccomp_seen(void) { return atomic_load(&seen); }
 
 /* Whether any return of the filter kills, traps, notifies or traces. */
 static bool may_end(const struct sock_fprog *p) {
@@ -53,7 +58,9 @@ static bool may_end(const struct sock_fprog *p) {
   return false;
 }
 
-static void installed(unsigned long mode, const void *arg) {
+static void installed(unsigned long mode, const void *arg, bool all_threads) {
+  if (mode == SECCOMP_MODE_FILTER && (all_threads || hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0) == hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0)))
+    atomic_fetch_add(&seen, 1);
   if (mode == SECCOMP_MODE_STRICT) atomic_store(&sandboxed, 2);
   else if (mode == SECCOMP_MODE_FILTER && may_end(arg) && !atomic_load(&sandboxed)) atomic_store(&sandboxed, 1);
   else return;
@@ -75,7 +82,7 @@ hc_public __attribute__((weak)) int prctl(int option, ...) {
   unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
   va_end(ap);
   long r = hci_raw6(SYS_prctl, option, (long)a2, (long)a3, (long)a4, (long)a5, 0);
-  if (option == PR_SET_SECCOMP && r == 0) installed(a2, (const void *)a3);
+  if (option == PR_SET_SECCOMP && r == 0) installed(a2, (const void *)a3, false);
   return (int)done(r);
 }
 
@@ -88,7 +95,8 @@ hc_public __attribute__((weak)) long syscall(long n, ...) {
   long r = hci_raw6(n, a, b, c, d, e, f);
   /* seccomp(SECCOMP_SET_MODE_STRICT / _FILTER, flags, prog) */
   if (n == SYS_seccomp && r >= 0 && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
-    installed(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER, (const void *)c);
+    installed(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER, (const void *)c,
+              (b & SECCOMP_FILTER_FLAG_TSYNC) != 0);
   return done(r);
 }
 

@@ -83,6 +83,7 @@ static struct {
   int signo;
   int timeout_ms;
   bool use_ptrace;                /* cleared for good when ptrace is refused */
+  const char *no_ptrace_why;      /* why, when it was cleared before a stop (seccomp_probe.c) */
   bool yama;                      /* Yama restricts ptrace: allow the helper with PR_SET_PTRACER */
   bool translated;                /* this stop's task list names tids of another pid namespace */
   bool warned_fallback;
@@ -364,6 +365,12 @@ static bool grow_slots(hci_world_t *w, int need) {
     w->cap = ncap;
   }
   return true;
+}
+
+void hci_world_no_ptrace(const char *why) {
+  stw_init_once();
+  stw.use_ptrace = false;
+  stw.no_ptrace_why = why;
 }
 
 int hci_world_init(hci_world_t *w) {
@@ -648,6 +655,7 @@ int hci_world_stop(hci_world_t *w) {
     /* Alone, no thread can appear: nothing to stop.  Otherwise ptrace,
      * unless it was refused once; then signals. */
     int pr = stw.use_ptrace ? hci_ptrace_stop(w, pid, taskfd, stw.timeout_ms, stw.yama, &why) : -1;
+    if (!stw.use_ptrace && stw.no_ptrace_why) why = stw.no_ptrace_why;
     if (pr == 0) {
       w->method = HCI_STOP_PTRACE;
     } else {

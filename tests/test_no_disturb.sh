@@ -135,6 +135,43 @@ for f in "$fx" ${2:+"$2"}; do
     has 'sandbox: installed'
   fi
 done
+# Seccomp filters the checker does not see installed: inherited through exec
+# (a container's or systemd's) or installed by an inline system call.  A
+# filter that kills ptrace (systemd's @system-service): the signal fallback,
+# named; one that kills or traps mincore, which a check needs: no check, a
+# line that says why, the program's SIGSYS handler never run (the process
+# died of SIGSYS, status 159, at the first check); errno filters (a
+# Docker-like profile, EPERM for ptrace): checks as before.
+for f in "$fx" ${2:+"$2"}; do
+  for how in exec inline; do
+    if [ $how = exec ]; then set -- "$f" few; else set -- inline; fi
+    run HEAPCHECK=normal "$f" filtered kill-ptrace "$@"
+    [ $rc = 77 ] && continue
+    expect_rc 1
+    count_re "$ptrace_warning \(a seccomp filter the program inherited" 1
+    has 'few: 3 of 3 scoped checks passed'
+    has 'Leak check _main_ detected leaks of 48 bytes in 1 objects'
+    run HEAPCHECK=normal "$f" filtered kill-mincore "$@"
+    expect_rc 2
+    has 'few: 0 of 3 scoped checks passed'
+    count_re 'could not complete: a seccomp filter the program inherited or installed by a direct system call kills or traps mincore' 4
+    run HEAPCHECK=normal "$f" filtered errno-ptrace "$@"
+    expect_rc 1
+    count_re "$ptrace_warning \(ptrace is refused" 1
+    has 'Leak check _main_ detected leaks of 48 bytes in 1 objects'
+    run HEAPCHECK=normal "$f" filtered docker "$@"
+    expect_rc 1
+    lacks "$ptrace_warning"
+    has 'few: 3 of 3 scoped checks passed'
+    has 'Leak check _main_ detected leaks of 48 bytes in 1 objects'
+  done
+  run HEAPCHECK=normal "$f" filtered trap-mincore inline
+  if [ $rc != 77 ]; then
+    expect_rc 2
+    lacks 'handler ran'
+    has 'kills or traps mincore'
+  fi
+done
 if command -v strace >/dev/null 2>&1; then
   run HEAPCHECK=normal strace -f -o /dev/null "$fx" few
   expect_rc 1

@@ -54,6 +54,14 @@
  *              prctl) that lists what the rest of the program needs and kills
  *              the process at any other system call (sshd's pre-auth child);
  *              returns 0.
+ *  filtered KIND [inline] PROG ARGS...  installs a seccomp filter the
+ *              checker does not see: KIND kill-ptrace (SIGSYS for ptrace,
+ *              what systemd's SystemCallFilter=@system-service does),
+ *              kill-mincore, trap-mincore (SIGSYS to a handler, which says
+ *              "filtered: handler ran" if it ever runs), errno-ptrace, or
+ *              docker (EPERM for unshare, keyctl, add_key); then execs
+ *              PROG ARGS (an inherited filter) or, with "inline", installs
+ *              it by an inline system call and runs "few" itself.
  *  small-stack DIR  a thread with a PTHREAD_STACK_MIN (16 KiB) stack runs a
  *              scoped check that finds its 100-byte leak, writes a heap
  *              profile to DIR/small (sampling every allocation: each malloc
@@ -497,6 +505,78 @@ static int sandbox(void) {
   return 0;
 }
 
+/* An inline seccomp(2): neither libc's prctl nor its syscall, which the
+ * checker interposes (Chromium's sandbox installs its filters so). */
+static long inline_seccomp(long op, long flags, const void *prog) {
+#if defined(__x86_64__)
+  long ret;
+  __asm__ __volatile__("syscall" : "=a"(ret) : "a"((long)SYS_seccomp), "D"(op), "S"(flags), "d"(prog)
+                       : "rcx", "r11", "memory");
+  return ret;
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = SYS_seccomp;
+  register long x0 __asm__("x0") = op;
+  register long x1 __asm__("x1") = flags;
+  register long x2 __asm__("x2") = (long)prog;
+  __asm__ __volatile__("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory", "cc");
+  return x0;
+#else
+  (void)op, (void)flags, (void)prog;
+  return -ENOSYS;
+#endif
+}
+
+static void on_sigsys(int sig) {
+  (void)sig;
+  static const char m[] = "filtered: handler ran\n";
+  if (write(1, m, sizeof m - 1) < 0) _exit(8);
+  _exit(8);
+}
+
+static int filtered(int argc, char **argv) {
+  const char *kind = argc > 2 ? argv[2] : "";
+  bool in_line = argc > 3 && !strcmp(argv[3], "inline");
+  struct sock_filter f[16] = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))};
+  int n = 1;
+#define ADD(nr, ret) (f[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+                      f[n + 1] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, (ret)), n += 2)
+  if (!strcmp(kind, "kill-ptrace")) ADD(SYS_ptrace, SECCOMP_RET_KILL_PROCESS);
+  else if (!strcmp(kind, "kill-mincore")) ADD(SYS_mincore, SECCOMP_RET_KILL_PROCESS);
+  else if (!strcmp(kind, "trap-mincore")) ADD(SYS_mincore, SECCOMP_RET_TRAP);
+  else if (!strcmp(kind, "errno-ptrace")) ADD(SYS_ptrace, SECCOMP_RET_ERRNO | EPERM);
+  else if (!strcmp(kind, "docker")) {
+    ADD(SYS_unshare, SECCOMP_RET_ERRNO | EPERM);
+    ADD(SYS_keyctl, SECCOMP_RET_ERRNO | EPERM);
+    ADD(SYS_add_key, SECCOMP_RET_ERRNO | EPERM);
+  } else {
+    fprintf(stderr, "filtered: unknown kind %s\n", kind);
+    return 9;
+  }
+  f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  struct sock_fprog prog = {(unsigned short)n, f};
+  if (!strcmp(kind, "trap-mincore")) signal(SIGSYS, on_sigsys);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    perror("PR_SET_NO_NEW_PRIVS");
+    return 77;
+  }
+  if (in_line) {
+    long r = inline_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog);
+    if (r != 0) {
+      fprintf(stderr, "filtered: seccomp %ld\n", r);
+      return 77;
+    }
+    return few("");
+  }
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    perror("seccomp");
+    return 77;
+  }
+  if (argc < 4) return 9;
+  execv(argv[3], argv + 3);
+  perror("execv");
+  return 9;
+}
+
 static int uffd;
 static void *uffd_server(void *arg) {
   (void)arg;
@@ -669,8 +749,9 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
   if (!strcmp(s, "exit-race")) return exit_race();
   if (!strcmp(s, "sandbox")) return sandbox();
+  if (!strcmp(s, "filtered")) return filtered(argc, argv);
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|sandbox\n",
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|sandbox|filtered KIND [inline] PROG ARGS\n",
           argv[0]);
   return 9;
 }

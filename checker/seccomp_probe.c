@@ -1,0 +1,325 @@
+/* seccomp_probe.c - seccomp filters the checker did not see installed.
+ *
+ * seccomp_watch.c sees the filters a program installs through libc's prctl
+ * or syscall.  Others are not seen: those inherited from the parent (a
+ * container's profile, systemd's SystemCallFilter=, bubblewrap, minijail)
+ * and those installed by an inline system call (Chromium's sandbox).  Most
+ * answer an unlisted call with an errno (Docker's profile, systemd with
+ * SystemCallErrorNumber=): a check then falls back or says it could not
+ * complete, and must run.  Some kill (systemd's SystemCallFilter= without
+ * SystemCallErrorNumber= kills at ptrace, which @system-service does not
+ * list) or trap: a check there died of SIGSYS.
+ *
+ * So before a check, the starting thread's "Seccomp:" and "Seccomp_filters:"
+ * lines are read (pread of a descriptor kept from start-up: no open, which
+ * such a filter may kill).  Seccomp 0 (the usual case): nothing more.
+ * Strict mode: no check.  Filters the count of which exceeds those seen
+ * installed on that thread: each system call a check makes is tried, with
+ * harmless arguments, in a probe task - a raw clone(CLONE_VM) without
+ * CLONE_FILES or CLONE_THREAD, which inherits the filters and every signal
+ * blocked (a trapping filter's SIGSYS then kills it instead of running the
+ * program's handler); a kill ends only the probe.  It writes the index of
+ * the call it is about to make into shared memory: when it dies, that call
+ * is the killer, and a new probe goes on from the next one.  The parent
+ * learns of its end from CLONE_CHILD_CLEARTID (a futex), not wait4, and
+ * reaps it with wait4 only when the probe found wait4 harmless.  A probe
+ * blocked past a second (a user-notification filter whose supervisor does
+ * not answer) is killed and that call counted as a killer.  The verdict is
+ * kept for as long as the filter count stays the same (one probe per
+ * process, usually).  Then:
+ *   - ptrace, wait4 or prctl kill: threads are stopped with the signal
+ *     fallback, its warning naming the filter;
+ *   - process_vm_readv kills: memory is read without it;
+ *   - any other call a check needs kills: no check (a line on stderr unless
+ *     writing one takes a killing call; HEAP_CHECK_ERROR_EXIT_CODE at exit).
+ * What is left: the probe's own clone (and the status read) is made
+ * unprobed - a filter that kills any clone but a thread's (Chromium's
+ * renderer policy) still ends the process at the check's first one; only
+ * the starting thread's filters are counted (a filter another thread
+ * installs for itself alone by an inline call is not seen); filters that
+ * look at arguments may answer the probe's differently from the check's.
+ *
+ * Locks: callers hold none; one check at a time asks (the checker lock is
+ * not needed: a race only probes twice).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hc_checker.h"
+
+#define RAW(n, a, b, c, d) hci_raw6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+
+/* What a killing call takes away. */
+enum { K_CORE, K_PTRACE, K_VMREADV, K_WAIT };
+
+struct call { long nr; const char *name; int kind; };
+
+/* Every system call a check makes (strace of checks with both stop methods,
+ * and the raw ones of stop_ptrace.c), in the order the probe makes them. */
+static const struct call calls[] = {
+    {SYS_getpid, "getpid", K_CORE},
+    {SYS_gettid, "gettid", K_CORE},
+    {SYS_getuid, "getuid", K_CORE},
+    {SYS_getppid, "getppid", K_PTRACE},
+    {SYS_rt_sigprocmask, "rt_sigprocmask", K_CORE},
+    {SYS_rt_sigaction, "rt_sigaction", K_CORE},
+    {SYS_sigaltstack, "sigaltstack", K_CORE},
+    {SYS_rt_sigpending, "rt_sigpending", K_CORE},
+    {SYS_clock_gettime, "clock_gettime", K_CORE},
+    {SYS_nanosleep, "nanosleep", K_CORE},
+    {SYS_clock_nanosleep, "clock_nanosleep", K_CORE},
+    {SYS_futex, "futex", K_CORE},
+    {SYS_mmap, "mmap", K_CORE},
+    {SYS_mprotect, "mprotect", K_CORE},
+    {SYS_madvise, "madvise", K_CORE},
+    {SYS_mincore, "mincore", K_CORE},
+    {SYS_process_vm_readv, "process_vm_readv", K_VMREADV},
+    {SYS_munmap, "munmap", K_CORE},
+    {SYS_openat, "openat", K_CORE},
+    {SYS_read, "read", K_CORE},
+    {SYS_pread64, "pread64", K_CORE},
+    {SYS_lseek, "lseek", K_CORE},
+    {SYS_newfstatat, "newfstatat", K_CORE},
+#ifdef SYS_fstat
+    {SYS_fstat, "fstat", K_CORE},
+#endif
+    {SYS_fcntl, "fcntl", K_CORE},
+    {SYS_dup3, "dup3", K_CORE},
+    {SYS_getdents64, "getdents64", K_CORE},
+    {SYS_faccessat, "faccessat", K_CORE},
+#ifdef SYS_access
+    {SYS_access, "access", K_CORE},
+#endif
+    {SYS_readlinkat, "readlinkat", K_CORE},
+#ifdef SYS_readlink
+    {SYS_readlink, "readlink", K_CORE},
+#endif
+    {SYS_close, "close", K_CORE},
+    {SYS_write, "write", K_CORE},
+    {SYS_tgkill, "tgkill", K_CORE},
+    {SYS_rt_tgsigqueueinfo, "rt_tgsigqueueinfo", K_CORE},
+    {SYS_prctl, "prctl", K_PTRACE},
+    {SYS_ptrace, "ptrace", K_PTRACE},
+    {SYS_wait4, "wait4", K_WAIT},
+};
+#define WAIT4 ((int)(sizeof calls / sizeof calls[0]) - 1)
+#define NCALLS ((int)(sizeof calls / sizeof calls[0]))
+
+#define PROBE_STACK (16u << 10)
+static struct {
+  _Atomic int at;           /* the call the probe is about to make; NCALLS: done */
+  _Atomic int tid;          /* cleared by the kernel when the probe ends */
+  int start;
+  long long killers;        /* bit i: calls[i] killed or trapped the probe */
+  long filters;             /* the count the verdict is for; -1: none yet */
+  int pid;
+  int tids[NCALLS], ntids; /* probes to reap once wait4 is known harmless */
+  char stack[PROBE_STACK] __attribute__((aligned(16)));
+  char page_pad[64];
+} pr = {.filters = -1};
+HC_PRIVATE_STATE(pr);
+
+static void one(int i, long *page, int *fd) {
+  long nr = calls[i].nr;
+  long me = RAW(SYS_getpid, 0, 0, 0, 0);
+  char buf[256];
+  switch (nr) {
+  case SYS_rt_sigprocmask: { unsigned long old; RAW(nr, SIG_BLOCK, NULL, &old, sizeof old); break; }
+  case SYS_rt_sigaction: { char old[64]; RAW(nr, SIGRTMAX - 3, NULL, old, 8); break; }
+  case SYS_sigaltstack: { stack_t old; RAW(nr, NULL, &old, 0, 0); break; }
+  case SYS_rt_sigpending: { unsigned long set; RAW(nr, &set, 8, 0, 0); break; }
+  case SYS_clock_gettime: { struct timespec ts; RAW(nr, CLOCK_MONOTONIC, &ts, 0, 0); break; }
+  case SYS_nanosleep: { struct timespec ts = {0, 0}; RAW(nr, &ts, NULL, 0, 0); break; }
+  case SYS_clock_nanosleep: { struct timespec ts = {0, 0}; RAW(nr, CLOCK_MONOTONIC, 0, &ts, NULL); break; }
+  case SYS_futex: RAW(nr, &pr.start, FUTEX_WAKE_PRIVATE, 1, NULL); break;
+  case SYS_mmap: {
+    long p = hci_raw6(nr, 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p > 0 || p < -4095) *page = p;
+    break;
+  }
+  case SYS_mprotect: if (*page) RAW(nr, *page, 4096, PROT_READ, 0); break;
+  case SYS_madvise: if (*page) RAW(nr, *page, 4096, MADV_DONTNEED, 0); break;
+  case SYS_mincore: { unsigned char v; if (*page) RAW(nr, *page, 4096, &v, 0); break; }
+  case SYS_process_vm_readv: {
+    struct iovec l = {buf, 8}, r = {&pr.start, 8};
+    hci_raw6(nr, me, (long)&l, 1, (long)&r, 1, 0);
+    break;
+  }
+  case SYS_munmap: if (*page) RAW(nr, *page, 4096, 0, 0); *page = 0; break;
+  case SYS_openat: *fd = (int)RAW(nr, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0); break;
+  case SYS_read: RAW(nr, *fd, buf, sizeof buf, 0); break;
+  case SYS_pread64: hci_raw6(nr, *fd, (long)buf, sizeof buf, 0, 0, 0); break;
+  case SYS_lseek: RAW(nr, *fd, 0, SEEK_SET, 0); break;
+  case SYS_newfstatat: { struct stat st; RAW(nr, *fd, "", &st, AT_EMPTY_PATH); break; }
+#ifdef SYS_fstat
+  case SYS_fstat: { struct stat st; RAW(nr, *fd, &st, 0, 0); break; }
+#endif
+  case SYS_fcntl: RAW(nr, *fd, F_GETFD, 0, 0); break;
+  case SYS_dup3: RAW(nr, -1, -1, O_CLOEXEC, 0); break;
+  case SYS_getdents64: RAW(nr, *fd, buf, sizeof buf, 0); break; /* ENOTDIR: the filter saw it */
+  case SYS_faccessat: RAW(nr, AT_FDCWD, "/proc", F_OK, 0); break;
+#ifdef SYS_access
+  case SYS_access: RAW(nr, "/proc", F_OK, 0, 0); break;
+#endif
+  case SYS_readlinkat: RAW(nr, AT_FDCWD, "/proc/self/exe", buf, sizeof buf); break;
+#ifdef SYS_readlink
+  case SYS_readlink: RAW(nr, "/proc/self/exe", buf, sizeof buf, 0); break;
+#endif
+  case SYS_close: RAW(nr, *fd, 0, 0, 0); *fd = -1; break;
+  case SYS_write: RAW(nr, -1, buf, 0, 0); break; /* EBADF: never the program's descriptor */
+  case SYS_tgkill: RAW(nr, me, RAW(SYS_gettid, 0, 0, 0, 0), 0, 0); break;
+  case SYS_rt_tgsigqueueinfo: {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_code = SI_QUEUE;
+    RAW(nr, me, RAW(SYS_gettid, 0, 0, 0, 0), 0, &si);
+    break;
+  }
+  case SYS_prctl: RAW(nr, PR_SET_PDEATHSIG, SIGKILL, 0, 0); break;
+  case SYS_ptrace: RAW(nr, PTRACE_INTERRUPT, 0, 0, 0); break; /* ESRCH */
+  case SYS_wait4: { int st; RAW(nr, -1, &st, __WALL | WNOHANG, 0); break; } /* ECHILD */
+  default: RAW(nr, 0, 0, 0, 0); break; /* the identity calls */
+  }
+}
+
+static int probe_main(void *arg) {
+  (void)arg;
+  long page = 0;
+  int fd = -1;
+  for (int i = pr.start; i < NCALLS; i++) {
+    atomic_store(&pr.at, i);
+    /* A call that needs a descriptor or the page the probe lost to a
+     * killer is made on nothing: the filter still sees its number. */
+    one(i, &page, &fd);
+  }
+  atomic_store(&pr.at, NCALLS);
+  return 0;
+}
+
+/* Runs probes from call `start` until one ends; the index it reached. */
+static int run_probe(int start, bool *created) {
+  pr.start = start;
+  atomic_store(&pr.at, start);
+  atomic_store(&pr.tid, 1);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int tid = clone(probe_main, pr.stack + PROBE_STACK, CLONE_VM | CLONE_UNTRACED | CLONE_CHILD_CLEARTID, NULL,
+                  NULL, NULL, (int *)&pr.tid);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  *created = tid > 0;
+  if (tid <= 0) return start;
+  atomic_store(&pr.tid, tid); /* before the probe ends: it clears this word then */
+  struct timespec t0, now;
+  RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &t0, 0, 0);
+  int v;
+  while ((v = atomic_load(&pr.tid)) != 0) {
+    struct timespec ts = {0, 20000000};
+    RAW(SYS_futex, &pr.tid, FUTEX_WAIT, v, &ts);
+    RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &now, 0, 0);
+    if (now.tv_sec - t0.tv_sec >= 2) { /* blocked: a supervisor that does not answer */
+      RAW(SYS_tgkill, tid, tid, SIGKILL, 0);
+      while ((v = atomic_load(&pr.tid)) != 0) RAW(SYS_futex, &pr.tid, FUTEX_WAIT, v, NULL);
+    }
+  }
+  pr.tids[pr.ntids++] = tid;
+  return atomic_load(&pr.at);
+}
+
+/* "Seccomp:" and "Seccomp_filters:" of the starting thread; false when unread. */
+static bool read_status(long *mode, long *filters) {
+  char buf[4096];
+  ssize_t n = hci_proc_kept_pread(HCI_PROC_STATUS, buf, sizeof buf - 1);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  *mode = *filters = -1;
+  for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    long *to = !strncmp(l, "Seccomp:", 8) ? mode : !strncmp(l, "Seccomp_filters:", 16) ? filters : NULL;
+    if (!to) continue;
+    char *p = strchr(l, ':') + 1;
+    while (*p == ' ' || *p == '\t') p++;
+    long v = 0;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+    *to = v;
+  }
+  return *mode >= 0;
+}
+
+static void probe_all(void) {
+  pr.killers = 0;
+  pr.ntids = 0;
+  bool wait_ok = false;
+  for (int start = 0; start < NCALLS;) {
+    bool created;
+    int at = run_probe(start, &created);
+    /* clone answered with an errno: nothing can be probed; an errno filter
+     * is the likely kind (a killing one would have killed). */
+    if (!created) break;
+    if (at > WAIT4) wait_ok = true;
+    if (at >= NCALLS) break;
+    pr.killers |= 1ll << at;
+    start = at + 1;
+  }
+  /* A probe is a child of this thread with no exit signal: only a __WALL
+   * wait reaps it; when wait4 kills, they stay zombies until the process ends. */
+  for (int i = 0; wait_ok && i < pr.ntids; i++) {
+    int st;
+    while (RAW(SYS_wait4, pr.tids[i], &st, __WALL, 0) == -EINTR) {
+    }
+  }
+}
+
+static const char *verdict;
+HC_PRIVATE_STATE(verdict);
+
+const char *hci_seccomp_gate(void) {
+  long mode, filters;
+  hci_proc_keep(); /* a fork child's own (no-op when kept) */
+  if (!read_status(&mode, &filters) || mode == 0) return NULL;
+  if (mode == 1) {
+    hci_log_stream_mute();
+    return "the program is in seccomp strict mode: the check's own system calls would kill it";
+  }
+  if (filters >= 0 && filters <= hci_seccomp_seen()) return NULL; /* all seen: seccomp_watch.c decided */
+  int pid = (int)RAW(SYS_getpid, 0, 0, 0, 0);
+  if (filters != pr.filters || pid != pr.pid) {
+    probe_all();
+    pr.filters = filters;
+    pr.pid = pid;
+    verdict = NULL;
+    static char why[200];
+    for (int i = 0; i < NCALLS; i++) {
+      if (!(pr.killers >> i & 1)) continue;
+      if (calls[i].kind == K_PTRACE || calls[i].kind == K_WAIT) {
+        hci_world_no_ptrace("a seccomp filter the program inherited or installed by a direct system call kills "
+                            "ptrace, wait4 or prctl");
+      } else if (calls[i].kind == K_VMREADV) {
+        hci_os_read_no_vm_readv();
+      } else if (!verdict) {
+        hci_snprintf(why, sizeof why,
+                "a seccomp filter the program inherited or installed by a direct system call kills or traps %s, "
+                "which the check needs",
+                calls[i].name);
+        verdict = why;
+        if (!strcmp(calls[i].name, "write") || !strcmp(calls[i].name, "newfstatat") ||
+            !strcmp(calls[i].name, "fstat") || !strcmp(calls[i].name, "fcntl") || !strcmp(calls[i].name, "dup3"))
+          hci_log_stream_mute();
+      }
+    }
+  }
+  return verdict;
+}
