@@ -30,10 +30,13 @@
  */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hc_checker.h"
@@ -543,6 +546,25 @@ static hc_noinline void find_exit_caller(void) {
 /* The thread that took exit_check from the handler list (this process's). */
 static _Atomic int check_taken_by;
 HC_PRIVATE_STATE(check_taken_by);
+/* The final check's progress: threads that call exit meanwhile wait only
+ * while it runs (not through the program's own exit handlers: one that
+ * joins a thread which is itself in exit waited for ever). */
+enum { CHECK_NOT_YET, CHECK_RUNNING, CHECK_DONE };
+static _Atomic int check_state;
+HC_PRIVATE_STATE(check_state);
+
+static void final_check_begins(void) { atomic_store(&check_state, CHECK_RUNNING); }
+static void final_check_done(void) {
+  atomic_store(&check_state, CHECK_DONE);
+  syscall(SYS_futex, (int *)&check_state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+/* While the check runs (and, with not_begun, before it begins: its handler
+ * is taken): until it is done, for ever when it ends the process. */
+static void wait_check_done(bool not_begun) {
+  int v;
+  while ((v = atomic_load(&check_state)) != CHECK_DONE && (not_begun || v != CHECK_NOT_YET))
+    syscall(SYS_futex, (int *)&check_state, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
 
 static hc_noinline void exit_check(int status, void *arg __attribute__((unused))) {
   HCI_ENTRY_SP(sp);
@@ -551,10 +573,12 @@ static hc_noinline void exit_check(int status, void *arg __attribute__((unused))
     return;
   }
   atomic_store(&check_taken_by, hci_os_tid());
+  final_check_begins();
   find_exit_caller();
   L.exit_status = status;
   L.have_status = true;
   final_check(sp, FINAL_AT_EXIT);
+  final_check_done();
 }
 
 /* strict, draconian, as-is after destructors: the check runs in the
@@ -568,20 +592,21 @@ static void note_status(int status, void *arg) {
 }
 
 /* Registered just before exit_check, so they run right after it: a thread
- * that takes one when another thread took exit_check (or is about to: the
- * list is popped in order) waits until the process ends instead of ending
- * it under the check; each waiting thread holds one, so the list cannot run
- * dry under the check while fewer than EXIT_BARRIERS threads call exit.  In
- * a dynamic process exit's interposer already keeps a second thread out
- * (claim_exit; one barrier is kept for libc's own calls of exit); a static
- * link has libc.a's exit, and two threads calling exit(0) together ended
- * the process before the check in 10 of 10 runs with 6 threads. */
+ * that takes one when another thread took exit_check (the list is popped in
+ * order: exit_check is gone, perhaps not yet begun) waits until the check
+ * is done - for ever when it ends the process - instead of ending the
+ * process under the check; each waiting thread holds one, so the list
+ * cannot run dry under the check while fewer than EXIT_BARRIERS threads
+ * call exit.  Two threads calling exit(0) together ended the process
+ * before the check in 10 of 10 runs with 6 threads (static link, libc.a's
+ * exit).  After the check the program's own handlers run as libc runs
+ * them (glibc before 2.41 lets two exits take them in turn). */
 #define EXIT_BARRIERS 16
 static void exit_barrier(int status, void *arg) {
   (void)status;
   (void)arg;
   if (hci_os_memory_borrowed() || atomic_load(&check_taken_by) == hci_os_tid()) return;
-  for (;;) pause();
+  wait_check_done(true);
 }
 
 static void register_exit_check(void) {
@@ -589,7 +614,7 @@ static void register_exit_check(void) {
     on_exit(note_status, NULL);
     return;
   }
-  for (int i = hci_eh_static_exe() ? EXIT_BARRIERS : 1; i > 0; i--) on_exit(exit_barrier, NULL);
+  for (int i = EXIT_BARRIERS; i > 0; i--) on_exit(exit_barrier, NULL);
   on_exit(exit_check, NULL);
 }
 
@@ -600,8 +625,10 @@ static void register_exit_check(void) {
 __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
   HCI_ENTRY_SP(sp);
   if (!(hci_chk.active && hci_chk.check_at_exit && hci_chk.after_destructors) || hci_os_memory_borrowed()) return;
+  final_check_begins();
   find_exit_caller();
   final_check(sp, FINAL_AT_EXIT);
+  final_check_done();
 }
 
 /* After a vfork child's exit this process's exit runs no handler and no
@@ -630,17 +657,21 @@ static char name_start_main[] = "__libc_start_main";
 /* Its caller's stack pointer at the call: the bottom of the caller's frame. */
 static hc_noinline uintptr_t frame_bottom_of_caller(void) { return CALLER_SP(); }
 
-/* One thread ends the process.  Two threads calling exit at once (C calls
- * it undefined; glibc before 2.41 let them race): the second one ran the
- * exit handlers the first one had not taken yet - none, once the first had
- * taken the check's - and ended the process while the first was starting
- * the check: no report, the program's leak missed in every run of a
- * program whose two threads called exit(0) together.  As glibc 2.41 and
- * Rust's exit do, a thread that calls exit (or returns from main) while
- * another thread of the process is ending it waits until the process ends.
- * The claim names the process (pid): a fork child's own exit is its own; a
- * vfork child, which runs in this memory, never claims (it would wait for
- * its parent, which waits for it). */
+/* Two threads calling exit at once (C calls it undefined; glibc before 2.41
+ * lets them race): the second one ran the exit handlers the first one had
+ * not taken yet - none, once the first had taken the check's - and ended
+ * the process while the first was starting the check: no report, the
+ * program's leak missed in every run of a program whose two threads called
+ * exit(0) together.  A thread that calls exit (or returns from main) while
+ * the final check of another thread runs waits until it is done (or the
+ * process ends on it); before the check and after it, exit goes on as libc
+ * has it (glibc 2.36: the second exit runs the handlers the first has not
+ * taken, and the exit barriers hold it while the check runs).  Waiting
+ * until the process ends, as glibc 2.41 does, hung a program whose exit
+ * handler joins the thread that called exit second (it ends under glibc
+ * 2.36).  The claim names the process (pid): a fork child's own exit is its
+ * own; a vfork child, which runs in this memory, never claims (it would
+ * wait for its parent, which waits for it). */
 static _Atomic uint64_t exit_claim; /* pid << 32 | tid of the thread in exit, 0 */
 HC_PRIVATE_STATE(exit_claim);
 
@@ -653,7 +684,7 @@ static void claim_exit(void) {
     if (cur >> 32 == pid) break;    /* another thread of this process is ending it */
     if (atomic_compare_exchange_weak(&exit_claim, &cur, me)) return;
   }
-  for (;;) pause();
+  wait_check_done(false);
 }
 
 static hc_noinline int start_main(int argc, char **argv, char **envp) {

@@ -50,6 +50,10 @@
  *  exit-race   a joined thread leaks 48 bytes (on a stack unmapped after
  *              the join), then 6 threads call exit(0) together while main
  *              sits in pause().
+ *  exit-join   a joined thread leaks 48 bytes (as in exit-race); main
+ *              calls exit(0), whose first handler (the program's) joins a
+ *              thread that calls exit(5) once that handler runs: the second
+ *              exit ends the process (glibc before 2.41), status 5.
  *  sandbox     leaks 48 bytes, then installs a seccomp filter (through
  *              prctl) that lists what the rest of the program needs and kills
  *              the process at any other system call (sshd's pre-auth child);
@@ -483,6 +487,33 @@ static int exit_race(void) {
   return 0;
 }
 
+static pthread_t late_exiter;
+static _Atomic int in_join_handler;
+static void join_handler(void) {
+  atomic_store(&in_join_handler, 1);
+  pthread_join(late_exiter, NULL);
+}
+static void *late_exit(void *arg) {
+  while (!atomic_load(&in_join_handler)) usleep(1000);
+  exit(5);
+  return arg;
+}
+static int exit_join(void) {
+  size_t len = 256 << 10;
+  void *stack = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstack(&a, stack, len);
+  pthread_t leaker;
+  pthread_create(&leaker, &a, leak_and_return, NULL);
+  pthread_join(leaker, NULL);
+  pthread_attr_destroy(&a);
+  munmap(stack, len);
+  atexit(join_handler);
+  pthread_create(&late_exiter, NULL, late_exit, NULL);
+  exit(0);
+}
+
 #define ALLOW_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 static int sandbox(void) {
   void *volatile p = leaf_leak();
@@ -748,10 +779,11 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
   if (!strcmp(s, "exit-race")) return exit_race();
+  if (!strcmp(s, "exit-join")) return exit_join();
   if (!strcmp(s, "sandbox")) return sandbox();
   if (!strcmp(s, "filtered")) return filtered(argc, argv);
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|sandbox|filtered KIND [inline] PROG ARGS\n",
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join|sandbox|filtered KIND [inline] PROG ARGS\n",
           argv[0]);
   return 9;
 }
