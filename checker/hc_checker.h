@@ -187,6 +187,9 @@ void hci_world_unblock_signals(hci_world_t *w);
 void hci_world_destroy(hci_world_t *w);
 /* Threads are stopped with the signal from now on; why, for its warning. */
 void hci_world_no_ptrace(const char *why);
+/* Whether a stop of this process used the signal (it may have woken a
+ * thread from a call it would never have left). */
+bool hci_world_ever_signalled(void);
 /* Runs fn(arg) inside a dl_iterate_phdr callback so the loader lock is held
  * (the set of modules cannot change and no stopped thread can hold that
  * lock); returns fn's result. */

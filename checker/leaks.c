@@ -559,11 +559,17 @@ static void final_check_done(void) {
   syscall(SYS_futex, (int *)&check_state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 /* While the check runs (and, with not_begun, before it begins: its handler
- * is taken): until it is done, for ever when it ends the process. */
+ * is taken): until it is done, for ever when it ends the process.  After
+ * it, for ever too when a stop used the signal: this thread may have left
+ * a call it never leaves otherwise (main's pause(), then its return), and
+ * running the exit handlers beside the first thread crashed (SIGSEGV in
+ * 1 of 8 runs of test_no_disturb's signal pause-exit). */
 static void wait_check_done(bool not_begun) {
   int v;
   while ((v = atomic_load(&check_state)) != CHECK_DONE && (not_begun || v != CHECK_NOT_YET))
     syscall(SYS_futex, (int *)&check_state, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+  if (v == CHECK_DONE && hci_world_ever_signalled())
+    for (;;) pause();
 }
 
 static hc_noinline void exit_check(int status, void *arg __attribute__((unused))) {
@@ -666,7 +672,8 @@ static hc_noinline uintptr_t frame_bottom_of_caller(void) { return CALLER_SP(); 
  * the final check of another thread runs waits until it is done (or the
  * process ends on it); before the check and after it, exit goes on as libc
  * has it (glibc 2.36: the second exit runs the handlers the first has not
- * taken, and the exit barriers hold it while the check runs).  Waiting
+ * taken, and the exit barriers hold it while the check runs) - except after
+ * a stop by signal, which may have woken it (wait_check_done).  Waiting
  * until the process ends, as glibc 2.41 does, hung a program whose exit
  * handler joins the thread that called exit second (it ends under glibc
  * 2.36).  The claim names the process (pid): a fork child's own exit is its
