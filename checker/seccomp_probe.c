@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -80,6 +81,7 @@ static const struct call calls[] = {
     {SYS_sigaltstack, "sigaltstack", K_CORE},
     {SYS_rt_sigpending, "rt_sigpending", K_CORE},
     {SYS_clock_gettime, "clock_gettime", K_CORE},
+    {SYS_prlimit64, "prlimit64", K_CORE},
     {SYS_nanosleep, "nanosleep", K_CORE},
     {SYS_clock_nanosleep, "clock_nanosleep", K_CORE},
     {SYS_futex, "futex", K_CORE},
@@ -143,6 +145,7 @@ static void one(int i, long *page, int *fd) {
   case SYS_sigaltstack: { stack_t old; RAW(nr, NULL, &old, 0, 0); break; }
   case SYS_rt_sigpending: { unsigned long set; RAW(nr, &set, 8, 0, 0); break; }
   case SYS_clock_gettime: { struct timespec ts; RAW(nr, CLOCK_MONOTONIC, &ts, 0, 0); break; }
+  case SYS_prlimit64: { struct rlimit r; RAW(nr, 0, RLIMIT_AS, NULL, &r); break; }
   case SYS_nanosleep: { struct timespec ts = {0, 0}; RAW(nr, &ts, NULL, 0, 0); break; }
   case SYS_clock_nanosleep: { struct timespec ts = {0, 0}; RAW(nr, CLOCK_MONOTONIC, 0, &ts, NULL); break; }
   case SYS_futex: RAW(nr, &pr.start, FUTEX_WAKE_PRIVATE, 1, NULL); break;

@@ -29,6 +29,8 @@
  *              thread while main runs checks; that thread's waitpid() sees
  *              the child's stops and exit, never the checker's helper.
  *  rlimit-as   200000 live objects, then RLIMIT_AS at the current size.
+ *  rlimit-margin as|data MIB  the same objects and a 48-byte leak, then
+ *              RLIMIT_AS or RLIMIT_DATA at the size in use + MIB MiB.
  *  fd-exhaust  a thread keeps an object only on its stack; every descriptor
  *              is used up; then the exit check.
  *  unshare-pid a thread keeps an object on its stack; main calls
@@ -389,6 +391,30 @@ static int rlimit_as(void) {
   struct rlimit rl = {pages * 4096ul + (1ul << 20), RLIM_INFINITY};
   if (setrlimit(RLIMIT_AS, &rl) != 0) return 9;
   printf("rlimit-as: limit set at %lu MiB\n", (unsigned long)(rl.rlim_cur >> 20));
+  fflush(stdout);
+  return 0;
+}
+
+/* rlimit-margin as|data MIB: the same objects and a 48-byte leak, then
+ * RLIMIT_AS (VmSize) or RLIMIT_DATA (VmData) at what is in use + MIB. */
+static int rlimit_margin(const char *kind, const char *mib) {
+  enum { N = 200000 };
+  keep = malloc(N * sizeof *keep);
+  for (int i = 0; i < N; i++) keep[i] = malloc(16 + (size_t)(i % 64));
+  void *volatile p = leaf_leak();
+  p = NULL;
+  (void)p;
+  bool as = !strcmp(kind, "as");
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  unsigned long kib = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, as ? "VmSize:" : "VmData:", 7)) kib = strtoul(line + 7, NULL, 10);
+  if (f) fclose(f);
+  if (!kib) return 9;
+  struct rlimit rl = {kib * 1024ul + strtoul(mib, NULL, 10) * (1ul << 20), RLIM_INFINITY};
+  if (setrlimit(as ? RLIMIT_AS : RLIMIT_DATA, &rl) != 0) return 9;
+  printf("rlimit-margin: %s limit set at %lu MiB\n", kind, (unsigned long)(rl.rlim_cur >> 20));
   fflush(stdout);
   return 0;
 }
@@ -772,6 +798,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(s, "few")) return few(arg);
   if (!strcmp(s, "rlimit-as")) return rlimit_as();
+  if (!strcmp(s, "rlimit-margin")) return rlimit_margin(arg, argc > 3 ? argv[3] : "0");
   if (!strcmp(s, "blocked")) return blocked();
   if (!strcmp(s, "tracer")) return tracer();
   if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
@@ -783,7 +810,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "sandbox")) return sandbox();
   if (!strcmp(s, "filtered")) return filtered(argc, argv);
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join|sandbox|filtered KIND [inline] PROG ARGS\n",
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join|sandbox|filtered KIND [inline] PROG ARGS\n",
           argv[0]);
   return 9;
 }
