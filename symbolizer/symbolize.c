@@ -60,6 +60,7 @@ typedef struct module {
   uint8_t build_id[MAX_BUILD_ID]; /* of the loaded image (PT_NOTE), if any */
   size_t build_id_len;
   hci_elf_t elf;                  /* the module's file, or the vdso's memory */
+  uint64_t premapped_dev, premapped_ino; /* elf mapped before a chroot, not parsed yet */
   hci_elf_t dbg;                  /* separate debug file, if found */
   hci_symtab_t syms;
   hci_dwarf_sects_t dw;
@@ -492,25 +493,31 @@ static bool open_vdso(module_t *m) {
   return hci_elf_open_buffer(&m->elf, img, end);
 }
 
+/* Maps the module's file into m->elf (not parsed); false when it cannot. */
+static bool open_module_file(module_t *m, uint64_t *dev, uint64_t *ino) {
+  /* The main program through /proc/self/exe: right even if its path was
+   * replaced or deleted since it started (the build-id check below
+   * guards the path fallback). */
+  const char *file = m->name;
+  if (m->is_main && exe_link()) file = exe_link();
+  if (!hci_elf_open_file(&m->elf, file, dev, ino)) return false;
+  const uint8_t *fid;
+  size_t flen;
+  if (m->build_id_len && hci_elf_build_id(&m->elf, &fid, &flen) &&
+      (flen != m->build_id_len || memcmp(fid, m->build_id, flen) != 0)) {
+    hci_elf_close(&m->elf); /* the file on disk is not what was loaded */
+    return false;
+  }
+  return true;
+}
+
 static void load_module(module_t *m) {
   m->loaded = true;
-  uint64_t dev = 0, ino = 0;
+  uint64_t dev = m->premapped_dev, ino = m->premapped_ino;
   if (m->is_vdso) {
     if (!open_vdso(m)) return;
-  } else {
-    /* The main program through /proc/self/exe: right even if its path was
-     * replaced or deleted since it started (the build-id check below
-     * guards the path fallback). */
-    const char *file = m->name;
-    if (m->is_main && exe_link()) file = exe_link();
-    if (!hci_elf_open_file(&m->elf, file, &dev, &ino)) return;
-    const uint8_t *fid;
-    size_t flen;
-    if (m->build_id_len && hci_elf_build_id(&m->elf, &fid, &flen) &&
-        (flen != m->build_id_len || memcmp(fid, m->build_id, flen) != 0)) {
-      hci_elf_close(&m->elf); /* the file on disk is not what was loaded */
-      return;
-    }
+  } else if (!m->elf.map && !open_module_file(m, &dev, &ino)) {
+    return;
   }
   bool have_symtab = hci_symtab_build(&m->syms, &m->elf, false);
   take_dwarf(m, &m->elf);
@@ -518,13 +525,34 @@ static void load_module(module_t *m) {
     const uint8_t *id = m->build_id;
     size_t idlen = m->build_id_len;
     if (idlen == 0 && !hci_elf_build_id(&m->elf, &id, &idlen)) idlen = 0;
-    if (find_debug_file(m, id, idlen, dev, ino)) {
+    if (m->dbg.map || find_debug_file(m, id, idlen, dev, ino)) {
       if (!have_symtab) have_symtab = hci_symtab_build(&m->syms, &m->dbg, false);
       if (m->dw.line == NULL) take_dwarf(m, &m->dbg);
     }
   }
   if (!have_symtab) hci_symtab_build(&m->syms, &m->elf, true);
   if (m->dw.line) hci_dwarf_index_build(&m->lines, &m->dw);
+}
+
+/* The files go out of view (chroot): each module's file (and its separate
+ * debug file, where load_module would look for one) is mapped now,
+ * parsed when a report needs it (a mapping is no descriptor: nothing the
+ * program sees in /proc/self/fd, no directory to leave the new root by). */
+void hci_symbolizer_before_chroot(void) {
+  hci_lock(&S.lock);
+  refresh_modules();
+  for (module_t *m = S.modules; m; m = m->next) {
+    if (m->loaded || m->is_vdso || m->elf.map) continue;
+    if (!open_module_file(m, &m->premapped_dev, &m->premapped_ino)) continue;
+    /* Its separate debug file too, where load_module would look for one. */
+    hci_elf_sect_t sect;
+    if (hci_elf_section(&m->elf, ".symtab", &sect) && hci_elf_section(&m->elf, ".debug_line", &sect)) continue;
+    const uint8_t *id = m->build_id;
+    size_t idlen = m->build_id_len;
+    if (idlen == 0 && !hci_elf_build_id(&m->elf, &id, &idlen)) idlen = 0;
+    find_debug_file(m, id, idlen, m->premapped_dev, m->premapped_ino);
+  }
+  hci_unlock(&S.lock);
 }
 
 static void unload_module(module_t *m) {

@@ -42,6 +42,8 @@
  *              chroots into the empty DIR (root; exit 77 when refused) and,
  *              with "drop", takes uid and gid 65534 (a daemon's privilege
  *              separation: no /proc in view, not dumpable); returns 0.
+ *              HOW "leak" or "drop-leak": leaks 48 bytes after the chroot
+ *              (the report must still name functions and lines).
  *  userfaultfd two ranges registered with userfaultfd (missing pages are
  *              filled by a thread of the program): a mapping of its own and
  *              whole pages inside a 2 MiB malloc block; each holds the only
@@ -471,9 +473,14 @@ static int chroot_scenario(const char *dir, const char *how) {
     perror("chroot");
     return 77;
   }
-  if (!strcmp(how, "drop") && (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)) {
+  if (strstr(how, "drop") && (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)) {
     perror("setresuid");
     return 77;
+  }
+  if (strstr(how, "leak")) {
+    void *volatile p = leaf_leak();
+    p = NULL;
+    (void)p;
   }
   return 0;
 }
