@@ -4,7 +4,7 @@
  * reports named modules and offsets only (the symbolizer opens each file
  * by path when a report first needs it).  chroot(2) through libc is
  * interposed: while the checker is on, every module's file is mapped first
- * (hci_symbolizer_before_chroot; parsed later, when a report needs it), then
+ * (hci_symbolizer_premap; parsed later, when a report needs it), then
  * the same system call glibc's would make.  A mapping keeps no descriptor
  * (nothing in /proc/self/fd, no directory through which the new root could
  * be left).  A chroot made with an inline system call is not seen; in a
@@ -12,7 +12,7 @@
  * (weak, as seccomp_watch.c's).  Separate debug files (/usr/lib/debug) are
  * mapped too, for the modules that lack a symbol table or line table.
  *
- * Locks: the symbolizer's, inside hci_symbolizer_before_chroot.
+ * Locks: the symbolizer's, inside hci_symbolizer_premap.
  */
 #include <errno.h>
 #include <sys/syscall.h>
@@ -21,7 +21,7 @@
 #include "hc_symbolize.h"
 
 hc_public __attribute__((weak)) int chroot(const char *path) {
-  if (hci_chk.active) hci_symbolizer_before_chroot();
+  if (hci_chk.active) hci_symbolizer_premap();
   long r = hci_raw6(SYS_chroot, (long)path, 0, 0, 0, 0, 0);
   if (r < 0 && r > -4096) {
     errno = (int)-r;

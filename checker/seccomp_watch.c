@@ -36,6 +36,7 @@
 #include <sys/syscall.h>
 
 #include "hc_checker.h"
+#include "hc_symbolize.h"
 
 static _Atomic int sandboxed; /* 1: a filter that may end the process; 2: strict mode */
 HC_PRIVATE_STATE(sandboxed);
@@ -92,6 +93,11 @@ hc_public __attribute__((weak)) long syscall(long n, ...) {
   long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
   long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
   va_end(ap);
+#ifdef SYS_landlock_restrict_self
+  /* A Landlock domain may take the module files out of reach, as a chroot
+   * does (checker/chroot_watch.c): they are mapped first. */
+  if (n == SYS_landlock_restrict_self && hci_chk.active) hci_symbolizer_premap();
+#endif
   long r = hci_raw6(n, a, b, c, d, e, f);
   /* seccomp(SECCOMP_SET_MODE_STRICT / _FILTER, flags, prog) */
   if (n == SYS_seccomp && r >= 0 && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))

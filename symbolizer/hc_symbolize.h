@@ -79,9 +79,10 @@ void hci_symbolizer_note_exe(void);
 /* Takes note of the loaded modules (called just before dlclose), so those
  * it unloads stay known to the symbolizer. */
 void hci_symbolizer_before_dlclose(void);
-/* Before chroot: maps every module's file while it is in view (the reports
- * after it name functions and lines, not only modules and offsets). */
-void hci_symbolizer_before_chroot(void);
+/* Before chroot or a Landlock domain: maps every module's file while it is
+ * in reach (the reports after it name functions and lines, not only
+ * modules and offsets). */
+void hci_symbolizer_premap(void);
 /* The symbolizer's lock, taken by a check that keeps the world stopped
  * while it reports (no stopped thread may hold it). */
 void hci_symbolizer_lock(void);

@@ -538,7 +538,7 @@ static void load_module(module_t *m) {
  * debug file, where load_module would look for one) is mapped now,
  * parsed when a report needs it (a mapping is no descriptor: nothing the
  * program sees in /proc/self/fd, no directory to leave the new root by). */
-void hci_symbolizer_before_chroot(void) {
+void hci_symbolizer_premap(void) {
   hci_lock(&S.lock);
   refresh_modules();
   for (module_t *m = S.modules; m; m = m->next) {

@@ -318,6 +318,18 @@ else
   echo "note: not root: the chroot runs were not made"
 fi
 
+# A Landlock domain that forbids reading files: the check reads /proc through
+# its kept descriptors, and landlock_restrict_self (through libc's syscall)
+# maps the module files first, so the report names functions (it named
+# modules and offsets only).
+for f in "$fx" ${2:+"$2"}; do
+  run HEAPCHECK=normal "$f" landlock
+  if [ $rc = 77 ]; then echo "note: Landlock refused: the landlock run was not made"; continue; fi
+  expect_rc 1
+  has 'Leak check _main_ detected leaks of 48 bytes in 1 objects'
+  has_re '@ [0-9a-f]+ leaf_leak .*fx_no_disturb\.c:[0-9]+'
+done
+
 # Ranges filled lazily through userfaultfd by a thread of the program (a
 # mapping, and pages inside a malloc block): a check must not read their
 # untouched pages, whose fault waits for that thread, stopped by the check

@@ -70,6 +70,10 @@
  *              docker (EPERM for unshare, keyctl, add_key); then execs
  *              PROG ARGS (an inherited filter) or, with "inline", installs
  *              it by an inline system call and runs "few" itself.
+ *  landlock    a thread keeps an object on its stack; a Landlock domain
+ *              forbids reading any file or directory (exit 77 where
+ *              Landlock is missing); then a 48-byte leak, returns 0: the
+ *              report must still name functions (the files are out of reach).
  *  small-stack DIR  a thread with a PTHREAD_STACK_MIN (16 KiB) stack runs a
  *              scoped check that finds its 100-byte leak, writes a heap
  *              profile to DIR/small (sampling every allocation: each malloc
@@ -80,6 +84,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -641,6 +646,28 @@ static int filtered(int argc, char **argv) {
   return 9;
 }
 
+static int landlock_scenario(void) {
+#ifdef SYS_landlock_create_ruleset
+  pthread_t t;
+  pthread_create(&t, NULL, holder, NULL);
+  while (!atomic_load(&hold_ready)) usleep(1000);
+  struct landlock_ruleset_attr ra = {.handled_access_fs = LANDLOCK_ACCESS_FS_READ_FILE |
+                                                          LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_EXECUTE};
+  int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof ra, 0);
+  if (rs < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || syscall(SYS_landlock_restrict_self, rs, 0) != 0) {
+    perror("landlock");
+    return 77;
+  }
+  close(rs);
+  void *volatile p = leaf_leak();
+  p = NULL;
+  (void)p;
+  return 0;
+#else
+  return 77;
+#endif
+}
+
 static int uffd;
 static void *uffd_server(void *arg) {
   (void)arg;
@@ -815,9 +842,10 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "exit-race")) return exit_race();
   if (!strcmp(s, "exit-join")) return exit_join();
   if (!strcmp(s, "sandbox")) return sandbox();
+  if (!strcmp(s, "landlock")) return landlock_scenario();
   if (!strcmp(s, "filtered")) return filtered(argc, argv);
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join|sandbox|filtered KIND [inline] PROG ARGS\n",
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
           argv[0]);
   return 9;
 }
