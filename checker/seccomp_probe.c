@@ -130,6 +130,7 @@ static struct {
   long filters;             /* the count the verdict is for; -1: none yet */
   int pid;
   int tids[NCALLS], ntids; /* probes to reap once wait4 is known harmless */
+  bool stuck;              /* a probe never ended: no more probes, no check */
   char stack[PROBE_STACK] __attribute__((aligned(16)));
   char page_pad[64];
 } pr = {.filters = -1};
@@ -221,22 +222,31 @@ static int run_probe(int start, bool *created) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int tid = clone(probe_main, pr.stack + PROBE_STACK, CLONE_VM | CLONE_UNTRACED | CLONE_CHILD_CLEARTID, NULL,
-                  NULL, NULL, (int *)&pr.tid);
+  /* The kernel writes the tid before the probe runs (CLONE_PARENT_SETTID)
+   * and clears it when the probe ends: a store of ours after clone could
+   * come after the clear (the probe ended first under strace) and wait for
+   * ever. */
+  int tid = clone(probe_main, pr.stack + PROBE_STACK,
+                  CLONE_VM | CLONE_UNTRACED | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID, NULL, (int *)&pr.tid,
+                  NULL, (int *)&pr.tid);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   *created = tid > 0;
   if (tid <= 0) return start;
-  atomic_store(&pr.tid, tid); /* before the probe ends: it clears this word then */
   struct timespec t0, now;
   RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &t0, 0, 0);
+  bool killed = false;
   int v;
   while ((v = atomic_load(&pr.tid)) != 0) {
     struct timespec ts = {0, 20000000};
     RAW(SYS_futex, &pr.tid, FUTEX_WAIT, v, &ts);
     RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &now, 0, 0);
-    if (now.tv_sec - t0.tv_sec >= 2) { /* blocked: a supervisor that does not answer */
+    long long ms = (now.tv_sec - t0.tv_sec) * 1000ll + (now.tv_nsec - t0.tv_nsec) / 1000000;
+    if (ms >= 2000 && !killed) { /* blocked: a supervisor that does not answer */
       RAW(SYS_tgkill, tid, tid, SIGKILL, 0);
-      while ((v = atomic_load(&pr.tid)) != 0) RAW(SYS_futex, &pr.tid, FUTEX_WAIT, v, NULL);
+      killed = true;
+    } else if (ms >= 3000) {
+      pr.stuck = true; /* never cleared: its stack is not ours again */
+      break;
     }
   }
   pr.tids[pr.ntids++] = tid;
@@ -271,7 +281,7 @@ static void probe_all(void) {
     int at = run_probe(start, &created);
     /* clone answered with an errno: nothing can be probed; an errno filter
      * is the likely kind (a killing one would have killed). */
-    if (!created) break;
+    if (!created || pr.stuck) break;
     if (at > WAIT4) wait_ok = true;
     if (at >= NCALLS) break;
     pr.killers |= 1ll << at;
@@ -299,11 +309,13 @@ const char *hci_seccomp_gate(void) {
   }
   if (filters >= 0 && filters <= hci_seccomp_seen()) return NULL; /* all seen: seccomp_watch.c decided */
   int pid = (int)RAW(SYS_getpid, 0, 0, 0, 0);
-  if (filters != pr.filters || pid != pr.pid) {
+  if (!pr.stuck && (filters != pr.filters || pid != pr.pid)) {
     probe_all();
     pr.filters = filters;
     pr.pid = pid;
-    verdict = NULL;
+    verdict = pr.stuck ? "a seccomp filter the program inherited or installed by a direct system call holds the "
+                         "check's probe of its system calls (a supervisor that never answers)"
+                       : NULL;
     static char why[200];
     for (int i = 0; i < NCALLS; i++) {
       if (!(pr.killers >> i & 1)) continue;
