@@ -12,6 +12,7 @@
 . "$(dirname "$0")/expect.sh"
 expect_private_env hc_nodist
 fx=${1:?usage: test_no_disturb.sh FIXTURE}
+sfx=${2:-}
 
 run() {
   cur="$*"
@@ -131,7 +132,7 @@ fi
 # A program that sandboxes itself with a filter killing every system call it
 # does not list: the check must make none of its own (the process died of
 # SIGSYS, status 159).  It cannot check: nothing written, status 125.
-for f in "$fx" ${2:+"$2"}; do
+for f in "$fx" ${sfx:+"$sfx"}; do
   run HEAPCHECK=normal "$f" sandbox
   if [ $rc != 77 ]; then
     expect_rc 125
@@ -145,24 +146,25 @@ done
 # line that says why, the program's SIGSYS handler never run (the process
 # died of SIGSYS, status 159, at the first check); errno filters (a
 # Docker-like profile, EPERM for ptrace): checks as before.
-for f in "$fx" ${2:+"$2"}; do
+for f in "$fx" ${sfx:+"$sfx"}; do
   for how in exec inline; do
-    if [ $how = exec ]; then set -- "$f" few; else set -- inline; fi
-    run HEAPCHECK=normal "$f" filtered kill-ptrace "$@"
+    # exec: the filter is inherited by "$f" few; inline: "few" in the same image
+    if [ $how = exec ]; then then_run="$f few"; else then_run=inline; fi
+    run HEAPCHECK=normal "$f" filtered kill-ptrace $then_run
     [ $rc = 77 ] && continue
     expect_rc 1
     count_re "$ptrace_warning \(a seccomp filter the program inherited" 1
     has 'few: 3 of 3 scoped checks passed'
     has 'Leak check _main_ detected leaks of 48 bytes in 1 objects'
-    run HEAPCHECK=normal "$f" filtered kill-mincore "$@"
+    run HEAPCHECK=normal "$f" filtered kill-mincore $then_run
     expect_rc 2
     has 'few: 0 of 3 scoped checks passed'
     count_re 'could not complete: a seccomp filter the program inherited or installed by a direct system call kills or traps mincore' 4
-    run HEAPCHECK=normal "$f" filtered errno-ptrace "$@"
+    run HEAPCHECK=normal "$f" filtered errno-ptrace $then_run
     expect_rc 1
     count_re "$ptrace_warning \(ptrace is refused" 1
     has 'Leak check _main_ detected leaks of 48 bytes in 1 objects'
-    run HEAPCHECK=normal "$f" filtered docker "$@"
+    run HEAPCHECK=normal "$f" filtered docker $then_run
     expect_rc 1
     lacks "$ptrace_warning"
     has 'few: 3 of 3 scoped checks passed'
@@ -255,7 +257,7 @@ fi
 # status 0, the 48-byte leak missed in every run).
 # Linked statically (libc.a's exit, not interposed), the threads that come
 # after the one running the check wait in handlers registered below it.
-for f in "$fx" ${2:+"$2"}; do
+for f in "$fx" ${sfx:+"$sfx"}; do
   for i in 1 2 3 4 5; do
     run HEAPCHECK=normal "$f" exit-race
     expect_rc 1
@@ -267,7 +269,7 @@ done
 # (the process ends with 5 under glibc 2.36; waiting until the process ended
 # hung it for ever).  The watchdog (timeout) turns a hang into status 137.
 if command -v timeout >/dev/null 2>&1; then
-  for f in "$fx" ${2:+"$2"}; do
+  for f in "$fx" ${sfx:+"$sfx"}; do
     run HEAPCHECK=normal timeout -s KILL 120 "$f" exit-join
     expect_rc 5
     has 'SUMMARY: heapcheck: 48 bytes leaked in 1 allocations'
@@ -313,7 +315,7 @@ if [ "$(id -u)" = 0 ]; then
   count_re "$ptrace_warning" 1
   # A leak after the chroot: the module files were mapped before it, so the
   # report names functions, files and lines (modules and offsets only before).
-  for f in "$fx" ${2:+"$2"}; do
+  for f in "$fx" ${sfx:+"$sfx"}; do
     for how in leak drop-leak; do
       run HEAPCHECK=normal "$f" chroot "$dump/empty" $how
       expect_rc 1
@@ -330,7 +332,7 @@ fi
 # its kept descriptors, and landlock_restrict_self (through libc's syscall)
 # maps the module files first, so the report names functions (it named
 # modules and offsets only).
-for f in "$fx" ${2:+"$2"}; do
+for f in "$fx" ${sfx:+"$sfx"}; do
   run HEAPCHECK=normal "$f" landlock
   if [ $rc = 77 ]; then echo "note: Landlock refused: the landlock run was not made"; continue; fi
   expect_rc 1
