@@ -71,53 +71,29 @@ struct call { long nr; const char *name; int kind; };
 
 /* Every system call a check makes (strace of checks with both stop methods,
  * and the raw ones of stop_ptrace.c), in the order the probe makes them. */
+#define C(name, kind) {SYS_##name, #name, K_##kind}
 static const struct call calls[] = {
-    {SYS_getpid, "getpid", K_CORE},
-    {SYS_gettid, "gettid", K_CORE},
-    {SYS_getuid, "getuid", K_CORE},
-    {SYS_getppid, "getppid", K_PTRACE},
-    {SYS_rt_sigprocmask, "rt_sigprocmask", K_CORE},
-    {SYS_rt_sigaction, "rt_sigaction", K_CORE},
-    {SYS_sigaltstack, "sigaltstack", K_CORE},
-    {SYS_rt_sigpending, "rt_sigpending", K_CORE},
-    {SYS_clock_gettime, "clock_gettime", K_CORE},
-    {SYS_prlimit64, "prlimit64", K_CORE},
-    {SYS_nanosleep, "nanosleep", K_CORE},
-    {SYS_clock_nanosleep, "clock_nanosleep", K_CORE},
-    {SYS_futex, "futex", K_CORE},
-    {SYS_mmap, "mmap", K_CORE},
-    {SYS_mprotect, "mprotect", K_CORE},
-    {SYS_madvise, "madvise", K_CORE},
-    {SYS_mincore, "mincore", K_CORE},
-    {SYS_process_vm_readv, "process_vm_readv", K_VMREADV},
-    {SYS_munmap, "munmap", K_CORE},
-    {SYS_openat, "openat", K_CORE},
-    {SYS_read, "read", K_CORE},
-    {SYS_pread64, "pread64", K_CORE},
-    {SYS_lseek, "lseek", K_CORE},
-    {SYS_newfstatat, "newfstatat", K_CORE},
+    C(getpid, CORE), C(gettid, CORE), C(getuid, CORE), C(getppid, PTRACE),
+    C(rt_sigprocmask, CORE), C(rt_sigaction, CORE), C(sigaltstack, CORE), C(rt_sigpending, CORE),
+    C(clock_gettime, CORE), C(prlimit64, CORE), C(nanosleep, CORE), C(clock_nanosleep, CORE),
+    C(futex, CORE), C(mmap, CORE), C(mprotect, CORE), C(madvise, CORE),
+    C(mincore, CORE), C(process_vm_readv, VMREADV), C(munmap, CORE), C(openat, CORE),
+    C(read, CORE), C(pread64, CORE), C(lseek, CORE), C(newfstatat, CORE),
 #ifdef SYS_fstat
-    {SYS_fstat, "fstat", K_CORE},
+    C(fstat, CORE),
 #endif
-    {SYS_fcntl, "fcntl", K_CORE},
-    {SYS_dup3, "dup3", K_CORE},
-    {SYS_getdents64, "getdents64", K_CORE},
-    {SYS_faccessat, "faccessat", K_CORE},
+    C(fcntl, CORE), C(dup3, CORE), C(getdents64, CORE), C(faccessat, CORE),
 #ifdef SYS_access
-    {SYS_access, "access", K_CORE},
+    C(access, CORE),
 #endif
-    {SYS_readlinkat, "readlinkat", K_CORE},
+    C(readlinkat, CORE),
 #ifdef SYS_readlink
-    {SYS_readlink, "readlink", K_CORE},
+    C(readlink, CORE),
 #endif
-    {SYS_close, "close", K_CORE},
-    {SYS_write, "write", K_CORE},
-    {SYS_tgkill, "tgkill", K_CORE},
-    {SYS_rt_tgsigqueueinfo, "rt_tgsigqueueinfo", K_CORE},
-    {SYS_prctl, "prctl", K_PTRACE},
-    {SYS_ptrace, "ptrace", K_PTRACE},
-    {SYS_wait4, "wait4", K_WAIT},
+    C(close, CORE), C(write, CORE), C(tgkill, CORE), C(rt_tgsigqueueinfo, CORE),
+    C(prctl, PTRACE), C(ptrace, PTRACE), C(wait4, WAIT),
 };
+#undef C
 #define WAIT4 ((int)(sizeof calls / sizeof calls[0]) - 1)
 #define NCALLS ((int)(sizeof calls / sizeof calls[0]))
 
