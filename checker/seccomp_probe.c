@@ -39,8 +39,9 @@
  * installs for itself alone by an inline call is not seen); filters that
  * look at arguments may answer the probe's differently from the check's.
  *
- * Locks: callers hold none; one check at a time asks (the checker lock is
- * not needed: a race only probes twice).
+ * Locks: callers hold none; gate_owner (a spin word naming its thread)
+ * makes one gate at a time (the probe's stack and the status buffer are
+ * static).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -229,10 +230,14 @@ static int run_probe(int start, bool *created) {
   return atomic_load(&pr.at);
 }
 
-/* "Seccomp:" and "Seccomp_filters:" of the starting thread; false when unread. */
+/* "Seccomp:" and "Seccomp_filters:" of the starting thread; false when unread.
+ * The buffer is static (the gate runs on the asking thread's stack, which
+ * may be 16 KiB), used under gate_owner. */
+static char status_buf[4096];
+HC_PRIVATE_STATE(status_buf);
 static bool read_status(long *mode, long *filters) {
-  char buf[4096];
-  ssize_t n = hci_proc_kept_pread(HCI_PROC_STATUS, buf, sizeof buf - 1);
+  char *buf = status_buf;
+  ssize_t n = hci_proc_kept_pread(HCI_PROC_STATUS, buf, sizeof status_buf - 1);
   if (n <= 0) return false;
   buf[n] = 0;
   *mode = *filters = -1;
@@ -275,7 +280,13 @@ static void probe_all(void) {
 static const char *verdict;
 HC_PRIVATE_STATE(verdict);
 
-const char *hci_seccomp_gate(void) {
+/* One gate at a time (gate_owner): the probe's stack and the status buffer are static
+ * (two threads asking for checks at once; the second spins while the first
+ * probes, a few milliseconds once per process). */
+static _Atomic int gate_owner; /* the thread in the gate, 0: none */
+HC_PRIVATE_STATE(gate_owner);
+
+static const char *gate(void) {
   long mode, filters;
   hci_proc_keep(); /* a fork child's own (no-op when kept) */
   if (!read_status(&mode, &filters) || mode == 0) return NULL;
@@ -313,4 +324,19 @@ const char *hci_seccomp_gate(void) {
     }
   }
   return verdict;
+}
+
+const char *hci_seccomp_gate(void) {
+  int me = (int)RAW(SYS_gettid, 0, 0, 0, 0), free_ = 0;
+  while (!atomic_compare_exchange_weak_explicit(&gate_owner, &free_, me, memory_order_acquire,
+                                                memory_order_relaxed)) {
+    /* A handler that interrupted this thread's own gate (exit() in a
+     * SIGTERM handler): waiting would be for ever. */
+    if (free_ == me)
+      return "it was asked from a signal handler that interrupted the check's seccomp probe on this thread";
+    free_ = 0;
+  }
+  const char *why = gate();
+  atomic_store_explicit(&gate_owner, 0, memory_order_release);
+  return why;
 }
