@@ -187,9 +187,6 @@ void hci_world_unblock_signals(hci_world_t *w);
 void hci_world_destroy(hci_world_t *w);
 /* Threads are stopped with the signal from now on; why, for its warning. */
 void hci_world_no_ptrace(const char *why);
-/* Whether a stop of this process used the signal (it may have woken a
- * thread from a call it would never have left). */
-bool hci_world_ever_signalled(void);
 /* Runs fn(arg) inside a dl_iterate_phdr callback so the loader lock is held
  * (the set of modules cannot change and no stopped thread can hold that
  * lock); returns fn's result. */
@@ -241,6 +238,11 @@ void hci_ptrace_resume(hci_world_t *w);
 const char *hci_seccomp_refusal(void);
 /* Filters seen installed on the starting thread (or on every thread). */
 long hci_seccomp_seen(void);
+
+/* ======================= exiting_threads.c ======================= */
+/* Before the final check: waits (at most a second) until the threads glibc
+ * marks as running pthread_exit have ended (see the file). */
+void hci_let_exiting_threads_end(void);
 
 /* ======================= seccomp_probe.c ======================= */
 /* Before a check: NULL when it may run (perhaps with the signal fallback or

@@ -30,13 +30,10 @@
  */
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hc_checker.h"
@@ -344,6 +341,7 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
     say_incomplete(req, sandboxed);
     return 0;
   }
+  if (req->whole_program && req->hold) hci_let_exiting_threads_end(); /* the final check */
   struct run_call c = {req, bytes, objects, 0};
   hci_own_stack_call(run_call, &c);
   return c.ok;
@@ -546,30 +544,10 @@ static hc_noinline void find_exit_caller(void) {
 /* The thread that took exit_check from the handler list (this process's). */
 static _Atomic int check_taken_by;
 HC_PRIVATE_STATE(check_taken_by);
-/* The final check's progress: threads that call exit meanwhile wait only
- * while it runs (not through the program's own exit handlers: one that
- * joins a thread which is itself in exit waited for ever). */
-enum { CHECK_NOT_YET, CHECK_RUNNING, CHECK_DONE };
-static _Atomic int check_state;
-HC_PRIVATE_STATE(check_state);
-
-static void final_check_begins(void) { atomic_store(&check_state, CHECK_RUNNING); }
-static void final_check_done(void) {
-  atomic_store(&check_state, CHECK_DONE);
-  syscall(SYS_futex, (int *)&check_state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-/* While the check runs (and, with not_begun, before it begins: its handler
- * is taken): until it is done, for ever when it ends the process.  After
- * it, for ever too when a stop used the signal: this thread may have left
- * a call it never leaves otherwise (main's pause(), then its return), and
- * running the exit handlers beside the first thread crashed (SIGSEGV in
- * 1 of 8 runs of test_no_disturb's signal pause-exit). */
-static void wait_check_done(bool not_begun) {
-  int v;
-  while ((v = atomic_load(&check_state)) != CHECK_DONE && (not_begun || v != CHECK_NOT_YET))
-    syscall(SYS_futex, (int *)&check_state, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
-  if (v == CHECK_DONE && hci_world_ever_signalled())
-    for (;;) pause();
+/* A thread that calls exit once the final check is taken waits for good
+ * (claim_exit, exit_barrier); before that, exit goes on as libc has it. */
+static void wait_for_good(void) {
+  for (;;) pause();
 }
 
 static hc_noinline void exit_check(int status, void *arg __attribute__((unused))) {
@@ -579,12 +557,10 @@ static hc_noinline void exit_check(int status, void *arg __attribute__((unused))
     return;
   }
   atomic_store(&check_taken_by, hci_os_tid());
-  final_check_begins();
   find_exit_caller();
   L.exit_status = status;
   L.have_status = true;
   final_check(sp, FINAL_AT_EXIT);
-  final_check_done();
 }
 
 /* strict, draconian, as-is after destructors: the check runs in the
@@ -599,20 +575,17 @@ static void note_status(int status, void *arg) {
 
 /* Registered just before exit_check, so they run right after it: a thread
  * that takes one when another thread took exit_check (the list is popped in
- * order: exit_check is gone, perhaps not yet begun) waits until the check
- * is done - for ever when it ends the process - instead of ending the
- * process under the check; each waiting thread holds one, so the list
- * cannot run dry under the check while fewer than EXIT_BARRIERS threads
- * call exit.  Two threads calling exit(0) together ended the process
- * before the check in 10 of 10 runs with 6 threads (static link, libc.a's
- * exit).  After the check the program's own handlers run as libc runs
- * them (glibc before 2.41 lets two exits take them in turn). */
+ * order) waits until the process ends instead of ending it under the check;
+ * each waiting thread holds one, so the list cannot run dry under the check
+ * while fewer than EXIT_BARRIERS threads call exit.  Two threads calling
+ * exit(0) together ended the process before the check in 10 of 10 runs
+ * with 6 threads (static link, libc.a's exit). */
 #define EXIT_BARRIERS 16
 static void exit_barrier(int status, void *arg) {
   (void)status;
   (void)arg;
   if (hci_os_memory_borrowed() || atomic_load(&check_taken_by) == hci_os_tid()) return;
-  wait_check_done(true);
+  wait_for_good();
 }
 
 static void register_exit_check(void) {
@@ -631,10 +604,9 @@ static void register_exit_check(void) {
 __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
   HCI_ENTRY_SP(sp);
   if (!(hci_chk.active && hci_chk.check_at_exit && hci_chk.after_destructors) || hci_os_memory_borrowed()) return;
-  final_check_begins();
+  atomic_store(&check_taken_by, hci_os_tid());
   find_exit_caller();
   final_check(sp, FINAL_AT_EXIT);
-  final_check_done();
 }
 
 /* After a vfork child's exit this process's exit runs no handler and no
@@ -668,17 +640,15 @@ static hc_noinline uintptr_t frame_bottom_of_caller(void) { return CALLER_SP(); 
  * not taken yet - none, once the first had taken the check's - and ended
  * the process while the first was starting the check: no report, the
  * program's leak missed in every run of a program whose two threads called
- * exit(0) together.  A thread that calls exit (or returns from main) while
- * the final check of another thread runs waits until it is done (or the
- * process ends on it); before the check and after it, exit goes on as libc
- * has it (glibc 2.36: the second exit runs the handlers the first has not
- * taken, and the exit barriers hold it while the check runs) - except after
- * a stop by signal, which may have woken it (wait_check_done).  Waiting
- * until the process ends, as glibc 2.41 does, hung a program whose exit
- * handler joins the thread that called exit second (it ends under glibc
- * 2.36).  The claim names the process (pid): a fork child's own exit is its
- * own; a vfork child, which runs in this memory, never claims (it would
- * wait for its parent, which waits for it). */
+ * exit(0) together.  A thread that calls exit (or returns from main) once
+ * another thread of the process has taken the final check waits until the
+ * process ends (glibc 2.41's rule); before that, exit goes on as libc has
+ * it (glibc 2.36: the second exit runs the handlers the first has not
+ * taken; the exit barriers hold it from the check on).  Waiting whenever
+ * another thread was in exit hung a program whose exit handler joins the
+ * thread that called exit second (it ends under glibc 2.36); letting the
+ * waiters go once the check was done crashed (SIGSEGV in 3 of 40 runs of
+ * pthread-exit-race: the library's destructors run by two threads). */
 static _Atomic uint64_t exit_claim; /* pid << 32 | tid of the thread in exit, 0 */
 HC_PRIVATE_STATE(exit_claim);
 
@@ -691,7 +661,7 @@ static void claim_exit(void) {
     if (cur >> 32 == pid) break;    /* another thread of this process is ending it */
     if (atomic_compare_exchange_weak(&exit_claim, &cur, me)) return;
   }
-  wait_check_done(false);
+  if (atomic_load(&check_taken_by)) wait_for_good();
 }
 
 static hc_noinline int start_main(int argc, char **argv, char **envp) {

@@ -367,9 +367,6 @@ static bool grow_slots(hci_world_t *w, int need) {
   return true;
 }
 
-static _Atomic bool ever_signalled;
-bool hci_world_ever_signalled(void) { return atomic_load(&ever_signalled); }
-
 void hci_world_no_ptrace(const char *why) {
   stw_init_once();
   stw.use_ptrace = false;
@@ -665,7 +662,6 @@ int hci_world_stop(hci_world_t *w) {
       if (why) stw.use_ptrace = false;
       transient = pr == -2;
       w->method = HCI_STOP_SIGNAL;
-      atomic_store(&ever_signalled, true);
       signal_stop(w, taskfd, pid);
     }
   }

@@ -58,6 +58,10 @@
  *              calls exit(0), whose first handler (the program's) joins a
  *              thread that calls exit(5) once that handler runs: the second
  *              exit ends the process (glibc before 2.41), status 5.
+ *  pthread-exit-race  main leaks 33 bytes (through a helper that fills
+ *              them), starts 6 threads that call exit(6) together and calls
+ *              pthread_exit: in a static link the check found main still in
+ *              pthread_exit's unwinder, whose frames held a stale copy.
  *  sandbox     leaks 48 bytes, then installs a seccomp filter (through
  *              prctl) that lists what the rest of the program needs and kills
  *              the process at any other system call (sshd's pre-auth child);
@@ -547,6 +551,27 @@ static int exit_join(void) {
   exit(0);
 }
 
+static __attribute__((noinline)) void *filled(size_t n) {
+  void *p = malloc(n);
+  memset(p, 1, n);
+  return p;
+}
+static pthread_barrier_t six;
+static void *exit6(void *arg) {
+  pthread_barrier_wait(&six);
+  exit(6);
+  return arg;
+}
+static int pthread_exit_race(void) {
+  void *volatile p = filled(33);
+  p = NULL;
+  (void)p;
+  pthread_barrier_init(&six, NULL, 6);
+  pthread_t t;
+  for (int i = 0; i < 6; i++) pthread_create(&t, NULL, exit6, NULL);
+  pthread_exit(NULL);
+}
+
 #define ALLOW_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 static int sandbox(void) {
   void *volatile p = leaf_leak();
@@ -830,11 +855,12 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
   if (!strcmp(s, "exit-race")) return exit_race();
   if (!strcmp(s, "exit-join")) return exit_join();
+  if (!strcmp(s, "pthread-exit-race")) return pthread_exit_race();
   if (!strcmp(s, "sandbox")) return sandbox();
   if (!strcmp(s, "landlock")) return landlock_scenario();
   if (!strcmp(s, "filtered")) return filtered(argc, argv);
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join|pthread-exit-race|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
           argv[0]);
   return 9;
 }
