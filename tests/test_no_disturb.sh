@@ -70,9 +70,9 @@ done
 # With leaks: the report is whole (the world stays stopped through it); the
 # worker's status 3 is kept (HEAP_CHECK_EXIT_CODE replaces only 0).  Under
 # the signal fallback main has been woken from pause() and returns: its exit
-# waits for good (a stop used the signal), so 3 either way (it ran the exit
-# handlers beside the worker once the check was done: status 0 in 24 of 60
-# runs, SIGSEGV in 1).
+# waits for good (the check is taken), so 3 either way (when such a thread
+# was let go once the check was done, it ran the exit handlers beside the
+# worker: status 0 in 24 of 60 runs, SIGSEGV in 1).
 for method in ptrace signal; do
   run HEAPCHECK=normal HEAP_CHECK_STOP_METHOD=$method "$fx" pause-exit leak
   expect_rc 3
@@ -277,10 +277,10 @@ for f in "$fx" ${sfx:+"$sfx"}; do
   done
 done
 
-# The second exit waits only while the check runs, not through the program's
-# exit handlers: main's handler joins a thread that calls exit(5) meanwhile
-# (the process ends with 5 under glibc 2.36; waiting until the process ended
-# hung it for ever).  The watchdog (timeout) turns a hang into status 137.
+# A second exit made before the check is taken goes on as libc has it: main's
+# exit handler (run before the check) joins a thread that calls exit(5)
+# meanwhile (the process ends with 5 under glibc 2.36; waiting whenever
+# another thread was in exit hung it for ever).  The watchdog (timeout) turns a hang into status 137.
 if command -v timeout >/dev/null 2>&1; then
   for f in "$fx" ${sfx:+"$sfx"}; do
     run HEAPCHECK=normal timeout -s KILL 120 "$f" exit-join
