@@ -50,18 +50,6 @@ uintptr_t hci_alloc_thread_tp(int tid) {
   return 0;
 }
 
-int hci_alloc_thread_tps(int *tids, uintptr_t *tps, int max) {
-  int n = 0;
-  hci_lock(&hci_tc_registry_lock);
-  for (hc_tcache_t *tc = hci_tc_registry; tc && n < max; tc = tc->next)
-    if (tc->tid && tc->tp) {
-      tids[n] = tc->tid;
-      tps[n++] = tc->tp;
-    }
-  hci_unlock(&hci_tc_registry_lock);
-  return n;
-}
-
 int hci_alloc_trim(void) {
   hc_tcache_t *tc = hci_tc;
   if (tc->is_real) hci_tc_flush(tc);

@@ -390,9 +390,6 @@ bool hci_alloc_disable_end(void);
 /* Thread pointer (TLS base) of the live thread tid, 0 when unknown.
  * requires: the registry lock (hci_lock_all). */
 uintptr_t hci_alloc_thread_tp(int tid);
-/* Up to max registered threads' tids and thread pointers (takes the
- * registry lock); their number. */
-int hci_alloc_thread_tps(int *tids, uintptr_t *tps, int max);
 /* malloc_trim: this thread's cache, transfer slots, sample stash and free
  * pages back; 1 when memory went back to the OS. */
 int hci_alloc_trim(void);

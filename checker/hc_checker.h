@@ -239,11 +239,6 @@ const char *hci_seccomp_refusal(void);
 /* Filters seen installed on the starting thread (or on every thread). */
 long hci_seccomp_seen(void);
 
-/* ======================= exiting_threads.c ======================= */
-/* Before the final check: waits (at most a second) until the threads glibc
- * marks as running pthread_exit have ended (see the file). */
-void hci_let_exiting_threads_end(void);
-
 /* ======================= seccomp_probe.c ======================= */
 /* Before a check: NULL when it may run (perhaps with the signal fallback or
  * without process_vm_readv, set here), else why not: a seccomp filter it

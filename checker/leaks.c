@@ -341,7 +341,6 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
     say_incomplete(req, sandboxed);
     return 0;
   }
-  if (req->whole_program && req->hold) hci_let_exiting_threads_end(); /* the final check */
   struct run_call c = {req, bytes, objects, 0};
   hci_own_stack_call(run_call, &c);
   return c.ok;

@@ -305,57 +305,27 @@ static bool sym_wanted(const Elf64_Sym *s, size_t strsz) {
   return type == STT_NOTYPE && s->st_size > 0;
 }
 
-/* The symbol table of type want (SHT_SYMTAB or SHT_DYNSYM) and its string
- * table, checked; false when there is none. */
-typedef struct {
-  const uint8_t *syms, *str;
-  size_t syms_size, str_size, entsize;
-} symsects_t;
-static bool find_symtab(const hci_elf_t *e, uint32_t want, symsects_t *t) {
-  Elf64_Shdr sh, strsh;
+bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
   memset(t, 0, sizeof *t);
+  uint32_t want = dynamic ? SHT_DYNSYM : SHT_SYMTAB;
+  Elf64_Shdr sh, strsh;
+  const uint8_t *syms = NULL, *str = NULL;
+  size_t syms_size = 0, str_size = 0;
   unsigned i;
   for (i = 1; i < e->shnum; i++) {
     read_shdr(e, i, &sh);
-    if (sh.sh_type == want && shdr_contents(e, &sh, &t->syms, &t->syms_size)) break;
+    if (sh.sh_type == want && shdr_contents(e, &sh, &syms, &syms_size)) break;
   }
-  if (i >= e->shnum || sh.sh_entsize < sizeof(Elf64_Sym) || sh.sh_entsize > t->syms_size) return false;
+  if (i >= e->shnum || sh.sh_entsize < sizeof(Elf64_Sym) || sh.sh_entsize > syms_size) return false;
   if (!read_shdr(e, sh.sh_link, &strsh) || strsh.sh_type != SHT_STRTAB ||
-      !shdr_contents(e, &strsh, &t->str, &t->str_size))
+      !shdr_contents(e, &strsh, &str, &str_size))
     return false;
-  t->str_size = strtab_usable(t->str, t->str_size);
-  t->entsize = sh.sh_entsize;
-  return true;
-}
-
-bool hci_elf_object_value(const hci_elf_t *e, const char *name, uint64_t *value) {
-  for (int pass = 0; pass < 2; pass++) {
-    symsects_t t;
-    if (!find_symtab(e, pass ? SHT_DYNSYM : SHT_SYMTAB, &t)) continue;
-    for (size_t k = 1; k < t.syms_size / t.entsize; k++) {
-      Elf64_Sym s;
-      memcpy(&s, t.syms + k * t.entsize, sizeof s);
-      if (ELF64_ST_TYPE(s.st_info) != STT_OBJECT || s.st_shndx == SHN_UNDEF || s.st_name >= t.str_size) continue;
-      if (strcmp((const char *)t.str + s.st_name, name) != 0) continue;
-      *value = s.st_value;
-      return true;
-    }
-  }
-  return false;
-}
-
-bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
-  memset(t, 0, sizeof *t);
-  symsects_t ss;
-  if (!find_symtab(e, dynamic ? SHT_DYNSYM : SHT_SYMTAB, &ss)) return false;
-  const uint8_t *syms = ss.syms, *str = ss.str;
-  size_t str_size = ss.str_size;
-  size_t entsize = ss.entsize;
-  size_t count = ss.syms_size / entsize;
+  str_size = strtab_usable(str, str_size);
+  size_t count = syms_size / sh.sh_entsize;
   size_t wanted = 0;
   for (size_t k = 1; k < count; k++) {
     Elf64_Sym s;
-    memcpy(&s, syms + k * entsize, sizeof s);
+    memcpy(&s, syms + k * sh.sh_entsize, sizeof s);
     wanted += sym_wanted(&s, str_size);
   }
   if (wanted == 0) return false;
@@ -365,7 +335,7 @@ bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
   size_t n = 0;
   for (size_t k = 1; k < count && n < wanted; k++) {
     Elf64_Sym s;
-    memcpy(&s, syms + k * entsize, sizeof s);
+    memcpy(&s, syms + k * sh.sh_entsize, sizeof s);
     if (!sym_wanted(&s, str_size)) continue;
     const char *name = (const char *)str + s.st_name;
     if (name[0] == 0) continue;

@@ -124,8 +124,6 @@ void hci_elf_close(hci_elf_t *e);
 bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out);
 /* True when a section of that type with contents exists (SHT_SYMTAB...). */
 bool hci_elf_has_type(const hci_elf_t *e, uint32_t sh_type);
-/* The value of the data object (STT_OBJECT) called name, from .symtab or .dynsym. */
-bool hci_elf_object_value(const hci_elf_t *e, const char *name, uint64_t *value);
 /* NT_GNU_BUILD_ID from the .note.gnu.build-id section (or any SHT_NOTE). */
 bool hci_elf_build_id(const hci_elf_t *e, const uint8_t **id, size_t *len);
 /* Same, from a note area (used on the loaded image's PT_NOTE segments). */

@@ -60,8 +60,8 @@
  *              exit ends the process (glibc before 2.41), status 5.
  *  pthread-exit-race  main leaks 33 bytes (through a helper that fills
  *              them), starts 6 threads that call exit(6) together and calls
- *              pthread_exit: in a static link the check found main still in
- *              pthread_exit's unwinder, whose frames held a stale copy.
+ *              pthread_exit (status 6; the check may find main still in
+ *              pthread_create or pthread_exit, over a stale copy).
  *  sandbox     leaks 48 bytes, then installs a seccomp filter (through
  *              prctl) that lists what the rest of the program needs and kills
  *              the process at any other system call (sshd's pre-auth child);
