@@ -212,7 +212,8 @@ static inline void log_frame(walk_log_t *log, int k, const regs_t *r) {
   log->cur = k;
 }
 
-static rule_t rule_for(cache_ent_t *cache, uintptr_t rip, bool exact) {
+/* *nomod (may be NULL): set when no module covers rip (never cached). */
+static rule_t rule_for(cache_ent_t *cache, uintptr_t rip, bool exact, bool *nomod) {
   rule_t rule;
   uint64_t q = rip | (exact ? EXACT_BIT : 0), w;
   if (cache != NULL && cache_lookup(cache, q, &w)) {
@@ -220,16 +221,27 @@ static rule_t rule_for(cache_ent_t *cache, uintptr_t rip, bool exact) {
   } else {
     bool cacheable;
     rule = hci_cfi_rule(rip, exact, &cacheable);
+    if (nomod) *nomod = !cacheable;
     if (cache && cacheable && pack_rule(&rule, &w)) cache_insert(cache, q, w);
   }
   return rule;
 }
 
+/* A caller in no module (JIT code) is walked by DWARF: step() crosses it by
+ * its frame pointer and goes on by the CFI of the modules above it. */
 bool hci_unwind_keeps_fp(uintptr_t ra) {
   if (!hci_eh_available()) return true;
-  rule_t rule = rule_for(cache_get(), ra, false);
+  rule_t rule = rule_for(cache_get(), ra, false, NULL);
   return rule.kind == K_NORMAL && rule.cfa_rbp;
 }
+
+/* The frame-pointer convention, for a PC in no module: code generated at run
+ * time (tcc -run, JIT compilers) has no .eh_frame but keeps rbp frames.
+ * The step stays bounds-checked (normal_step); a wrong guess only ends the
+ * walk or adds a frame, where the walk used to end at the JIT frame and the
+ * program's own frames above it were lost. */
+static const rule_t rule_nomod_fp = {.kind = K_NORMAL, .cfa_rbp = 1, .rbp_how = R_OFFSET,
+                                     .cfa_off = 16, .ra_off = -8, .rbp_off = -16};
 
 /* The step of a K_NORMAL frame: CFA = (rbp or rsp) + cfa_off, the return
  * address at CFA + ra_off, rbp saved at CFA + rbp_off (R_OFFSET). */
@@ -262,10 +274,12 @@ static inline bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_
     return normal_step(r, *lo_p, *hi_p, log, w >> 3 & 1, (int32_t)(uint32_t)(w >> 32), sext13(w >> 6 & 0x1fff) * 8,
                        (int)(w >> 4 & 3), sext13(w >> 19 & 0x1fff) * 8);
   uintptr_t lo = *lo_p, hi = *hi_p;
-  rule_t rule = rule_for(cache, r->rip, r->exact);
-  /* A walk that ends at an address no module covers (yet) is not kept: a
-   * module loaded there later would let it go on. */
-  if (log && rule.kind == K_STOP) log->spoiled = true;
+  bool nomod = false;
+  rule_t rule = rule_for(cache, r->rip, r->exact, &nomod);
+  /* A walk through or ending at an address no module covers (yet) is not
+   * kept: the code there may change, or a module be loaded there later. */
+  if (log && (rule.kind == K_STOP || nomod)) log->spoiled = true;
+  if (nomod && rule.kind == K_STOP) rule = rule_nomod_fp;
   if (rule.kind == K_SIGNAL) {
     if (log) log->spoiled = true;
     /* The handler returned to __restore_rt with rsp at the ucontext. */

@@ -180,23 +180,32 @@ void hci_eh_cache_clear(void) {
 
 /* The module's headers, read from the ELF header mapped at its start (the
  * first PT_LOAD maps file offset 0 in every common link). */
+static bool elf_header_at(uintptr_t a, ElfW(Ehdr) *eh) {
+  return a != 0 && hci_os_read(eh, a, sizeof *eh) == sizeof *eh && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
+         eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_phentsize == sizeof(ElfW(Phdr)) && eh->e_phoff < 65536;
+}
+
 static void describe(const struct dl_find_object *d, hci_eh_obj_t *o) {
   uintptr_t lo = (uintptr_t)d->dlfo_map_start, hi = (uintptr_t)d->dlfo_map_end;
   memset(o, 0, sizeof *o);
   o->map_lo = lo;
   o->map_hi = hi;
-  ElfW(Ehdr) eh;
-  if (hci_os_read(&eh, lo, sizeof eh) != sizeof eh) return;
-  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phoff >= hi - lo)
-    return;
   uintptr_t bias = d->dlfo_link_map ? d->dlfo_link_map->l_addr : 0;
+  /* glibc 2.36 gives some executables' range as their code segment only
+   * (tcc: [0x3000, 0x3421d) of a PIE whose header is at 0): the ELF header is
+   * then at the load bias (a PIE's first PT_LOAD is at 0). */
+  uintptr_t at = lo;
+  ElfW(Ehdr) eh;
+  if (!elf_header_at(at, &eh)) {
+    at = bias;
+    if (bias >= lo || !elf_header_at(at, &eh)) return;
+  }
   hci_eh_obj_t t;
   memset(&t, 0, sizeof t);
-  if (!from_phdrs(&t, lo + eh.e_phoff, eh.e_phnum, bias, (uintptr_t)d->dlfo_eh_frame)) return;
+  if (!from_phdrs(&t, at + eh.e_phoff, eh.e_phnum, bias, (uintptr_t)d->dlfo_eh_frame)) return;
   /* The headers must describe this mapping: they were the loader's. */
-  if (t.map_lo != lo || t.map_hi > hi) return;
-  t.map_hi = hi;
+  if (t.map_lo != at || t.map_lo > lo || t.map_hi < hi) return;
+  if (at == lo) t.map_hi = hi;
   *o = t;
 }
 
