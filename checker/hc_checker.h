@@ -251,6 +251,8 @@ const char *hci_seccomp_gate(void);
 enum { HCI_PROC_TASK, HCI_PROC_MAPS, HCI_PROC_STATUS, HCI_PROC_N };
 /* Opens and keeps them (checker start-up; again in a forked child). */
 void hci_proc_keep(void);
+/* The fork child handler: a checked child keeps descriptors of its own. */
+void hci_proc_fork_child(void);
 /* A descriptor of the file at its start: a fresh one, or the kept one when
  * no descriptor is free (*is_kept).  -1 when neither works. */
 int hci_proc_open(int which, bool *is_kept);

@@ -14,7 +14,10 @@
  * whenever that fails; a kept descriptor is used only while its device,
  * inode, close-on-exec flag and owning pid are still the ones recorded when
  * it was opened (after fork the child's kept ones describe the parent: they
- * are reopened lazily).  Reading from offset 0 again (lseek) gives a fresh
+ * are reopened in the child at fork, while it still has the parent's limits
+ * and root; a privilege-separated child that then drops RLIMIT_NOFILE to 0
+ * or chroots into an empty directory, as daemons' workers do, is checked
+ * through them).  Reading from offset 0 again (lseek) gives a fresh
  * snapshot of either file.  /proc/self/status (is a tracer attached, how
  * many threads) is opened when asked: a check runs without it.  The starting
  * thread's status is kept too, read only with pread (checker/seccomp_probe.c:
@@ -99,6 +102,10 @@ void hci_proc_keep(void) {
   for (int i = 0; i < HCI_PROC_N; i++)
     if (kept.fd[i] < 0) keep_one(i);
   errno = saved;
+}
+
+void hci_proc_fork_child(void) {
+  if (hci_chk.active) hci_proc_keep();
 }
 
 int hci_proc_open(int which, bool *is_kept) {

@@ -135,6 +135,7 @@ static void fork_child(void) {
   hci_os_memory_mine();
   hci_tc_fork_child(reset);
   hci_log_stream_fork_child();
+  hci_proc_fork_child();
   hci_profiler_fork_child();
 }
 
