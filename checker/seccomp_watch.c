@@ -66,6 +66,7 @@ static void installed(unsigned long mode, const void *arg, bool all_threads) {
   else if (mode == SECCOMP_MODE_FILTER && may_end(arg) && !atomic_load(&sandboxed)) atomic_store(&sandboxed, 1);
   else return;
   hci_log_stream_mute(); /* writing a message takes calls the filter may kill too */
+  hci_unwind_forbid_syscalls(); /* and so does recording a new stack in malloc */
 }
 
 static long done(long r) {

@@ -164,6 +164,12 @@ uint32_t hci_unwind_memo_id(hc_unwind_memo_t *memo, const uintptr_t *pcs, int n,
  * hci_unwind_memo_id.  0 when the walk cannot use the memo (as its -1). */
 uint32_t hci_unwind_memo_stack_id(hc_unwind_memo_t *memo, int max, uintptr_t ra, uintptr_t rec);
 void hci_unwind_init(void);
+/* The process installed a seccomp filter that may kill a system call not on
+ * its list (checker/seccomp_watch.c): from now on a stack capture makes none
+ * (no stack-bound probes, no module headers read); what is not cached ends
+ * the walk. */
+void hci_unwind_forbid_syscalls(void);
+extern _Atomic int hci_unwind_no_syscalls;
 
 /* ======================= unwind_caller.c ======================= */
 /* The frame that called the function containing fn (its .eh_frame FDE's

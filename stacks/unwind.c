@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -84,6 +85,10 @@ static uintptr_t stack_cap(uintptr_t sp) {
   return sp + HC_STACK_VERIFY_MAX;
 }
 
+_Atomic int hci_unwind_no_syscalls;
+
+void hci_unwind_forbid_syscalls(void) { atomic_store(&hci_unwind_no_syscalls, 1); }
+
 hc_noinline uintptr_t hci_unwind_stack_hi_slow(uintptr_t sp) {
   /* The library's own stack (a check, a profile dump; base/own_stack.c):
    * its top, never the mapping the kernel may have put right above it, and
@@ -91,6 +96,8 @@ hc_noinline uintptr_t hci_unwind_stack_hi_slow(uintptr_t sp) {
    * often the first object of a heap mapping. */
   uintptr_t own = hci_own_stack_top(sp);
   if (own) return own;
+  /* Probing takes sigaltstack and one call per page: a sandbox may kill them. */
+  if (atomic_load_explicit(&hci_unwind_no_syscalls, memory_order_relaxed)) return 0;
   if (sp < HC_PROBE_PAGE || sp >= ((uintptr_t)1 << HC_ADDRESS_BITS) - HC_STACK_VERIFY_MAX) return 0;
   uintptr_t page = sp & ~(HC_PROBE_PAGE - 1);
   uintptr_t cap = stack_cap(sp);

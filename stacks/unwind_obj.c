@@ -219,6 +219,8 @@ int hci_eh_find(uintptr_t pc, hci_eh_obj_t *o) {
   if (_dl_find_object == NULL || _dl_find_object((void *)pc, &d) != 0) return 0;
   uintptr_t lo = (uintptr_t)d.dlfo_map_start, hi = (uintptr_t)d.dlfo_map_end, hdr = (uintptr_t)d.dlfo_eh_frame;
   if (slot_get(lo, hi, hdr, o)) return 1;
+  /* Reading the headers takes process_vm_readv, which a sandbox may kill. */
+  if (atomic_load_explicit(&hci_unwind_no_syscalls, memory_order_relaxed)) return 0;
   describe(&d, o);
   slot_put(lo, hi, hdr, o);
   return 1;

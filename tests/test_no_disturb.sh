@@ -137,6 +137,7 @@ for f in "$fx" ${sfx:+"$sfx"}; do
   if [ $rc != 77 ]; then
     expect_rc 125
     has 'sandbox: installed'
+    has 'sandbox: allocated deep 1'
   fi
 done
 # Seccomp filters the checker does not see installed: inherited through exec

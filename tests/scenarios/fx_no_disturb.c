@@ -64,8 +64,8 @@
  *              pthread_create or pthread_exit, over a stale copy).
  *  sandbox     leaks 48 bytes, then installs a seccomp filter (through
  *              prctl) that lists what the rest of the program needs and kills
- *              the process at any other system call (sshd's pre-auth child);
- *              returns 0.
+ *              the process at any other system call (sshd's pre-auth child),
+ *              then allocates 200 KiB deeper on the stack; returns 0.
  *  filtered KIND [inline] PROG ARGS...  installs a seccomp filter the
  *              checker does not see: KIND kill-ptrace (SIGSYS for ptrace,
  *              what systemd's SystemCallFilter=@system-service does),
@@ -572,6 +572,16 @@ static int pthread_exit_race(void) {
   pthread_exit(NULL);
 }
 
+static __attribute__((noinline)) int deep_alloc(int depth) {
+  volatile char pad[1024];
+  pad[0] = (char)depth;
+  if (depth > 0) return deep_alloc(depth - 1) + pad[0] - (char)depth;
+  char *volatile q = malloc(40);
+  int ok = q != NULL;
+  free(q);
+  return ok;
+}
+
 #define ALLOW_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 static int sandbox(void) {
   void *volatile p = leaf_leak();
@@ -591,6 +601,11 @@ static int sandbox(void) {
     return 77;
   }
   printf("sandbox: installed\n");
+  /* Allocations after the install, 200 KiB deeper than the stack has been:
+   * recording their stacks must make no system call either (the stack
+   * bounds were probed with sigaltstack, module headers read with
+   * process_vm_readv: sshd's pre-auth child died of SIGSYS in malloc). */
+  printf("sandbox: allocated deep %d\n", deep_alloc(200));
   return 0;
 }
 
