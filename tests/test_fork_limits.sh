@@ -20,11 +20,7 @@ CC_CMD=${HC_CC:-cc}
 expect_private_env hc_forklim
 tmp=$dump
 
-run() {
-  cur="$*"
-  out=$("$@" 2>&1)
-  rc=$?
-}
+run() { cur="$*"; out=$("$@" 2>&1); rc=$?; }
 
 cat >"$tmp/worker.c" <<'EOS'
 #include <stdio.h>

@@ -18,11 +18,7 @@ tcc=$(command -v tcc) || { echo "tcc is not installed: skipped"; exit 77; }
 expect_private_env hc_tcc
 tmp=$dump
 
-run() {
-  cur="$*"
-  out=$("$@" 2>&1)
-  rc=$?
-}
+run() { cur="$*"; out=$("$@" 2>&1); rc=$?; }
 
 cat >"$tmp/list.c" <<'EOS'
 #include <stdio.h>
