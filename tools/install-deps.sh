@@ -5,7 +5,7 @@
 set -u
 pkgs="meson ninja-build pkg-config gcc g++ clang binutils python3 perl git sqlite3 bash coreutils
       google-perftools valgrind redis-server redis-tools cmake make chromium golang-go
-      golang-github-google-pprof-dev bpftrace strace gdb"
+      golang-github-google-pprof-dev bpftrace strace gdb tcc"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
