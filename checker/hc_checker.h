@@ -212,6 +212,11 @@ int hci_task_zombie(int taskfd, int tid);
 /* A system call, raw: the kernel's result (-errno on failure), no errno,
  * no libc (usable from the helper task and from the libc interposers). */
 long hci_raw6(long n, long a, long b, long c, long d, long e, long f);
+/* File `file` of task `task` (a name in the task list fd: "123", or ".."
+ * for the process's own directory) read into buf, NUL-terminated, with raw
+ * calls (usable from the helper task): its length (0: opened, nothing
+ * read), or the kernel's -errno when it cannot be opened. */
+long hci_task_file(int fd, const char *task, const char *file, char *buf, size_t cap);
 /* Calls fn(ctx, tid) for every task listed by the directory descriptor fd
  * (read again from its start) but io_uring's workers, which never run user
  * code; returns the count or -1.  Raw system calls only: usable from the

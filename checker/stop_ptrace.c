@@ -137,18 +137,16 @@ struct dirent64_raw {
 /* PF_IO_WORKER (include/linux/sched.h; not in the user-space headers). */
 #define TASK_IO_WORKER 0x10u
 
-/* File `file` of task `task` (a name in the task list fd: "123") read
- * into buf, NUL-terminated, with raw calls (the ptrace helper lists tasks
- * too): its length, or -1 when it cannot be opened or read. */
-static long task_file(int fd, const char *task, const char *file, char *buf, size_t cap) {
+long hci_task_file(int fd, const char *task, const char *file, char *buf, size_t cap) {
   char path[32];
   size_t k = strlen(task), f = strlen(file);
-  if (k + f + 2 > sizeof path) return -1;
+  buf[0] = 0;
+  if (k + f + 2 > sizeof path) return -ENAMETOOLONG;
   memcpy(path, task, k);
   path[k] = '/';
   memcpy(path + k + 1, file, f + 1);
   long tfd = RAW(SYS_openat, fd, path, O_RDONLY | O_CLOEXEC, 0);
-  if (tfd < 0) return -1;
+  if (tfd < 0) return tfd;
   long n, got = 0;
   while (got < (long)cap - 1 && (n = RAW(SYS_read, tfd, buf + got, cap - 1 - got, 0)) != 0) {
     if (n == -EINTR) continue;
@@ -156,7 +154,6 @@ static long task_file(int fd, const char *task, const char *file, char *buf, siz
     got += n;
   }
   RAW(SYS_close, tfd, 0, 0, 0);
-  if (got <= 0) return -1;
   buf[got] = 0;
   return got;
 }
@@ -171,7 +168,7 @@ static long task_file(int fd, const char *task, const char *file, char *buf, siz
  * from field 9 (flags) of its stat file. */
 static bool io_worker(int fd, const char *task) {
   char buf[512];
-  if (task_file(fd, task, "stat", buf, sizeof buf) < 0) return false;
+  if (hci_task_file(fd, task, "stat", buf, sizeof buf) <= 0) return false;
   /* "tid (comm) S ppid pgrp session tty_nr tpgid flags ...": the command
    * may hold spaces and parentheses, so count from the last ')'. */
   const char *p = strrchr(buf, ')');
@@ -198,7 +195,7 @@ HC_PRIVATE_STATE(tasks_translate);
  * line (Linux < 4.1), -1 when the file cannot be read. */
 static int nspid_of(int fd, const char *name) {
   char buf[2048];
-  if (task_file(fd, name, "status", buf, sizeof buf) < 0) return -1;
+  if (hci_task_file(fd, name, "status", buf, sizeof buf) <= 0) return -1;
   const char *l = strstr(buf, "\nNSpid:");
   if (!l) return 0;
   int last = 0;

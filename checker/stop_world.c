@@ -417,7 +417,7 @@ static void collect_fn(void *ctx, int tid) {
 }
 
 int hci_task_zombie(int taskfd, int tid) {
-  char path[32], buf[512];
+  char task[16], buf[512];
   /* Read through the task list's descriptor, not by path: a program that
    * chrooted (or lost /proc from its mount namespace) has no /proc/self to
    * open, and "no such file" then meant "gone": every thread that refused
@@ -425,15 +425,12 @@ int hci_task_zombie(int taskfd, int tid) {
    * so.  Only a group leader can be a zombie thread; its stat is also the
    * process's, "../stat", under the numbers of any /proc. */
   if (taskfd < 0) return -1;
-  if (tid == getpid()) hci_snprintf(path, sizeof path, "../stat");
+  if (tid == getpid()) hci_snprintf(task, sizeof task, "..");
   else if (stw.translated) return -1;
-  else hci_snprintf(path, sizeof path, "%d/stat", tid);
-  int fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT || errno == ESRCH ? 1 : -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 1; /* reaped meanwhile */
-  buf[n] = '\0';
+  else hci_snprintf(task, sizeof task, "%d", tid);
+  long n = hci_task_file(taskfd, task, "stat", buf, sizeof buf);
+  if (n < 0) return n == -ENOENT || n == -ESRCH ? 1 : -1;
+  if (n == 0) return 1; /* reaped meanwhile */
   /* 'Z' or 'X' after the command: a zombie thread group leader (it called
    * pthread_exit) never runs again. */
   const char *p = strrchr(buf, ')');
