@@ -241,6 +241,9 @@ void hci_ptrace_resume(hci_world_t *w);
  * (or strict mode) that can kill or trap a system call it does not list,
  * and a check's own system calls could end or disturb it (see the file). */
 const char *hci_seccomp_refusal(void);
+/* Why a check refuses in seccomp strict mode (seen installed, or read from
+ * the status by seccomp_probe.c). */
+#define HCI_SECCOMP_STRICT_WHY "the program is in seccomp strict mode: the check's own system calls would kill it"
 /* Filters seen installed on the starting thread (or on every thread). */
 long hci_seccomp_seen(void);
 
@@ -266,6 +269,8 @@ void hci_proc_close(int fd, bool is_kept);
 ssize_t hci_proc_kept_pread(int which, char *buf, size_t n);
 /* A number from /proc/self/status ("TracerPid", "Threads"), or -1. */
 long hci_proc_status_field(const char *key);
+/* The same from status text already read (NUL-terminated), or -1. */
+long hci_proc_status_value(const char *status, const char *key);
 
 /* ======================= roots.c ======================= */
 /* A root range [lo, hi): every word in it may point into the heap.  Its kind:

@@ -142,10 +142,14 @@ long hci_proc_status_field(const char *key) {
   close(fd);
   if (n <= 0) return -1;
   buf[n] = 0;
+  return hci_proc_status_value(buf, key);
+}
+
+long hci_proc_status_value(const char *status, const char *key) {
   size_t k = strlen(key);
-  for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+  for (const char *l = status; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
     if (strncmp(l, key, k) != 0 || l[k] != ':') continue;
-    char *p = l + k + 1;
+    const char *p = l + k + 1;
     while (*p == ' ' || *p == '\t') p++;
     long v = 0;
     while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');

@@ -240,16 +240,8 @@ static bool read_status(long *mode, long *filters) {
   ssize_t n = hci_proc_kept_pread(HCI_PROC_STATUS, buf, sizeof status_buf - 1);
   if (n <= 0) return false;
   buf[n] = 0;
-  *mode = *filters = -1;
-  for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-    long *to = !strncmp(l, "Seccomp:", 8) ? mode : !strncmp(l, "Seccomp_filters:", 16) ? filters : NULL;
-    if (!to) continue;
-    char *p = strchr(l, ':') + 1;
-    while (*p == ' ' || *p == '\t') p++;
-    long v = 0;
-    while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
-    *to = v;
-  }
+  *mode = hci_proc_status_value(buf, "Seccomp");
+  *filters = hci_proc_status_value(buf, "Seccomp_filters");
   return *mode >= 0;
 }
 
@@ -292,7 +284,7 @@ static const char *gate(void) {
   if (!read_status(&mode, &filters) || mode == 0) return NULL;
   if (mode == 1) {
     hci_log_stream_mute();
-    return "the program is in seccomp strict mode: the check's own system calls would kill it";
+    return HCI_SECCOMP_STRICT_WHY;
   }
   if (filters >= 0 && filters <= hci_seccomp_seen()) return NULL; /* all seen: seccomp_watch.c decided */
   int pid = (int)RAW(SYS_getpid, 0, 0, 0, 0);

@@ -112,7 +112,7 @@ const char *hci_seccomp_refusal(void) {
     case 1:
       return "the program installed a seccomp filter that kills or traps the system calls it does not list, and "
              "the check's own could end the process";
-    case 2: return "the program is in seccomp strict mode: the check's own system calls would kill it";
+    case 2: return HCI_SECCOMP_STRICT_WHY;
     default: return NULL;
   }
 }
