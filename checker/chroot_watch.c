@@ -14,7 +14,6 @@
  *
  * Locks: the symbolizer's, inside hci_symbolizer_premap.
  */
-#include <errno.h>
 #include <sys/syscall.h>
 
 #include "hc_checker.h"
@@ -22,10 +21,5 @@
 
 hc_public __attribute__((weak)) int chroot(const char *path) {
   if (hci_chk.active) hci_symbolizer_premap();
-  long r = hci_raw6(SYS_chroot, (long)path, 0, 0, 0, 0, 0);
-  if (r < 0 && r > -4096) {
-    errno = (int)-r;
-    return -1;
-  }
-  return 0;
+  return (int)hci_raw_libc_result(hci_raw6(SYS_chroot, (long)path, 0, 0, 0, 0, 0));
 }

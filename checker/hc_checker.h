@@ -212,6 +212,9 @@ int hci_task_zombie(int taskfd, int tid);
 /* A system call, raw: the kernel's result (-errno on failure), no errno,
  * no libc (usable from the helper task and from the libc interposers). */
 long hci_raw6(long n, long a, long b, long c, long d, long e, long f);
+/* A raw call's result as libc returns it (the libc interposers: -1 and
+ * errno on failure). */
+long hci_raw_libc_result(long r);
 /* File `file` of task `task` (a name in the task list fd: "123", or ".."
  * for the process's own directory) read into buf, NUL-terminated, with raw
  * calls (usable from the helper task): its length (0: opened, nothing

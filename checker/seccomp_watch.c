@@ -29,7 +29,6 @@
  */
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/prctl.h>
@@ -69,14 +68,6 @@ static void installed(unsigned long mode, const void *arg, bool all_threads) {
   hci_unwind_forbid_syscalls(); /* and so does recording a new stack in malloc */
 }
 
-static long done(long r) {
-  if (r < 0 && r > -4096) {
-    errno = (int)-r;
-    return -1;
-  }
-  return r;
-}
-
 hc_public __attribute__((weak)) int prctl(int option, ...) {
   va_list ap;
   va_start(ap, option);
@@ -85,7 +76,7 @@ hc_public __attribute__((weak)) int prctl(int option, ...) {
   va_end(ap);
   long r = hci_raw6(SYS_prctl, option, (long)a2, (long)a3, (long)a4, (long)a5, 0);
   if (option == PR_SET_SECCOMP && r == 0) installed(a2, (const void *)a3, false);
-  return (int)done(r);
+  return (int)hci_raw_libc_result(r);
 }
 
 hc_public __attribute__((weak)) long syscall(long n, ...) {
@@ -104,7 +95,7 @@ hc_public __attribute__((weak)) long syscall(long n, ...) {
   if (n == SYS_seccomp && r >= 0 && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
     installed(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER, (const void *)c,
               (b & SECCOMP_FILTER_FLAG_TSYNC) != 0);
-  return done(r);
+  return hci_raw_libc_result(r);
 }
 
 const char *hci_seccomp_refusal(void) {

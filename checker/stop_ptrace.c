@@ -104,6 +104,14 @@ long hci_raw6(long n, long a, long b, long c, long d, long e, long f) {
 #error "stop_ptrace.c: system calls of this architecture"
 #endif
 }
+long hci_raw_libc_result(long r) {
+  if (r < 0 && r > -4096) {
+    errno = (int)-r;
+    return -1;
+  }
+  return r;
+}
+
 #define RAW(n, a, b, c, d) hci_raw6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 
 static long long now_ns(void) {
