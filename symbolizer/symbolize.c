@@ -429,8 +429,12 @@ static const char *debug_root(void) {
 
 /* Looks for the separate debug file: /usr/lib/debug/.build-id/xx/rest.debug
  * (build-id checked), then the .gnu_debuglink name next to the module, in
- * its .debug/ subdirectory and under /usr/lib/debug/<dir>/ (CRC checked). */
-static bool find_debug_file(module_t *m, const uint8_t *id, size_t idlen, uint64_t dev, uint64_t ino) {
+ * its .debug/ subdirectory and under /usr/lib/debug/<dir>/ (CRC checked).
+ * The build-id: the loaded image's, else the file's (m->elf). */
+static bool find_debug_file(module_t *m, uint64_t dev, uint64_t ino) {
+  const uint8_t *id = m->build_id;
+  size_t idlen = m->build_id_len;
+  if (idlen == 0 && !hci_elf_build_id(&m->elf, &id, &idlen)) idlen = 0;
   char path[PATH_BUF];
   const char *root = debug_root();
   if (idlen >= 2) {
@@ -522,10 +526,7 @@ static void load_module(module_t *m) {
   bool have_symtab = hci_symtab_build(&m->syms, &m->elf, false);
   take_dwarf(m, &m->elf);
   if (!have_symtab || m->dw.line == NULL) {
-    const uint8_t *id = m->build_id;
-    size_t idlen = m->build_id_len;
-    if (idlen == 0 && !hci_elf_build_id(&m->elf, &id, &idlen)) idlen = 0;
-    if (m->dbg.map || find_debug_file(m, id, idlen, dev, ino)) {
+    if (m->dbg.map || find_debug_file(m, dev, ino)) {
       if (!have_symtab) have_symtab = hci_symtab_build(&m->syms, &m->dbg, false);
       if (m->dw.line == NULL) take_dwarf(m, &m->dbg);
     }
@@ -547,10 +548,7 @@ void hci_symbolizer_premap(void) {
     /* Its separate debug file too, where load_module would look for one. */
     hci_elf_sect_t sect;
     if (hci_elf_section(&m->elf, ".symtab", &sect) && hci_elf_section(&m->elf, ".debug_line", &sect)) continue;
-    const uint8_t *id = m->build_id;
-    size_t idlen = m->build_id_len;
-    if (idlen == 0 && !hci_elf_build_id(&m->elf, &id, &idlen)) idlen = 0;
-    find_debug_file(m, id, idlen, m->premapped_dev, m->premapped_ino);
+    find_debug_file(m, m->premapped_dev, m->premapped_ino);
   }
   hci_unlock(&S.lock);
 }
