@@ -347,10 +347,6 @@ static void fit_chain(hc_tcache_t *tc, unsigned cls, uint32_t n) {
  * refill now and then, not one per scavenge; a give-back nobody missed
  * halves it again.  Given back through central's transfer slots, where
  * another thread's refill of the class finds it whole. */
-static inline void note_low(hc_tcache_t *tc, unsigned cls) {
-  uint32_t n = hc_tc_len(&tc->fl.lists[cls]);
-  if (n < tc->fl.lowater[cls]) tc->fl.lowater[cls] = (uint16_t)n;
-}
 
 /* The newest n objects of list cls (0 < n <= its length) to central. */
 static void release_head(hc_tcache_t *tc, unsigned cls, uint32_t n) {
@@ -368,8 +364,7 @@ static void scavenge(hc_tcache_t *tc) {
   hc_tc_free_t *fl = &tc->fl;
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) {
     if (!fl->lists[c].lim) continue; /* never used: nothing to give */
-    note_low(tc, c);
-    uint32_t low = fl->lowater[c];
+    uint32_t len = hc_tc_len(&fl->lists[c]), low = fl->lowater[c] < len ? fl->lowater[c] : len;
     if (fl->scav_gave[c]) { /* missed (a refill since: mark 0) or not */
       fl->scav_gave[c] = 0;
       if (!low) fl->scav_backoff[c] += fl->scav_backoff[c] < HC_TC_SCAVENGE_BACKOFF;
