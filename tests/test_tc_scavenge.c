@@ -14,7 +14,7 @@
  *    it) sits out the scavenge after its next give-back;
  *  - the clock: the same idle list drains while the thread only
  *    allocates and frees 64-byte objects (the sampler's ticks, every
- *    ~512 KiB allocated; skipped when sampling is off), and with sampling
+ *    ~512 KiB allocated, at the default interval), and with sampling
  *    switched off, by refills (256 a quarter of the interval).
  * Then with the second thread gone, a scavenge gives nothing back. */
 #include <pthread.h>
@@ -69,6 +69,11 @@ static void scavenge_now(hc_tcache_t *tc) { hci_tc_scavenge_tick(tc, (uint64_t)H
 
 int main(void) {
   pthread_t th;
+  /* Sampling off but where the sampler is the clock under test: a sampled
+   * object never enters a list, and every sampler tick may scavenge, so
+   * the counts below hold only without it (with HEAPCHECK_SAMPLE_PARAMETER
+   * at 64 the busy and backoff cases failed). */
+  size_t interval = hci_sampler_set_interval(0);
   free(malloc(1));
   hc_tcache_t *tc = hci_tc_get();
   CHECK(tc && tc->is_real, "no thread cache");
@@ -129,28 +134,27 @@ int main(void) {
   scavenge_now(tc);
   CHECK(len_of(tc, BUSY_SIZE) == n, "busy list in its backoff: %u -> %u", n, len_of(tc, BUSY_SIZE));
 
-  /* The clock: a 64-byte pair loop drains the idle list by itself. */
-  if (hci_sampler_interval()) {
-    n = fill_idle(tc);
-    for (long i = 0; i < (64l << 20) / BUSY_SIZE; i++) {
-      void *p = malloc(BUSY_SIZE);
-      __asm__ volatile("" : : "r"(p) : "memory");
-      free(p);
-    }
-    CHECK(len_of(tc, IDLE_SIZE) == 0, "idle list of %u objects after 64 MiB of 64-byte pairs: %u", n,
-          len_of(tc, IDLE_SIZE));
-  } else {
-    fprintf(stderr, "sampling off: the sampler's clock case skipped\n");
+  /* The clock: a 64-byte pair loop drains the idle list by itself, at
+   * the default interval whatever the environment says (a sample's
+   * weight is the interval it was drawn with: at 1 byte the loop's 64 MiB
+   * would count as 1 MiB). */
+  n = fill_idle(tc);
+  hci_sampler_set_interval(HC_DEFAULT_SAMPLE_INTERVAL);
+  for (long i = 0; i < (64l << 20) / BUSY_SIZE; i++) {
+    void *p = malloc(BUSY_SIZE);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    free(p);
   }
+  hci_sampler_set_interval(0);
+  CHECK(len_of(tc, IDLE_SIZE) == 0, "idle list of %u objects after 64 MiB of 64-byte pairs: %u", n,
+        len_of(tc, IDLE_SIZE));
   /* With sampling off, 256 refills are a quarter of the interval: runs of
    * mallocs longer than the 64-byte list (each a few refills) drain it. */
-  size_t interval = hci_sampler_set_interval(0);
   n = fill_idle(tc);
   uint32_t refills0 = tc->fl.refills;
   while (len_of(tc, IDLE_SIZE) && tc->fl.refills - refills0 < 64 * 256) run_empty(tc);
   CHECK(len_of(tc, IDLE_SIZE) == 0, "sampling off: idle list of %u objects after %u refills: %u", n,
         tc->fl.refills - refills0, len_of(tc, IDLE_SIZE));
-  hci_sampler_set_interval(interval);
 
   /* One thread: nothing is given back. */
   pthread_mutex_lock(&mu);
@@ -162,6 +166,7 @@ int main(void) {
   n = fill_idle(tc);
   for (int i = 0; i < 4; i++) scavenge_now(tc);
   CHECK(len_of(tc, IDLE_SIZE) == n, "one thread: idle list %u -> %u", n, len_of(tc, IDLE_SIZE));
+  hci_sampler_set_interval(interval);
   printf("test_tc_scavenge: %d checks, %d failed\n", checks, failures);
   return failures != 0;
 }
