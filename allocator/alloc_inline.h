@@ -204,16 +204,17 @@ static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintpt
      * offset, so the class needs no test of its own. */
     hc_tcache_t *tc = hci_tc;
     hc_tc_list_t *l = (hc_tc_list_t *)((char *)hci_tc_free(tc)->lists + lofs);
+    uintptr_t k = hc_fl_key(); /* one load for the mark's test and the link */
     /* An object start (so both words are ours; start_lim 0 also stops
      * the empty cache and switched-off caches here, before anything is
      * written), no free mark (a marked one is a double free, reported by
      * the slow path), a span with no owner or us as its owner (remote.c;
      * by tag: hci_free_miss reads the owner word when the tags differ),
      * and room in the list: one subtraction, undone when there was none. */
-    if (hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) && hc_likely(!hc_fl_is_free(ptr)) &&
+    if (hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) && hc_likely(!hc_fl_is_free_k(ptr, k)) &&
         hc_likely(otag == 0 || (uint16_t)otag == hci_tc_free(tc)->otag)) {
       if (hc_likely(hc_room_take(&l->room))) {
-        hc_fl_link_head(ptr, l->head);
+        hc_fl_link_head_k(ptr, l->head, k);
         l->head = ptr;
         return;
       }
