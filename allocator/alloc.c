@@ -75,6 +75,20 @@ static bool caller_needs_dwarf(uintptr_t ra) {
   return dwarf;
 }
 
+/* The frame-pointer walk pcs[0..n) from malloc's caller pcs[0] (which
+ * keeps a frame pointer) stopped after two frames, in a function of the
+ * same module that has none (per its CFI): its rbp held a number, not a
+ * frame (LuaJIT's FFI calls: lj_vm_ffi_call keeps rbp frames, the C code
+ * that calls it does not).  Two frames ending in another module are the
+ * usual end of a complete walk (main, then libc's start; a thread's start
+ * routine, then libc's start_thread): those keep their frame-pointer walk. */
+static bool chain_broke_after_caller(const uintptr_t *pcs, int n) {
+  if (n != 2) return false;
+  hci_eh_obj_t a, b;
+  if (!hci_eh_find(pcs[0], &a) || !hci_eh_find(pcs[1], &b) || a.map_lo != b.map_lo) return false;
+  return !hci_unwind_keeps_fp(pcs[1]);
+}
+
 static int stack_depth_max = HC_MAX_STACK_DEPTH;
 
 void hci_set_stack_depth(int depth) {
@@ -124,9 +138,9 @@ static hc_noinline uint32_t capture_walk(uintptr_t ra, uintptr_t rec, hc_unwind_
   if (memo)
     for (int k = 0; k < HC_UNWIND_MEMO_WAYS; k++) memo->way[k].id = 0;
   i = find_pc(pcs, n, ra);
-  if (can_dwarf && !dwarf && n - i <= 1) {
+  if (can_dwarf && !dwarf && (n - i <= 1 || chain_broke_after_caller(pcs + i, n - i))) {
     /* The frame-pointer chain ends at the caller of malloc (its caller
-     * clobbered rbp): the DWARF walk sees further. */
+     * clobbered rbp), or one frame later: the DWARF walk sees further. */
     uintptr_t dw[HC_MAX_STACK_DEPTH];
     int m = hci_unwind_dwarf_at(dw, HC_MAX_STACK_DEPTH, ra, memo);
     int j = find_pc(dw, m, ra);

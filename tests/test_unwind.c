@@ -297,6 +297,52 @@ NOINL static void test_checked_nofp(void) {
   CHECK(bad == 0, "checker mode: %d of 60 recorded stacks differ from the call path", bad);
 }
 
+/* Checker mode, malloc called from code with frame pointers (fp_alloc_cb,
+ * as LuaJIT's lj_vm_ffi_call) whose caller has none and holds a small
+ * number in rbp (nofp_rbp, in the same module): the frame-pointer chain
+ * ends one frame after malloc's caller, and the stack stopped there (two
+ * frames; valgrind and the DWARF walk go on to main).  Every recorded stack
+ * must be malloc's caller, the return into nofp_rbp, the return into this
+ * function, then the frames a fresh DWARF walk from here finds outward. */
+void nofp_rbp(nofp_cb cb, void *arg, uintptr_t v);
+
+typedef struct fp_alloc_arg {
+  void *p;
+  uintptr_t ra; /* fp_alloc_cb -> nofp_rbp */
+} fp_alloc_arg_t;
+
+NOINL static void fp_alloc_cb(void *arg) {
+  fp_alloc_arg_t *a = arg;
+  a->ra = RA();
+  a->p = malloc(3000);
+  BARRIER();
+}
+
+NOINL static void test_checked_fp_into_nofp(void) {
+  hci_unwinder = HC_UNWIND_FP;
+  hci_unwind_fallback = true;
+  uintptr_t outer[HC_MAX_STACK_DEPTH];
+  int nout = hci_unwind_dwarf(outer, HC_MAX_STACK_DEPTH, 0); /* outer[0]: the return into main */
+  hci_alloc_set_recording();
+  hci_tc_get()->smp.left = -1;
+  int bad = 0;
+  for (int k = 0; k < 20; k++) {
+    fp_alloc_arg_t a = {NULL, 0};
+    nofp_rbp(fp_alloc_cb, &a, 5 + (uintptr_t)k); /* rbp: a multiple of 5 + k, never a frame */
+    int n = 0;
+    const uintptr_t *got = checked_stack(a.p, &n);
+    bool ok = got && n >= 3 && got[1] == a.ra && n - 3 == (nout < HC_MAX_STACK_DEPTH - 3 ? nout : HC_MAX_STACK_DEPTH - 3);
+    for (int i = 3; ok && i < n; i++) ok = got[i] == outer[i - 3];
+    if (!ok && bad++ < 3) {
+      fprintf(stderr, "capture %d from fp code called by nofp_rbp:\n", k + 1);
+      dump("expected from frame 3", outer, nout);
+      dump("got", got, got ? n : 0);
+    }
+    free(a.p);
+  }
+  CHECK(bad == 0, "checker mode: %d of 20 stacks through a caller without frame pointers stop early", bad);
+}
+
 /* A return address just past the end of a function (noreturn call). */
 void nofp_noreturn(nofp_cb cb, void *arg, uintptr_t *ras);
 static jmp_buf nr_env;
@@ -627,6 +673,7 @@ int main(void) {
   test_stress();
   test_env();
   test_checked_nofp();
+  test_checked_fp_into_nofp();
   if (failures) {
     fprintf(stderr, "test_unwind: %d failures\n", failures);
     return 1;
