@@ -260,6 +260,33 @@ static const uintptr_t *checked_stack(void *p, int *n) {
   return pcs;
 }
 
+/* Checker mode for the rest of the run, every malloc recorded; *outer gets
+ * the frames outward from the caller's return (into main), by DWARF. */
+NOINL static int checked_mode_outer(uintptr_t *outer) {
+  hci_unwinder = HC_UNWIND_FP;
+  hci_unwind_fallback = true;
+  int nout = hci_unwind_dwarf(outer, HC_MAX_STACK_DEPTH, 1); /* outer[0]: the caller's return into main */
+  hci_alloc_set_recording();
+  hci_tc_get()->smp.left = -1; /* the sampler's count below 0: every malloc takes the slow path */
+  return nout;
+}
+
+/* The recorded stack of p is malloc's caller, ra1, one frame (the test's),
+ * then outer[0..nout); false (and the first three printed) otherwise. */
+static bool stack_goes_out(void *p, uintptr_t ra1, const uintptr_t *outer, int nout, int *bad, const char *what,
+                           int k) {
+  int n = 0;
+  const uintptr_t *got = checked_stack(p, &n);
+  bool ok = got && n >= 3 && got[1] == ra1 && n - 3 == (nout < HC_MAX_STACK_DEPTH - 3 ? nout : HC_MAX_STACK_DEPTH - 3);
+  for (int i = 3; ok && i < n; i++) ok = got[i] == outer[i - 3];
+  if (!ok && (*bad)++ < 3) {
+    fprintf(stderr, "capture %d %s:\n", k + 1, what);
+    dump("expected from frame 3", outer, nout);
+    dump("got", got, got ? n : 0);
+  }
+  return ok;
+}
+
 /* Checker mode from code without frame pointers (as python3's malloc
  * calls): one malloc call site (nofp_leaf) reached from two callers, in
  * turn and then one of them repeatedly, so the captures after the first
@@ -268,12 +295,8 @@ static const uintptr_t *checked_stack(void *p, int *n) {
  * this function, then exactly the frames a fresh DWARF walk from here
  * finds outward.  Runs last: recording stays on. */
 NOINL static void test_checked_nofp(void) {
-  hci_unwinder = HC_UNWIND_FP;
-  hci_unwind_fallback = true;
   uintptr_t outer[HC_MAX_STACK_DEPTH];
-  int nout = hci_unwind_dwarf(outer, HC_MAX_STACK_DEPTH, 0); /* outer[0]: the return into main */
-  hci_alloc_set_recording();
-  hci_tc_get()->smp.left = -1; /* the sampler's count below 0: every malloc takes the slow path */
+  int nout = checked_mode_outer(outer);
   int bad = 0, checked = 0;
   for (int k = 0; k < 60; k++) {
     int via = k < 30 ? 1 + k % 2 : 1 + (k / 15) % 2;
@@ -282,15 +305,8 @@ NOINL static void test_checked_nofp(void) {
      * with records (a span made before recording began has none). */
     void *p = via == 1 ? nofp_via1(3000, ras) : nofp_via2(3000, ras);
     int n = 0;
-    const uintptr_t *got = checked_stack(p, &n);
-    bool ok = got && n >= 3 && got[1] == ras[0] && n - 3 == (nout < HC_MAX_STACK_DEPTH - 3 ? nout : HC_MAX_STACK_DEPTH - 3);
-    for (int i = 3; ok && i < n; i++) ok = got[i] == outer[i - 3];
-    if (!ok && bad++ < 3) {
-      fprintf(stderr, "capture %d through nofp_via%d:\n", k + 1, via);
-      dump("expected from frame 3", outer, nout);
-      dump("got", got, got ? n : 0);
-    }
-    checked += got != NULL;
+    checked += checked_stack(p, &n) != NULL;
+    stack_goes_out(p, ras[0], outer, nout, &bad, via == 1 ? "through nofp_via1" : "through nofp_via2", k);
     free(p);
   }
   CHECK(checked == 60, "checker mode: %d of 60 small objects have a record", checked);
@@ -319,25 +335,13 @@ NOINL static void fp_alloc_cb(void *arg) {
 }
 
 NOINL static void test_checked_fp_into_nofp(void) {
-  hci_unwinder = HC_UNWIND_FP;
-  hci_unwind_fallback = true;
   uintptr_t outer[HC_MAX_STACK_DEPTH];
-  int nout = hci_unwind_dwarf(outer, HC_MAX_STACK_DEPTH, 0); /* outer[0]: the return into main */
-  hci_alloc_set_recording();
-  hci_tc_get()->smp.left = -1;
+  int nout = checked_mode_outer(outer);
   int bad = 0;
   for (int k = 0; k < 20; k++) {
     fp_alloc_arg_t a = {NULL, 0};
     nofp_rbp(fp_alloc_cb, &a, 5 + (uintptr_t)k); /* rbp: a multiple of 5 + k, never a frame */
-    int n = 0;
-    const uintptr_t *got = checked_stack(a.p, &n);
-    bool ok = got && n >= 3 && got[1] == a.ra && n - 3 == (nout < HC_MAX_STACK_DEPTH - 3 ? nout : HC_MAX_STACK_DEPTH - 3);
-    for (int i = 3; ok && i < n; i++) ok = got[i] == outer[i - 3];
-    if (!ok && bad++ < 3) {
-      fprintf(stderr, "capture %d from fp code called by nofp_rbp:\n", k + 1);
-      dump("expected from frame 3", outer, nout);
-      dump("got", got, got ? n : 0);
-    }
+    stack_goes_out(a.p, a.ra, outer, nout, &bad, "from fp code called by nofp_rbp", k);
     free(a.p);
   }
   CHECK(bad == 0, "checker mode: %d of 20 stacks through a caller without frame pointers stop early", bad);
