@@ -811,6 +811,10 @@ void hci_checker_init(void) {
   /* A check must run when the program has used up its descriptors. */
   hci_proc_keep();
   hci_alloc_set_recording();
+  /* Freed blocks are not given out again until 20 MB of frees later (as
+   * valgrind's --freelist-vol): a stale pointer the program keeps to a block
+   * it freed must not keep the next leak at that address alive. */
+  hci_alloc_set_quarantine((size_t)hci_opt_int(HCO_HEAPCHECK_QUARANTINE));
   /* Not from every descendant of a launcher tree (a build runs thousands). */
   if (!hci_log_stream_in_tree() || hci_log_stream_tree_top())
     hci_chk_log(0, "WARNING: Perftools heap leak checker is active -- Performance may suffer");
