@@ -69,7 +69,7 @@ clean() {
 hex='0x[0-9a-f]+'
 # double_frees MODE: the double frees and the realloc of a freed block
 double_frees() {
-  for c in double aba late thread thread-live remote-batch remote-inbox; do
+  for c in double double-large aba late thread thread-live remote-batch remote-inbox; do
     expect $1 $c "^heapcheck: free\(\): double free of $hex; called from $hex\$"
   done
   expect $1 realloc "^heapcheck: realloc\(\): invalid pointer $hex \(already freed\); called from $hex\$"
