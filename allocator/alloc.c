@@ -527,6 +527,41 @@ static inline void clear_freed(const void *p, size_t n) {
   memset((void *)p, 0, n);
 }
 
+/* Frees for real the blocks of the batches that left checker mode's
+ * quarantine (quarantine.c): a small one into tc's list as any free, a large
+ * one's span (HC_SPAN_STASHED while quarantined) to the page heap.  Only
+ * writes the blocks (their memory was cleared at the free). */
+static hc_noinline void unquarantine(hc_tcache_t *tc, hc_qbatch_t *batches) {
+  for (hc_qbatch_t *b = batches; b; b = b->next)
+    for (uint32_t i = 0; i < b->n; i++) {
+      void *q = b->p[i];
+      unsigned cls = hci_pagemap_class((uintptr_t)q);
+      if (cls) {
+        push_small(tc, cls, q);
+      } else {
+        hc_span_t *s = hci_pagemap_span((uintptr_t)q);
+        s->state = HC_SPAN_LARGE;
+        hci_ph_free(s);
+      }
+    }
+  hci_quarantine_recycle(batches);
+}
+
+/* Checker mode: p (record cleared, memory zeroed) into the quarantine
+ * instead of back to the lists; what leaves it is freed now.  False: p was
+ * not kept, the caller frees it. */
+static inline bool quarantine(hc_tcache_t *tc, void *p, size_t bytes, bool large) {
+  hc_qbatch_t *out;
+  bool kept = hci_quarantine_put(tc, p, bytes, large, &out);
+  if (out) unquarantine(tc, out);
+  return kept;
+}
+
+void hci_alloc_quarantine_flush(hc_tcache_t *tc, bool all) {
+  hc_qbatch_t *out = hci_quarantine_flush(tc, all);
+  if (out) unquarantine(all ? NULL : tc, out); /* all (trim): to the central lists, which trim drains */
+}
+
 static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
   if (s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p) {
     if (span_freed(s)) double_free("free", p, ra);
@@ -540,6 +575,14 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
   s->meta.stack_id = HC_STACK_NONE;
   if (hci_record_all) clear_freed(p, s->req_size);
   if (s->is_sampled && sampled_unlink(s)) return;
+  hc_tcache_t *tc;
+  if (hci_quarantine_budget && !s->is_sampled && (tc = hci_tc_get()) != NULL) {
+    /* Freed for every reader (a second free, realloc, the heap view) but
+     * out of the page heap until it leaves the quarantine. */
+    s->state = HC_SPAN_STASHED;
+    if (quarantine(tc, (void *)p, s->npages << HC_PAGE_SHIFT, true)) return;
+    s->state = HC_SPAN_LARGE;
+  }
   hci_ph_free(s);
 }
 
@@ -558,6 +601,8 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
     uint32_t slack = atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK;
     atomic_store_explicit(&m->xflags, 0, memory_order_relaxed);
     if (hci_record_all) clear_freed(p, ci->size - slack);
+    /* The record (stack id 0) catches a second free meanwhile. */
+    if (hci_quarantine_budget && tc && quarantine(tc, p, ci->size, false)) return;
   } else if (hc_fl_is_free(p)) { /* the free mark (free_list.h): exact */
     double_free("free", p, ra);
   } else if (tc && !hci_hooks_on) {

@@ -21,6 +21,8 @@ void hci_alloc_set_recording(void) {
 
 bool hci_alloc_recording(void) { return hci_record_all != 0; }
 
+void hci_alloc_set_quarantine(size_t bytes) { hci_quarantine_set(hci_record_all ? bytes : 0); }
+
 uint16_t hci_alloc_next_epoch(void) {
   return (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
 }
@@ -52,6 +54,10 @@ uintptr_t hci_alloc_thread_tp(int tid) {
 
 int hci_alloc_trim(void) {
   hc_tcache_t *tc = hci_tc;
+  /* Checker mode: the program asks for its free memory back, quarantined
+   * blocks too (this thread's batch and the FIFO; other threads' batches
+   * stay theirs), to the central lists drained below. */
+  if (hci_quarantine_budget) hci_alloc_quarantine_flush(tc->is_real ? tc : NULL, true);
   if (tc->is_real) hci_tc_flush(tc);
   hci_tc_drain_remote();
   hci_central_drain();

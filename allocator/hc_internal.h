@@ -239,11 +239,13 @@ void hci_tc_thread_init(void);
  * its own (test_layers checks it): the free lists (thread_cache.c, alloc.c,
  * alloc_inline.h, heap_verify.c, malloc_ext.c), the sampler's fields
  * (sampler.c), the unwinder memo (alloc.c's stack capture for stacks/) and
- * the checker's fields (alloc_ctl.c on the checker's behalf, read by alloc.c). */
+ * the checker's fields (alloc_ctl.c on the checker's behalf, read by alloc.c)
+ * and checker mode's quarantine batch (quarantine.c). */
 static inline hc_tc_free_t *hci_tc_free(hc_tcache_t *tc) { return &tc->fl; }
 static inline hc_tc_sampler_t *hci_tc_sampler(hc_tcache_t *tc) { return &tc->smp; }
 static inline hc_tc_memo_t *hci_tc_memo(hc_tcache_t *tc) { return &tc->stk; }
 static inline hc_tc_chk_t *hci_tc_chk(hc_tcache_t *tc) { return &tc->chk; }
+static inline hc_tc_quar_t *hci_tc_quar(hc_tcache_t *tc) { return &tc->qr; }
 
 /* The capacity of class cls in fl: its list's lim, kept by
  * hc_tc_set_lim (thread_cache.c's set_cap, with the byte counts). */
@@ -337,6 +339,31 @@ void hci_set_stack_depth(int depth);
  * call site on), for the page heap's growth listener. */
 uint32_t hci_alloc_growth_stack(void);
 
+/* ======================= quarantine.c ======================= */
+/* Checker mode's quarantine of freed blocks (quarantine.c says why and how).
+ * Budget in bytes, 0 = off (the plain allocator); set once, at the checker's
+ * start-up, before the program's first free (hci_alloc_set_quarantine). */
+extern size_t hci_quarantine_budget;
+void hci_quarantine_set(size_t budget);
+/* A freed block of `bytes` (its record cleared, its memory zeroed, a large
+ * one's span HC_SPAN_STASHED) into tc's batch: false when it was not kept
+ * (the caller frees it now).  *out: batches that left the quarantine,
+ * oldest first; the caller frees their blocks, then hands the batches to
+ * hci_quarantine_recycle. */
+bool hci_quarantine_put(hc_tcache_t *tc, void *p, size_t bytes, bool large, hc_qbatch_t **out);
+/* tc's batches (unless NULL) to the global FIFO; returns the batches beyond
+ * the budget (every one when `all`), as *out above. */
+hc_qbatch_t *hci_quarantine_flush(hc_tcache_t *tc, bool all);
+void hci_quarantine_recycle(hc_qbatch_t *b);
+/* Bytes held in small and in large blocks (the FIFO and every live
+ * thread's batch; statistics). */
+void hci_quarantine_held(size_t *small, size_t *large);
+void hci_quarantine_locks(hci_lock_fn *each);
+/* alloc.c: tc's batch to the FIFO and what leaves it freed (thread exit;
+ * all: the whole quarantine, to the central lists: malloc_trim and
+ * ReleaseFreeMemory). */
+void hci_alloc_quarantine_flush(hc_tcache_t *tc, bool all);
+
 /* ======================= startup.c ======================= */
 /* Process-wide initialisation, run once on the first allocation or from the
  * library constructor, whichever comes first.  It runs the start-up that a
@@ -380,6 +407,10 @@ void hci_walk_all_spans(void (*fn)(void *ctx, hc_span_t *s), void *ctx);
  * checker's start-up; once, for good). */
 void hci_alloc_set_recording(void);
 bool hci_alloc_recording(void);
+/* Checker mode's quarantine budget in bytes (quarantine.c; 0 = off): after
+ * hci_alloc_set_recording, before the program's first free.  Ignored
+ * without recording: the plain allocator never quarantines. */
+void hci_alloc_set_quarantine(size_t bytes);
 /* A new checker epoch (objects allocated from now on carry it). */
 uint16_t hci_alloc_next_epoch(void);
 /* The calling thread's Disabler nesting: begin is false when the thread has

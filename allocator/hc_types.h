@@ -203,6 +203,24 @@ typedef struct hc_tc_chk {   /* the checker's: alloc_ctl.c writes them on its be
   int disable_depth;        /* Disabler nesting: > 0 marks new objects ignored */
 } hc_tc_chk_t;
 
+/* Checker mode's quarantine (quarantine.c): freed blocks in batches, 8 KiB
+ * arrays in the metadata arena. */
+#define HC_QBATCH_SLOTS 1020
+typedef struct hc_qbatch {
+  struct hc_qbatch *next;   /* the next younger batch (FIFO, a thread's pending ones) or spare */
+  size_t bytes;             /* memory the blocks hold */
+  size_t large_bytes;       /* of it, in large blocks (stats) */
+  uint32_t n;               /* blocks in p */
+  void *p[HC_QBATCH_SLOTS];
+} hc_qbatch_t;
+
+typedef struct hc_tc_quar {  /* a thread's part of it */
+  hc_qbatch_t *cur;         /* being filled */
+  hc_qbatch_t *pending;     /* full, waiting for the lock (oldest first) */
+  hc_qbatch_t *pending_tail;
+  int busy;                 /* inside hci_quarantine_put/_flush (a signal handler's free is not quarantined) */
+} hc_tc_quar_t;
+
 typedef struct hc_tcache {
   hc_tc_sampler_t smp;      /* first: the malloc fast path reads smp.left and fl.lists[] */
   hc_tc_free_t fl;
@@ -214,6 +232,7 @@ typedef struct hc_tcache {
                                never written by any fast path) */
   hc_tc_chk_t chk;
   hc_tc_memo_t stk;
+  hc_tc_quar_t qr;
   hc_tc_remote_t remote;    /* last: adoption clears the fields before it (thread_cache.c) */
 } hc_tcache_t;
 

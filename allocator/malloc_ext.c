@@ -166,6 +166,10 @@ hc_public void MallocExtension_ReleaseToSystem(size_t num_bytes) {
 }
 
 hc_public void MallocExtension_ReleaseFreeMemory(void) {
+  hci_ensure_init();
+  hc_tcache_t *tc = hci_tc;
+  /* Checker mode: quarantined blocks are free memory too (as malloc_trim). */
+  if (hci_quarantine_budget) hci_alloc_quarantine_flush(tc->is_real ? tc : NULL, true);
   hci_tc_drain_remote();
   hci_central_drain();
   hci_sample_stash_drain();

@@ -25,6 +25,8 @@ void hci_stats_get(hc_stats_t *st) {
   size_t tcache = hci_tc_total_bytes();
   size_t small_spans = 0, small_objs = 0, large = 0;
   size_t stashed = hci_sample_stash_bytes(); /* in use for the page heap, free for the program */
+  size_t quar_small, quar_large; /* checker mode's quarantine: likewise */
+  hci_quarantine_held(&quar_small, &quar_large);
   hci_lock(&ph->lock);
   size_t mapped = ph->mapped_bytes;
   size_t released = ph->released_pages << HC_PAGE_SHIFT;
@@ -38,8 +40,8 @@ void hci_stats_get(hc_stats_t *st) {
     small_spans += n * hci_classes[c].pages << HC_PAGE_SHIFT;
     small_objs += n * hci_classes[c].objs * hci_classes[c].size;
   }
-  large = spans_inuse > small_spans + stashed ? spans_inuse - small_spans - stashed : 0;
-  size_t small_free = central + tcache;
+  large = spans_inuse > small_spans + stashed + quar_large ? spans_inuse - small_spans - stashed - quar_large : 0;
+  size_t small_free = central + tcache + quar_small;
   st->heap_mapped = mapped;
   st->heap_released = released;
   st->small_in_use = small_objs > small_free ? small_objs - small_free : 0;

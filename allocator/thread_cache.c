@@ -478,6 +478,9 @@ static void tc_destructor(void *arg) {
   if (!tc || !tc->is_real) return;
   hci_tc = &hci_tc_empty;
   tc_dead = 1;
+  /* Checker mode: the thread's quarantine batch joins the others' (what
+   * leaves the quarantine lands in the lists, released just below). */
+  if (hci_quarantine_budget) hci_alloc_quarantine_flush(tc, false);
   for (unsigned c = 1; c < HC_NUM_CLASSES; c++) release_list(tc, c);
   hci_remote_exit(tc); /* batches to their owners; dead; inboxes to central */
   hci_lock(&hci_tc_registry_lock);

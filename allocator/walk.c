@@ -15,6 +15,7 @@ void hci_allocator_locks(hci_lock_fn *each) {
   hci_hooks_locks(each);
   if (hci_release_locks) hci_release_locks(each);
   if (hci_depot_locks) hci_depot_locks(each);
+  hci_quarantine_locks(each);
   each(&hci_tc_registry_lock);
   each(&hci_samples.lock);
   each(&hci_pageheap.lock);

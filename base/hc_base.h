@@ -148,6 +148,7 @@ enum hci_lock_rank {
   HC_RANK_HOOKS,         /* allocator/malloc_hook.c: the hooks' on/off switch */
   HC_RANK_RELEASE,       /* allocator/malloc_ext.c: ReleaseToSystem's account */
   HC_RANK_DEPOT,         /* stacks/stackdepot.c */
+  HC_RANK_QUARANTINE,    /* allocator/quarantine.c: checker mode's FIFO of freed blocks (a leaf) */
   HC_RANK_TC_REGISTRY,   /* allocator/thread_cache.c: the list of thread caches */
   HC_RANK_SAMPLES,       /* allocator/alloc.c: sampled spans and their stash */
   HC_RANK_PAGE_HEAP,     /* allocator/page_heap.c */

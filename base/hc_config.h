@@ -107,6 +107,12 @@
  * "Merged main, end of session 12"). */
 #define HC_CENTRAL_EMPTY_BYTES ((size_t)64 << 10)
 #define HC_SAMPLE_STASH 16                      /* free one-page spans kept for samples (128 KiB) */
+/* Checker mode's quarantine (quarantine.c): a thread hands its frees to the
+ * global FIFO in batches of this many bytes (or an eighth of the budget when
+ * smaller); blocks over HC_QUARANTINE_BIG leave it first (valgrind's
+ * --freelist-big-blocks default). */
+#define HC_QUARANTINE_BATCH ((size_t)256 << 10)
+#define HC_QUARANTINE_BIG ((size_t)1000000)
 
 /* ---- stacks ---- */
 #define HC_MAX_STACK_DEPTH 64

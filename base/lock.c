@@ -56,7 +56,7 @@ static HC_TLS uint16_t central_held;
 static const char *rank_name(unsigned r) {
   static const char *const names[HC_RANK_COUNT] = {
       "unranked", "checker", "stop-the-world init", "TLS geometry init", "roots", "profiler",
-      "JSON report", "symbolizer", "profile buckets", "malloc hooks", "release account", "stack depot", "thread-cache registry",
+      "JSON report", "symbolizer", "profile buckets", "malloc hooks", "release account", "stack depot", "quarantine", "thread-cache registry",
       "sampled spans", "page heap", "central list", "metadata arena", "report files"};
   return r < HC_RANK_COUNT ? names[r] : "?";
 }

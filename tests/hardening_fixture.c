@@ -56,6 +56,15 @@ static void case_double(void) {
   do_free(p);
 }
 
+/* A large block (a span of its own; in checker mode it waits in the
+ * quarantine, its span STASHED) freed twice. */
+static void case_double_large(void) {
+  char *p = malloc(300000);
+  free(p);
+  ANNOUNCE("double-large", do_free);
+  do_free(p);
+}
+
 static void case_aba(void) {
   char *a = malloc(40), *b = malloc(40);
   free(a);
@@ -208,6 +217,7 @@ int main(int argc, char **argv) {
   const char *c = argc > 1 ? argv[1] : "";
   setvbuf(stdout, NULL, _IONBF, 0);
   if (!strcmp(c, "double")) case_double();
+  else if (!strcmp(c, "double-large")) case_double_large();
   else if (!strcmp(c, "aba")) case_aba();
   else if (!strcmp(c, "late")) case_late();
   else if (!strcmp(c, "thread")) case_thread();

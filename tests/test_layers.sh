@@ -114,6 +114,7 @@ owners=(
   'fl|hci_tc_free:hc_internal.h thread_cache.c alloc.c alloc_inline.h heap_verify.c malloc_ext.c'
   'stk|hci_tc_memo:hc_internal.h alloc.c'
   'chk|hci_tc_chk:hc_internal.h alloc_ctl.c alloc.c'
+  'qr|hci_tc_quar:hc_internal.h quarantine.c'
 )
 srcs=("$SRC"/base/*.[ch] "$SRC"/stacks/*.[ch] "$SRC"/allocator/*.[ch] "$SRC"/symbolizer/*.[ch] \
   "$SRC"/checker/*.[ch] "$SRC"/profiler/*.[ch] "$SRC"/runtime/*.[ch])
