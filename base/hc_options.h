@@ -66,8 +66,8 @@
   BOOL(HEAPCHECK_LEAK_PROFILE, false, checker, "write the leak profile (default true when HEAP_CHECK_DUMP_DIRECTORY is set)") \
   INT(HEAP_CHECK_EXIT_CODE, 1, 0, 255, NULL, checker, "exit status after a whole-program check with leaks (LSan mode: 23)") \
   INT(HEAP_CHECK_ERROR_EXIT_CODE, 125, 0, 255, NULL, checker, "exit status after a whole-program check that could not complete") \
-  INT(HEAPCHECK_QUARANTINE, 20000000, 0, 1ll << 40, NULL, checker,                                        \
-      "bytes of freed blocks held back from reuse, oldest reused first (valgrind's --freelist-vol); 0 = none; K/M/G suffixes") \
+  INT(HEAPCHECK_QUARANTINE, 0, 0, 1ll << 40, NULL, checker,                                               \
+      "bytes of freed blocks held back from reuse, oldest reused first (valgrind's --freelist-vol is 20M); 0 = none; K/M/G suffixes") \
   BOOL(HEAP_CHECK_RUN_UNDER_GDB, true, checker, "0: turn the checker off when the process is ptrace()d")   \
   BOOL(HEAPCHECK_KEEP_STATUS, false, checker, "leaks do not change the exit status (the launcher sets it)") \
   STR(HEAPCHECK_SUPPRESSIONS, "unset", checker, "suppressions file")                                       \

@@ -50,10 +50,10 @@ checks=$((checks + 1))
 # compiling, and an allocator that reuses it at once puts one of the
 # program's nodes there, which the stale word then keeps alive with the rest
 # of the list (32 bytes in 1 object instead of valgrind's and LSan's 32000 in
-# 1000, session 15).  Checker mode's quarantine keeps freed blocks out of
-# reuse: the whole list is reported.
+# 1000, session 15).  Checker mode's quarantine (HEAPCHECK_QUARANTINE, off
+# by default) keeps freed blocks out of reuse: the whole list is reported.
 sed 's/build(10)/build(1000)/' "$tmp/list.c" >"$tmp/list1000.c"
-run env HEAPCHECK=normal LD_PRELOAD="$lib" "$tcc" -run "$tmp/list1000.c"
+run env HEAPCHECK=normal HEAPCHECK_QUARANTINE=20M LD_PRELOAD="$lib" "$tcc" -run "$tmp/list1000.c"
 expect_rc 1
 has "built"
 has "SUMMARY: heapcheck: 16000 bytes leaked in 1000 allocations"
