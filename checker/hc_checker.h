@@ -238,6 +238,9 @@ int hci_tasks_probe_ns(int fd, int self);
 int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why);
 /* Detaches every thread and reaps the helper. */
 void hci_ptrace_resume(hci_world_t *w);
+/* Ends the helper's parent task, if one is left: called once the world is
+ * stopped (see stop_ptrace.c, "Whose child it is"). */
+void hci_ptrace_end_parent(void);
 
 /* ======================= seccomp_watch.c ======================= */
 /* Why a check must not run, or NULL: the program installed a seccomp filter

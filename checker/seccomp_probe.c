@@ -27,8 +27,9 @@
  * not answer) is killed and that call counted as a killer.  The verdict is
  * kept for as long as the filter count stays the same (one probe per
  * process, usually).  Then:
- *   - ptrace, wait4 or prctl kill: threads are stopped with the signal
- *     fallback, its warning naming the filter;
+ *   - ptrace, wait4, prctl, unshare or close_range kill (the helper's
+ *     calls): threads are stopped with the signal fallback, its warning
+ *     naming the filter;
  *   - process_vm_readv kills: memory is read without it;
  *   - any other call a check needs kills: no check (a line on stderr unless
  *     writing one takes a killing call; HEAP_CHECK_ERROR_EXIT_CODE at exit).
@@ -92,7 +93,7 @@ static const struct call calls[] = {
     C(readlink, CORE),
 #endif
     C(close, CORE), C(write, CORE), C(tgkill, CORE), C(rt_tgsigqueueinfo, CORE),
-    C(prctl, PTRACE), C(ptrace, PTRACE), C(wait4, WAIT),
+    C(prctl, PTRACE), C(unshare, PTRACE), C(close_range, PTRACE), C(ptrace, PTRACE), C(wait4, WAIT),
 };
 #undef C
 #define WAIT4 ((int)(sizeof calls / sizeof calls[0]) - 1)
@@ -171,6 +172,8 @@ static void one(int i, long *page, int *fd) {
     break;
   }
   case SYS_prctl: RAW(nr, PR_SET_PDEATHSIG, SIGKILL, 0, 0); break;
+  case SYS_unshare: RAW(nr, 0, 0, 0, 0); break; /* nothing unshared */
+  case SYS_close_range: RAW(nr, ~0u, ~0u, 0, 0); break; /* no such descriptor */
   case SYS_ptrace: RAW(nr, PTRACE_INTERRUPT, 0, 0, 0); break; /* ESRCH */
   case SYS_wait4: { int st; RAW(nr, -1, &st, __WALL | WNOHANG, 0); break; } /* ECHILD */
   default: RAW(nr, 0, 0, 0, 0); break; /* the identity calls */
@@ -300,7 +303,7 @@ static const char *gate(void) {
       if (!(pr.killers >> i & 1)) continue;
       if (calls[i].kind == K_PTRACE || calls[i].kind == K_WAIT) {
         hci_world_no_ptrace("a seccomp filter the program inherited or installed by a direct system call kills "
-                            "ptrace, wait4 or prctl");
+                            "ptrace, wait4, prctl, unshare or close_range");
       } else if (calls[i].kind == K_VMREADV) {
         hci_os_read_no_vm_readv();
       } else if (!verdict) {

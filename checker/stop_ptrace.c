@@ -2,18 +2,42 @@
  * the way LeakSanitizer and gperftools' thread lister do it).
  *
  * A helper task shares our address space but is not a thread of the
- * process: clone(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED) with exit
- * signal 0, so the program never gets a SIGCHLD for it and its wait() or
- * waitpid(-1) never reaps it (only __WALL waits see such a child); its own
- * mmap'ed stack; every signal blocked (inherited from the checking thread,
- * which blocks them around clone), and PR_SET_PDEATHSIG(SIGKILL) so it dies
- * with the checking thread.  It runs only raw system calls (no errno, no
- * libc lock, no malloc: it runs on the checking thread's TLS).
+ * process (a tracer may not be in its tracee's thread group: PTRACE_SEIZE
+ * says EPERM): clone(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED)
+ * with exit signal 0, so no SIGCHLD is sent for it; its own mmap'ed stack;
+ * every signal blocked (inherited from the checking thread, which blocks
+ * them around clone).  It runs only raw system calls (no errno, no libc
+ * lock, no malloc: it runs on the checking thread's TLS).
+ *
+ * Whose child it is.  A child of any thread of ours is seen by the
+ * program's wait with __WALL (waitpid(-1, __WALL | WNOHANG) in a loop, a
+ * SIGCHLD handler's loop, waitid(P_ALL) with __WALL): a helper ends after
+ * the threads are let go, so such a program reaped it before us in 3 of 20
+ * runs (13 of 20 static), a pid it never made.  Any task we clone is our
+ * child, and the one that ends last cannot end while the world is stopped
+ * if it is the tracer (its end lets the threads go).  So the helper is a
+ * grandchild: a parent task (our child) clones it and waits; once the
+ * helper has stopped every thread, the parent ends and the checking thread
+ * reaps it - no thread of the program runs then.  The helper, orphaned,
+ * goes to the namespace's init (or the nearest child subreaper above us),
+ * which reaps it when it ends; the program never sees it.  It cannot use
+ * PR_SET_PDEATHSIG (its parent ends on purpose): it polls instead (20 ms)
+ * and leaves when the checking thread is gone or a stopped thread ended
+ * (only the end of the process ends one).  When the orphan would come back
+ * to us (this process is a child subreaper or its namespace's init) the
+ * helper is our child as before (with PR_SET_PDEATHSIG(SIGKILL)), reaped
+ * after the threads are let go: the race above remains there.  When no
+ * helper could stop the world (ptrace refused, the helper died or could not
+ * be made) the parent stays until the signal fallback has stopped it
+ * (hci_ptrace_end_parent).  Why not another shape: a CLONE_THREAD task
+ * cannot trace its own process's threads; CLONE_PARENT makes the task our
+ * parent's child with our exit signal (a SIGCHLD our parent never expected).
  *
  * Protocol (job.phase is the futex word):
  *  1. The checking thread, holding every lock (see hc_checker.h), maps the
- *     stack, clones the helper, allows it as our tracer (PR_SET_PTRACER when
- *     Yama restricts ptrace) and sets phase GO.
+ *     stacks, clones the parent, which clones the helper; it allows the
+ *     helper as our tracer (PR_SET_PTRACER when Yama restricts ptrace) and
+ *     sets phase GO.
  *  2. The helper lists /proc/<pid>/task through the descriptor it was given,
  *     and for every thread but the checking one: PTRACE_SEIZE (no signal)
  *     and PTRACE_INTERRUPT; then it reaps the stops with wait4(__WALL),
@@ -23,13 +47,15 @@
  *     ESRCH or an exit report: the thread left (EXITED).  EPERM: refused
  *     (a zombie group leader, another tracer, seccomp, non-dumpable).
  *     No stop by the deadline (HEAP_CHECK_STOP_TIMEOUT_MS): NOT_STOPPED.
- *  3. It sets phase STOPPED and waits.  The checking thread scans.
+ *  3. It sets phase STOPPED and waits.  The checking thread ends and reaps
+ *     the parent, then scans.
  *  4. Resume: phase RELEASE; the helper detaches every stopped thread
  *     (re-injecting a signal it caught in a signal-delivery-stop) and exits;
- *     the checking thread reaps it (wait4 __WALL on its pid) and unmaps its
- *     stack.  Threads still running when the helper exits are detached by
- *     the kernel.  At the exit check the world may stay stopped: the helper
- *     then waits until the process ends (PR_SET_PDEATHSIG).
+ *     the checking thread waits for its end (CLONE_CHILD_CLEARTID; in the
+ *     direct shape it reaps it with wait4 __WALL) and unmaps its stack.
+ *     Threads still running when the helper exits are detached by the
+ *     kernel.  At the exit check the world may stay stopped: the helper
+ *     then waits until the process ends.
  * A stop interrupts no system call that the kernel restarts (sleep,
  * nanosleep, poll, select, pause, sigsuspend, read, futex waits...): they
  * resume as if nothing happened.  The kernel still returns EINTR from
@@ -47,6 +73,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -58,6 +85,8 @@
 #include "hc_checker.h"
 
 #define HELPER_STACK (64u << 10)
+#define PARENT_STACK (16u << 10)
+#define ORPHAN_POLL_NS 20000000ll
 #define MAX_PASSES 32
 #define POLL_MIN_NS 20000ll
 #define POLL_MAX_NS 5000000ll
@@ -70,12 +99,25 @@ static struct {
   long long timeout_ns;
   hci_world_t *w;
   int refused;          /* threads that answered PTRACE_SEIZE with EPERM */
-  int helper;           /* its pid, 0 when none */
+  int helper;           /* direct shape: its pid (our child), 0 when none */
+  _Atomic int helper_tid; /* orphan shape: its tid, cleared by the kernel when it ends */
+  bool orphan;          /* the helper is the parent's child, not ours */
   void *stack;
   bool settled;         /* a listing found no new thread */
   bool list_failed;
 } job;
 HC_PRIVATE_STATE(job);
+
+/* The helper's parent (orphan shape): our child, alive from the helper's
+ * creation until the world is stopped.  Apart from job, which each stop
+ * clears: it may outlive a failed ptrace stop (hci_ptrace_end_parent). */
+enum { PS_WAIT, PS_MADE, PS_FAILED, PS_END };
+static struct {
+  _Atomic int state;
+  int pid;              /* 0 when none */
+  void *stack;
+} par;
+HC_PRIVATE_STATE(par);
 
 /* ---------------------------------------------------------------- raw system calls */
 
@@ -409,11 +451,45 @@ static void detach_all(void) {
   }
 }
 
+/* Orphan shape: whether the process is ending (or gone), so that the
+ * helper, which no PR_SET_PDEATHSIG ends, does not outlive it.  A stopped
+ * thread that ended was killed with the whole process (_exit at the exit
+ * check, SIGKILL); the checking thread gone (ESRCH) is the other sign.  A
+ * late stop report of a thread not stopped by the deadline is kept (its
+ * signal re-injected at detach); one that exits is simply gone. */
+static bool process_ending(void) {
+  int st = 0;
+  long r;
+  while ((r = RAW(SYS_wait4, -1, &st, __WALL | WNOHANG, 0)) > 0) {
+    hci_thread_t *t = slot_of((int)r);
+    if (!t) continue;
+    if (WIFSTOPPED(st)) {
+      if ((st >> 16) == 0 && !t->inject_sig) t->inject_sig = WSTOPSIG(st);
+      continue;
+    }
+    bool was_stopped = atomic_load(&t->state) == HCI_T_STOPPED;
+    t->traced = false;
+    if (was_stopped) return true;
+  }
+  return RAW(SYS_tgkill, job.pid, job.self, 0, 0) == -ESRCH;
+}
+
+/* Waits while the phase is `phase`; false when the process is ending. */
+static bool helper_wait(int phase) {
+  while (atomic_load(&job.phase) == phase) {
+    futex_wait(&job.phase, phase, job.orphan ? ORPHAN_POLL_NS : 0);
+    if (job.orphan && atomic_load(&job.phase) == phase && process_ending()) return false;
+  }
+  return true;
+}
+
 static int helper_main(void *arg) {
   (void)arg;
-  RAW(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
-  if (RAW(SYS_getppid, 0, 0, 0, 0) != job.pid) return 0; /* the checking thread is gone already */
-  while (atomic_load(&job.phase) == PH_WAIT) futex_wait(&job.phase, PH_WAIT, 0);
+  if (!job.orphan) {
+    RAW(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
+    if (RAW(SYS_getppid, 0, 0, 0, 0) != job.pid) return 0; /* the checking thread is gone already */
+  }
+  if (!helper_wait(PH_WAIT)) return 0;
   if (atomic_load(&job.phase) == PH_GO) {
     long long deadline = now_ns() + job.timeout_ns;
     for (int pass = 0; pass < MAX_PASSES && !job.list_failed; pass++) {
@@ -428,11 +504,35 @@ static int helper_main(void *arg) {
       }
       collect_stops(from, deadline);
     }
+    /* An orphan may outlive the process by a poll (or longer, when the
+     * checking thread is a zombie leader nobody reaped yet): it keeps no
+     * descriptor of ours open (a pipe's reader would wait for its end of
+     * file), in a table of its own, emptied. */
+    if (job.orphan && RAW(SYS_unshare, CLONE_FILES, 0, 0, 0) == 0) RAW(SYS_close_range, 0, ~0u, 0, 0);
     atomic_store(&job.phase, PH_STOPPED);
     futex_wake(&job.phase);
-    while (atomic_load(&job.phase) == PH_STOPPED) futex_wait(&job.phase, PH_STOPPED, 0);
+    if (!helper_wait(PH_STOPPED)) return 0; /* the kernel detaches the rest */
   }
   detach_all();
+  return 0;
+}
+
+/* The orphan shape's parent: makes the helper, says so, and waits until
+ * the checking thread lets it end (PR_SET_PDEATHSIG: or until that thread
+ * ends).  The helper's tid is written by the kernel before either task
+ * runs on (CLONE_PARENT_SETTID) and cleared when the helper ends. */
+static int parent_main(void *arg) {
+  (void)arg;
+  RAW(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
+  if (RAW(SYS_getppid, 0, 0, 0, 0) != job.pid) return 0;
+  int saved = errno; /* the checking thread's (shared TLS), which waits in raw calls */
+  int tid = clone(helper_main, (char *)job.stack + HELPER_STACK,
+                  CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
+                  NULL, (int *)&job.helper_tid, NULL, (int *)&job.helper_tid);
+  errno = saved;
+  atomic_store(&par.state, tid > 0 ? PS_MADE : PS_FAILED);
+  futex_wake(&par.state);
+  while (atomic_load(&par.state) != PS_END) futex_wait(&par.state, atomic_load(&par.state), 0);
   return 0;
 }
 
@@ -442,8 +542,10 @@ static int helper_main(void *arg) {
 static bool wait_helper(int phase) {
   while (atomic_load(&job.phase) == phase) {
     futex_wait(&job.phase, phase, 50000000ll);
+    if (atomic_load(&job.phase) != phase) break;
     int st;
-    if (atomic_load(&job.phase) == phase && RAW(SYS_wait4, job.helper, &st, __WALL | WNOHANG, 0) == job.helper) {
+    if (job.orphan ? atomic_load(&job.helper_tid) == 0
+                   : RAW(SYS_wait4, job.helper, &st, __WALL | WNOHANG, 0) == job.helper) {
       job.helper = 0;
       return false;
     }
@@ -451,8 +553,16 @@ static bool wait_helper(int phase) {
   return true;
 }
 
+/* Waits for the helper's end (the direct shape reaps it) and unmaps its
+ * stack. */
 static void reap_helper(void) {
-  if (job.helper > 0) {
+  if (job.orphan) {
+    int v;
+    while ((v = atomic_load(&job.helper_tid)) != 0) {
+      struct timespec ts = {0, 20000000};
+      RAW(SYS_futex, &job.helper_tid, FUTEX_WAIT, v, &ts); /* the kernel's wake is not private */
+    }
+  } else if (job.helper > 0) {
     int st;
     while (RAW(SYS_wait4, job.helper, &st, __WALL, 0) == -EINTR) {
     }
@@ -460,6 +570,77 @@ static void reap_helper(void) {
   job.helper = 0;
   if (job.stack) hci_os_unmap(job.stack, HELPER_STACK);
   job.stack = NULL;
+}
+
+void hci_ptrace_end_parent(void) {
+  if (par.pid <= 0) return;
+  atomic_store(&par.state, PS_END);
+  futex_wake(&par.state);
+  int st;
+  while (RAW(SYS_wait4, par.pid, &st, __WALL, 0) == -EINTR) {
+  }
+  par.pid = 0;
+  hci_os_unmap(par.stack, PARENT_STACK);
+  par.stack = NULL;
+}
+
+/* Whether the helper is to be an orphan (see "Whose child it is").  Not
+ * when it would come back to this process (a child subreaper, or its pid
+ * namespace's init), nor under a finite RLIMIT_NPROC of a non-root user (an
+ * orphan counts against the user's processes until init reaps it, which a
+ * lazy init does late: the program's own fork could fail), nor with
+ * HEAP_CHECK_STOP_HELPER=child (an init that never reaps: a zombie a check). */
+static bool orphan_shape(int pid) {
+  static int asked = -1; /* 1: orphan, 0: child, -1: not read yet */
+  if (asked < 0) {
+    const char *m = hci_opt_str(HCO_HEAP_CHECK_STOP_HELPER);
+    asked = !(m && !strcmp(m, "child"));
+    if (m && *m && strcmp(m, "child") && strcmp(m, "orphan"))
+      hci_warn("HEAP_CHECK_STOP_HELPER=%s is neither orphan nor child; using orphan", m);
+  }
+  int sub = 0;
+  struct rlimit nproc;
+  if (!asked || pid == 1 || RAW(SYS_prctl, PR_GET_CHILD_SUBREAPER, &sub, 0, 0) != 0 || sub) return false;
+  if (RAW(SYS_getuid, 0, 0, 0, 0) != 0 &&
+      (RAW(SYS_prlimit64, 0, RLIMIT_NPROC, NULL, &nproc) != 0 || nproc.rlim_cur != RLIM_INFINITY))
+    return false;
+  return true;
+}
+
+/* Makes the helper: the parent first, which makes it (orphan shape), or
+ * the helper itself (direct).  0, or the failing clone's errno. */
+static int make_helper(void) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int err = 0;
+  if (!job.orphan) {
+    int tid = clone(helper_main, (char *)job.stack + HELPER_STACK, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED,
+                    NULL);
+    if (tid > 0) job.helper = tid;
+    else err = errno;
+  } else {
+    atomic_store(&par.state, PS_WAIT);
+    int tid = clone(parent_main, (char *)par.stack + PARENT_STACK, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED,
+                    NULL);
+    if (tid > 0) {
+      par.pid = tid;
+      int st = 0;
+      while (atomic_load(&par.state) == PS_WAIT) {
+        futex_wait(&par.state, PS_WAIT, 50000000ll);
+        if (atomic_load(&par.state) == PS_WAIT && RAW(SYS_wait4, tid, &st, __WALL | WNOHANG, 0) == tid) {
+          par.pid = 0; /* it died (a filter killed its clone): ended while the world ran */
+          break;
+        }
+      }
+      if (atomic_load(&par.state) != PS_MADE) err = EAGAIN;
+      else job.helper = atomic_load(&job.helper_tid);
+    } else {
+      err = errno;
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return err;
 }
 
 /* After unshare(CLONE_NEWPID) the calling thread's children go into a new
@@ -488,22 +669,26 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
     *why = "this thread unshared its pid namespace (the helper task would be the new namespace's first process)";
     return -1;
   }
+  job.orphan = orphan_shape(pid);
   job.stack = hci_os_map(HELPER_STACK);
-  if (!job.stack) return -2; /* no memory now: signals for this stop only */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int tid = clone(helper_main, (char *)job.stack + HELPER_STACK, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED,
-                  NULL);
-  int err = errno;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (tid <= 0) {
+  if (job.orphan && !par.stack) par.stack = hci_os_map(PARENT_STACK);
+  if (!job.stack || (job.orphan && !par.stack)) {
+    if (job.stack) hci_os_unmap(job.stack, HELPER_STACK);
+    job.stack = NULL;
+    return -2; /* no memory now: signals for this stop only */
+  }
+  int err = make_helper();
+  if (err) {
+    /* A helper its parent made before dying leaves at RELEASE (it has
+     * traced nothing); then its stack is unmapped. */
+    atomic_store(&job.phase, PH_RELEASE);
+    futex_wake(&job.phase);
     reap_helper();
     if (err == ENOMEM || err == EAGAIN) return -2;
     *why = "cannot create the helper task (clone failed)";
     return -1;
   }
-  job.helper = tid;
+  int tid = job.helper;
   if (yama) RAW(SYS_prctl, PR_SET_PTRACER, tid, 0, 0);
   atomic_store(&job.phase, PH_GO);
   futex_wake(&job.phase);
@@ -531,6 +716,7 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
     }
   }
   w->incomplete = !job.settled;
+  hci_ptrace_end_parent(); /* every thread is stopped (or the check is incomplete): none can reap it first */
   return 0;
 }
 

@@ -660,6 +660,7 @@ int hci_world_stop(hci_world_t *w) {
       transient = pr == -2;
       w->method = HCI_STOP_SIGNAL;
       signal_stop(w, taskfd, pid);
+      hci_ptrace_end_parent(); /* a helper's parent left by a failed ptrace stop: no thread can reap it now */
     }
   }
   hci_proc_close(taskfd, kept);

@@ -78,6 +78,16 @@
  *              forbids reading any file or directory (exit 77 where
  *              Landlock is missing); then a 48-byte leak, returns 0: the
  *              report must still name functions (the files are out of reach).
+ *  wall-reaper HOW  the program reaps every child it has, clone children
+ *              too (__WALL), while main forks short-lived children between
+ *              30 checks (scoped ones and __lsan_do_recoverable_leak_check),
+ *              then leaks 48 bytes and returns 0 with the reaper still
+ *              running through the exit check.  HOW: "loop" (a thread polls
+ *              waitpid(-1, __WALL | WNOHANG)), "waitid" (the same with
+ *              waitid(P_ALL, WEXITED | WNOHANG | __WALL)) or "sigchld" (a
+ *              SIGCHLD handler loops on waitpid(-1, __WALL | WNOHANG)).  A
+ *              pid the program never forked (a task of the checker's) is
+ *              said at once ("FAIL: reaped pid N"), and main exits 2.
  *  small-stack DIR  a thread with a PTHREAD_STACK_MIN (16 KiB) stack runs a
  *              scoped check that finds its 100-byte leak, writes a heap
  *              profile to DIR/small (sampling every allocation: each malloc
@@ -804,6 +814,117 @@ static int fd_exhaust(void) {
   return e == EMFILE ? 0 : 9;
 }
 
+/* ---------------------------------------------------------------- __WALL reapers */
+
+int __lsan_do_recoverable_leak_check(void);
+
+#define WALL_KIDS 256
+static _Atomic int *wall_kids, wall_reaped, wall_foreign, wall_how; /* wall_kids: shared with the children */
+enum { WALL_LOOP, WALL_WAITID, WALL_SIGCHLD };
+
+/* Writes with write(2) only: called from a handler and during exit. */
+static void wall_say_foreign(int pid) {
+  char msg[64];
+  int n = snprintf(msg, sizeof msg, "FAIL: reaped pid %d, not a child of ours\n", pid);
+  if (write(1, msg, (size_t)n) < 0) _exit(9);
+}
+
+/* One pass: reaps every child that has ended; each must be one main forked
+ * (main records a pid before its child may end: the child waits until it
+ * sees its pid in the table, a shared mapping). */
+static void wall_reap(void) {
+  int saved = errno;
+  for (;;) {
+    int pid, st;
+    if (atomic_load(&wall_how) == WALL_WAITID) {
+      siginfo_t si;
+      memset(&si, 0, sizeof si);
+      if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | __WALL) != 0 || si.si_pid == 0) break;
+      pid = si.si_pid;
+    } else {
+      pid = waitpid(-1, &st, __WALL | WNOHANG);
+      if (pid <= 0) break;
+    }
+    bool ours = false;
+    for (int i = 0; i < WALL_KIDS && !ours; i++) ours = atomic_load(&wall_kids[i]) == pid;
+    if (ours) {
+      atomic_fetch_add(&wall_reaped, 1);
+    } else {
+      atomic_fetch_add(&wall_foreign, 1);
+      wall_say_foreign(pid);
+    }
+  }
+  errno = saved;
+}
+
+static void wall_on_chld(int sig) {
+  (void)sig;
+  wall_reap();
+}
+
+static void *wall_poller(void *arg) {
+  (void)arg;
+  for (;;) {
+    wall_reap();
+    sched_yield();
+  }
+  return NULL;
+}
+
+static int wall_reaper(const char *how) {
+  atomic_store(&wall_how, !strcmp(how, "waitid") ? WALL_WAITID : !strcmp(how, "sigchld") ? WALL_SIGCHLD : WALL_LOOP);
+  if (atomic_load(&wall_how) == WALL_SIGCHLD) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = wall_on_chld;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCHLD, &sa, NULL);
+  }
+  wall_kids = mmap(NULL, WALL_KIDS * sizeof *wall_kids, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (wall_kids == MAP_FAILED) return 9;
+  pthread_t t;
+  for (int i = 0; i < 2; i++) pthread_create(&t, NULL, napper, NULL); /* threads to stop */
+  if (atomic_load(&wall_how) != WALL_SIGCHLD) pthread_create(&t, NULL, wall_poller, NULL);
+  int failed = 0;
+  for (int i = 0; i < 30; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      while (atomic_load(&wall_kids[i]) != getpid()) usleep(100);
+      _exit(0);
+    }
+    if (pid < 0) return 9;
+    atomic_store(&wall_kids[i], pid);
+    if (i % 3 == 2) {
+      failed += __lsan_do_recoverable_leak_check() != 0;
+    } else {
+      hc_check_t *c = hc_check_begin("wall");
+      failed += !hc_check_end(c, HC_CHECK_REPORT);
+      hc_check_free(c);
+    }
+  }
+  /* Every child of ours reaped (the SIGCHLD runs: by the handler; a
+   * SIGCHLD merged with another one is picked up here). */
+  for (int spin = 0; atomic_load(&wall_reaped) < 30 && spin < 5000; spin++) {
+    if (atomic_load(&wall_how) == WALL_SIGCHLD) {
+      sigset_t chld, old;
+      sigemptyset(&chld);
+      sigaddset(&chld, SIGCHLD);
+      pthread_sigmask(SIG_BLOCK, &chld, &old);
+      wall_reap();
+      pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    usleep(1000);
+  }
+  printf("wall-reaper: %d checks failed, %d children of ours reaped, %d foreign\n", failed,
+         atomic_load(&wall_reaped), atomic_load(&wall_foreign));
+  fflush(stdout);
+  void *volatile p = leaf_leak();
+  p = NULL;
+  (void)p;
+  return failed || atomic_load(&wall_foreign) || atomic_load(&wall_reaped) != 30 ? 2 : 0;
+}
+
 /* ---------------------------------------------------------------- small stacks */
 
 static const char *small_dir;
@@ -866,6 +987,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "tracer")) return tracer();
   if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
   if (!strcmp(s, "small-stack")) return small_stack(arg);
+  if (!strcmp(s, "wall-reaper")) return wall_reaper(arg);
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
   if (!strcmp(s, "exit-race")) return exit_race();
@@ -875,7 +997,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "landlock")) return landlock_scenario();
   if (!strcmp(s, "filtered")) return filtered(argc, argv);
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join|pthread-exit-race|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|wall-reaper loop|waitid|sigchld|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join|pthread-exit-race|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
           argv[0]);
   return 9;
 }
