@@ -30,6 +30,12 @@
  * set-up.
  */
 #include <dlfcn.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +237,33 @@ static void wait_for_good(void) {
   for (;;) pause();
 }
 
+/* Set once the exit check has passed and exit goes on (a failing one ends
+ * the process itself). */
+static _Atomic bool exit_check_done;
+HC_PRIVATE_STATE(exit_check_done);
+
+/* A thread that calls exit after the check was taken waits for good, unless
+ * a thread joins it once the check is done: an exit handler registered
+ * before ours (from a constructor) runs after the check, and one that joins
+ * a thread calling exit meanwhile waited for ever (glibc 2.36 alone ends
+ * the process with the second exit's status; 2.41 hangs by itself).  That
+ * exit goes on then, as libc has it: the thread in exit is the joiner,
+ * blocked until this one ends, so no two threads run the rest of exit (two
+ * at once crashed in the library's destructors).  A joiner waits on this
+ * thread's tid word (the kernel's clear_child_tid, PR_GET_TID_ADDRESS); a
+ * wake that finds a waiter tells, and the joiner, woken for nothing, waits
+ * again.  Without that address (no CONFIG_CHECKPOINT_RESTORE): for good. */
+static void wait_unless_joined(void) {
+  int *tid_word = NULL;
+  if (hci_raw6(SYS_prctl, PR_GET_TID_ADDRESS, (long)&tid_word, 0, 0, 0, 0) != 0 || !tid_word) wait_for_good();
+  for (;;) {
+    struct timespec ts = {0, 10000000};
+    hci_raw6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+    if (atomic_load(&exit_check_done) && hci_raw6(SYS_futex, (long)tid_word, FUTEX_WAKE, INT_MAX, 0, 0, 0) > 0)
+      return;
+  }
+}
+
 static hc_noinline void exit_check(int status, void *arg __attribute__((unused))) {
   HCI_ENTRY_SP(sp);
   if (hci_os_memory_borrowed()) { /* a vfork child's exit: the check is its parent's */
@@ -242,6 +275,7 @@ static hc_noinline void exit_check(int status, void *arg __attribute__((unused))
   hci_leaks.exit_status = status;
   hci_leaks.have_status = true;
   final_check(sp, FINAL_AT_EXIT);
+  atomic_store(&exit_check_done, true);
 }
 
 /* strict, draconian, as-is after destructors: the check runs in the
@@ -342,7 +376,7 @@ static void claim_exit(void) {
     if (cur >> 32 == pid) break;    /* another thread of this process is ending it */
     if (atomic_compare_exchange_weak(&exit_claim, &cur, me)) return;
   }
-  if (atomic_load(&check_taken_by)) wait_for_good();
+  if (atomic_load(&check_taken_by)) wait_unless_joined();
 }
 
 static hc_noinline int start_main(int argc, char **argv, char **envp) {

@@ -58,6 +58,10 @@
  *              calls exit(0), whose first handler (the program's) joins a
  *              thread that calls exit(5) once that handler runs: the second
  *              exit ends the process (glibc before 2.41), status 5.
+ *              With "ctor": no leak; a constructor registered that
+ *              handler (before the library's): it runs after the exit check
+ *              and joins a thread that calls exit(5) then (the check is
+ *              taken), status 5 (it waited for ever).
  *  pthread-exit-race  main leaks 33 bytes (through a helper that fills
  *              them), starts 6 threads that call exit(6) together and calls
  *              pthread_exit (status 6; the check may find main still in
@@ -561,6 +565,18 @@ static int exit_join(void) {
   exit(0);
 }
 
+/* "exit-join ctor": the handler is registered by a constructor, before the
+ * library's exit handlers, so it runs after the exit check. */
+__attribute__((constructor)) static void exit_join_ctor(int argc, char **argv, char **envp) {
+  (void)envp;
+  if (argc > 2 && !strcmp(argv[1], "exit-join") && !strcmp(argv[2], "ctor")) atexit(join_handler);
+}
+
+static int exit_join_ctor_scenario(void) {
+  pthread_create(&late_exiter, NULL, late_exit, NULL);
+  exit(0);
+}
+
 static __attribute__((noinline)) void *filled(size_t n) {
   void *p = malloc(n);
   memset(p, 1, n);
@@ -991,13 +1007,13 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
   if (!strcmp(s, "exit-race")) return exit_race();
-  if (!strcmp(s, "exit-join")) return exit_join();
+  if (!strcmp(s, "exit-join")) return !strcmp(arg, "ctor") ? exit_join_ctor_scenario() : exit_join();
   if (!strcmp(s, "pthread-exit-race")) return pthread_exit_race();
   if (!strcmp(s, "sandbox")) return sandbox();
   if (!strcmp(s, "landlock")) return landlock_scenario();
   if (!strcmp(s, "filtered")) return filtered(argc, argv);
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|wall-reaper loop|waitid|sigchld|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join|pthread-exit-race|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
+  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|wall-reaper loop|waitid|sigchld|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join [ctor]|pthread-exit-race|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
           argv[0]);
   return 9;
 }
