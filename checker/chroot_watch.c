@@ -20,6 +20,9 @@
 #include "hc_symbolize.h"
 
 hc_public __attribute__((weak)) int chroot(const char *path) {
-  if (hci_chk.active) hci_symbolizer_premap();
+  if (hci_chk.active) {
+    hci_symbolizer_premap();
+    hci_tree_pending();
+  }
   return (int)hci_raw_libc_result(hci_raw6(SYS_chroot, (long)path, 0, 0, 0, 0, 0));
 }

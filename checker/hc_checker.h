@@ -441,6 +441,10 @@ void hci_chk_no_follow(void);
  * (HEAPCHECK_TREE): appends this process's record to <dir>/processes and,
  * for a descendant whose report went to a file, prints one line on stderr. */
 void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete);
+/* Under the launcher: a "pending" record, once per process, before it walls
+ * itself in (chroot, a killing seccomp filter, Landlock), after which its
+ * own record may never arrive (see tree.c).  No malloc. */
+void hci_tree_pending(void);
 
 /* ======================= direct_exit.c ======================= */
 /* Records the pid the checker starts in (checker start-up). */

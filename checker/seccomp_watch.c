@@ -68,12 +68,20 @@ static void installed(unsigned long mode, const void *arg, bool all_threads) {
   hci_unwind_forbid_syscalls(); /* and so does recording a new stack in malloc */
 }
 
+/* Before a filter that may end the process is installed: its record may
+ * never reach the launcher after it (tree.c's pending record). */
+static void walling_in(unsigned long mode, const void *arg) {
+  if (hci_chk.active && (mode == SECCOMP_MODE_STRICT || (mode == SECCOMP_MODE_FILTER && may_end(arg))))
+    hci_tree_pending();
+}
+
 hc_public __attribute__((weak)) int prctl(int option, ...) {
   va_list ap;
   va_start(ap, option);
   unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
   unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
   va_end(ap);
+  if (option == PR_SET_SECCOMP) walling_in(a2, (const void *)a3);
   long r = hci_raw6(SYS_prctl, option, (long)a2, (long)a3, (long)a4, (long)a5, 0);
   if (option == PR_SET_SECCOMP && r == 0) installed(a2, (const void *)a3, false);
   return (int)hci_raw_libc_result(r);
@@ -88,8 +96,13 @@ hc_public __attribute__((weak)) long syscall(long n, ...) {
 #ifdef SYS_landlock_restrict_self
   /* A Landlock domain may take the module files out of reach, as a chroot
    * does (checker/chroot_watch.c): they are mapped first. */
-  if (n == SYS_landlock_restrict_self && hci_chk.active) hci_symbolizer_premap();
+  if (n == SYS_landlock_restrict_self && hci_chk.active) {
+    hci_symbolizer_premap();
+    hci_tree_pending();
+  }
 #endif
+  if (n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
+    walling_in(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER, (const void *)c);
   long r = hci_raw6(n, a, b, c, d, e, f);
   /* seccomp(SECCOMP_SET_MODE_STRICT / _FILTER, flags, prog) */
   if (n == SYS_seccomp && r >= 0 && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))

@@ -7,7 +7,13 @@
  * <dir>/processes (the launcher created it; never created here):
  *     pid \t leaked bytes \t leaked allocations \t state \t report \t command line \n
  * where state is "ok", or "incomplete" when the check could not complete
- * (its totals are then what it found, not a verdict), report is the log
+ * (its totals are then what it found, not a verdict), or "pending": written
+ * (0 and 0) when the process walls itself in - chroot, a seccomp filter that
+ * may kill, a Landlock domain - after which its record may never arrive
+ * (sshd's sandboxed child closes every descriptor, the kept one too, and the
+ * directory is out of view).  The launcher counts a pending record that no
+ * later record of the same pid follows as a check that could not complete;
+ * before, such a process was missing from the summary.  report is the log
  * file's path or "stderr", and the command line is
  * /proc/self/cmdline with spaces between arguments (tabs, newlines and other
  * control characters shown as '?', cut at 1 KiB).  The record is one
@@ -46,7 +52,7 @@ static size_t read_cmdline(char *buf, size_t size) {
   return len;
 }
 
-static void append_record(ssize_t bytes, ssize_t objects, bool incomplete, const char *report) {
+static void append_record(ssize_t bytes, ssize_t objects, const char *state, const char *report) {
   /* Opened at start (log_stream.c): a process that dropped its privileges
    * since (nginx's workers) could not open the launcher's directory now. */
   int fd = hci_log_stream_records_fd();
@@ -55,7 +61,7 @@ static void append_record(ssize_t bytes, ssize_t objects, bool incomplete, const
   if (read_cmdline(cmd, sizeof cmd) == 0) hci_snprintf(cmd, sizeof cmd, "?");
   char line[3072];
   int n = hci_snprintf(line, sizeof line, "%d\t%zd\t%zd\t%s\t%.1500s\t%s\n", (int)getpid(), bytes < 0 ? 0 : bytes,
-                       objects < 0 ? 0 : objects, incomplete ? "incomplete" : "ok", report, cmd);
+                       objects < 0 ? 0 : objects, state, report, cmd);
   size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
   if (len && line[len - 1] != '\n') line[len - 1] = '\n';
   hci_write_all(fd, line, len);
@@ -65,7 +71,7 @@ void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete) {
   const char *dir = hci_log_stream_tree_dir();
   if (!dir) return;
   const char *file = hci_log_stream_path();
-  append_record(bytes, objects, incomplete, file ? file : "stderr");
+  append_record(bytes, objects, incomplete ? "incomplete" : "ok", file ? file : "stderr");
   if (bytes <= 0 && objects <= 0 && !incomplete) return;
   if (!file || hci_log_stream_tree_top()) return;
   if (incomplete) {
@@ -76,4 +82,17 @@ void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete) {
   hci_fdprintf(hci_log_stream_stderr(), "heapcheck: %s (pid %d) leaked %zd bytes in %zd allocations; report: %s\n",
                *hci_prog_short_name() ? hci_prog_short_name() : "?", (int)getpid(), bytes,
                objects, file);
+}
+
+/* Once per process (a fork child has its own pid): before the process walls
+ * itself in, while the records file can still be written. */
+static int pending_pid;
+HC_PRIVATE_STATE(pending_pid);
+
+void hci_tree_pending(void) {
+  int pid = (int)getpid();
+  if (!hci_log_stream_tree_dir() || pending_pid == pid) return;
+  pending_pid = pid;
+  const char *file = hci_log_stream_path();
+  append_record(0, 0, "pending", file ? file : "stderr");
 }

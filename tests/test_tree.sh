@@ -146,7 +146,34 @@ int main(void) {
 }
 EOF
 cp "$(dirname "$0")/launcher_fixtures/leaky.c" "$tmp/leaky.c"
-for f in leaky waiter leakcc dropper unstoppable; do
+# walled EMPTYDIR: forks a child that chroots into EMPTYDIR (root only: 77
+# otherwise), closes every descriptor (the kept records one too: sshd's
+# sandboxed child does both), leaks 48 bytes and exits 0; its record cannot
+# be written.  The parent waits and returns 0.
+cat >"$tmp/walled.c" <<'EOF'
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chroot(argv[1]) != 0 || chdir("/") != 0) _exit(77);
+    syscall(SYS_close_range, 0u, ~0u, 0u);
+    void *volatile p = malloc(48);
+    p = 0;
+    exit(0);
+  }
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid) return 2;
+  fprintf(stderr, "walled child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  return WIFEXITED(st) && WEXITSTATUS(st) == 77 ? 77 : 0;
+}
+EOF
+for f in leaky waiter leakcc dropper unstoppable walled; do
   # shellcheck disable=SC2086 # HC_CC may be a command with arguments
   if ! $CC_CMD -g -O1 -fno-omit-frame-pointer -pthread -o "$tmp/$f" "$tmp/$f.c" 2>"$tmp/cc.log"; then
     cat "$tmp/cc.log"
@@ -268,6 +295,19 @@ rep=$(printf '%s\n' "$out" | sed -n 's/^heapcheck: unstoppable (pid [0-9]*): its
 out=$(cat "$rep" 2>/dev/null)
 cur="unfinished check's report $rep"
 has "could not complete"
+# A child that walls itself in (chroot, every descriptor closed) cannot
+# write its record: it counts as a check that could not complete (it was
+# missing from the summary: "1 process checked, no leaks found", status 0).
+mkdir -p "$tmp/empty"
+run_err "$launcher" "$tmp/walled" "$tmp/empty"
+if [ $rc = 77 ]; then
+  echo "note: chroot refused (not root): the walled-in child run was not made"
+else
+  expect_rc 125
+  has "walled child status 0"
+  has_re "^heapcheck: 2 processes checked, no leaks found in the others; 1 check could not complete$"
+  has_re "^heapcheck:   pid [0-9]+: check could not complete \(no record after it walled itself in: chroot, seccomp or Landlock; report: $TMPDIR/heapcheck\.[^)]*\): $tmp/walled $tmp/empty$"
+fi
 # shellcheck disable=SC2086
 run_err env $unst HEAP_CHECK_ERROR_EXIT_CODE=7 "$launcher" "$tmp/unstoppable"
 expect_rc 7

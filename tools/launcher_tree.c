@@ -3,7 +3,12 @@
  *
  * Record lines (checker/tree.c): pid \t bytes \t objects \t state \t report \t cmdline,
  * state "ok" or "incomplete" (the check could not complete: it proves
- * nothing, so the summary never says "no leaks found" then).
+ * nothing, so the summary never says "no leaks found" then), or "pending":
+ * the process walled itself in (chroot, seccomp, Landlock) and its own
+ * record may never come; the next record of that pid replaces it, and one
+ * that none replaces counts as a check that could not complete (sshd's
+ * sandboxed child, which closes every descriptor and chroots, was missing
+ * from the summary).
  * A process appears once per checked image: a process that exec'ed another
  * checked program records twice with the same pid (both are listed).
  */
@@ -67,21 +72,34 @@ void hc_tree_read(const hc_tree_t *t, hc_tree_summary_t *s) {
     char *pid = field(&p), *bytes = field(&p), *objects = field(&p), *state = field(&p), *report = field(&p),
          *cmd = p;
     if (!pid || !bytes || !objects || !state || !report || !cmd) continue;
-    if (s->nprocs == alloc) {
-      alloc = alloc ? alloc * 2 : 64;
-      hc_proc_t *np = realloc(s->procs, alloc * sizeof *np);
-      if (!np) break;
-      s->procs = np;
+    long id = strtol(pid, NULL, 10);
+    hc_proc_t *pr = NULL;
+    for (size_t i = s->nprocs; i-- > 0 && !pr;)
+      if (s->procs[i].pid == id && s->procs[i].pending) pr = &s->procs[i];
+    if (pr) { /* its own record came after all */
+      free(pr->report);
+      free(pr->cmdline);
+    } else {
+      if (s->nprocs == alloc) {
+        alloc = alloc ? alloc * 2 : 64;
+        hc_proc_t *np = realloc(s->procs, alloc * sizeof *np);
+        if (!np) break;
+        s->procs = np;
+      }
+      pr = &s->procs[s->nprocs++];
     }
-    hc_proc_t *pr = &s->procs[s->nprocs++];
-    pr->pid = strtol(pid, NULL, 10);
+    pr->pid = id;
     pr->bytes = strtoull(bytes, NULL, 10);
     pr->objects = strtoull(objects, NULL, 10);
-    pr->incomplete = strcmp(state, "incomplete") == 0;
+    pr->pending = strcmp(state, "pending") == 0;
+    pr->incomplete = pr->pending || strcmp(state, "incomplete") == 0;
     pr->report = strdup(report);
     pr->cmdline = strdup(cmd);
-    /* An unfinished check's totals (roots missing) are no verdict. */
-    if (pr->incomplete) {
+    /* An unfinished check's totals (roots missing) are no verdict; a
+     * pending record is counted at the end, when none replaced it. */
+    if (pr->pending) {
+      continue;
+    } else if (pr->incomplete) {
       s->incomplete++;
     } else if (pr->bytes || pr->objects) {
       s->leaking++;
@@ -91,6 +109,7 @@ void hc_tree_read(const hc_tree_t *t, hc_tree_summary_t *s) {
   }
   free(line);
   fclose(f);
+  for (size_t i = 0; i < s->nprocs; i++) s->incomplete += s->procs[i].pending;
 }
 
 void hc_tree_print(const hc_tree_t *t, const hc_tree_summary_t *s, FILE *out) {
@@ -111,7 +130,12 @@ void hc_tree_print(const hc_tree_t *t, const hc_tree_summary_t *s, FILE *out) {
             s->leaking, s->bytes, s->objects, unfinished);
   for (size_t i = 0; i < s->nprocs; i++) {
     const hc_proc_t *p = &s->procs[i];
-    if (p->incomplete)
+    if (p->pending)
+      fprintf(out,
+              "heapcheck:   pid %ld: check could not complete (no record after it walled itself in: chroot, seccomp "
+              "or Landlock; report: %s): %s\n",
+              p->pid, p->report, p->cmdline);
+    else if (p->incomplete)
       fprintf(out, "heapcheck:   pid %ld: check could not complete (report: %s): %s\n", p->pid, p->report,
               p->cmdline);
     else if (p->bytes || p->objects)

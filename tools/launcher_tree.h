@@ -15,6 +15,7 @@ typedef struct hc_proc {
   long pid;
   unsigned long long bytes, objects;
   bool incomplete;           /* its check could not complete */
+  bool pending;              /* walled in, and no record of its own came (counted incomplete) */
   char *report;              /* log file path or "stderr" */
   char *cmdline;
 } hc_proc_t;
