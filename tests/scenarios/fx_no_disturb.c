@@ -889,14 +889,7 @@ static void *wall_poller(void *arg) {
 
 static int wall_reaper(const char *how) {
   atomic_store(&wall_how, !strcmp(how, "waitid") ? WALL_WAITID : !strcmp(how, "sigchld") ? WALL_SIGCHLD : WALL_LOOP);
-  if (atomic_load(&wall_how) == WALL_SIGCHLD) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = wall_on_chld;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGCHLD, &sa, NULL);
-  }
+  if (atomic_load(&wall_how) == WALL_SIGCHLD) signal(SIGCHLD, wall_on_chld); /* glibc's: SA_RESTART */
   wall_kids = mmap(NULL, WALL_KIDS * sizeof *wall_kids, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (wall_kids == MAP_FAILED) return 9;
   pthread_t t;
