@@ -283,6 +283,7 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
   const char *sandboxed = hci_seccomp_refusal();
   if (!sandboxed) sandboxed = hci_seccomp_gate();
   if (sandboxed) {
+    hci_ptrace_end_parent(); /* the probes' parent: no stop follows (the world runs) */
     *bytes = *objects = 0;
     hci_leaks.incomplete = true;
     say_incomplete(req, sandboxed);
@@ -290,6 +291,7 @@ int hci_chk_run(const hci_check_req_t *req, ssize_t *bytes, ssize_t *objects) {
   }
   struct run_call c = {req, bytes, objects, 0};
   hci_own_stack_call(run_call, &c);
+  hci_ptrace_end_parent(); /* normally ended at the stop already */
   return c.ok;
 }
 

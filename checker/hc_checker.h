@@ -238,9 +238,16 @@ int hci_tasks_probe_ns(int fd, int self);
 int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why);
 /* Detaches every thread and reaps the helper. */
 void hci_ptrace_resume(hci_world_t *w);
-/* Ends the helper's parent task, if one is left: called once the world is
- * stopped (see stop_ptrace.c, "Whose child it is"). */
+/* Ends the parent task, if one is left: called once the world is stopped,
+ * or when no thread but the caller's can reap it (see stop_ptrace.c, "Whose
+ * child it is"). */
 void hci_ptrace_end_parent(void);
+/* Where the helper is an orphan (stop_ptrace.c), has the parent task (made
+ * first when needed) clone fn on the stack top `top` with `flags` (with
+ * CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID on *tidp when given): a task no
+ * wait of the program sees.  The tid, -errno (the clone failed, or the
+ * parent died at it), or 0 where the shape is direct (the caller clones). */
+int hci_parent_clone(int (*fn)(void *), void *top, int flags, int *tidp);
 
 /* ======================= seccomp_watch.c ======================= */
 /* Why a check must not run, or NULL: the program installed a seccomp filter

@@ -20,9 +20,12 @@
  * blocked (a trapping filter's SIGSYS then kills it instead of running the
  * program's handler); a kill ends only the probe.  It writes the index of
  * the call it is about to make into shared memory: when it dies, that call
- * is the killer, and a new probe goes on from the next one.  The parent
- * learns of its end from CLONE_CHILD_CLEARTID (a futex), not wait4, and
- * reaps it with wait4 only when the probe found wait4 harmless.  A probe
+ * is the killer, and a new probe goes on from the next one.  The checking
+ * thread learns of its end from CLONE_CHILD_CLEARTID (a futex), not wait4.
+ * Probes are made by stop_ptrace.c's parent task where the helper is an
+ * orphan (no wait of the program sees them; they go to init with that
+ * parent, which ends at the check's stop); elsewhere by the checking thread,
+ * which reaps them with wait4 only when the probe found wait4 harmless.  A probe
  * blocked past a second (a user-notification filter whose supervisor does
  * not answer) is killed and that call counted as a killer.  The verdict is
  * kept for as long as the filter count stays the same (one probe per
@@ -206,9 +209,12 @@ static int run_probe(int start, bool *created) {
    * and clears it when the probe ends: a store of ours after clone could
    * come after the clear (the probe ended first under strace) and wait for
    * ever. */
-  int tid = clone(probe_main, pr.stack + PROBE_STACK,
-                  CLONE_VM | CLONE_UNTRACED | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID, NULL, (int *)&pr.tid,
-                  NULL, (int *)&pr.tid);
+  /* A probe the parent task makes is no child of ours (a program reaping
+   * with __WALL took them: stop_ptrace.c, "Whose child it is"). */
+  const int flags = CLONE_VM | CLONE_UNTRACED | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+  int tid = hci_parent_clone(probe_main, pr.stack + PROBE_STACK, flags, (int *)&pr.tid);
+  bool ours = tid == 0;
+  if (ours) tid = clone(probe_main, pr.stack + PROBE_STACK, flags, NULL, (int *)&pr.tid, NULL, (int *)&pr.tid);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   *created = tid > 0;
   if (tid <= 0) return start;
@@ -229,7 +235,7 @@ static int run_probe(int start, bool *created) {
       break;
     }
   }
-  pr.tids[pr.ntids++] = tid;
+  if (ours) pr.tids[pr.ntids++] = tid;
   return atomic_load(&pr.at);
 }
 
@@ -263,8 +269,9 @@ static void probe_all(void) {
     pr.killers |= 1ll << at;
     start = at + 1;
   }
-  /* A probe is a child of this thread with no exit signal: only a __WALL
-   * wait reaps it; when wait4 kills, they stay zombies until the process ends. */
+  /* A probe made by this thread is its child with no exit signal: only a
+   * __WALL wait reaps it; when wait4 kills, they stay zombies until the
+   * process ends.  The parent task's probes go to init with it. */
   for (int i = 0; wait_ok && i < pr.ntids; i++) {
     int st;
     while (RAW(SYS_wait4, pr.tids[i], &st, __WALL, 0) == -EINTR) {

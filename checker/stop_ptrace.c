@@ -29,7 +29,14 @@
  * after the threads are let go: the race above remains there.  When no
  * helper could stop the world (ptrace refused, the helper died or could not
  * be made) the parent stays until the signal fallback has stopped it
- * (hci_ptrace_end_parent).  Why not another shape: a CLONE_THREAD task
+ * (hci_ptrace_end_parent).  The same parent makes seccomp_probe.c's probes
+ * before the check (hci_parent_clone) and never reaps them: they go to init
+ * with it; a check that stops nothing (a lone thread) ends it at once, and
+ * one the probe's verdict refuses ends it while the threads run (once per
+ * process).  Under a non-root finite RLIMIT_NPROC, too, the helper is our
+ * child (an orphan counts against the user's processes until init reaps
+ * it), and with HEAP_CHECK_STOP_HELPER=child (an init that never reaps
+ * would keep a zombie a check).  Why not another shape: a CLONE_THREAD task
  * cannot trace its own process's threads; CLONE_PARENT makes the task our
  * parent's child with our exit signal (a SIGCHLD our parent never expected).
  *
@@ -108,13 +115,22 @@ static struct {
 } job;
 HC_PRIVATE_STATE(job);
 
-/* The helper's parent (orphan shape): our child, alive from the helper's
- * creation until the world is stopped.  Apart from job, which each stop
- * clears: it may outlive a failed ptrace stop (hci_ptrace_end_parent). */
-enum { PS_WAIT, PS_MADE, PS_FAILED, PS_END };
+/* The parent task (orphan shape): our child, alive from the first task a
+ * check asks of it (seccomp_probe.c's probes, then the helper) until the
+ * world is stopped.  It clones what it is asked (req, futex word) and says
+ * the tid (ans).  It never reaps: the probes' zombies are its children,
+ * handed to init with the helper when it ends.  Apart from job, which each
+ * stop clears: it outlives the gate's probes and a failed ptrace stop. */
+enum { PQ_NONE, PQ_CLONE, PQ_END };
 static struct {
-  _Atomic int state;
-  int pid;              /* 0 when none */
+  _Atomic int req;      /* PQ_*: what the parent is asked */
+  _Atomic int ans;      /* 0 until answered: the new task's tid, or -errno */
+  int (*fn)(void *);
+  void *top;            /* the new task's stack top */
+  int flags;
+  int *tidp;            /* CLONE_PARENT_SETTID / CLONE_CHILD_CLEARTID word, or NULL */
+  int owner;            /* our pid (a fork child's copy is not its own) */
+  int pid;              /* the parent's, 0 when none */
   void *stack;
 } par;
 HC_PRIVATE_STATE(par);
@@ -517,23 +533,27 @@ static int helper_main(void *arg) {
   return 0;
 }
 
-/* The orphan shape's parent: makes the helper, says so, and waits until
- * the checking thread lets it end (PR_SET_PDEATHSIG: or until that thread
- * ends).  The helper's tid is written by the kernel before either task
- * runs on (CLONE_PARENT_SETTID) and cleared when the helper ends. */
+/* The orphan shape's parent: clones what it is asked until it is told to
+ * end (PR_SET_PDEATHSIG: or until the checking thread ends).  A tid word
+ * is written by the kernel before either task runs on (CLONE_PARENT_SETTID)
+ * and cleared when that task ends.  Every signal blocked (inherited), so
+ * are its tasks'. */
 static int parent_main(void *arg) {
   (void)arg;
   RAW(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
-  if (RAW(SYS_getppid, 0, 0, 0, 0) != job.pid) return 0;
-  int saved = errno; /* the checking thread's (shared TLS), which waits in raw calls */
-  int tid = clone(helper_main, (char *)job.stack + HELPER_STACK,
-                  CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
-                  NULL, (int *)&job.helper_tid, NULL, (int *)&job.helper_tid);
-  errno = saved;
-  atomic_store(&par.state, tid > 0 ? PS_MADE : PS_FAILED);
-  futex_wake(&par.state);
-  while (atomic_load(&par.state) != PS_END) futex_wait(&par.state, atomic_load(&par.state), 0);
-  return 0;
+  if (RAW(SYS_getppid, 0, 0, 0, 0) != par.owner) return 0;
+  for (;;) {
+    int r;
+    while ((r = atomic_load(&par.req)) == PQ_NONE) futex_wait(&par.req, PQ_NONE, 0);
+    if (r == PQ_END) return 0;
+    int saved = errno; /* the checking thread's (shared TLS), which waits in raw calls */
+    int tid = clone(par.fn, par.top, par.flags, NULL, par.tidp, NULL, par.tidp);
+    int e = errno;
+    errno = saved;
+    atomic_store(&par.req, PQ_NONE);
+    atomic_store(&par.ans, tid > 0 ? tid : -(e > 0 ? e : EAGAIN));
+    futex_wake(&par.ans);
+  }
 }
 
 /* ---------------------------------------------------------------- checking thread */
@@ -574,14 +594,16 @@ static void reap_helper(void) {
 
 void hci_ptrace_end_parent(void) {
   if (par.pid <= 0) return;
-  atomic_store(&par.state, PS_END);
-  futex_wake(&par.state);
+  if (par.owner != (int)RAW(SYS_getpid, 0, 0, 0, 0)) { /* a fork child's copy: its parent's task */
+    par.pid = 0;
+    return;
+  }
+  atomic_store(&par.req, PQ_END);
+  futex_wake(&par.req);
   int st;
   while (RAW(SYS_wait4, par.pid, &st, __WALL, 0) == -EINTR) {
   }
   par.pid = 0;
-  hci_os_unmap(par.stack, PARENT_STACK);
-  par.stack = NULL;
 }
 
 /* Whether the helper is to be an orphan (see "Whose child it is").  Not
@@ -607,8 +629,48 @@ static bool orphan_shape(int pid) {
   return true;
 }
 
-/* Makes the helper: the parent first, which makes it (orphan shape), or
- * the helper itself (direct).  0, or the failing clone's errno. */
+int hci_parent_clone(int (*fn)(void *), void *top, int flags, int *tidp) {
+  int pid = (int)RAW(SYS_getpid, 0, 0, 0, 0);
+  if (!orphan_shape(pid)) return 0;
+  if (par.pid > 0 && par.owner != pid) par.pid = 0; /* a fork child's copy: its parent's task */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int r = 0;
+  if (par.pid <= 0) {
+    if (!par.stack) par.stack = hci_os_map(PARENT_STACK);
+    par.owner = pid;
+    atomic_store(&par.req, PQ_NONE);
+    int tid = par.stack ? clone(parent_main, (char *)par.stack + PARENT_STACK,
+                                CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED, NULL)
+                        : -1;
+    if (tid > 0) par.pid = tid;
+    else r = -(par.stack && errno > 0 ? errno : ENOMEM);
+  }
+  if (!r) {
+    par.fn = fn;
+    par.top = top;
+    par.flags = flags;
+    par.tidp = tidp;
+    atomic_store(&par.ans, 0);
+    atomic_store(&par.req, PQ_CLONE);
+    futex_wake(&par.req);
+    int st;
+    while ((r = atomic_load(&par.ans)) == 0) {
+      futex_wait(&par.ans, 0, 50000000ll);
+      if (atomic_load(&par.ans) == 0 && RAW(SYS_wait4, par.pid, &st, __WALL | WNOHANG, 0) == par.pid) {
+        par.pid = 0; /* a filter killed it at its clone: reaped while the world ran */
+        r = -EAGAIN;
+        break;
+      }
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return r;
+}
+
+/* Makes the helper: through the parent (orphan shape), or itself (direct).
+ * 0, or the failing clone's errno. */
 static int make_helper(void) {
   sigset_t all, old;
   sigfillset(&all);
@@ -620,24 +682,12 @@ static int make_helper(void) {
     if (tid > 0) job.helper = tid;
     else err = errno;
   } else {
-    atomic_store(&par.state, PS_WAIT);
-    int tid = clone(parent_main, (char *)par.stack + PARENT_STACK, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED,
-                    NULL);
-    if (tid > 0) {
-      par.pid = tid;
-      int st = 0;
-      while (atomic_load(&par.state) == PS_WAIT) {
-        futex_wait(&par.state, PS_WAIT, 50000000ll);
-        if (atomic_load(&par.state) == PS_WAIT && RAW(SYS_wait4, tid, &st, __WALL | WNOHANG, 0) == tid) {
-          par.pid = 0; /* it died (a filter killed its clone): ended while the world ran */
-          break;
-        }
-      }
-      if (atomic_load(&par.state) != PS_MADE) err = EAGAIN;
-      else job.helper = atomic_load(&job.helper_tid);
-    } else {
-      err = errno;
-    }
+    int tid = hci_parent_clone(helper_main, (char *)job.stack + HELPER_STACK,
+                               CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED | CLONE_PARENT_SETTID |
+                                   CLONE_CHILD_CLEARTID,
+                               (int *)&job.helper_tid);
+    if (tid > 0) job.helper = tid;
+    else err = tid < 0 ? -tid : EAGAIN;
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return err;
@@ -671,12 +721,7 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
   }
   job.orphan = orphan_shape(pid);
   job.stack = hci_os_map(HELPER_STACK);
-  if (job.orphan && !par.stack) par.stack = hci_os_map(PARENT_STACK);
-  if (!job.stack || (job.orphan && !par.stack)) {
-    if (job.stack) hci_os_unmap(job.stack, HELPER_STACK);
-    job.stack = NULL;
-    return -2; /* no memory now: signals for this stop only */
-  }
+  if (!job.stack) return -2; /* no memory now: signals for this stop only */
   int err = make_helper();
   if (err) {
     /* A helper its parent made before dying leaves at RELEASE (it has

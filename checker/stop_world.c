@@ -648,7 +648,9 @@ int hci_world_stop(hci_world_t *w) {
   bool transient = false;
   if (ntasks < 0) {
     w->incomplete = true; /* no task list: other threads may exist */
-  } else if (ntasks > 1) {
+  } else if (ntasks <= 1) {
+    hci_ptrace_end_parent(); /* the probes' parent, if any: no other thread can reap it */
+  } else {
     /* Alone, no thread can appear: nothing to stop.  Otherwise ptrace,
      * unless it was refused once; then signals. */
     int pr = stw.use_ptrace ? hci_ptrace_stop(w, pid, taskfd, stw.timeout_ms, stw.yama, &why) : -1;

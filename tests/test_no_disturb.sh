@@ -107,6 +107,16 @@ for f in "$fx" ${sfx:+"$sfx"}; do
     has 'Leak check _main_ detected leaks of 48 bytes in 1 objects'
     lacks "$ptrace_warning"
   done
+  # Under an inherited errno filter (Docker's profile) the first check
+  # probes the filter's calls in tasks of its own first: those are no
+  # children of the program either (they were: a foreign pid in 2 of 5 runs).
+  for i in 1 2 3 4; do
+    run HEAPCHECK=normal "$f" filtered docker "$f" wall-reaper loop
+    [ $rc = 77 ] && break
+    expect_rc 1
+    lacks 'FAIL'
+    has 'wall-reaper: 0 checks failed, 30 children of ours reaped, 0 foreign'
+  done
 done
 
 # ptrace refused: the signal fallback, named in one warning; checks still work.

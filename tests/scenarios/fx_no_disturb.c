@@ -86,8 +86,8 @@
  *              too (__WALL), while main forks short-lived children between
  *              30 checks (scoped ones and __lsan_do_recoverable_leak_check),
  *              then leaks 48 bytes and returns 0 with the reaper still
- *              running through the exit check.  HOW: "loop" (a thread polls
- *              waitpid(-1, __WALL | WNOHANG)), "waitid" (the same with
+ *              running through the exit check.  HOW: "loop" (three threads
+ *              poll waitpid(-1, __WALL | WNOHANG)), "waitid" (the same with
  *              waitid(P_ALL, WEXITED | WNOHANG | __WALL)) or "sigchld" (a
  *              SIGCHLD handler loops on waitpid(-1, __WALL | WNOHANG)).  A
  *              pid the program never forked (a task of the checker's) is
@@ -894,7 +894,9 @@ static int wall_reaper(const char *how) {
   if (wall_kids == MAP_FAILED) return 9;
   pthread_t t;
   for (int i = 0; i < 2; i++) pthread_create(&t, NULL, napper, NULL); /* threads to stop */
-  if (atomic_load(&wall_how) != WALL_SIGCHLD) pthread_create(&t, NULL, wall_poller, NULL);
+  /* Three pollers: a task of the checker's that ends while the world runs
+   * is seldom missed by all of them. */
+  for (int i = 0; i < 3 && atomic_load(&wall_how) != WALL_SIGCHLD; i++) pthread_create(&t, NULL, wall_poller, NULL);
   int failed = 0;
   for (int i = 0; i < 30; i++) {
     pid_t pid = fork();
