@@ -178,6 +178,10 @@ void hci_world_why_incomplete(const hci_world_t *w, char *b, size_t n);
  * leaves them blocked (the check still holds the library's locks). */
 void hci_world_resume(hci_world_t *w);
 void hci_world_release(hci_world_t *w);
+/* The process is about to end (exit_group) with w still stopped: the
+ * ptrace helper, an orphan nothing kills with us, waits for the threads'
+ * end instead of polling for it (stop_ptrace.c). */
+void hci_world_ending(hci_world_t *w);
 /* The checking thread's signals blocked (faults excepted) from before the
  * check takes the loader's and the allocator's locks to when it lets go of
  * them and of the stopped threads, and put back as they were. */
@@ -238,6 +242,8 @@ int hci_tasks_probe_ns(int fd, int self);
 int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why);
 /* Detaches every thread and reaps the helper. */
 void hci_ptrace_resume(hci_world_t *w);
+/* hci_world_ending's part for an orphan helper. */
+void hci_ptrace_ending(void);
 /* Ends the parent task, if one is left: called once the world is stopped,
  * or when no thread but the caller's can reap it (see stop_ptrace.c, "Whose
  * child it is"). */

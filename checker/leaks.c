@@ -108,6 +108,13 @@ void hci_chk_cancel_global(void) {
     hci_chk_log(0, "Canceling the automatic at-exit whole-program memory leak check");
 }
 
+/* The process ends after a failing final check, its threads still stopped:
+ * the ptrace helper is told first (hci_world_ending). */
+static __attribute__((noreturn)) void end_held(int status) {
+  if (hci_leaks.holding) hci_world_ending(&hci_leaks.held);
+  _exit(status);
+}
+
 /* Where the final whole-program check runs from. */
 typedef enum {
   FINAL_AT_EXIT,  /* exit: an at-exit handler or the library destructor */
@@ -132,12 +139,13 @@ static hc_noinline void final_check(uintptr_t sp, final_from_t from) {
    * the check, and flushing again could wait for a lock a stopped thread
    * holds. */
   if (hci_leaks.incomplete) {
-    if (!hci_chk.keep_status && !hci_chk_program_failed()) _exit(hci_chk.error_exit_code);
+    if (!hci_chk.keep_status && !hci_chk_program_failed()) end_held(hci_chk.error_exit_code);
     hci_chk_release_held(); /* the program's own status stays */
     return;
   }
   if (hci_chk.identify_leaks) {
     hci_chk_log(HCI_LOG_FATAL, "Whole-program memory leaks found.");
+    if (hci_leaks.holding) hci_world_ending(&hci_leaks.held);
     abort(); /* gperftools: a core dump to look at the objects listed above */
   }
   /* Under the launcher, descendants keep their own status (a leaking
@@ -157,7 +165,7 @@ static hc_noinline void final_check(uintptr_t sp, final_from_t from) {
     hci_chk_release_held();
     return;
   }
-  _exit(hci_chk.exit_code);
+  end_held(hci_chk.exit_code);
 }
 
 void hci_chk_final_now(uintptr_t sp) {

@@ -719,6 +719,10 @@ void hci_world_release(hci_world_t *w) {
   w->active = false;
 }
 
+void hci_world_ending(hci_world_t *w) {
+  if (w->active && w->method == HCI_STOP_PTRACE) hci_ptrace_ending();
+}
+
 void hci_world_resume(hci_world_t *w) {
   hci_world_release(w);
   hci_world_unblock_signals(w);
