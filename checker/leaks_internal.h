@@ -1,5 +1,5 @@
-/* leaks_internal.h - the state the whole-program check (leaks.c) and the
- * running of one check (check_run.c) share.  Defined in leaks.c, registered
+/* leaks_internal.h - the state the whole-program check (leaks.c), the
+ * running of one check (check_run.c) and the exit path (exit_path.c) share.  Defined in leaks.c, registered
  * with HC_PRIVATE_STATE (it holds no pointer the program owns).
  * Locks: the fields a check writes are written under hci_chk_lock; the
  * exit path's (end_*, exit_*) by the thread ending the program. */
@@ -44,6 +44,23 @@ extern hci_leaks_t hci_leaks;
 static inline bool hci_chk_program_failed(void) {
   return hci_leaks.have_status && (hci_leaks.exit_status & 0xff) != 0;
 }
+
+/* Where the final whole-program check runs from. */
+typedef enum {
+  FINAL_AT_EXIT,  /* exit: an at-exit handler or the library destructor */
+  FINAL_AT__EXIT, /* _exit (from an at-exit handler, or direct): nothing may be flushed */
+  FINAL_FROM_API, /* __lsan_do_leak_check: the program goes on when nothing
+                     leaked, so cleanups and libc's caches are left alone */
+} hci_final_from_t;
+/* leaks.c: the final whole-program check, once (later calls return at
+ * once); leaks end the process unless its status is kept. */
+void hci_chk_final(uintptr_t sp, hci_final_from_t from);
+
+/* exit_path.c: libc's exit found (the library constructor); the final
+ * check's exit handlers registered (start of main, or the late constructor
+ * of a static link). */
+void hci_exit_path_init(void);
+void hci_exit_path_register(void);
 
 /* check_run.c: the exclusions and suppressions, once, under hci_chk_lock
  * with the world running; the world a failing final check kept stopped,
