@@ -556,6 +556,41 @@ void hci_roots_init(void) {
   hci_roots_exclude((uintptr_t)&roots, (uintptr_t)(&roots + 1));
 }
 
+/* A static executable's libc.a: dlsym cannot see into the executable, so
+ * hci_roots_init found neither pthread_create's text nor glibc's list of
+ * thread descriptors in use; both come from its symbol table here (the list
+ * itself, _dl_stack_used, is a plain variable in a static link; the
+ * libthread_db descriptors give the offsets in struct pthread, as in
+ * hci_roots_init).  Without them a joined thread's DTV was reported under
+ * use_ld_allocations=0, and a thread that had returned a block and was not
+ * joined yet had that block reported (LSan's create_thread_leak and
+ * high_allocator_contention, linked -static). */
+static void static_threads(void) {
+  static const char *const ptc_names[] = {"pthread_create", "__pthread_create_2_1", NULL};
+  uintptr_t in = (uintptr_t)&hci_roots_static_loader, lo[1], hi[1];
+  if (!roots.ptc_lo && hci_symbolize_func_ranges(in, ptc_names, lo, hi, 1) == 1) {
+    hci_lock(&roots.lock);
+    roots.ptc_lo = lo[0];
+    roots.ptc_hi = hi[0];
+    hci_unlock(&roots.lock);
+  }
+  if (roots.stack_used) return;
+  uintptr_t used, list, tid, next;
+  if (!hci_symbolize_symbol(in, "_dl_stack_used", &used) || !hci_symbolize_symbol(in, "_thread_db_pthread_list", &list) ||
+      !hci_symbolize_symbol(in, "_thread_db_pthread_tid", &tid) || !hci_symbolize_symbol(in, "_thread_db_list_t_next", &next))
+    return;
+  uint32_t l[3], t[3], n[3]; /* {bits, count, offset} */
+  hci_copy_safe(l, list, sizeof l);
+  hci_copy_safe(t, tid, sizeof t);
+  hci_copy_safe(n, next, sizeof n);
+  if (n[2] != 0 || t[0] != 32 || l[2] >= 65536 || t[2] >= 65536) return;
+  hci_lock(&roots.lock);
+  roots.pd_list_off = l[2];
+  roots.pd_tid_off = t[2];
+  roots.stack_used = used;
+  hci_unlock(&roots.lock);
+}
+
 /* In a static executable the loader's code is libc.a's, inside the
  * executable: the functions that allocate thread DTVs and dlopen state at
  * run time, found by name in its symbol table (a stripped executable has
@@ -565,7 +600,9 @@ void hci_roots_static_loader(void) {
                                       "_dl_resize_dtv", "_dl_update_slotinfo", "_dl_add_to_slotinfo",
                                       "_dl_new_object", "_dl_exception_create", "_dl_exception_create_format",
                                       "_dlerror_run", "_dl_signal_error", NULL};
-  if (!hci_eh_static_exe() || roots.nldso) return;
+  if (!hci_eh_static_exe()) return;
+  static_threads();
+  if (roots.nldso) return;
   uintptr_t lo[MAX_LDSO_RANGES], hi[MAX_LDSO_RANGES];
   int n = hci_symbolize_func_ranges((uintptr_t)&hci_roots_static_loader, names, lo, hi, MAX_LDSO_RANGES);
   hci_lock(&roots.lock);

@@ -305,6 +305,32 @@ static bool sym_wanted(const Elf64_Sym *s, size_t strsz) {
   return type == STT_NOTYPE && s->st_size > 0;
 }
 
+bool hci_elf_symbol(const hci_elf_t *e, const char *name, uint64_t *value) {
+  Elf64_Shdr sh, strsh;
+  const uint8_t *syms = NULL, *str = NULL;
+  size_t syms_size = 0, str_size = 0;
+  unsigned i;
+  for (i = 1; i < e->shnum; i++) {
+    read_shdr(e, i, &sh);
+    if (sh.sh_type == SHT_SYMTAB && shdr_contents(e, &sh, &syms, &syms_size)) break;
+  }
+  if (i >= e->shnum || sh.sh_entsize < sizeof(Elf64_Sym) || sh.sh_entsize > syms_size) return false;
+  if (!read_shdr(e, sh.sh_link, &strsh) || strsh.sh_type != SHT_STRTAB ||
+      !shdr_contents(e, &strsh, &str, &str_size))
+    return false;
+  str_size = strtab_usable(str, str_size);
+  size_t count = syms_size / sh.sh_entsize;
+  for (size_t k = 1; k < count; k++) {
+    Elf64_Sym s;
+    memcpy(&s, syms + k * sh.sh_entsize, sizeof s);
+    if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE || s.st_name == 0 || s.st_name >= str_size) continue;
+    if (strcmp((const char *)str + s.st_name, name) != 0) continue;
+    *value = s.st_value;
+    return true;
+  }
+  return false;
+}
+
 bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
   memset(t, 0, sizeof *t);
   uint32_t want = dynamic ? SHT_DYNSYM : SHT_SYMTAB;

@@ -67,6 +67,10 @@ int hci_symbolize_func_ranges(uintptr_t in_module, const char *const *names, uin
  * in_module is loaded, from its file's section headers; false when the file
  * has no such section or it lies outside the module's segments. */
 bool hci_symbolize_section(uintptr_t in_module, const char *name, uintptr_t *lo, uintptr_t *hi);
+/* Where the symbol `name` (data or code) of the module containing in_module
+ * is loaded, from its file's .symtab; false when it has none or the address
+ * lies outside the module. */
+bool hci_symbolize_symbol(uintptr_t in_module, const char *name, uintptr_t *addr);
 /* Frames in the function that starts at entry are marked hidden from now on
  * (one function: the checker's start_main).  Found by the symbol table, so a
  * library stripped of .symtab shows the frame as before. */
@@ -124,6 +128,9 @@ void hci_elf_close(hci_elf_t *e);
 bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out);
 /* True when a section of that type with contents exists (SHT_SYMTAB...). */
 bool hci_elf_has_type(const hci_elf_t *e, uint32_t sh_type);
+/* The value of the defined .symtab symbol called name, of any type (data
+ * too: hci_symtab_build keeps functions only); false when there is none. */
+bool hci_elf_symbol(const hci_elf_t *e, const char *name, uint64_t *value);
 /* NT_GNU_BUILD_ID from the .note.gnu.build-id section (or any SHT_NOTE). */
 bool hci_elf_build_id(const hci_elf_t *e, const uint8_t **id, size_t *len);
 /* Same, from a note area (used on the loaded image's PT_NOTE segments). */

@@ -766,6 +766,21 @@ bool hci_symbolize_section(uintptr_t in_module, const char *name, uintptr_t *lo,
   return ok;
 }
 
+bool hci_symbolize_symbol(uintptr_t in_module, const char *name, uintptr_t *addr) {
+  bool ok = false;
+  uint64_t v;
+  hci_lock(&S.lock);
+  refresh_modules();
+  module_t *m = find_in(S.modules, in_module);
+  if (m && !m->loaded) load_module(m);
+  if (m && hci_elf_symbol(&m->elf, name, &v)) {
+    *addr = m->base + (uintptr_t)v;
+    ok = *addr >= m->lo && *addr < m->hi;
+  }
+  hci_unlock(&S.lock);
+  return ok;
+}
+
 int hci_format_frame(char *buf, size_t size, const hci_frame_t *f) {
   size_t n = 0;
 #define EMIT(...)                                                                     \
