@@ -566,7 +566,8 @@ void hci_roots_init(void) {
  * joined yet had that block reported (LSan's create_thread_leak and
  * high_allocator_contention, linked -static). */
 static void static_threads(void) {
-  static const char *const ptc_names[] = {"pthread_create", "__pthread_create_2_1", NULL};
+  /* The symbolizer keeps one name per address: any of glibc's aliases. */
+  static const char *const ptc_names[] = {"pthread_create", "__pthread_create_2_1", "__pthread_create", NULL};
   uintptr_t in = (uintptr_t)&hci_roots_static_loader, lo[1], hi[1];
   if (!roots.ptc_lo && hci_symbolize_func_ranges(in, ptc_names, lo, hi, 1) == 1) {
     hci_lock(&roots.lock);
