@@ -89,6 +89,10 @@ static bool chain_broke_after_caller(const uintptr_t *pcs, int n) {
   return !hci_unwind_keeps_fp(pcs[1]);
 }
 
+void hci_alloc_forget_walk_hints(void) {
+  for (size_t i = 0; i < WALK_HINTS; i++) atomic_store_explicit(&walk_hint[i], 0, memory_order_relaxed);
+}
+
 static int stack_depth_max = HC_MAX_STACK_DEPTH;
 
 void hci_set_stack_depth(int depth) {

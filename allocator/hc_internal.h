@@ -332,6 +332,9 @@ size_t hci_sample_stash_bytes(void);
 /* Stack id of the current call stack, starting at the frame whose return
  * address is ra (allocator frames dropped). */
 uint32_t hci_capture_stack_from(uintptr_t ra);
+/* Forgets auto mode's per-caller choice of walk (after the unwind rules
+ * changed: a static executable's .eh_frame indexed, hci_unwind_static_index). */
+void hci_alloc_forget_walk_hints(void);
 /* Frames kept per recorded stack, 1..HC_MAX_STACK_DEPTH (LSan's
  * malloc_context_size); set before the first recorded allocation. */
 void hci_set_stack_depth(int depth);

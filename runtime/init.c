@@ -149,7 +149,21 @@ void hci_runtime_start(void) {
   hci_profiler_init();
 }
 
+/* gcc links -static executables without .eh_frame_hdr: the DWARF walk of
+ * allocation stacks (sampling, profiles, checks, GetStackTrace) then gets an
+ * index of .eh_frame, found in the executable's section headers, in every
+ * mode.  Stacks captured before, during libc's start-up, keep what the
+ * frame-pointer guess gave them; the rules and the walk choices made from
+ * those guesses are forgotten. */
+static void static_unwind_index(void) {
+  uintptr_t eh_lo, eh_hi;
+  if (hci_eh_static_exe() && hci_symbolize_section((uintptr_t)&static_unwind_index, ".eh_frame", &eh_lo, &eh_hi) &&
+      hci_unwind_static_index(eh_lo, eh_hi))
+    hci_alloc_forget_walk_hints();
+}
+
 __attribute__((constructor(101))) static void heapcheck_constructor(void) {
   hci_init();
   hci_redirect_libc();
+  static_unwind_index();
 }

@@ -260,6 +260,11 @@ static inline uintptr_t hci_unwind_stack_hi(uintptr_t sp) {
 bool hci_unwind_dwarf_available(void);
 /* Forgets every cached per-PC unwind rule (after dlclose; cold benchmarks). */
 void hci_unwind_dwarf_cache_clear(void);
+/* A static executable linked without .eh_frame_hdr (gcc -static): indexes
+ * its .eh_frame [eh_lo, eh_hi) so allocation stacks are walked by DWARF
+ * rules there too (else they end at code without frame pointers), and
+ * forgets the rules found before.  Cold, once; not inside malloc. */
+bool hci_unwind_static_index(uintptr_t eh_lo, uintptr_t eh_hi);
 /* The depot lock, for hci_lock_all (and so fork), in lock order. */
 void hci_depot_locks(hci_lock_fn *each);
 

@@ -482,6 +482,87 @@ static int find_fde_linear(const hci_eh_obj_t *o, uintptr_t lo, uintptr_t hi, ui
   return 0;
 }
 
+/* A static executable linked without .eh_frame_hdr (gcc -static's
+ * default): its FDEs as pairs {pc_begin, fde}, sorted by pc_begin, built
+ * once from the whole .eh_frame by hci_cfi_static_index, so that allocation
+ * stacks are walked through code without frame pointers (libc.a's, -O2
+ * programs') instead of ending at malloc's caller.  Published with a release
+ * store; NULL until then (lookups then use the frame-pointer convention). */
+static _Atomic(const uintptr_t *) static_tab;
+static size_t static_n; /* written before static_tab */
+HC_PRIVATE_STATE(static_tab);
+HC_PRIVATE_STATE(static_n);
+
+static int cmp_pair(const void *a, const void *b) {
+  uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Counts (tab NULL) or stores the FDEs of [lo, hi), read as find_fde_linear
+ * reads them. */
+static size_t collect_fdes(const hci_eh_obj_t *o, uintptr_t lo, uintptr_t hi, uintptr_t *tab, size_t max) {
+  const uint8_t *p = (const uint8_t *)lo, *last_cie = NULL;
+  cie_t c;
+  bool have_cie = false;
+  size_t n = 0;
+  while ((uintptr_t)p < hi && hi - (uintptr_t)p >= 4 && (!tab || n < max)) {
+    const uint8_t *body, *end, *q;
+    if (!record_extent(o, p, &body, &end) || (uintptr_t)end > hi) break;
+    uint32_t id;
+    q = body;
+    if (rd_fixed(&q, end, &id, 4) && id != 0 && id <= (uintptr_t)body) {
+      if (body - id != last_cie) {
+        last_cie = body - id;
+        have_cie = parse_cie(o, last_cie, &c);
+      }
+      uintptr_t begin, range;
+      if (have_cie && rd_enc(&q, end, c.fde_enc, 0, o, &begin) && rd_enc(&q, end, c.fde_enc & 0x0f, 0, NULL, &range) &&
+          range > 0) {
+        if (tab) {
+          tab[2 * n] = begin;
+          tab[2 * n + 1] = (uintptr_t)p;
+        }
+        n++;
+      }
+    }
+    p = end;
+  }
+  return n;
+}
+
+bool hci_cfi_static_index(uintptr_t eh_lo, uintptr_t eh_hi) {
+  if (atomic_load_explicit(&static_tab, memory_order_acquire)) return true;
+  hci_eh_obj_t o;
+  if (!hci_eh_static_exe() || eh_lo >= eh_hi || !hci_eh_find(eh_lo, &o) || o.hdr != 0 || o.nseg == 0 ||
+      !hci_eh_readable(&o, eh_lo, eh_hi - eh_lo))
+    return false;
+  size_t n = collect_fdes(&o, eh_lo, eh_hi, NULL, 0);
+  if (n == 0) return false;
+  uintptr_t *tab = hci_meta_alloc(n * 2 * sizeof *tab);
+  if (!tab) return false;
+  n = collect_fdes(&o, eh_lo, eh_hi, tab, n);
+  hci_sort(tab, n, 2 * sizeof *tab, cmp_pair);
+  static_n = n;
+  atomic_store_explicit(&static_tab, tab, memory_order_release);
+  return true;
+}
+
+/* The FDE whose start is the last at or below pc, from the static index:
+ * 1 found (the caller checks pc against its range), 0 none. */
+static int find_fde_static(uintptr_t pc, const uint8_t **fde_out) {
+  const uintptr_t *t = atomic_load_explicit(&static_tab, memory_order_acquire);
+  size_t n = static_n;
+  if (!t || n == 0 || pc < t[0]) return 0;
+  size_t lo = 0, hi = n; /* invariant: t[lo].begin <= pc, answer in [lo, hi) */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t[2 * mid] <= pc) lo = mid;
+    else hi = mid;
+  }
+  *fde_out = (const uint8_t *)t[2 * lo + 1];
+  return 1;
+}
+
 /* Bytes of glibc's x86-64 __restore_rt: mov $15, %rax; syscall. */
 static const uint8_t restore_rt_code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
 
@@ -504,6 +585,7 @@ static rule_t cfi_lookup(uintptr_t rip, bool exact, bool *cacheable, hci_cfi_fra
   int found;
   if (o.hdr != 0) found = find_fde(&o, pc, &fde);
   else if (eh_lo < eh_hi && hci_eh_readable(&o, eh_lo, eh_hi - eh_lo)) found = find_fde_linear(&o, eh_lo, eh_hi, pc, &fde);
+  else if (atomic_load_explicit(&static_tab, memory_order_acquire)) found = find_fde_static(pc, &fde);
   else return rule_fp;
   if (found < 0) return rule_stop;
   if (found == 0) return rule_fp;

@@ -42,4 +42,9 @@ typedef struct hci_cfi_frame {
  * .eh_frame_hdr (hci_cfi_rule then assumes frame pointers). */
 rule_t hci_cfi_frame(uintptr_t rip, bool exact, uintptr_t eh_lo, uintptr_t eh_hi, hci_cfi_frame_t *f);
 
+/* Builds the sorted FDE table of a static executable that has no
+ * .eh_frame_hdr from its .eh_frame [eh_lo, eh_hi) (found in its section
+ * headers); later lookups there use it.  Once; false when not applicable. */
+bool hci_cfi_static_index(uintptr_t eh_lo, uintptr_t eh_hi);
+
 #endif

@@ -149,6 +149,13 @@ void hci_unwind_dwarf_cache_clear(void) {
   }
 }
 
+bool hci_unwind_static_index(uintptr_t eh_lo, uintptr_t eh_hi) {
+  if (!hci_cfi_static_index(eh_lo, eh_hi)) return false;
+  /* Rules found before (frame-pointer guesses for every pc) are stale. */
+  hci_unwind_dwarf_cache_clear();
+  return true;
+}
+
 /* hci_eh_available, asked once: the answer (the link kind, whether ld.so
  * has _dl_find_object) never changes, and every capture asks.  0: not yet. */
 static _Atomic signed char eh_known;
@@ -727,6 +734,12 @@ hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_un
 bool hci_unwind_dwarf_available(void) { return false; }
 
 void hci_unwind_dwarf_cache_clear(void) {}
+
+bool hci_unwind_static_index(uintptr_t eh_lo, uintptr_t eh_hi) {
+  (void)eh_lo;
+  (void)eh_hi;
+  return false;
+}
 
 hc_noinline int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip) {
   if (skip < 0) skip = 0;

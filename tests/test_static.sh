@@ -16,7 +16,7 @@
 #
 # Usage: test_static.sh MANY_OBJECTS_FULLSTATIC LEAK_LIST_FULLSTATIC
 #          STALE_MAIN_PAD_FULLSTATIC_STRIPPED MAIN_STACK_EXIT_FULLSTATIC
-#          STALE_THREAD_EXIT_FULLSTATIC
+#          STALE_THREAD_EXIT_FULLSTATIC STATIC_NOFP_LEAK
 . "$(dirname "$0")/expect.sh"
 expect_private_env hc_static
 many=$1
@@ -24,6 +24,7 @@ list=$2
 pad_stripped=$3
 stack_exit=$4
 thread_exit=$5
+nofp=$6
 
 run() { cur="$*"; out=$(env "$@" 2>&1); rc=$?; }
 
@@ -94,5 +95,16 @@ for m in normal strict; do
   # main called exit: its caller's frame starts the start frames; main's
   # own frame, below, stays a root (the 77-byte control alone leaks).
   has_re "libc's start frames \[0x[0-9a-f]+, 0x[0-9a-f]+\) are not roots \(from main's caller\)"
+done
+# gcc -static links no .eh_frame_hdr: allocation stacks through code
+# without frame pointers are walked by an index of .eh_frame (they ended at
+# nofp_c, the first such frame).  The DWARF unwinder: auto walks by frame
+# pointers from a caller that keeps them, here as in a dynamic program.
+for m in normal strict; do
+  run HEAPCHECK=$m HEAPCHECK_UNWINDER=dwarf "$nofp"
+  expect_rc 1
+  has_re "@ [0-9a-f]+ nofp_b "
+  has_re "@ [0-9a-f]+ nofp_a "
+  has_re "@ [0-9a-f]+ main .*static_nofp_leak.c:[0-9]+"
 done
 finish test_static
