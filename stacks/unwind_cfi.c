@@ -449,20 +449,18 @@ static int find_fde(const hci_eh_obj_t *o, uintptr_t pc, const uint8_t **fde_out
   return 1;
 }
 
-/* The FDE covering pc found by reading the whole .eh_frame [lo, hi): what
- * a static executable linked without a search table offers (gcc passes
- * --eh-frame-hdr to the linker except with -static).  Every record is read
- * inside a readable segment of o (record_extent) and inside [lo, hi); the
- * CIE shared by consecutive FDEs is parsed once.  Cold: a few frames once
- * per process.  Returns 1 found, 0 not. */
-static int find_fde_linear(const hci_eh_obj_t *o, uintptr_t lo, uintptr_t hi, uintptr_t pc,
-                           const uint8_t **fde_out) {
+/* Calls fn(ctx, pc_begin, fde) for each FDE of the .eh_frame [lo, hi) (one
+ * of positive range) until fn returns false; every record is read inside a
+ * readable segment of o (record_extent) and inside [lo, hi), and the CIE
+ * shared by consecutive FDEs is parsed once. */
+static void each_fde(const hci_eh_obj_t *o, uintptr_t lo, uintptr_t hi,
+                     bool (*fn)(void *ctx, uintptr_t begin, uintptr_t range, const uint8_t *fde), void *ctx) {
   const uint8_t *p = (const uint8_t *)lo, *last_cie = NULL;
   cie_t c;
   bool have_cie = false;
   while ((uintptr_t)p < hi && hi - (uintptr_t)p >= 4) {
     const uint8_t *body, *end, *q;
-    if (!record_extent(o, p, &body, &end) || (uintptr_t)end > hi) return 0; /* the terminator, or junk */
+    if (!record_extent(o, p, &body, &end) || (uintptr_t)end > hi) return; /* the terminator, or junk */
     uint32_t id;
     q = body;
     if (rd_fixed(&q, end, &id, 4) && id != 0 && id <= (uintptr_t)body) {
@@ -472,14 +470,36 @@ static int find_fde_linear(const hci_eh_obj_t *o, uintptr_t lo, uintptr_t hi, ui
       }
       uintptr_t begin, range;
       if (have_cie && rd_enc(&q, end, c.fde_enc, 0, o, &begin) && rd_enc(&q, end, c.fde_enc & 0x0f, 0, NULL, &range) &&
-          pc >= begin && pc - begin < range) {
-        *fde_out = p;
-        return 1;
-      }
+          range > 0 && !fn(ctx, begin, range, p))
+        return;
     }
     p = end;
   }
-  return 0;
+}
+
+typedef struct {
+  uintptr_t pc;
+  const uint8_t *fde;
+} pc_query_t;
+
+static bool covers_pc(void *ctx, uintptr_t begin, uintptr_t range, const uint8_t *fde) {
+  pc_query_t *q = ctx;
+  if (q->pc < begin || q->pc - begin >= range) return true;
+  q->fde = fde;
+  return false;
+}
+
+/* The FDE covering pc found by reading the whole .eh_frame [lo, hi): what
+ * a static executable linked without a search table offers (gcc passes
+ * --eh-frame-hdr to the linker except with -static).  Cold: a few frames
+ * once per process.  Returns 1 found, 0 not. */
+static int find_fde_linear(const hci_eh_obj_t *o, uintptr_t lo, uintptr_t hi, uintptr_t pc,
+                           const uint8_t **fde_out) {
+  pc_query_t q = {pc, NULL};
+  each_fde(o, lo, hi, covers_pc, &q);
+  if (!q.fde) return 0;
+  *fde_out = q.fde;
+  return 1;
 }
 
 /* A static executable linked without .eh_frame_hdr (gcc -static's
@@ -498,36 +518,21 @@ static int cmp_pair(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Counts (tab NULL) or stores the FDEs of [lo, hi), read as find_fde_linear
- * reads them. */
-static size_t collect_fdes(const hci_eh_obj_t *o, uintptr_t lo, uintptr_t hi, uintptr_t *tab, size_t max) {
-  const uint8_t *p = (const uint8_t *)lo, *last_cie = NULL;
-  cie_t c;
-  bool have_cie = false;
-  size_t n = 0;
-  while ((uintptr_t)p < hi && hi - (uintptr_t)p >= 4 && (!tab || n < max)) {
-    const uint8_t *body, *end, *q;
-    if (!record_extent(o, p, &body, &end) || (uintptr_t)end > hi) break;
-    uint32_t id;
-    q = body;
-    if (rd_fixed(&q, end, &id, 4) && id != 0 && id <= (uintptr_t)body) {
-      if (body - id != last_cie) {
-        last_cie = body - id;
-        have_cie = parse_cie(o, last_cie, &c);
-      }
-      uintptr_t begin, range;
-      if (have_cie && rd_enc(&q, end, c.fde_enc, 0, o, &begin) && rd_enc(&q, end, c.fde_enc & 0x0f, 0, NULL, &range) &&
-          range > 0) {
-        if (tab) {
-          tab[2 * n] = begin;
-          tab[2 * n + 1] = (uintptr_t)p;
-        }
-        n++;
-      }
-    }
-    p = end;
+typedef struct {
+  uintptr_t *tab; /* NULL: count only */
+  size_t n, max;
+} fde_list_t;
+
+static bool list_fde(void *ctx, uintptr_t begin, uintptr_t range, const uint8_t *fde) {
+  (void)range;
+  fde_list_t *l = ctx;
+  if (l->tab) {
+    if (l->n == l->max) return false;
+    l->tab[2 * l->n] = begin;
+    l->tab[2 * l->n + 1] = (uintptr_t)fde;
   }
-  return n;
+  l->n++;
+  return true;
 }
 
 bool hci_cfi_static_index(uintptr_t eh_lo, uintptr_t eh_hi) {
@@ -536,11 +541,14 @@ bool hci_cfi_static_index(uintptr_t eh_lo, uintptr_t eh_hi) {
   if (!hci_eh_static_exe() || eh_lo >= eh_hi || !hci_eh_find(eh_lo, &o) || o.hdr != 0 || o.nseg == 0 ||
       !hci_eh_readable(&o, eh_lo, eh_hi - eh_lo))
     return false;
-  size_t n = collect_fdes(&o, eh_lo, eh_hi, NULL, 0);
-  if (n == 0) return false;
-  uintptr_t *tab = hci_meta_alloc(n * 2 * sizeof *tab);
+  fde_list_t l = {NULL, 0, 0};
+  each_fde(&o, eh_lo, eh_hi, list_fde, &l);
+  if (l.n == 0) return false;
+  uintptr_t *tab = hci_meta_alloc(l.n * 2 * sizeof *tab);
   if (!tab) return false;
-  n = collect_fdes(&o, eh_lo, eh_hi, tab, n);
+  l = (fde_list_t){tab, 0, l.n};
+  each_fde(&o, eh_lo, eh_hi, list_fde, &l);
+  size_t n = l.n;
   hci_sort(tab, n, 2 * sizeof *tab, cmp_pair);
   static_n = n;
   atomic_store_explicit(&static_tab, tab, memory_order_release);

@@ -305,24 +305,39 @@ static bool sym_wanted(const Elf64_Sym *s, size_t strsz) {
   return type == STT_NOTYPE && s->st_size > 0;
 }
 
-bool hci_elf_symbol(const hci_elf_t *e, const char *name, uint64_t *value) {
+/* The first section of type want (SHT_SYMTAB or SHT_DYNSYM) with its
+ * entries and string table, both inside the image. */
+typedef struct {
+  const uint8_t *syms, *str;
+  size_t count, entsize, str_size;
+} symsec_t;
+
+static bool find_symsec(const hci_elf_t *e, uint32_t want, symsec_t *t) {
   Elf64_Shdr sh, strsh;
-  const uint8_t *syms = NULL, *str = NULL;
-  size_t syms_size = 0, str_size = 0;
+  size_t syms_size = 0;
   unsigned i;
   for (i = 1; i < e->shnum; i++) {
     read_shdr(e, i, &sh);
-    if (sh.sh_type == SHT_SYMTAB && shdr_contents(e, &sh, &syms, &syms_size)) break;
+    if (sh.sh_type == want && shdr_contents(e, &sh, &t->syms, &syms_size)) break;
   }
   if (i >= e->shnum || sh.sh_entsize < sizeof(Elf64_Sym) || sh.sh_entsize > syms_size) return false;
   if (!read_shdr(e, sh.sh_link, &strsh) || strsh.sh_type != SHT_STRTAB ||
-      !shdr_contents(e, &strsh, &str, &str_size))
+      !shdr_contents(e, &strsh, &t->str, &t->str_size))
     return false;
-  str_size = strtab_usable(str, str_size);
-  size_t count = syms_size / sh.sh_entsize;
-  for (size_t k = 1; k < count; k++) {
+  t->str_size = strtab_usable(t->str, t->str_size);
+  t->entsize = sh.sh_entsize;
+  t->count = syms_size / sh.sh_entsize;
+  return true;
+}
+
+bool hci_elf_symbol(const hci_elf_t *e, const char *name, uint64_t *value) {
+  symsec_t t;
+  if (!find_symsec(e, SHT_SYMTAB, &t)) return false;
+  const uint8_t *str = t.str;
+  size_t str_size = t.str_size;
+  for (size_t k = 1; k < t.count; k++) {
     Elf64_Sym s;
-    memcpy(&s, syms + k * sh.sh_entsize, sizeof s);
+    memcpy(&s, t.syms + k * t.entsize, sizeof s);
     if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE || s.st_name == 0 || s.st_name >= str_size) continue;
     if (strcmp((const char *)str + s.st_name, name) != 0) continue;
     *value = s.st_value;
@@ -333,25 +348,14 @@ bool hci_elf_symbol(const hci_elf_t *e, const char *name, uint64_t *value) {
 
 bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
   memset(t, 0, sizeof *t);
-  uint32_t want = dynamic ? SHT_DYNSYM : SHT_SYMTAB;
-  Elf64_Shdr sh, strsh;
-  const uint8_t *syms = NULL, *str = NULL;
-  size_t syms_size = 0, str_size = 0;
-  unsigned i;
-  for (i = 1; i < e->shnum; i++) {
-    read_shdr(e, i, &sh);
-    if (sh.sh_type == want && shdr_contents(e, &sh, &syms, &syms_size)) break;
-  }
-  if (i >= e->shnum || sh.sh_entsize < sizeof(Elf64_Sym) || sh.sh_entsize > syms_size) return false;
-  if (!read_shdr(e, sh.sh_link, &strsh) || strsh.sh_type != SHT_STRTAB ||
-      !shdr_contents(e, &strsh, &str, &str_size))
-    return false;
-  str_size = strtab_usable(str, str_size);
-  size_t count = syms_size / sh.sh_entsize;
+  symsec_t ss;
+  if (!find_symsec(e, dynamic ? SHT_DYNSYM : SHT_SYMTAB, &ss)) return false;
+  const uint8_t *syms = ss.syms, *str = ss.str;
+  size_t str_size = ss.str_size, count = ss.count, entsize = ss.entsize;
   size_t wanted = 0;
   for (size_t k = 1; k < count; k++) {
     Elf64_Sym s;
-    memcpy(&s, syms + k * sh.sh_entsize, sizeof s);
+    memcpy(&s, syms + k * entsize, sizeof s);
     wanted += sym_wanted(&s, str_size);
   }
   if (wanted == 0) return false;
@@ -361,7 +365,7 @@ bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
   size_t n = 0;
   for (size_t k = 1; k < count && n < wanted; k++) {
     Elf64_Sym s;
-    memcpy(&s, syms + k * sh.sh_entsize, sizeof s);
+    memcpy(&s, syms + k * entsize, sizeof s);
     if (!sym_wanted(&s, str_size)) continue;
     const char *name = (const char *)str + s.st_name;
     if (name[0] == 0) continue;
