@@ -155,9 +155,9 @@ void hci_runtime_start(void) {
  * mode.  Stacks captured before, during libc's start-up, keep what the
  * frame-pointer guess gave them; the rules and the walk choices made from
  * those guesses are forgotten. */
-static void static_unwind_index(void) {
+static hc_noinline void static_unwind_index(void) {
   uintptr_t eh_lo, eh_hi;
-  if (hci_eh_static_exe() && hci_symbolize_section((uintptr_t)&static_unwind_index, ".eh_frame", &eh_lo, &eh_hi) &&
+  if (hci_symbolize_section((uintptr_t)&static_unwind_index, ".eh_frame", &eh_lo, &eh_hi) &&
       hci_unwind_static_index(eh_lo, eh_hi))
     hci_alloc_forget_walk_hints();
 }
@@ -165,5 +165,7 @@ static void static_unwind_index(void) {
 __attribute__((constructor(101))) static void heapcheck_constructor(void) {
   hci_init();
   hci_redirect_libc();
-  static_unwind_index();
+  /* Tested here: a dynamic process runs nothing of it (start-up text stays in
+   * the hot group, runtime/hot_text.ld). */
+  if (hci_eh_static_exe()) static_unwind_index();
 }
