@@ -154,17 +154,8 @@ static inline void *hc_fl_checked(const void *p, uintptr_t n, uintptr_t ra) {
 /* The link of free object p, checked; NULL at the end. */
 static inline void *hc_fl_next(const void *p, uintptr_t ra) { return hc_fl_checked(p, hc_fl_word(p), ra); }
 
-/* True when p carries the free mark. */
-static inline bool hc_fl_is_free(const void *p) {
-#if HC_HARDENING
-  return ((const uintptr_t *)p)[1] == hci_fl.key;
-#else
-  (void)p;
-  return false;
-#endif
-}
-
-/* hc_fl_is_free with the key in a register (k: hc_fl_key()). */
+/* True when p carries the free mark, k being the key (hc_fl_key(): the
+ * free fast path passes the one it loaded for the link too). */
 static inline bool hc_fl_is_free_k(const void *p, uintptr_t k) {
 #if HC_HARDENING
   return ((const uintptr_t *)p)[1] == k;
@@ -174,6 +165,9 @@ static inline bool hc_fl_is_free_k(const void *p, uintptr_t k) {
   return false;
 #endif
 }
+
+/* True when p carries the free mark. */
+static inline bool hc_fl_is_free(const void *p) { return hc_fl_is_free_k(p, hc_fl_key()); }
 
 /* p is handed out: no longer marked free. */
 static inline void hc_fl_take(void *p) {
