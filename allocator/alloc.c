@@ -20,6 +20,8 @@
 #include "alloc_inline.h"
 #include "usdt.h"
 
+#include <stdlib.h> /* abort */
+
 int hci_record_all;
 _Atomic uint16_t hci_epoch = 1;
 hci_samples_t hci_samples = {.lock = HCI_LOCK_INIT(HC_RANK_SAMPLES)};
@@ -36,16 +38,49 @@ void hci_alloc_set_sample_listener(const hci_sample_listener_t *l) {
 
 // ---- errors ----
 
-static hc_cold hc_noinline void bad_pointer(const char *fn, const void *p, uintptr_t ra, const char *why) {
-  hci_fatal("%s(): invalid pointer %p (%s); called from %p", fn, p, why, (void *)ra);
+static _Atomic(hci_memerr_fn) error_listener;
+
+void hci_alloc_set_error_listener(hci_memerr_fn fn) {
+  atomic_store_explicit(&error_listener, fn, memory_order_release);
+}
+
+/* The message, then the checker's report (hci_memerr_t); returns only for
+ * a double free the listener lets pass (`ignorable`). */
+static hc_cold hc_noinline void mem_error(hci_memerr_kind_t kind, const char *fn, const void *p, uintptr_t ra,
+                                          const char *why, bool ignorable) {
+  char line[256];
+  if (!why)
+    hci_snprintf(line, sizeof line, "%s(): double free of %p; called from %p", fn, p, (void *)ra);
+  else
+    hci_snprintf(line, sizeof line, "%s(): invalid pointer %p (%s); called from %p", fn, p, why, (void *)ra);
+  hci_memerr_fn f = atomic_load_explicit(&error_listener, memory_order_acquire);
+  if (!f) hci_fatal("%s", line);
+  hci_memerr_t e = {.kind = kind, .fn = fn, .p = p, .ra = ra, .line = line, .ignorable = ignorable};
+  if (f(&e) == HCI_MEMERR_IGNORE && ignorable) return;
+  abort();
+}
+
+static hc_cold hc_noinline __attribute__((noreturn)) void bad_pointer(const char *fn, const void *p, uintptr_t ra,
+                                                                      const char *why) {
+  mem_error(HCI_MEMERR_BAD_POINTER, fn, p, ra, why, false);
+  __builtin_unreachable();
 }
 
 /* A span whose object was freed: back in the page heap or kept for a sample. */
 static inline bool span_freed(const hc_span_t *s) { return s->state == HC_SPAN_FREE || s->state == HC_SPAN_STASHED; }
 
+/* Returns only when the double free is to be ignored (the caller returns
+ * without freeing anything). */
 static hc_cold hc_noinline void double_free(const char *fn, const void *p, uintptr_t ra) {
   HC_USDT_MEMORY_TCACHE_DOUBLE_FREE(p, hci_pagemap_class((uintptr_t)p));
-  hci_fatal("%s(): double free of %p; called from %p", fn, p, (void *)ra);
+  mem_error(HCI_MEMERR_DOUBLE_FREE, fn, p, ra, NULL, true);
+}
+
+/* realloc of a freed block: "invalid pointer (already freed)" in the
+ * message, a double free for the checker's report; never ignored. */
+static hc_cold hc_noinline __attribute__((noreturn)) void realloc_freed(const void *p, uintptr_t ra) {
+  mem_error(HCI_MEMERR_DOUBLE_FREE, "realloc", p, ra, "already freed", false);
+  __builtin_unreachable();
 }
 
 // ---- stacks ----
@@ -566,9 +601,25 @@ void hci_alloc_quarantine_flush(hc_tcache_t *tc, bool all) {
   if (out) unquarantine(all ? NULL : tc, out); /* all (trim): to the central lists, which trim drains */
 }
 
+/* Checker mode: the block's allocation stack and this free's, for a later
+ * double free's report (free_history.c).  The free stack is walked only
+ * when asked for (hci_alloc_set_free_history): else its caller alone. */
+bool hci_free_stacks;
+static hc_noinline void remember_free(const void *p, uint32_t alloc_id, uintptr_t ra) {
+  uint32_t fid = HC_STACK_NONE;
+  if (hci_free_stacks) {
+    hc_tcache_t *tc = hci_tc;
+    fid = tc->is_real ? record_stack(tc, ra, 0) : HC_STACK_NONE;
+  }
+  hci_free_history_put(p, alloc_id, fid, ra);
+}
+
 static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
   if (s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p) {
-    if (span_freed(s)) double_free("free", p, ra);
+    if (span_freed(s)) { /* its start or not: a free neighbour may have merged into it */
+      double_free("free", p, ra);
+      return;
+    }
     bad_pointer("free", p, ra, "not the start of a heapcheck object");
   }
   if (s->is_sampled) HC_USDT_SAMPLE_FREE(s->start, s->sample_size, s->meta.stack_id);
@@ -576,6 +627,7 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
     const hci_sample_listener_t *li = atomic_load_explicit(&sample_listener, memory_order_acquire);
     if (li && li->on_free) li->on_free(s->sample_est);
   }
+  if (hci_free_history_on) remember_free(p, s->meta.stack_id, ra);
   s->meta.stack_id = HC_STACK_NONE;
   if (hci_record_all) clear_freed(p, s->req_size);
   if (s->is_sampled && sampled_unlink(s)) return;
@@ -600,8 +652,14 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
   hc_tcache_t *tc = hci_tc_get();
   if (s->objmeta) {
     hc_objmeta_t *m = &s->objmeta[idx];
-    if (hc_unlikely(m->stack_id == HC_STACK_NONE)) double_free("free", p, ra);
-    m->stack_id = HC_STACK_NONE;
+    /* Taken with one exchange: of two threads freeing the object at once,
+     * exactly one frees it and the other reports the double free. */
+    uint32_t alloc_id = __atomic_exchange_n(&m->stack_id, HC_STACK_NONE, __ATOMIC_RELAXED);
+    if (hc_unlikely(alloc_id == HC_STACK_NONE)) {
+      double_free("free", p, ra);
+      return;
+    }
+    if (hci_free_history_on) remember_free(p, alloc_id, ra);
     uint32_t slack = atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK;
     atomic_store_explicit(&m->xflags, 0, memory_order_relaxed);
     if (hci_record_all) clear_freed(p, ci->size - slack);
@@ -609,6 +667,7 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
     if (hci_quarantine_budget && tc && quarantine(tc, p, ci->size, false)) return;
   } else if (hc_fl_is_free(p)) { /* the free mark (free_list.h): exact */
     double_free("free", p, ra);
+    return;
   } else if (tc && !hci_hooks_on) {
     /* A thread's first frees come here (its cache has no capacity yet):
      * an object another live cache owns goes back to it (remote.c). */
@@ -808,13 +867,13 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
       s = hci_pagemap_span((uintptr_t)p);
       if (s->objmeta) m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
     }
-    if (m ? m->stack_id == HC_STACK_NONE : hc_fl_is_free(p))
-      bad_pointer("realloc", p, ra, "already freed");
+    if (m ? m->stack_id == HC_STACK_NONE : hc_fl_is_free(p)) realloc_freed(p, ra);
     usable = hci_classes[cls].size;
   } else {
     s = hci_pagemap_span((uintptr_t)p);
+    if (s && span_freed(s)) realloc_freed(p, ra);
     if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
-      bad_pointer("realloc", p, ra, s && span_freed(s) ? "already freed" : "not allocated by heapcheck");
+      bad_pointer("realloc", p, ra, "not allocated by heapcheck");
     usable = s->npages << HC_PAGE_SHIFT;
   }
   /* Keep the block when the new size fits and wastes at most half of it,

@@ -23,6 +23,12 @@ bool hci_alloc_recording(void) { return hci_record_all != 0; }
 
 void hci_alloc_set_quarantine(size_t bytes) { hci_quarantine_set(hci_record_all ? bytes : 0); }
 
+bool hci_alloc_set_free_history(size_t entries, bool stacks) {
+  if (!hci_record_all) return false;
+  hci_free_stacks = stacks;
+  return hci_free_history_set(entries);
+}
+
 uint16_t hci_alloc_next_epoch(void) {
   return (uint16_t)(atomic_fetch_add_explicit(&hci_epoch, 1, memory_order_relaxed) + 1);
 }

@@ -414,6 +414,11 @@ bool hci_alloc_recording(void);
  * hci_alloc_set_recording, before the program's first free.  Ignored
  * without recording: the plain allocator never quarantines. */
 void hci_alloc_set_quarantine(size_t bytes);
+/* Checker mode's table of the last frees (free_history.c), `entries` of
+ * them, each free's stack walked too when `stacks` (else its caller
+ * alone): after hci_alloc_set_recording, before the program's first free.
+ * False without recording or when the metadata arena refuses. */
+bool hci_alloc_set_free_history(size_t entries, bool stacks);
 /* A new checker epoch (objects allocated from now on carry it). */
 uint16_t hci_alloc_next_epoch(void);
 /* The calling thread's Disabler nesting: begin is false when the thread has
@@ -466,6 +471,43 @@ void hci_alloc_set_oom_handler(hci_oom_fn fn);
  * checks.  Set before threads start (option parsing). */
 typedef void (*hci_too_big_fn)(size_t size, size_t limit);
 void hci_alloc_set_limit(size_t limit, hci_too_big_fn fn);
+
+/* ======================= alloc.c: memory errors ======================= */
+/* A double free or an invalid pointer found by free, realloc and the
+ * like, handed to the checker (checker/mem_errors.c) before anything
+ * happens: no allocator lock is held and the heap is as before the call.
+ * line: the allocator's one-line message ("free(): double free of P;
+ * called from RA").  The listener prints what it knows and answers
+ * HCI_MEMERR_IGNORE (only when `ignorable`: a double free that LSan's
+ * detect_double_free=0 lets pass; the call returns, nothing freed) or
+ * HCI_MEMERR_ABORT (abort() follows); it may end the process itself.
+ * Without a listener the allocator prints the line and aborts.  Set once,
+ * at the checker's start-up. */
+typedef enum { HCI_MEMERR_DOUBLE_FREE, HCI_MEMERR_BAD_POINTER } hci_memerr_kind_t;
+enum { HCI_MEMERR_ABORT, HCI_MEMERR_IGNORE };
+typedef struct hci_memerr {
+  hci_memerr_kind_t kind;
+  const char *fn;        /* the entry point: "free", "realloc", ... */
+  const void *p;
+  uintptr_t ra;          /* its caller */
+  const char *line;
+  bool ignorable;
+} hci_memerr_t;
+typedef int (*hci_memerr_fn)(const hci_memerr_t *e);
+void hci_alloc_set_error_listener(hci_memerr_fn fn);
+
+/* ======================= free_history.c ======================= */
+/* Checker mode's table of the last frees (free_history.c says how):
+ * hci_free_history_set(entries) makes it (rounded up to a power of two,
+ * at most 2^22; once, at the checker's start-up: false when the metadata
+ * arena refuses); every checker-mode free then puts its block, allocation
+ * stack, free stack (HC_STACK_NONE unless free stacks are recorded) and
+ * caller; find gives them back for a block freed last at its index. */
+extern bool hci_free_history_on;
+extern bool hci_free_stacks;  /* alloc.c: walk each free's stack for it */
+bool hci_free_history_set(size_t entries);
+void hci_free_history_put(const void *p, uint32_t alloc_id, uint32_t free_id, uintptr_t ra);
+bool hci_free_history_find(const void *p, uint32_t *alloc_id, uint32_t *free_id, uintptr_t *free_ra);
 
 /* ======================= malloc_hook.c ======================= */
 /* gperftools' MallocHook lists (the exported API is runtime/malloc_hooks.c).

@@ -70,6 +70,9 @@
       "bytes of freed blocks held back from reuse, oldest reused first (valgrind's --freelist-vol is 20M); 0 = none; K/M/G suffixes") \
   BOOL(HEAP_CHECK_RUN_UNDER_GDB, true, checker, "0: turn the checker off when the process is ptrace()d")   \
   BOOL(HEAPCHECK_KEEP_STATUS, false, checker, "leaks do not change the exit status (the launcher sets it)") \
+  INT(HEAPCHECK_FREE_HISTORY, 32768, 0, 1ll << 22, NULL, checker,                                          \
+      "frees remembered for a double free's report (where the block was allocated and first freed); 0 = none") \
+  BOOL(HEAPCHECK_FREE_STACKS, false, checker, "walk each free's stack for a double free's report (else its caller only; checker mode +75 % instructions)") \
   STR(HEAPCHECK_SUPPRESSIONS, "unset", checker, "suppressions file")                                       \
   STR(HEAP_CHECK_SUPPRESSIONS, "unset", checker, "suppressions file, when HEAPCHECK_SUPPRESSIONS is unset") \
   STR(HEAPCHECK_SOURCE_ROOT, "working directory", checker, "SARIF file URIs are relative to it")          \
@@ -119,6 +122,8 @@
   INT(max_allocation_size_mb, 0, 0, 1ll << 26, NULL, checker, "a request above this many MiB fails (0: no limit): a report, then the exit status, or NULL (below)") \
   BOOL(allocator_may_return_null, false, checker, "a request above max_allocation_size_mb returns NULL with ENOMEM after a warning (real out-of-memory always returns NULL)") \
   INT(tries, 1, 1, 1000, NULL, checker, "each whole-program check runs this many times, each with its report; leaks count only when every run found some") \
+  BOOL(detect_double_free, true, checker, "0: a double free passes, nothing freed twice (LSan's default); 1: its report, then the exit status") \
+  INT(double_free_max_entries, 32768, -(1ll << 40), 1ll << 40, NULL, checker, "frees remembered for a double free's report (HEAPCHECK_FREE_HISTORY), at most 4194304") \
   BOOL(log_threads, false, checker, "each check prints the threads it scanned (LSan 14's Processing thread / Stack at / TLS at lines)") \
   BOOL(help, false, checker, "print this list at start-up")
 

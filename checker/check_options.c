@@ -186,8 +186,11 @@ void hci_chk_options_read(void) {
   hci_chk.verbose = (int)hci_opt_int(HCO_PERFTOOLS_VERBOSE);
   if (hci_opt_bool(HCO_HEAPCHECK_VERBOSE) && hci_chk.verbose < 1) hci_chk.verbose = 1;
   hci_log_verbose = hci_chk.verbose;
+  hci_chk.double_free = -1;
   read_mode();
   if (!hci_chk.active) return;
+  hci_chk.free_history = hci_opt_int(HCO_HEAPCHECK_FREE_HISTORY);
+  hci_chk.free_stacks = hci_opt_bool(HCO_HEAPCHECK_FREE_STACKS);
   hci_chk.max_leaks = (int)hci_opt_int(HCO_HEAP_CHECK_MAX_LEAKS);
   hci_chk.identify_leaks = hci_opt_bool(HCO_HEAP_CHECK_IDENTIFY_LEAKS);
   hci_chk.show_possible = hci_opt_bool(HCO_HEAPCHECK_SHOW_POSSIBLY_LOST);
@@ -215,6 +218,7 @@ void hci_chk_options_read(void) {
     hci_chk.no_mapping_roots = true; /* LSan scans only registered regions */
   }
   hci_lsan_apply();
+  if (hci_chk.leaks_off) hci_chk.check_at_exit = false; /* detect_leaks=0: records for double frees only */
   hci_log_verbose = hci_chk.verbose; /* LSan mode's default and verbosity= */
   /* Outside as-is the mode decides; a variable that tries to change it is
    * probably a mistake worth a word (gperftools silently ignores it). */

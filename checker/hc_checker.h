@@ -436,6 +436,13 @@ typedef struct hci_chk_opts {
   const char *strip_path_prefix; /* cut from file and module paths in reports, or NULL */
   int tries;                 /* LSan's tries: runs per whole-program check (0, 1: one) */
   bool log_threads;          /* LSan's log_threads: each check lists the threads it scanned */
+  /* Double and invalid frees (mem_errors.c). */
+  int double_free;           /* LSan's detect_double_free: -1 unset (report, then abort; LSan mode:
+                                the exit status), 0 a double free passes, 1 report, exit status */
+  bool leaks_off;            /* LSan's detect_leaks=0 with detect_double_free=1: records kept for
+                                those reports, no leak check */
+  long long free_history;    /* frees remembered (HEAPCHECK_FREE_HISTORY, double_free_max_entries) */
+  bool free_stacks;          /* each free's stack walked (HEAPCHECK_FREE_STACKS) */
 } hci_chk_opts_t;
 extern hci_chk_opts_t hci_chk;  /* written once by hci_chk_options_read, read-only afterwards */
 /* Parses HEAPCHECK and every HEAP_CHECK_* variable into hci_chk.  Runs inside
@@ -466,6 +473,13 @@ void hci_direct_exit_init(void);
  * from inside exit); else why not: LSan mode, a fork or vfork child, maybe
  * inside a signal handler.  No lock, no malloc. */
 const char *hci_direct_exit_refusal(void);
+
+/* ======================= mem_errors.c ======================= */
+/* The report of a double or invalid free (allocator/alloc.c finds it):
+ * the table of recent frees and the listener, after recording is on; with
+ * the checker off only LSan's detect_double_free=0 (a listener that lets a
+ * double free pass). */
+void hci_mem_errors_init(void);
 
 /* ======================= lsan.c ======================= */
 /* LeakSanitizer compatibility: LSAN_OPTIONS (LSan's syntax) and the

@@ -168,7 +168,10 @@ int hci_chk_recoverable_now(uintptr_t sp) {
 
 void hci_checker_init(void) {
   hci_chk_options_read();
-  if (!hci_chk.active) return;
+  if (!hci_chk.active) {
+    if (hci_chk.double_free == 0) hci_mem_errors_init(); /* LSan's detect_double_free=0 (not in start-up's hot text) */
+    return;
+  }
   hci_direct_exit_init();
   if (!hci_chk.run_under_gdb && hci_proc_status_field("TracerPid") > 0) {
     hci_chk_log(HCI_LOG_WARNING, "Someone is ptrace()ing us; will turn itself off");
@@ -185,6 +188,8 @@ void hci_checker_init(void) {
    * valgrind's --freelist-vol): a stale pointer the program keeps to a block
    * it freed must not keep the next leak at that address alive. */
   hci_alloc_set_quarantine((size_t)hci_opt_int(HCO_HEAPCHECK_QUARANTINE));
+  /* Double frees say where the block was allocated and first freed. */
+  hci_mem_errors_init();
   /* Not from every descendant of a launcher tree (a build runs thousands). */
   if (!hci_log_stream_in_tree() || hci_log_stream_tree_top())
     hci_chk_log(0, "WARNING: Perftools heap leak checker is active -- Performance may suffer");

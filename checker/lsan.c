@@ -147,10 +147,15 @@ static int find_opt(const char *name, size_t nlen) {
 }
 
 static bool detect_leaks = true;
+static int detect_double_free = -1; /* unset */
 static bool seen_any; /* LSAN_OPTIONS set or __lsan_default_options defined */
 
+/* The two keys that decide whether the checker runs: detect_leaks, and
+ * detect_double_free=1, whose reports need the allocation records. */
 static void detect_only(const char *src, const char *name, size_t nlen, const char *v, size_t vlen) {
-  if (find_opt(name, nlen) == HCL_detect_leaks) detect_leaks = get_bool(src, &hci_lsan_options[HCL_detect_leaks], v, vlen);
+  int id = find_opt(name, nlen);
+  if (id == HCL_detect_leaks) detect_leaks = get_bool(src, &hci_lsan_options[id], v, vlen);
+  if (id == HCL_detect_double_free) detect_double_free = get_bool(src, &hci_lsan_options[id], v, vlen);
 }
 
 static void print_help(void) {
@@ -234,6 +239,18 @@ static void apply_one(const char *src, const char *name, size_t nlen, const char
     case HCL_allocator_may_return_null: may_return_null = b; break;
     case HCL_tries: hci_chk.tries = (int)x; break;
     case HCL_log_threads: hci_chk.log_threads = b; break;
+    case HCL_detect_double_free:
+      hci_chk.double_free = b;
+      if (b) hci_chk.free_stacks = true; /* LSan's report has the first free's whole stack */
+      break;
+    case HCL_double_free_max_entries:
+      /* LSan's warnings and cap (its bounded side table); 0 keeps the default. */
+      if (x < 0)
+        hci_warn("%s: double_free_max_entries=%lld is negative; using the default %lld", src, x, o->def);
+      else if (x > 4194304)
+        hci_warn("%s: double_free_max_entries=%lld is too large, capping it at 4194304", src, x);
+      if (x > 0) hci_chk.free_history = x > 4194304 ? 4194304 : x;
+      break;
     case HCL_help:
       if (b) print_help();
       break;
@@ -248,7 +265,9 @@ bool hci_lsan_mode(void) {
   if (!seen_any) return false;
   parse("__lsan_default_options()", def, detect_only);
   parse("LSAN_OPTIONS", env, detect_only);
-  return detect_leaks;
+  hci_chk.double_free = detect_double_free;
+  hci_chk.leaks_off = !detect_leaks;
+  return detect_leaks || detect_double_free == 1;
 }
 
 void hci_lsan_apply(void) {
@@ -258,6 +277,7 @@ void hci_lsan_apply(void) {
 }
 
 bool hci_lsan_turned_off(void) {
+  if (hci_chk.leaks_off) return true; /* detect_leaks=0: on for double-free reports only */
   if (!__lsan_is_turned_off || !__lsan_is_turned_off()) return false;
   hci_chk_log(1, "heapcheck: __lsan_is_turned_off() returned non-zero: no leak check");
   return true;

@@ -8,10 +8,14 @@
 #include "hc_symbolize.h"
 
 int hci_stack_lines(uint32_t id, int max, void (*emit)(void *ctx, const char *line), void *ctx) {
+  return hci_stack_lines_at(id, 0, max, emit, ctx);
+}
+
+int hci_stack_lines_at(uint32_t id, int first, int max, void (*emit)(void *ctx, const char *line), void *ctx) {
   const uintptr_t *pcs;
   int d = hci_depot_get(id, &pcs);
   if (d <= 0) emit(ctx, "    (stack unknown)\n");
-  for (int k = 0, shown = 0; k < d && shown < max; k++) {
+  for (int k = 0, shown = first; k < d && shown < first + max; k++) {
     hci_frame_t f;
     char frame[768], line[832];
     hci_symbolize(pcs[k], &f);

@@ -253,6 +253,8 @@ void hci_sym_normalize_path(char *p);
  * at most max, each handed to emit ("    (stack unknown)\n" when the depot
  * has none).  Returns the stack's depth.  Symbolizes: world running only. */
 int hci_stack_lines(uint32_t id, int max, void (*emit)(void *ctx, const char *line), void *ctx);
+/* The same, numbered from #first (a report that printed frames before). */
+int hci_stack_lines_at(uint32_t id, int first, int max, void (*emit)(void *ctx, const char *line), void *ctx);
 
 /* ======================= frames_json.c ======================= */
 /* The stack as a JSON array of frames {address, module, offset, function,

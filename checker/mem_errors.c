@@ -1,0 +1,115 @@
+/* mem_errors.c - the report of a double or invalid free in checker mode.
+ *
+ * The allocator finds the error (the object's record, the free mark, the
+ * span's state: allocator/alloc.c) and hands it here before anything is
+ * freed (hci_alloc_set_error_listener).  The report names the stacks a
+ * user needs to find the bug, as valgrind and AddressSanitizer do: for a
+ * double free the second free, the first one and the allocation (from the
+ * table of recent frees, allocator/free_history.c); for a pointer inside a
+ * live block, that block and where it was allocated.  Then the process
+ * ends as before (abort, as glibc), or in LSan mode (LSAN_OPTIONS) with
+ * the exit status, as LeakSanitizer's Die(); LSan's detect_double_free=0
+ * lets a double free pass instead (nothing is freed twice).
+ *
+ * Runs inside free or realloc with no allocator lock held: it may
+ * symbolize (the symbolizer's lock, the metadata arena) and allocate.
+ */
+#include <unistd.h>
+
+#include "hc_checker.h"
+#include "hc_heap_view.h"
+#include "hc_internal.h"
+#include "hc_symbolize.h"
+
+static void emit_line(void *ctx, const char *line) { hci_out_puts(ctx, line); }
+
+/* A stack's lines after a header; `first` numbers the first frame (the
+ * entry point, printed by the caller, is #0). */
+static void stack_block(hci_out_t *o, const char *header, uint32_t id, int first) {
+  if (header) hci_out_printf(o, "%s\n", header);
+  hci_stack_lines_at(id, first, 64, emit_line, o);
+}
+
+static void one_frame_block(hci_out_t *o, const char *header, uintptr_t pc) {
+  stack_block(o, header, hci_depot_put(&pc, 1), 0);
+}
+
+/* What the table of recent frees holds of the block, read before the
+ * report allocates anything: the symbolizer's own blocks (a demangled name)
+ * may take the freed block's address and leave their free in its entry. */
+typedef struct first_free {
+  bool found;
+  uint32_t alloc_id, free_id;
+  uintptr_t free_ra;
+} first_free_t;
+
+static void double_free_report(hci_out_t *o, const first_free_t *f) {
+  if (!f->found) {
+    hci_out_printf(o, "The block was freed before; the table of recent frees no longer holds it "
+                      "(HEAPCHECK_FREE_HISTORY).\n");
+    return;
+  }
+  if (f->free_id != HC_STACK_NONE) stack_block(o, "The first free occurred here:", f->free_id, 0);
+  else one_frame_block(o, "The first free occurred here (its caller; HEAPCHECK_FREE_STACKS=1 walks the whole stack):", f->free_ra);
+  stack_block(o, "The memory was allocated here:", f->alloc_id, 0);
+}
+
+/* A pointer into a live block: which block, and where it came from. */
+static void bad_pointer_report(hci_out_t *o, const hci_memerr_t *e) {
+  hci_heap_obj_t obj;
+  if (!hci_heap_find((uintptr_t)e->p, &obj) || !obj.meta) return;
+  char head[160];
+  hci_snprintf(head, sizeof head, "%p is %zu bytes inside a block of %zu bytes, allocated here:", e->p,
+               (size_t)((uintptr_t)e->p - obj.start), obj.size);
+  stack_block(o, head, obj.meta->stack_id, 0);
+}
+
+/* One report per process: the thread that makes it ends the process; a
+ * thread that finds another error meanwhile waits for that end, and an
+ * error inside the report itself (the reporting thread again) says its
+ * line and aborts at once. */
+static _Atomic int reporter;
+
+static void claim_report(const hci_memerr_t *e) {
+  int me = hci_os_tid(), none = 0;
+  if (atomic_compare_exchange_strong(&reporter, &none, me)) return;
+  if (none == me) hci_fatal("%s (inside the report of another)", e->line);
+  for (;;) pause();
+}
+
+static int on_error(const hci_memerr_t *e) {
+  bool dbl = e->kind == HCI_MEMERR_DOUBLE_FREE;
+  if (dbl && e->ignorable && hci_chk.double_free == 0) return HCI_MEMERR_IGNORE;
+  claim_report(e);
+  first_free_t f = {.found = false};
+  if (dbl) f.found = hci_free_history_find(e->p, &f.alloc_id, &f.free_id, &f.free_ra);
+  uint32_t now = hci_capture_stack_from(e->ra);
+  hci_out_t o = {.fd = hci_log_stream_fd()};
+  hci_out_printf(&o, "heapcheck: %s\n", e->line);
+  hci_out_printf(&o, dbl ? "The second free occurred here:\n" : "The bad free occurred here:\n");
+  hci_out_printf(&o, "    #0 %s (heapcheck's entry point)\n", e->fn);
+  stack_block(&o, NULL, now, 1);
+  if (dbl) double_free_report(&o, &f);
+  else bad_pointer_report(&o, e);
+  hci_out_printf(&o, "SUMMARY: heapcheck: %s\n", dbl ? "double-free" : "bad-free");
+  hci_out_flush(&o);
+  /* LSan mode: LeakSanitizer's Die() (its exit status, no signal). */
+  if (hci_chk.lsan) _exit(hci_chk.exit_code ? hci_chk.exit_code : 1);
+  return HCI_MEMERR_ABORT;
+}
+
+/* With the checker off: only LSan's detect_double_free=0 needs us. */
+static int pass_double_free(const hci_memerr_t *e) {
+  return e->ignorable && e->kind == HCI_MEMERR_DOUBLE_FREE ? HCI_MEMERR_IGNORE : HCI_MEMERR_ABORT;
+}
+
+void hci_mem_errors_init(void) {
+  if (!hci_chk.active) {
+    if (hci_chk.double_free == 0) hci_alloc_set_error_listener(pass_double_free);
+    return;
+  }
+  if (hci_chk.free_history > 0 && !hci_alloc_set_free_history((size_t)hci_chk.free_history, hci_chk.free_stacks))
+    hci_chk_log(HCI_LOG_WARNING, "heapcheck: warning: no memory for the table of recent frees: double-free "
+                                 "reports will not say where the block was allocated and first freed");
+  hci_alloc_set_error_listener(on_error);
+}

@@ -1,0 +1,78 @@
+/* double_free_fixture.c - double and invalid frees for test_double_free.sh:
+ * the checker's report of each (checker/mem_errors.c) must name the
+ * functions below: where the block was allocated (make_block), first freed
+ * (first_free) and freed again (second_free).
+ *
+ * Usage: double_free_fixture CASE, CASE one of small, large, realloc,
+ * interior, race, ok.  Prints "completed" when the program goes on to its
+ * end (a double free let pass, or the ok case). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static void *volatile sink;
+static volatile int step; /* a different store in each function: no two are folded into one */
+
+static NOINLINE void *make_block(size_t n) {
+  void *p = malloc(n);
+  step = 1; /* not a tail call: this frame is on the stack */
+  return p;
+}
+static NOINLINE void first_free(void *p) {
+  free(p);
+  step = 2;
+}
+static NOINLINE void second_free(void *p) {
+  free(p);
+  step = 3;
+}
+static NOINLINE void *grow(void *p, size_t n) {
+  void *q = realloc(p, n);
+  step = 4;
+  return q;
+}
+
+/* Threads freeing one block at the same moment: one frees it, every other
+ * free is a double free (the first of them is reported). */
+enum { RACERS = 8 };
+static pthread_barrier_t start;
+static void *racer(void *arg) {
+  pthread_barrier_wait(&start);
+  free(arg);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  const char *c = argc > 1 ? argv[1] : "";
+  if (!strcmp(c, "small") || !strcmp(c, "large")) {
+    void *p = make_block(!strcmp(c, "large") ? (size_t)2 << 20 : 24);
+    first_free(p);
+    sink = make_block(100); /* another block in between: the entry is p's still */
+    second_free(p);
+  } else if (!strcmp(c, "realloc")) {
+    void *p = make_block(40);
+    first_free(p);
+    sink = grow(p, 80);
+  } else if (!strcmp(c, "interior")) {
+    char *p = make_block(64);
+    sink = p;
+    second_free(p + 16);
+  } else if (!strcmp(c, "race")) {
+    void *p = make_block(64);
+    pthread_t t[RACERS];
+    pthread_barrier_init(&start, NULL, RACERS);
+    for (int i = 0; i < RACERS; i++) pthread_create(&t[i], NULL, racer, p);
+    for (int i = 0; i < RACERS; i++) pthread_join(t[i], NULL);
+  } else if (!strcmp(c, "ok")) {
+    for (int i = 0; i < 1000; i++) first_free(make_block((size_t)i * 40));
+  } else {
+    fprintf(stderr, "usage: %s small|large|realloc|interior|race|ok\n", argv[0]);
+    return 2;
+  }
+  free(sink);
+  printf("completed\n");
+  return 0;
+}
