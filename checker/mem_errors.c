@@ -81,10 +81,14 @@ static int on_error(const hci_memerr_t *e) {
   bool dbl = e->kind == HCI_MEMERR_DOUBLE_FREE;
   if (dbl && e->ignorable && hci_chk.double_free == 0) return HCI_MEMERR_IGNORE;
   claim_report(e);
+  /* A program that sandboxed itself (seccomp_watch.c mutes the stream):
+   * symbolizing opens files its filter may kill for; the line alone. */
+  int fd = hci_log_stream_fd();
+  if (fd < 0) hci_fatal("%s", e->line);
   first_free_t f = {.found = false};
   if (dbl) f.found = hci_free_history_find(e->p, &f.alloc_id, &f.free_id, &f.free_ra);
   uint32_t now = hci_capture_stack_from(e->ra);
-  hci_out_t o = {.fd = hci_log_stream_fd()};
+  hci_out_t o = {.fd = fd};
   hci_out_printf(&o, "heapcheck: %s\n", e->line);
   hci_out_printf(&o, dbl ? "The second free occurred here:\n" : "The bad free occurred here:\n");
   hci_out_printf(&o, "    #0 %s (heapcheck's entry point)\n", e->fn);
