@@ -625,13 +625,13 @@ void hci_alloc_quarantine_flush(hc_tcache_t *tc, bool all) {
  * double free's report (free_history.c).  The free stack is walked only
  * when asked for (hci_alloc_set_free_history): else its caller alone. */
 bool hci_free_stacks;
-static hc_noinline void remember_free(const void *p, uint32_t alloc_id, uintptr_t ra) {
-  uint32_t fid = HC_STACK_NONE;
-  if (hci_free_stacks) {
-    hc_tcache_t *tc = hci_tc;
-    fid = tc->is_real ? record_stack(tc, ra, 0) : HC_STACK_NONE;
-  }
-  hci_free_history_put(p, alloc_id, fid, ra);
+static hc_noinline uint32_t free_stack(uintptr_t ra) {
+  hc_tcache_t *tc = hci_tc;
+  return tc->is_real ? record_stack(tc, ra, 0) : HC_STACK_NONE;
+}
+/* In line: the walk's registers are saved only when free stacks are on. */
+static inline void remember_free(const void *p, uint32_t alloc_id, uintptr_t ra) {
+  hci_free_history_put(p, alloc_id, hci_free_stacks ? free_stack(ra) : HC_STACK_NONE, ra);
 }
 
 static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
