@@ -12,14 +12,17 @@
  *    lands in it.  Symbols come from .symtab, else from a separate debug
  *    file (build-id, then .gnu_debuglink with its CRC), else .dynsym; lines
  *    from .debug_line of the file or of its debug file.
- *  - C++ names go through libstdc++'s __cxa_demangle, loaded on demand
- *    (once, never unloaded) when the process has no libstdc++.
+ *  - C++ names go through our own demangler (demangle.c); a name it
+ *    refuses goes to __cxa_demangle only if the process already has it
+ *    (dlsym, never a dlopen: loading libstdc++ would run its constructors
+ *    in a program that did not ask for them).
  *  - Results are cached per pc; file and demangled names are interned.
  *
  * Invariants:
  *  - every table, string and cache lives in the metadata arena
  *    (hci_meta_alloc), never in the program's heap; only __cxa_demangle
- *    mallocs, and its result is copied and freed at once;
+ *    (for names our demangler refuses) mallocs, and its result is copied
+ *    and freed at once;
  *  - strings handed out (module, function, file) stay valid until
  *    hci_symbolizer_reset(): modules that disappear (dlclose) are retired,
  *    not unmapped, until then;
@@ -40,6 +43,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "hc_demangle.h"
 #include "hc_internal.h"
 #include "hc_symbolize.h"
 
@@ -94,10 +98,9 @@ static struct {
   ptrmap_t pcs;                   /* pc -> hci_frame_t* */
   ptrmap_t demangled;             /* mangled name pointer -> demangled string */
   ptrmap_t strings;               /* string hash -> chain of interned strings */
-  demangle_fn demangle;
-  void *libstdcxx;                /* handle that keeps demangle valid */
-  bool libstdcxx_ours;            /* loaded by us on demand: kept loaded for good */
+  demangle_fn demangle;           /* __cxa_demangle if the process has it */
   bool demangle_looked_up;
+  struct dm_area *dm;             /* our demangler's work area and output */
   _Atomic uintptr_t hide;         /* hci_symbolize_hide's entry, or 0 */
 } S = {.lock = HCI_LOCK_INIT(HC_RANK_SYMBOLIZER)};
 HC_PRIVATE_STATE(S);
@@ -564,41 +567,39 @@ static void unload_module(module_t *m) {
 
 /* ---- names ---- */
 
+/* Work area of demangle.c plus its output, from the metadata arena on the
+ * first C++ name (about 150 KiB) and kept until hci_symbolizer_reset. */
+struct dm_area {
+  hci_demangle_work_t work;
+  char out[16384];
+};
+
 static const char *demangle(const char *name) {
   if (name[0] != '_' || name[1] != 'Z') return name;
   const char *done = map_get(&S.demangled, (uintptr_t)name);
   if (done) return done;
-  if (!S.demangle_looked_up) {
-    S.demangle_looked_up = true;
-    if (hci_eh_static_exe()) return name; /* no dynamic symbols to look in (and a dlerror left behind) */
-    S.demangle = (demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    if (S.demangle == NULL) {
-      /* libstdc++ pulled in by a RTLD_LOCAL dlopen is not in the global
-       * scope; take it only if already loaded, and keep it loaded. */
-      S.libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
-      if (S.libstdcxx == NULL && getauxval(AT_BASE) != 0) {
-        /* A program without libstdc++ (C, or C++ symbols via asm labels,
-         * or a static libstdc++ without the demangler): load it now, once,
-         * privately, and never unload it (its destructors and EH pool stay
-         * consistent).  The world is running here (reports and suppression
-         * matching symbolize after the threads resumed).  Not in a static
-         * executable (no AT_BASE: no dynamic loader), where dlopen would
-         * bring a second libc. */
-        S.libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-        S.libstdcxx_ours = S.libstdcxx != NULL;
+  const char *out = name;
+  if (S.dm == NULL) S.dm = hci_meta_alloc(sizeof *S.dm);
+  if (S.dm && hci_demangle(name, S.dm->out, sizeof S.dm->out, &S.dm->work)) {
+    const char *s = intern(S.dm->out);
+    if (s) out = s;
+  } else {
+    /* Refused (or no memory): libstdc++'s demangler, only if already loaded
+     * and visible; a static executable has no dynamic symbols to look in. */
+    if (!S.demangle_looked_up) {
+      S.demangle_looked_up = true;
+      if (!hci_eh_static_exe()) S.demangle = (demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    }
+    if (S.demangle) {
+      int status = -1;
+      char *d = S.demangle(name, NULL, NULL, &status);
+      if (d && status == 0) {
+        const char *s = intern(d);
+        if (s) out = s;
       }
-      if (S.libstdcxx) S.demangle = (demangle_fn)(uintptr_t)dlsym(S.libstdcxx, "__cxa_demangle");
+      free(d); /* __cxa_demangle's result comes from malloc */
     }
   }
-  if (S.demangle == NULL) return name;
-  int status = -1;
-  char *d = S.demangle(name, NULL, NULL, &status);
-  const char *out = name;
-  if (d && status == 0) {
-    const char *s = intern(d);
-    if (s) out = s;
-  }
-  free(d); /* __cxa_demangle's result comes from malloc */
   map_put(&S.demangled, (uintptr_t)name, (void *)(uintptr_t)out);
   return out;
 }
@@ -817,12 +818,12 @@ void hci_symbolizer_reset(void) {
   map_free(&S.demangled);
   map_free(&S.strings);
   arena_free_all();
-  if (S.libstdcxx && !S.libstdcxx_ours) {
-    dlclose(S.libstdcxx);
-    S.libstdcxx = NULL;
-    S.demangle = NULL;
-    S.demangle_looked_up = false;
+  if (S.dm) {
+    hci_meta_free(S.dm, sizeof *S.dm);
+    S.dm = NULL;
   }
+  S.demangle = NULL;
+  S.demangle_looked_up = false;
   S.scanned = false;
   hci_unlock(&S.lock);
 }

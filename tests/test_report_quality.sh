@@ -6,8 +6,8 @@
 # Environment: HC_CC = the C compiler command (fixtures compiled here).
 #
 # Checks:
-#  - a C++ name in a program without libstdc++ is demangled (app::make()),
-#    and a leak:app::make suppression matches it;
+#  - a C++ name in a program without libstdc++ is demangled (app::make())
+#    without loading libstdc++, and a leak:app::make suppression matches it;
 #  - frames in a module dlclose'd before the report name the module and its
 #    build-id, with function and line;
 #  - a module loaded where a dlclose'd one was, with other unwind rules at
@@ -54,6 +54,14 @@ run "$tmp/mangled"
 expect_rc 1
 has_re "^	@ [0-9a-f]+ app::make\(\) .*mangled\.c:5 "
 lacks "_ZN3app4makeEv"
+# ... by the symbolizer's own demangler: libstdc++ is not loaded into the
+# program to print its report (before, it was dlopen'ed here, its
+# constructors running in a program that never asked for them).
+run LD_DEBUG=files "$tmp/mangled"
+expect_rc 1
+has_re "^	@ [0-9a-f]+ app::make\(\) "
+has "file=libc.so.6"
+lacks "libstdc++"
 printf 'leak:app::make\n' >"$tmp/app.supp"
 run HEAPCHECK_SUPPRESSIONS="$tmp/app.supp" "$tmp/mangled"
 expect_rc 0

@@ -16,7 +16,7 @@
 #
 # Usage: test_static.sh MANY_OBJECTS_FULLSTATIC LEAK_LIST_FULLSTATIC
 #          STALE_MAIN_PAD_FULLSTATIC_STRIPPED MAIN_STACK_EXIT_FULLSTATIC
-#          STALE_THREAD_EXIT_FULLSTATIC STATIC_NOFP_LEAK
+#          STALE_THREAD_EXIT_FULLSTATIC STATIC_NOFP_LEAK [STATIC_CXX_LEAK]
 . "$(dirname "$0")/expect.sh"
 expect_private_env hc_static
 many=$1
@@ -25,6 +25,7 @@ pad_stripped=$3
 stack_exit=$4
 thread_exit=$5
 nofp=$6
+cxx=${7:-}
 
 run() { cur="$*"; out=$(env "$@" 2>&1); rc=$?; }
 
@@ -107,4 +108,19 @@ for m in normal strict; do
   has_re "@ [0-9a-f]+ nofp_a "
   has_re "@ [0-9a-f]+ main .*static_nofp_leak.c:[0-9]+"
 done
+# A static C++ program: no __cxa_demangle to find and no loader to load
+# libstdc++ with, so the names come from symbolizer/demangle.c (before it,
+# this report printed _ZN6leakns6HolderIiE4grabEm and the like).
+if [ -n "$cxx" ]; then
+  for m in normal strict; do
+    run HEAPCHECK=$m "$cxx"
+    expect_rc 1
+    has "SUMMARY: heapcheck: 176 bytes leaked in 5 allocations"
+    has_re "@ [0-9a-f]+ leakns::Holder<int>::grab\(unsigned long\) .*static_cxx_leak.cc:[0-9]+"
+    has_re "@ [0-9a-f]+ leakns::Holder<int>::operator\+=\(int\) "
+    has_re "@ [0-9a-f]+ main::\{lambda\(int\)#1\}::operator\(\)\(int\) const "
+    has_re "@ [0-9a-f]+ void call_with<main::\{lambda\(int\)#1\}>\(main::\{lambda\(int\)#1\}\) "
+    lacks_re "@ [0-9a-f]+ _Z"
+  done
+fi
 finish test_static
