@@ -440,10 +440,9 @@ static int parse_prefix(parser_t *ps, bool substable) {
       if (r >= 0) return bad(ps), -1;
       r = substitution(ps, true);
       continue;
-    } else if (c == 'E') {
-      if (r < 0) return bad(ps), -1;
-      break;
-    } else if (c == 0) {
+    } else if (c == 'E' || c == 0) {
+      /* a prefix ends after an unqualified name or template arguments, not
+       * after a substitution or an M */
       return bad(ps), -1;
     } else {
       r = unqualified_name(ps, r);
@@ -523,8 +522,8 @@ static int parse_name_q(parser_t *ps, bool substable, mquals_t *mq) {
   if (mq) mq->q = NULL, mq->qlen = 0, mq->ref = 0;
   if (c == 'N') {
     mquals_t dummy;
-    if (!mq) mq = &dummy;
-    dc = nested_name(ps, &mq->q, &mq->qlen, &mq->ref);
+    dc = nested_name(ps, mq ? &mq->q : &dummy.q, mq ? &mq->qlen : &dummy.qlen, mq ? &mq->ref : &dummy.ref);
+    if (!mq && dummy.qlen + (size_t)dummy.ref != 0) return bad(ps), -1; /* "N K ... E" as a type */
     if (substable) add_sub(ps, dc);
     return dc;
   }
@@ -892,7 +891,7 @@ static int expr_primary(parser_t *ps) {
   bool neg = eat(ps, 'n');
   const char *s = ps->p;
   while (ps->p < ps->end && *ps->p != 'E') ps->p++;
-  if (!eat(ps, 'E')) return bad(ps), -1;
+  if (ps->p == s || !eat(ps, 'E')) return bad(ps), -1; /* no value */
   int r = node(ps, K_LITERAL, t, -1);
   if (r >= 0) {
     ps->n[r].s = s;
@@ -1087,6 +1086,7 @@ typedef struct {
   int depth;
   long steps;
   bool stale_last;   /* a ", " was taken back: the last character seen stays ' ' */
+  const struct decl *pending; /* declarator of the type whose name is printing */
   bool fail;
   int nscopes;
   scope_t scopes[MAX_SCOPES];
@@ -1198,6 +1198,30 @@ static void print_quals(printer_t *pr, const char *q, size_t len) {
   }
 }
 
+/* A type's qualifiers, innermost first; one already pending further out
+ * (earlier in the letters, or in the qualifiers right outside: T_ = "int
+ * const" under K) is printed once, by the outer one, as c++filt does. */
+static void print_cv(printer_t *pr, const decl_t *d) {
+  const hci_dm_node_t *x = &pr->n[d->node];
+  for (size_t k = x->len; k-- > 0;) {
+    char c = x->s[k];
+    bool outer = memchr(x->s, c, k) != NULL;
+    const decl_t *o = d->next;
+    bool in_pending = false;
+    for (;;) {
+      if (o == NULL && !in_pending) {
+        o = pr->pending;
+        in_pending = true;
+      }
+      if (outer || o == NULL || o->op != D_CV) break;
+      const hci_dm_node_t *y = &pr->n[o->node];
+      outer = memchr(y->s, c, y->len) != NULL;
+      o = o->next;
+    }
+    if (!outer) print_quals(pr, &x->s[k], 1);
+  }
+}
+
 static void print_ref(printer_t *pr, int ref) {
   if (ref == 1) puts_(pr, " &");
   else if (ref == 2) puts_(pr, " &&");
@@ -1205,7 +1229,10 @@ static void print_ref(printer_t *pr, int ref) {
 
 static void print_function_suffix(printer_t *pr, int ft) {
   putc_(pr, '(');
+  const decl_t *hold = pr->pending;
+  pr->pending = NULL;
   print_list(pr, pr->n[ft].b);
+  pr->pending = hold;
   putc_(pr, ')');
   print_quals(pr, pr->n[ft].s, pr->n[ft].len);
   print_ref(pr, pr->n[ft].f);
@@ -1224,7 +1251,7 @@ static void render(printer_t *pr, const decl_t *d, bool top) {
     case D_PTR: putc_(pr, '*'); render(pr, d->next, top); break;
     case D_REF: putc_(pr, '&'); render(pr, d->next, top); break;
     case D_RREF: puts_(pr, "&&"); render(pr, d->next, top); break;
-    case D_CV: print_quals(pr, x->s, x->len); render(pr, d->next, top); break;
+    case D_CV: print_cv(pr, d); render(pr, d->next, top); break;
     case D_CPLX: puts_(pr, " _Complex"); render(pr, d->next, top); break;
     case D_IMAG: puts_(pr, " _Imaginary"); render(pr, d->next, top); break;
     case D_VQUAL:
@@ -1383,32 +1410,13 @@ static void print_decl(printer_t *pr, int i, const decl_t *inner) {
     case K_PTR: d.op = D_PTR; print_decl(pr, x->a, &d); break;
     case K_CPLX: d.op = D_CPLX; print_decl(pr, x->a, &d); break;
     case K_IMAG: d.op = D_IMAG; print_decl(pr, x->a, &d); break;
-    case K_CV: {
-      /* a qualifier already pending (T_ = "X const" under "K"): printed once */
-      int dup = 0;
-      for (size_t k = 0; k < x->len; k++) {
-        for (const decl_t *o = inner; o && o->op == D_CV; o = o->next) {
-          const hci_dm_node_t *y = &pr->n[o->node];
-          if (memchr(y->s, x->s[k], y->len)) {
-            dup++;
-            break;
-          }
-        }
-      }
-      if (dup == (int)x->len) print_decl(pr, x->a, inner);
-      else if (dup) pr->fail = true;
-      else {
-        d.op = D_CV;
-        print_decl(pr, x->a, &d);
-      }
-      break;
-    }
+    case K_CV: d.op = D_CV; print_decl(pr, x->a, &d); break;
     case K_VQUAL: d.op = D_VQUAL; print_decl(pr, x->a, &d); break;
     case K_VECTOR: d.op = D_VECTOR; print_decl(pr, x->a, &d); break;
     case K_PTRMEM: d.op = D_PTRMEM; print_decl(pr, x->b, &d); break;
     case K_REF:
     case K_RREF: {
-      /* reference collapsing through a template parameter: & + && = & */
+      /* reference collapsing (through a template parameter too): & + && = & */
       int sub = x->a;
       int kind = x->k;
       const tctx_t *hold = pr->ctx;
@@ -1416,18 +1424,22 @@ static void print_decl(printer_t *pr, int i, const decl_t *inner) {
       if (!pr->lambda_arg && sub >= 0 && pr->n[sub].k == K_TPARM) {
         scope_use(pr, sub, restored);
         const tctx_t *outer;
-        int a = lookup_tparm(pr, sub, &outer);
-        if (a < 0) {
+        sub = lookup_tparm(pr, sub, &outer);
+        if (sub < 0) {
           pr->fail = true;
           pr->ctx = hold;
           break;
         }
-        if (pr->n[a].k == K_REF || pr->n[a].k == kind) {
-          print_decl(pr, a, inner);
-          pr->ctx = hold;
-          break;
-        }
-        if (pr->n[a].k == K_RREF) sub = pr->n[a].a;
+      }
+      if (pr->n[sub].k == K_REF || pr->n[sub].k == kind) {
+        /* the inner reference stands for both; its own referent prints
+         * with the full rules (c++filt: T = "bool& &" under && gives "bool&&") */
+        kind = pr->n[sub].k;
+        sub = pr->n[sub].a;
+      } else if (pr->n[sub].k == K_RREF) {
+        sub = pr->n[sub].a;
+      } else {
+        sub = x->a;
       }
       d.op = kind == K_REF ? D_REF : D_RREF;
       print_decl(pr, sub, &d);
@@ -1504,11 +1516,20 @@ static void print_decl(printer_t *pr, int i, const decl_t *inner) {
     case K_PACKEXP: {
       int pack = find_pack(pr, x->a, 0);
       if (pack < 0) {
-        print_decl(pr, x->a, inner);
+        if (inner) {
+          pr->fail = true;
+          break;
+        }
+        print_subexpr(pr, x->a);
         puts_(pr, "...");
         break;
       }
       int n = list_len(pr, pr->n[pack].a);
+      if (inner && n != 1) {
+        /* "PDpT_": c++filt puts the * on the last element only; refused */
+        pr->fail = true;
+        break;
+      }
       for (int k = 0; k < n && !pr->fail; k++) {
         pr->pack_index = k;
         print_decl(pr, x->a, inner);
@@ -1516,10 +1537,16 @@ static void print_decl(printer_t *pr, int i, const decl_t *inner) {
       }
       break;
     }
-    default:
+    default: {
+      /* c++filt keeps the declarator's qualifiers pending while the name
+       * prints: "PKNS1_1CE" with S1_ = "A::B const" is "A::B::C const*" */
+      const decl_t *hold = pr->pending;
+      pr->pending = inner;
       print(pr, i);
+      pr->pending = hold;
       join(pr, inner);
       break;
+    }
   }
   pr->depth--;
 }
@@ -1527,7 +1554,10 @@ static void print_decl(printer_t *pr, int i, const decl_t *inner) {
 static void print_template_args(printer_t *pr, int list) {
   if (last(pr) == '<') putc_(pr, ' ');
   putc_(pr, '<');
+  const decl_t *hold = pr->pending;
+  pr->pending = NULL;
   print_list(pr, list);
+  pr->pending = hold;
   if (last(pr) == '>') putc_(pr, ' ');
   putc_(pr, '>');
 }
@@ -1766,7 +1796,8 @@ bool hci_demangle(const char *mangled, char *out, size_t cap, hci_demangle_work_
   parser_t ps = {.p = mangled + 2, .end = mangled + len, .n = work->nodes, .subs = work->subs,
                  .last_name = -1};
   int root = parse_encoding(&ps, true);
-  root = clone_suffixes(&ps, root);
+  /* clones are of functions ("_ZN1A1xE.cold" is refused, as c++filt does) */
+  if (root >= 0 && peek(&ps) == '.' && ps.n[root].k == K_TYPED) root = clone_suffixes(&ps, root);
   if (ps.fail || root < 0 || ps.p != ps.end) return false;
   printer_t pr = {.n = work->nodes, .out = out, .cap = cap, .cur_template = -1};
   print_decl(&pr, root, NULL);
