@@ -131,7 +131,8 @@ static const stdsub_t stdsubs[] = {
   {'d', "std::iostream", "std::basic_iostream<char, std::char_traits<char> >", "basic_iostream"},
 };
 
-#define MAX_DEPTH 192        /* parse and print recursion */
+#define MAX_DEPTH 64         /* parse and print recursion: real names need <= 32;
+                              * at most about 40 KiB of stack */
 #define MAX_STEPS 400000     /* print node visits: stops exponential expansion */
 
 typedef struct {

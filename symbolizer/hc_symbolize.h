@@ -3,7 +3,7 @@
  * Turns a return address into "function file:line (module+0xoffset)"
  * without any external tool and without the program's malloc for its own
  * tables (everything lives in the metadata arena), so it can run from the
- * allocator's exit-time reporting.  Three files implement it:
+ * allocator's exit-time reporting.  These files implement it:
  *   elf_reader.c  ELF64 images (mapped files or memory): sections, notes,
  *                 symbol tables; every offset is checked against the size.
  *   dwarf_line.c  .debug_line (DWARF 2-5) index and address -> file:line.
@@ -11,11 +11,13 @@
  *                 bounded reads both DWARF readers share).
  *   symbolize.c   modules from dl_iterate_phdr, separate debug files,
  *                 demangling, the per-pc cache and the public calls below.
+ *   demangle.c    the Itanium C++ demangler (hc_demangle.h): no malloc.
  *
  * Rules for callers:
  *  - never call it in a signal handler, inside malloc, or while the world is
- *    stopped: it takes the loader lock (dl_iterate_phdr), opens files and may
- *    call the C++ demangler, which uses malloc;
+ *    stopped: it takes the loader lock (dl_iterate_phdr), opens files and,
+ *    for a name its own demangler refuses, may call an already-loaded
+ *    __cxa_demangle, which uses malloc;
  *  - LOCK: one symbolizer lock serialises every call.  It sits after the
  *    checker and profiler locks and before the loader lock in the lock order
  *    (runtime/init.c, docs/design.md).
