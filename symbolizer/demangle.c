@@ -902,17 +902,23 @@ static int expr_primary(parser_t *ps) {
   return r;
 }
 
-static int expr_list(parser_t *ps) {
+/* what `item` reads up to an E (eaten), as a K_LIST chain; -1 if none */
+static int list_until_e(parser_t *ps, int (*item)(parser_t *)) {
   int head = -1, tail = -1;
   while (!ps->fail && !eat(ps, 'E')) {
     if (ps->p >= ps->end) return bad(ps), -1;
-    int cell = node(ps, K_LIST, parse_expression(ps), -1);
+    int cell = node(ps, K_LIST, item(ps), -1);
     if (ps->fail) return -1;
     if (tail < 0) head = cell;
     else ps->n[tail].b = cell;
     tail = cell;
   }
-  return head < 0 ? node(ps, K_LIST, -1, -1) : head;
+  return head;
+}
+
+static int expr_list(parser_t *ps) {
+  int head = list_until_e(ps, parse_expression);
+  return head < 0 ? node(ps, K_LIST, -1, -1) : head; /* "()" */
 }
 
 static int parse_expression_inner(parser_t *ps) {
@@ -1032,15 +1038,7 @@ static int parse_template_args(parser_t *ps) {
   if (++ps->depth > MAX_DEPTH) return bad(ps), -1;
   int hold = ps->last_name;
   ps->p++; /* I or J */
-  int head = -1, tail = -1;
-  while (!ps->fail && !eat(ps, 'E')) {
-    if (ps->p >= ps->end) return bad(ps), -1;
-    int cell = node(ps, K_LIST, template_arg(ps), -1);
-    if (ps->fail) return -1;
-    if (tail < 0) head = cell;
-    else ps->n[tail].b = cell;
-    tail = cell;
-  }
+  int head = list_until_e(ps, template_arg);
   ps->last_name = hold;
   ps->depth--;
   return head;
@@ -1125,6 +1123,13 @@ static void put_num(printer_t *pr, long v) {
 
 static void print(printer_t *pr, int i);
 static void print_decl(printer_t *pr, int i, const decl_t *inner);
+
+/* pre, node i, post */
+static void print_in(printer_t *pr, const char *pre, int i, const char *post) {
+  puts_(pr, pre);
+  print(pr, i);
+  puts_(pr, post);
+}
 
 static bool enter(printer_t *pr) {
   if (pr->fail) return false;
@@ -1255,17 +1260,8 @@ static void render(printer_t *pr, const decl_t *d, bool top) {
     case D_CV: print_cv(pr, d); render(pr, d->next, top); break;
     case D_CPLX: puts_(pr, " _Complex"); render(pr, d->next, top); break;
     case D_IMAG: puts_(pr, " _Imaginary"); render(pr, d->next, top); break;
-    case D_VQUAL:
-      putc_(pr, ' ');
-      print(pr, x->b);
-      render(pr, d->next, top);
-      break;
-    case D_VECTOR:
-      puts_(pr, " __vector(");
-      print(pr, x->b);
-      putc_(pr, ')');
-      render(pr, d->next, top);
-      break;
+    case D_VQUAL: print_in(pr, " ", x->b, ""); render(pr, d->next, top); break;
+    case D_VECTOR: print_in(pr, " __vector(", x->b, ")"); render(pr, d->next, top); break;
     case D_PTRMEM:
       if (last(pr) != '(') putc_(pr, ' ');
       print(pr, x->a);
@@ -1615,9 +1611,7 @@ static void print(printer_t *pr, int i) {
     case K_PACK: print_list(pr, x->a); break;
     case K_TAGGED:
       print(pr, x->a);
-      puts_(pr, "[abi:");
-      print(pr, x->b);
-      putc_(pr, ']');
+      print_in(pr, "[abi:", x->b, "]");
       break;
     case K_CTOR: print(pr, x->a); break;
     case K_DTOR: putc_(pr, '~'); print(pr, x->a); break;
@@ -1679,9 +1673,7 @@ static void print(printer_t *pr, int i) {
       print_decl(pr, x->b, NULL);
       break;
     case K_REFTEMP:
-      puts_(pr, "reference temporary #");
-      print(pr, x->b);
-      puts_(pr, " for ");
+      print_in(pr, "reference temporary #", x->b, " for ");
       print(pr, x->a);
       break;
     case K_NUMBER: put_num(pr, x->b); break;
@@ -1691,11 +1683,7 @@ static void print(printer_t *pr, int i) {
       put(pr, x->s, x->len);
       putc_(pr, ']');
       break;
-    case K_DECLTYPE:
-      puts_(pr, "decltype (");
-      print(pr, x->a);
-      putc_(pr, ')');
-      break;
+    case K_DECLTYPE: print_in(pr, "decltype (", x->a, ")"); break;
     case K_FPARM:
       if (x->b == 0) puts_(pr, "this");
       else {
