@@ -223,11 +223,11 @@ static long compact(parser_t *ps) {
   return v + 1;
 }
 
-/* <discriminator> ::= _ <digit> | __ <number> _ (read and dropped) */
+/* <discriminator> ::= _ <digit> | __ <number> _ (read and dropped; a bare
+ * "_" counts as 0, as c++filt reads "_ZGRZ1fvE1x_") */
 static bool discriminator(parser_t *ps) {
   if (!eat(ps, '_')) return true;
   bool two = eat(ps, '_');
-  if (!is_digit(peek(ps))) return bad(ps);
   long v = number(ps, NULL);
   if (v < 0) return bad(ps);
   if (two && v >= 10 && !eat(ps, '_')) return bad(ps);
@@ -317,7 +317,9 @@ static int parse_params(parser_t *ps) {
 
 static int lambda(parser_t *ps) {
   ps->p += 2; /* Ul */
-  if (peek(ps) == 'T') return bad(ps), -1; /* explicit template head: not supported */
+  char t = peek2(ps);
+  if (peek(ps) == 'T' && (t == 'y' || t == 'n' || t == 't' || t == 'p'))
+    return bad(ps), -1; /* explicit template head (Ty, Tn, Tt, Tp): not supported */
   int params = parse_params(ps);
   if (!eat(ps, 'E')) return bad(ps), -1;
   long num = compact(ps);
@@ -892,7 +894,13 @@ static int expr_primary(parser_t *ps) {
   bool neg = eat(ps, 'n');
   const char *s = ps->p;
   while (ps->p < ps->end && *ps->p != 'E') ps->p++;
-  if (ps->p == s || !eat(ps, 'E')) return bad(ps), -1; /* no value */
+  if (!eat(ps, 'E')) return bad(ps), -1;
+  if (ps->p - 1 == s) {
+    /* no value: only "LDnE", which c++filt prints as the type */
+    const hci_dm_node_t *x = &ps->n[t];
+    if (!neg && x->k == K_BUILTIN && x->len == 17 && memcmp(x->s, "decltype(nullptr)", 17) == 0) return t;
+    return bad(ps), -1;
+  }
   int r = node(ps, K_LITERAL, t, -1);
   if (r >= 0) {
     ps->n[r].s = s;
