@@ -21,8 +21,10 @@
  * node index and substitution id is checked; parse depth, print depth and
  * print steps are capped, so substitution chains that would expand
  * exponentially stop with a refusal.  What is not supported (fold
- * expressions, lambdas with explicit template heads, modules, most
- * expressions) is refused: the caller prints the mangled name instead.
+ * expressions, new/delete/throw and braced lists in expressions, srN
+ * scopes, template conversion operators naming their own arguments,
+ * lambdas with explicit template heads, modules) is refused: the caller
+ * prints the mangled name instead.
  */
 #include "hc_demangle.h"
 
@@ -970,8 +972,8 @@ static int parse_expression_inner(parser_t *ps) {
   int op = operator_name(ps);
   if (ps->fail) return -1;
   if (ps->n[op].k == K_CAST) {
-    if (peek(ps) == '_') return bad(ps), -1; /* cv <type> _ <list>: not supported */
-    ps->n[op].b = parse_expression(ps);
+    /* cv <type> <expression>, or cv <type> _ <expression>* E: "(T)(a, b)" */
+    ps->n[op].b = eat(ps, '_') ? expr_list(ps) : parse_expression(ps);
     return op;
   }
   if (ps->n[op].k != K_OPERATOR) return bad(ps), -1;
