@@ -212,6 +212,13 @@ int hci_xsave_copy(uintptr_t *regs, int n, const void *xsave, size_t xsize);
  * taskfd is the task list's descriptor (/proc/self/task). */
 int hci_task_zombie(int taskfd, int tid);
 
+/* ======================= adopter.c ======================= */
+/* Whether process `pid` of our namespace (1: init) reaps the orphans it
+ * adopts, judged by its SIGCHLD disposition: 1 yes (caught, blocked or
+ * ignored), 0 never (default), -1 unknown (/proc of another namespace,
+ * unreadable).  Raw calls; one descriptor opened and closed. */
+int hci_adopter_reaps(int pid);
+
 /* ======================= stop_ptrace.c ======================= */
 /* A system call, raw: the kernel's result (-errno on failure), no errno,
  * no libc (usable from the helper task and from the libc interposers). */
