@@ -469,9 +469,16 @@ void hci_chk_no_follow(void);
  * for a descendant whose report went to a file, prints one line on stderr. */
 void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete);
 /* Under the launcher: a "pending" record, once per process, before it walls
- * itself in (chroot, a killing seccomp filter, Landlock), after which its
+ * itself in (chroot, a killing seccomp filter, Landlock, closing the kept
+ * records descriptor it could not open again), after which its
  * own record may never arrive (see tree.c).  No malloc. */
 void hci_tree_pending(void);
+
+/* ======================= close_watch.c ======================= */
+/* Before the program closes descriptors lo..hi (close_range's flags): a
+ * pending record when the kept records descriptor is among them and cannot
+ * be opened again (see close_watch.c). */
+void hci_close_watch(unsigned lo, unsigned hi, unsigned flags);
 
 /* ======================= direct_exit.c ======================= */
 /* Records the pid the checker starts in (checker start-up). */
