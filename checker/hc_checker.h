@@ -249,7 +249,8 @@ int hci_tasks_probe_ns(int fd, int self);
 int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why);
 /* Detaches every thread and reaps the helper. */
 void hci_ptrace_resume(hci_world_t *w);
-/* hci_world_ending's part for an orphan helper. */
+/* hci_world_ending's part: an orphan helper told the process ends; our
+ * child, where its adopter would never reap it, let go and reaped. */
 void hci_ptrace_ending(void);
 /* Ends the parent task, if one is left: called once the world is stopped,
  * or when no thread but the caller's can reap it (see stop_ptrace.c, "Whose

@@ -799,8 +799,23 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
   return 0;
 }
 
+/* Whether the task that adopts our children when the process ends (init,
+ * or a subreaper judged after it adopted a helper) never reaps. */
+static bool adopter_never_reaps(void) {
+  if (adopter_ok < 0) adopter_ok = hci_adopter_reaps(1);
+  return adopter_ok == 0 && RAW(SYS_getpid, 0, 0, 0, 0) != 1; /* as init, the namespace's end reaps all */
+}
+
 void hci_ptrace_ending(void) {
-  if (!job.orphan || job.helper <= 0 || atomic_load(&job.phase) != PH_STOPPED) return;
+  if (job.helper <= 0 || atomic_load(&job.phase) != PH_STOPPED) return;
+  if (!job.orphan) {
+    /* Our child would outlive the process (it waits for the threads'
+     * end) and go to the adopter as a zombie for good when that one never
+     * reaps: the threads are let go just before _exit instead, as libc's
+     * exit has them run, and the helper is reaped here. */
+    if (adopter_never_reaps()) hci_ptrace_resume(NULL);
+    return;
+  }
   atomic_store(&job.phase, PH_ENDING);
   futex_wake(&job.phase);
 }
