@@ -33,8 +33,7 @@
 
 #include "hc_checker.h"
 
-/* The hexadecimal mask after `key` (e.g. "\nSigCgt:"), or 0 when absent. */
-static unsigned long long mask_of(const char *buf, const char *key) {
+unsigned long long hci_status_mask(const char *buf, const char *key) {
   const char *p = strstr(buf, key);
   if (!p) return 0;
   p += strlen(key);
@@ -68,5 +67,5 @@ int hci_adopter_reaps(int pid) {
   hci_snprintf(dir, sizeof dir, "/proc/%d", pid);
   if (hci_task_file(AT_FDCWD, dir, "status", buf, sizeof buf) <= 0 || !strstr(buf, "\nSigCgt:")) return -1;
   unsigned long long chld = 1ull << (SIGCHLD - 1);
-  return ((mask_of(buf, "\nSigBlk:") | mask_of(buf, "\nSigIgn:") | mask_of(buf, "\nSigCgt:")) & chld) != 0;
+  return ((hci_status_mask(buf, "\nSigBlk:") | hci_status_mask(buf, "\nSigIgn:") | hci_status_mask(buf, "\nSigCgt:")) & chld) != 0;
 }

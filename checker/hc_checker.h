@@ -138,6 +138,7 @@ typedef struct hci_thread {
   bool traced;               /* ptrace method: attached by the helper task */
   bool refused;              /* ptrace method: PTRACE_SEIZE said EPERM */
   int inject_sig;            /* ptrace method: signal caught in a signal-delivery-stop, re-injected */
+  bool unsent;               /* signal method: not signalled yet, it blocked the stop signal */
 } hci_thread_t;
 enum { HCI_STOP_NONE, HCI_STOP_PTRACE, HCI_STOP_SIGNAL }; /* how a world was stopped */
 typedef struct hci_world {
@@ -218,6 +219,9 @@ int hci_task_zombie(int taskfd, int tid);
  * ignored), 0 never (default), -1 unknown (/proc of another namespace,
  * unreadable).  Raw calls; one descriptor opened and closed. */
 int hci_adopter_reaps(int pid);
+/* The hexadecimal mask after `key` ("\nSigBlk:") in a status file's text,
+ * 0 when absent. */
+unsigned long long hci_status_mask(const char *buf, const char *key);
 
 /* ======================= stop_ptrace.c ======================= */
 /* A system call, raw: the kernel's result (-errno on failure), no errno,
