@@ -286,6 +286,12 @@ bool hci_log_stream_tree_top(void);      /* the program the launcher started */
  * by its path when the program closed it); -1 outside a tree or when it
  * cannot be opened.  Never close it. */
 int hci_log_stream_records_fd(void);
+/* Before the program closes descriptors lo..hi: whether the kept records
+ * descriptor is among them and its file could not be opened again by its
+ * path now (privileges dropped, a chroot, a Landlock domain): the record
+ * written at exit would be lost.  errno kept; one descriptor opened and
+ * closed at most. */
+bool hci_log_stream_records_lost_by(unsigned lo, unsigned hi);
 /* The program's name (program_invocation_name) and its last component, as
  * they were when the library started: argv[0] may be overwritten since
  * (process titles).  "" when unknown. */

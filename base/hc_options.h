@@ -80,7 +80,7 @@
   STR(HEAP_CHECK_STOP_METHOD, "ptrace", checker, "how a check stops the other threads: ptrace or signal")  \
   INT(HEAP_CHECK_STOP_SIGNAL, 0, 1, 64, "SIGRTMAX-3", checker, "the signal fallback's signal: a real-time signal") \
   INT(HEAP_CHECK_STOP_TIMEOUT_MS, 1000, 1, 600000, NULL, checker, "how long the signal fallback waits for a thread to stop") \
-  STR(HEAP_CHECK_STOP_HELPER, "orphan", checker, "whose child the ptrace helper task is: orphan (init reaps it; the program's __WALL waits never see it) or child (ours, the program may reap it)") \
+  STR(HEAP_CHECK_STOP_HELPER, "auto", checker, "whose child the ptrace helper task is: orphan (init reaps it; the program's __WALL waits never see it), child (ours, the program may reap it) or auto (orphan when init catches, blocks or ignores SIGCHLD, else child)") \
   /* runtime/ */                                                                                           \
   BOOL(HEAPCHECK_REDIRECT_LIBC, true, runtime, "libc's own malloc family jumps to ours (modules dlopen()ed with RTLD_DEEPBIND, e.g. PHP's); 0 leaves libc's code alone") \
   /* profiler/ */                                                                                          \

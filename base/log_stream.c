@@ -284,6 +284,27 @@ int hci_log_stream_records_fd(void) {
   return open_records();
 }
 
+bool hci_log_stream_records_lost_by(unsigned lo, unsigned hi) {
+  if (!LS.opened || !LS.in_tree || LS.records_fd1 <= 0) return false;
+  int fd = LS.records_fd1 - 1;
+  if ((unsigned)fd < lo || (unsigned)fd > hi) return false;
+  int saved = errno;
+  bool lost = false;
+  char path[HCI_PATH_MAX];
+  if (same_file(id_of(fd), LS.records_id) &&
+      hci_snprintf(path, sizeof path, "%s/processes", LS.tree_dir) < (int)sizeof path) {
+    int t = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    /* A full table (EMFILE, ENFILE) is no sign: the close frees numbers. */
+    if (t < 0) lost = errno != EMFILE && errno != ENFILE;
+    else {
+      lost = !same_file(id_of(t), LS.records_id);
+      close(t);
+    }
+  }
+  errno = saved;
+  return lost;
+}
+
 /* The program's name as it was at start: glibc's program_invocation_name
  * points into argv[0], which servers overwrite with their process titles
  * (postgres's "postgres: checkpointer", nginx's "nginx: worker process"),

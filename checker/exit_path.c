@@ -92,7 +92,7 @@ static void wait_for_good(void) {
 }
 
 /* Set once the exit check has passed and exit goes on (a failing one ends
- * the process itself). */
+ * the process itself): exit_check's, or checker_dtor's after destructors. */
 static _Atomic bool exit_check_done;
 HC_PRIVATE_STATE(exit_check_done);
 
@@ -176,6 +176,10 @@ __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
   atomic_store(&check_taken_by, hci_os_tid());
   find_exit_caller();
   hci_chk_final(sp, FINAL_AT_EXIT);
+  /* Passed: exit goes on.  A later destructor (a shared object's, run after
+   * ours) that joins a thread which called exit meanwhile lets it go
+   * (wait_unless_joined): it waited for good (glibc 2.36 alone: status 5). */
+  atomic_store(&exit_check_done, true);
 }
 
 /* After a vfork child's exit this process's exit runs no handler and no

@@ -138,6 +138,7 @@ typedef struct hci_thread {
   bool traced;               /* ptrace method: attached by the helper task */
   bool refused;              /* ptrace method: PTRACE_SEIZE said EPERM */
   int inject_sig;            /* ptrace method: signal caught in a signal-delivery-stop, re-injected */
+  bool unsent;               /* signal method: not signalled yet, it blocked the stop signal */
 } hci_thread_t;
 enum { HCI_STOP_NONE, HCI_STOP_PTRACE, HCI_STOP_SIGNAL }; /* how a world was stopped */
 typedef struct hci_world {
@@ -212,6 +213,16 @@ int hci_xsave_copy(uintptr_t *regs, int n, const void *xsave, size_t xsize);
  * taskfd is the task list's descriptor (/proc/self/task). */
 int hci_task_zombie(int taskfd, int tid);
 
+/* ======================= adopter.c ======================= */
+/* Whether process `pid` of our namespace (1: init) reaps the orphans it
+ * adopts, judged by its SIGCHLD disposition: 1 yes (caught, blocked or
+ * ignored), 0 never (default), -1 unknown (/proc of another namespace,
+ * unreadable).  Raw calls; one descriptor opened and closed. */
+int hci_adopter_reaps(int pid);
+/* The hexadecimal mask after `key` ("\nSigBlk:") in a status file's text,
+ * 0 when absent. */
+unsigned long long hci_status_mask(const char *buf, const char *key);
+
 /* ======================= stop_ptrace.c ======================= */
 /* A system call, raw: the kernel's result (-errno on failure), no errno,
  * no libc (usable from the helper task and from the libc interposers). */
@@ -242,7 +253,8 @@ int hci_tasks_probe_ns(int fd, int self);
 int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why);
 /* Detaches every thread and reaps the helper. */
 void hci_ptrace_resume(hci_world_t *w);
-/* hci_world_ending's part for an orphan helper. */
+/* hci_world_ending's part: an orphan helper told the process ends; our
+ * child, where its adopter would never reap it, let go and reaped. */
 void hci_ptrace_ending(void);
 /* Ends the parent task, if one is left: called once the world is stopped,
  * or when no thread but the caller's can reap it (see stop_ptrace.c, "Whose
@@ -462,9 +474,16 @@ void hci_chk_no_follow(void);
  * for a descendant whose report went to a file, prints one line on stderr. */
 void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete);
 /* Under the launcher: a "pending" record, once per process, before it walls
- * itself in (chroot, a killing seccomp filter, Landlock), after which its
+ * itself in (chroot, a killing seccomp filter, Landlock, closing the kept
+ * records descriptor it could not open again), after which its
  * own record may never arrive (see tree.c).  No malloc. */
 void hci_tree_pending(void);
+
+/* ======================= close_watch.c ======================= */
+/* Before the program closes descriptors lo..hi (close_range's flags): a
+ * pending record when the kept records descriptor is among them and cannot
+ * be opened again (see close_watch.c). */
+void hci_close_watch(unsigned lo, unsigned hi, unsigned flags);
 
 /* ======================= direct_exit.c ======================= */
 /* Records the pid the checker starts in (checker start-up). */

@@ -101,6 +101,9 @@ hc_public __attribute__((weak)) long syscall(long n, ...) {
     hci_tree_pending();
   }
 #endif
+#ifdef SYS_close_range
+  if (n == SYS_close_range) hci_close_watch((unsigned)a, (unsigned)b, (unsigned)c); /* close_watch.c */
+#endif
   if (n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
     walling_in(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER, (const void *)c);
   long r = hci_raw6(n, a, b, c, d, e, f);

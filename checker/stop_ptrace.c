@@ -35,8 +35,10 @@
  * one the probe's verdict refuses ends it while the threads run (once per
  * process).  Under a non-root finite RLIMIT_NPROC, too, the helper is our
  * child (an orphan counts against the user's processes until init reaps
- * it), and with HEAP_CHECK_STOP_HELPER=child (an init that never reaps
- * would keep a zombie a check).  Why not another shape: a CLONE_THREAD task
+ * it), with HEAP_CHECK_STOP_HELPER=child, and by default (auto) where the
+ * adopter shows no sign of reaping (adopter.c: an init that never reaps, a
+ * container's `sleep infinity`, would keep a zombie a check; a subreaper
+ * is judged once the first helper said it was adopted by it).  Why not another shape: a CLONE_THREAD task
  * cannot trace its own process's threads; CLONE_PARENT makes the task our
  * parent's child with our exit signal (a SIGCHLD our parent never expected).
  *
@@ -108,6 +110,7 @@ static struct {
   int refused;          /* threads that answered PTRACE_SEIZE with EPERM */
   int helper;           /* direct shape: its pid (our child), 0 when none */
   _Atomic int helper_tid; /* orphan shape: its tid, cleared by the kernel when it ends */
+  int adopter;          /* orphan shape: its parent once ours ended (getppid at release) */
   bool orphan;          /* the helper is the parent's child, not ours */
   void *stack;
   bool settled;         /* a listing found no new thread */
@@ -541,6 +544,7 @@ static int helper_main(void *arg) {
     }
   }
   detach_all();
+  if (job.orphan) job.adopter = (int)RAW(SYS_getppid, 0, 0, 0, 0);
   return 0;
 }
 
@@ -617,27 +621,46 @@ void hci_ptrace_end_parent(void) {
   par.pid = 0;
 }
 
+/* HEAP_CHECK_STOP_HELPER, read once: 1 orphan, 0 child, 2 auto (the
+ * default: an orphan when its adopter reaps, see adopter.c), -1 not read. */
+static int stop_helper_mode = -1;
+/* Auto: whether the adopter reaps (1), never does (0) or was not known yet
+ * (-1: asked again at the next check). */
+static int adopter_ok = -1;
+HC_PRIVATE_STATE(stop_helper_mode);
+HC_PRIVATE_STATE(adopter_ok);
+
 /* Whether the helper is to be an orphan (see "Whose child it is").  Not
  * when it would come back to this process (a child subreaper, or its pid
  * namespace's init), nor under a finite RLIMIT_NPROC of a non-root user (an
  * orphan counts against the user's processes until init reaps it, which a
  * lazy init does late: the program's own fork could fail), nor with
- * HEAP_CHECK_STOP_HELPER=child (an init that never reaps: a zombie a check). */
+ * HEAP_CHECK_STOP_HELPER=child, nor by default when the namespace's init
+ * shows no sign of reaping (adopter.c; unknown: the same): an init that
+ * never reaps would keep a zombie a check. */
 static bool orphan_shape(int pid) {
-  static int asked = -1; /* 1: orphan, 0: child, -1: not read yet */
-  if (asked < 0) {
+  if (stop_helper_mode < 0) {
     const char *m = hci_opt_str(HCO_HEAP_CHECK_STOP_HELPER);
-    asked = !(m && !strcmp(m, "child"));
-    if (m && *m && strcmp(m, "child") && strcmp(m, "orphan"))
-      hci_warn("HEAP_CHECK_STOP_HELPER=%s is neither orphan nor child; using orphan", m);
+    stop_helper_mode = !m || !*m || !strcmp(m, "auto") ? 2 : !strcmp(m, "orphan") ? 1 : !strcmp(m, "child") ? 0 : 2;
+    if (m && *m && strcmp(m, "child") && strcmp(m, "orphan") && strcmp(m, "auto"))
+      hci_warn("HEAP_CHECK_STOP_HELPER=%s is neither auto, orphan nor child; using auto", m);
   }
   int sub = 0;
   struct rlimit nproc;
-  if (!asked || pid == 1 || RAW(SYS_prctl, PR_GET_CHILD_SUBREAPER, &sub, 0, 0) != 0 || sub) return false;
+  if (!stop_helper_mode || pid == 1 || RAW(SYS_prctl, PR_GET_CHILD_SUBREAPER, &sub, 0, 0) != 0 || sub) return false;
   if (RAW(SYS_getuid, 0, 0, 0, 0) != 0 &&
       (RAW(SYS_prlimit64, 0, RLIMIT_NPROC, NULL, &nproc) != 0 || nproc.rlim_cur != RLIM_INFINITY))
     return false;
-  return true;
+  if (stop_helper_mode == 2 && adopter_ok < 0) adopter_ok = hci_adopter_reaps(1); /* -1: asked again next time */
+  return stop_helper_mode == 1 || adopter_ok == 1;
+}
+
+/* Auto, after an orphan helper ended: the task that adopted it (a child
+ * subreaper above us instead of init) judged too; one that never reaps
+ * keeps the helper our child from now on. */
+static void judge_adopter(int adopter) {
+  if (stop_helper_mode != 2 || adopter <= 1 || adopter_ok != 1) return;
+  if (hci_adopter_reaps(adopter) == 0) adopter_ok = 0;
 }
 
 int hci_parent_clone(int (*fn)(void *), void *top, int flags, int *tidp) {
@@ -776,8 +799,23 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
   return 0;
 }
 
+/* Whether the task that adopts our children when the process ends (init,
+ * or a subreaper judged after it adopted a helper) never reaps. */
+static bool adopter_never_reaps(void) {
+  if (adopter_ok < 0) adopter_ok = hci_adopter_reaps(1);
+  return adopter_ok == 0 && RAW(SYS_getpid, 0, 0, 0, 0) != 1; /* as init, the namespace's end reaps all */
+}
+
 void hci_ptrace_ending(void) {
-  if (!job.orphan || job.helper <= 0 || atomic_load(&job.phase) != PH_STOPPED) return;
+  if (job.helper <= 0 || atomic_load(&job.phase) != PH_STOPPED) return;
+  if (!job.orphan) {
+    /* Our child would outlive the process (it waits for the threads'
+     * end) and go to the adopter as a zombie for good when that one never
+     * reaps: the threads are let go just before _exit instead, as libc's
+     * exit has them run, and the helper is reaped here. */
+    if (adopter_never_reaps()) hci_ptrace_resume(NULL);
+    return;
+  }
   atomic_store(&job.phase, PH_ENDING);
   futex_wake(&job.phase);
 }
@@ -787,5 +825,7 @@ void hci_ptrace_resume(hci_world_t *w) {
   if (job.helper <= 0) return;
   atomic_store(&job.phase, PH_RELEASE);
   futex_wake(&job.phase);
+  bool orphan = job.orphan && job.helper > 0;
   reap_helper();
+  if (orphan) judge_adopter(job.adopter);
 }

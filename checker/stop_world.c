@@ -437,8 +437,46 @@ int hci_task_zombie(int taskfd, int tid) {
   return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-static void send_stop(hci_world_t *w, int idx, int pid) {
+/* Whether thread tid blocks the stop signal now (SigBlk of its status,
+ * read through the task list's descriptor).  Such a thread does not run the
+ * handler: the signal waited queued for it until the resume discarded it,
+ * and its own signalfd read or sigwait took it first - a signal the program
+ * never sent (a thread reading a signalfd on the full set, or waiting in
+ * sigwaitinfo on it, got one a check).
+ * It is signalled once it unblocks it before the deadline (pthread_create
+ * and fork block every signal for a moment), else it is NOT_STOPPED as
+ * before.  Not known under another namespace's /proc (the names are not our
+ * tids); a thread that blocks it between the read and the send still gets it. */
+static bool blocks_stop(int taskfd, int tid) {
+  char task[16], buf[2048];
+  if (taskfd < 0 || stw.translated) return false;
+  if (tid == getpid()) hci_snprintf(task, sizeof task, "..");
+  else hci_snprintf(task, sizeof task, "%d", tid);
+  if (hci_task_file(taskfd, task, "status", buf, sizeof buf) <= 0) return false;
+  uint64_t bit = 1ull << (stw.signo - 1);
+  if (hci_status_mask(buf, "\nSigBlk:") & bit) return true;
+  /* sigwaitinfo and sigtimedwait unblock the set they wait for while they
+   * wait (the kernel's real_blocked): the signal would be their result.
+   * "number set-address ..." (unreadable: not dumpable; "running"). */
+  if (hci_task_file(taskfd, task, "syscall", buf, sizeof buf) <= 0) return false;
+  const char *c = buf;
+  long nr = 0;
+  while (*c >= '0' && *c <= '9') nr = nr * 10 + (*c++ - '0');
+  if (c == buf || nr != SYS_rt_sigtimedwait || strncmp(c, " 0x", 3)) return false;
+  uintptr_t set = 0;
+  for (c += 3;; c++) {
+    int d = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+    if (d < 0) break;
+    set = set << 4 | (unsigned)d;
+  }
+  uint64_t waited = 0;
+  return hci_os_read(&waited, set, sizeof waited) == sizeof waited && (waited & bit);
+}
+
+static void send_stop(hci_world_t *w, int idx, int pid, int taskfd) {
   hci_thread_t *t = &w->threads[idx];
+  t->unsent = blocks_stop(taskfd, t->tid);
+  if (t->unsent) return; /* wait_acks asks again */
   siginfo_t si;
   memset(&si, 0, sizeof si);
   si.si_signo = stw.signo;
@@ -473,6 +511,8 @@ static void wait_acks(hci_world_t *w, int from, int to, int pid, int taskfd) {
       if (syscall(SYS_tgkill, pid, t->tid, 0) != 0 && errno == ESRCH) {
         int expect = HCI_T_SIGNALLED;
         atomic_compare_exchange_strong(&t->state, &expect, HCI_T_EXITED);
+      } else if (t->unsent) {
+        send_stop(w, i, pid, taskfd);
       }
     }
     if (now >= deadline) break;
@@ -603,7 +643,7 @@ static void signal_stop(hci_world_t *w, int taskfd, int pid) {
       w->nthreads++;
     }
     atomic_store_explicit(&stw.nslots, w->nthreads, memory_order_release);
-    for (int i = from; i < w->nthreads; i++) send_stop(w, i, pid);
+    for (int i = from; i < w->nthreads; i++) send_stop(w, i, pid, taskfd);
     wait_acks(w, from, w->nthreads, pid, taskfd);
     if (c.overflow) pass--; /* more tids than the buffer: not a new round of creation */
   }

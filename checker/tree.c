@@ -9,7 +9,8 @@
  * where state is "ok", or "incomplete" when the check could not complete
  * (its totals are then what it found, not a verdict), or "pending": written
  * (0 and 0) when the process walls itself in - chroot, a seccomp filter that
- * may kill, a Landlock domain - after which its record may never arrive
+ * may kill, a Landlock domain, closing the kept descriptor when the file
+ * cannot be opened again (close_watch.c) - after which its record may never arrive
  * (sshd's sandboxed child closes every descriptor, the kept one too, and the
  * directory is out of view).  The launcher counts a pending record that no
  * later record of the same pid follows as a check that could not complete;

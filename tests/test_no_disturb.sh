@@ -39,6 +39,19 @@ has 'scoped checks failed: 0'
 run HEAPCHECK=normal "$fx" sigwait
 expect_rc 0
 has 'sigwait: SIGUSR1 1, other signal 0'
+# The same under the signal fallback, and a signalfd read on the full set:
+# the stop signal is not sent to a thread that blocks it or waits for it
+# (the waiter took ours, signal 61, at each check); its checks cannot
+# complete, the exit check (the waiter joined) passes.
+for how in '' signalfd; do
+  run HEAPCHECK=normal HEAP_CHECK_STOP_METHOD=signal "$fx" sigwait $how
+  expect_rc 0
+  has 'sigwait: SIGUSR1 1, other signal 0'
+  count_re 'leak check "sigwait" could not complete: 1 thread' 5
+done
+run HEAPCHECK=normal "$fx" sigwait signalfd
+expect_rc 0
+has 'sigwait: SIGUSR1 1, other signal 0'
 
 # The program's handler and SIG_IGN survive checks, both methods, either
 # signal taken by the fallback.
@@ -97,10 +110,12 @@ lacks "$ptrace_warning"
 # exit check.  It must reap only its own 30 children: the checker's helper
 # tasks are not its children (they were, and the program reaped 3 of 20 of
 # them dynamic, 13 of 20 static; this run failed in 5 of 5 without the fix,
-# in every mode).
+# in every mode).  HEAP_CHECK_STOP_HELPER=orphan: by default the helper is
+# our child where pid 1 shows no sign of reaping (checker/adopter.c), as
+# this machine's does not.
 for f in "$fx" ${sfx:+"$sfx"}; do
   for how in loop waitid sigchld loop sigchld; do
-    run HEAPCHECK=normal "$f" wall-reaper $how
+    run HEAPCHECK=normal HEAP_CHECK_STOP_HELPER=orphan "$f" wall-reaper $how
     expect_rc 1
     lacks 'FAIL'
     has 'wall-reaper: 0 checks failed, 30 children of ours reaped, 0 foreign'
@@ -111,7 +126,7 @@ for f in "$fx" ${sfx:+"$sfx"}; do
   # probes the filter's calls in tasks of its own first: those are no
   # children of the program either (they were: a foreign pid in 2 of 5 runs).
   for i in 1 2 3 4; do
-    run HEAPCHECK=normal "$f" filtered docker "$f" wall-reaper loop
+    run HEAPCHECK=normal HEAP_CHECK_STOP_HELPER=orphan "$f" filtered docker "$f" wall-reaper loop
     [ $rc = 77 ] && break
     expect_rc 1
     lacks 'FAIL'
@@ -313,6 +328,16 @@ if command -v timeout >/dev/null 2>&1; then
       has 'No leaks found for check "_main_"'
     done
   done
+  # A shared object's destructor joins such a thread; under strict and
+  # draconian the check runs in the library's destructor, before that one:
+  # the join waited for ever there too (137), glibc 2.36 alone ends with 5.
+  if [ -n "${FX_DTOR_JOIN:-}" ]; then
+    for mode in strict draconian normal; do
+      run HEAPCHECK=$mode timeout -s KILL 120 "$FX_DTOR_JOIN"
+      expect_rc 5
+      has 'No leaks found for check "_main_"'
+    done
+  fi
 else
   echo "note: timeout not found: the exit-join run was not made"
 fi

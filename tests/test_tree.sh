@@ -101,23 +101,33 @@ EOF
 # its privileges to nobody (uid and gid 65534; only when run as root), and
 # overwrites argv[0] with a process title, as servers do; it leaks 321 bytes
 # and exits; the parent waits and exits 0.
+# dropper [CLOSE [keep]]: CLOSE closefrom, close_range or syscall: the
+# child then closes every descriptor from 3 on (the kept records one too);
+# keep: it does not drop its privileges but ends with _exit (no check).
 cat >"$tmp/dropper.c" <<'EOF'
+#define _GNU_SOURCE
 #include <grp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 static void *volatile sink;
 __attribute__((noinline)) void worker_leak(void) { sink = malloc(321); sink = NULL; }
 int main(int argc, char **argv) {
-  (void)argc;
+  const char *how = argc > 1 ? argv[1] : "";
+  int keep = argc > 2;
   pid_t p = fork();
   if (p == 0) {
     size_t n = strlen(argv[0]);
     memset(argv[0], 0, n);
     memcpy(argv[0], "w: worker", n < 9 ? n : 9);
-    if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+    if (!keep && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+    if (!strcmp(how, "closefrom")) closefrom(3);
+    else if (!strcmp(how, "close_range")) close_range(3, ~0u, 0);
+    else if (!strcmp(how, "syscall")) syscall(SYS_close_range, 3u, ~0u, 0u);
     worker_leak();
+    if (keep) _exit(0);
     exit(0);
   }
   int st = 0;
@@ -306,7 +316,7 @@ else
   expect_rc 125
   has "walled child status 0"
   has_re "^heapcheck: 2 processes checked, no leaks found in the others; 1 check could not complete$"
-  has_re "^heapcheck:   pid [0-9]+: check could not complete \(no record after it walled itself in: chroot, seccomp or Landlock; report: $TMPDIR/heapcheck\.[^)]*\): $tmp/walled $tmp/empty$"
+  has_re "^heapcheck:   pid [0-9]+: check could not complete \(no record after it walled itself in: chroot, seccomp, Landlock or a closed descriptor; report: $TMPDIR/heapcheck\.[^)]*\): $tmp/walled $tmp/empty$"
 fi
 # shellcheck disable=SC2086
 run_err env $unst HEAP_CHECK_ERROR_EXIT_CODE=7 "$launcher" "$tmp/unstoppable"
@@ -330,6 +340,22 @@ if [ "$(id -u)" = 0 ]; then
   has_re "^heapcheck: dropper \(pid [0-9]+\) leaked 321 bytes in 1 allocations; report: "
   has_re "^heapcheck: 2 processes checked, 1 leaked: 321 bytes in 1 allocations$"
   lacks "unfinished"
+  # The same child closes every descriptor, the kept one too, after it
+  # dropped its privileges: its record cannot be written, and it was
+  # missing from the summary ("1 process checked, no leaks found", status 0).
+  # Now a pending record is written first: the check could not complete
+  # (its command line is the title written over argv[0] by then).
+  for how in closefrom close_range syscall; do
+    run_err "$launcher" "$tmp/dropper" $how
+    expect_rc 125
+    has_re "^heapcheck: 2 processes checked, no leaks found in the others; 1 check could not complete$"
+    has_re "^heapcheck:   pid [0-9]+: check could not complete \(no record after it walled itself in: chroot, seccomp, Landlock or a closed descriptor; report: [^)]*\): w: worker +$how$"
+  done
+  # Still root, it could open the file again: no pending record (a child
+  # that closes every descriptor and ends unchecked is no incomplete check).
+  run_err "$launcher" "$tmp/dropper" closefrom keep
+  expect_rc 0
+  has_re "^heapcheck: 1 process checked, no leaks found$"
 else
   echo "SKIP (not counted): the privilege-dropping child needs root"
 fi

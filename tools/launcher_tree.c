@@ -4,7 +4,8 @@
  * Record lines (checker/tree.c): pid \t bytes \t objects \t state \t report \t cmdline,
  * state "ok" or "incomplete" (the check could not complete: it proves
  * nothing, so the summary never says "no leaks found" then), or "pending":
- * the process walled itself in (chroot, seccomp, Landlock) and its own
+ * the process walled itself in (chroot, seccomp, Landlock, or closed the
+ * kept records descriptor where it could not open the file again) and its own
  * record may never come; the next record of that pid replaces it, and one
  * that none replaces counts as a check that could not complete (sshd's
  * sandboxed child, which closes every descriptor and chroots, was missing
@@ -132,8 +133,8 @@ void hc_tree_print(const hc_tree_t *t, const hc_tree_summary_t *s, FILE *out) {
     const hc_proc_t *p = &s->procs[i];
     if (p->pending)
       fprintf(out,
-              "heapcheck:   pid %ld: check could not complete (no record after it walled itself in: chroot, seccomp "
-              "or Landlock; report: %s): %s\n",
+              "heapcheck:   pid %ld: check could not complete (no record after it walled itself in: chroot, seccomp, "
+              "Landlock or a closed descriptor; report: %s): %s\n",
               p->pid, p->report, p->cmdline);
     else if (p->incomplete)
       fprintf(out, "heapcheck:   pid %ld: check could not complete (report: %s): %s\n", p->pid, p->report,

@@ -11,8 +11,9 @@
  *              after a stop saw EINTR, or when one of the three it does not
  *              (epoll_wait, SO_RCVTIMEO recv, sigtimedwait) saw more than one
  *              per check.
- *  sigwait     a thread in sigwaitinfo() on a full set gets SIGUSR1 sent by
- *              main after checks, and nothing else (exit 2 otherwise).
+ *  sigwait [signalfd]  a thread in sigwaitinfo() (or reading a signalfd)
+ *              on a full set gets SIGUSR1 sent by main after checks, and
+ *              nothing else (exit 2 otherwise).
  *  handler     the program's handler for the stop signal (SIGRTMAX-3) and
  *              its SIG_IGN for SIGRTMAX-4 survive checks (run with either
  *              HEAP_CHECK_STOP_SIGNAL); the handler still gets raise().
@@ -122,6 +123,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -247,6 +249,7 @@ static int stress(void) {
 /* ---------------------------------------------------------------- sigwait */
 
 static _Atomic int got_usr1, got_other;
+static int sigwait_fd = -1; /* "sigwait signalfd": read from a signalfd on the full set */
 static void *sigwaiter(void *arg) {
   (void)arg;
   sigset_t all;
@@ -254,7 +257,9 @@ static void *sigwaiter(void *arg) {
   atomic_fetch_add(&started, 1);
   for (;;) {
     siginfo_t si;
-    int s = sigwaitinfo(&all, &si);
+    struct signalfd_siginfo ssi;
+    int s = sigwait_fd < 0 ? sigwaitinfo(&all, &si)
+            : read(sigwait_fd, &ssi, sizeof ssi) == (ssize_t)sizeof ssi ? (int)ssi.ssi_signo : -1;
     if (s == SIGUSR1) {
       atomic_store(&got_usr1, 1);
       return NULL;
@@ -263,10 +268,11 @@ static void *sigwaiter(void *arg) {
   }
 }
 
-static int sigwait_scenario(void) {
+static int sigwait_scenario(const char *how) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL); /* every thread: only the sigwaiter takes signals */
+  if (!strcmp(how, "signalfd")) sigwait_fd = signalfd(-1, &all, SFD_CLOEXEC);
   pthread_t t;
   pthread_create(&t, NULL, sigwaiter, NULL);
   while (!atomic_load(&started)) usleep(1000);
@@ -985,7 +991,7 @@ int main(int argc, char **argv) {
   const char *s = argc > 1 ? argv[1] : "";
   const char *arg = argc > 2 ? argv[2] : "";
   if (!strcmp(s, "stress")) return stress();
-  if (!strcmp(s, "sigwait")) return sigwait_scenario();
+  if (!strcmp(s, "sigwait")) return sigwait_scenario(arg);
   if (!strcmp(s, "handler")) return handler_scenario();
   if (!strcmp(s, "pause-exit")) {
     if (!strcmp(arg, "leak0")) exiter_status = 0;
@@ -1008,7 +1014,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "landlock")) return landlock_scenario();
   if (!strcmp(s, "filtered")) return filtered(argc, argv);
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|wall-reaper loop|waitid|sigchld|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join [ctor]|pthread-exit-race|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
+  fprintf(stderr, "usage: %s stress|sigwait [signalfd]|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|wall-reaper loop|waitid|sigchld|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join [ctor]|pthread-exit-race|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
           argv[0]);
   return 9;
 }
