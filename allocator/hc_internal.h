@@ -366,6 +366,11 @@ void hci_quarantine_locks(hci_lock_fn *each);
  * all: the whole quarantine, to the central lists: malloc_trim and
  * ReleaseFreeMemory). */
 void hci_alloc_quarantine_flush(hc_tcache_t *tc, bool all);
+/* alloc.c: checker mode, a small-object span going back to the page heap:
+ * its carved objects cleared (small objects are cleared when given out,
+ * so freed ones hold what their owner left; the page heap's pages must be
+ * zero for the large blocks it carves from them).  Central's free_span. */
+void hci_alloc_clear_span(const hc_span_t *s);
 
 /* ======================= startup.c ======================= */
 /* Process-wide initialisation, run once on the first allocation or from the
