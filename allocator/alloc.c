@@ -548,7 +548,7 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, uintptr_t rec
      * the first word, which would point at the next free object of the
      * class and keep whatever is allocated there later alive if the
      * program never overwrites it (padding, unused fields). */
-    if (!zero) clear_block(p, size < 8 ? 8 : size);
+    if (!zero || size < 8) clear_block(p, size < 8 ? 8 : size); /* calloc(0): the link */
   }
   if (zero) memset(p, 0, size);
   return p;
