@@ -37,8 +37,17 @@ static long rss(void) {
 
 /* One byte in each of a few pages spread over the block. */
 static void touch_sparse(char *p, size_t n) {
+  if (!p) return; /* the failed allocation was CHECKed */
   for (size_t off = 0; off < n; off += n / 8) ((volatile char *)p)[off] = 1;
   ((volatile char *)p)[n - 1] = 1;
+}
+
+/* malloc(n), checked, touched in a few pages. */
+static char *sparse_malloc(size_t n, const char *what) {
+  char *p = malloc(n);
+  CHECK(p != NULL, "%s", what);
+  touch_sparse(p, n);
+  return p;
 }
 
 #define STEP(what, before, limit)                                                            \
@@ -54,9 +63,7 @@ int main(void) {
   CHECK(r0 > 0, "VmRSS read from /proc/self/status");
 
   /* 1. A fresh block touched in 9 pages. */
-  char *p = malloc(big);
-  CHECK(p != NULL, "malloc(512 MiB)");
-  touch_sparse(p, big);
+  char *p = sparse_malloc(big, "malloc(512 MiB)");
   STEP("malloc(512 MiB), 9 pages touched", r0, SLACK);
 
   /* 2. Its free clears only the resident pages. */
@@ -64,9 +71,7 @@ int main(void) {
   STEP("free of the sparse block", r0, SLACK);
 
   /* 3. The page heap gives the same pages out again: not written. */
-  p = malloc(big);
-  CHECK(p != NULL, "malloc(512 MiB) again");
-  touch_sparse(p, big);
+  p = sparse_malloc(big, "malloc(512 MiB) again");
   STEP("malloc(512 MiB) of freed pages, 9 touched", r0, SLACK);
   free(p);
 
@@ -87,9 +92,7 @@ int main(void) {
    * without the checker), the new tail is not written, and the old
    * block's free writes none of the pages the copy only read (mapped to
    * the zero page: resident for mincore; hci_os_zero). */
-  p = malloc(64 * MIB);
-  CHECK(p != NULL, "malloc(64 MiB)");
-  touch_sparse(p, 64 * MIB);
+  p = sparse_malloc(64 * MIB, "malloc(64 MiB)");
   p = realloc(p, big);
   CHECK(p != NULL, "realloc to 512 MiB");
   touch_sparse(p, big);
@@ -104,9 +107,7 @@ int main(void) {
   long r7 = rss();
   free(p);
   STEP("free of a 64 MiB block written whole", r7, SLACK);
-  p = malloc(big);
-  CHECK(p != NULL, "malloc(512 MiB) after it");
-  touch_sparse(p, big);
+  p = sparse_malloc(big, "malloc(512 MiB) after it");
   STEP("malloc(512 MiB) after it", r7, SLACK);
   const char *mode = getenv("HEAPCHECK");
   if (mode && *mode) /* the plain allocator gives freed memory out as it is */
