@@ -338,7 +338,6 @@ static inline void clear_block(const void *p, size_t n) {
   memset((void *)p, 0, n);
 }
 
-
 static void sampled_link(hc_span_t *s) {
   hci_lock(&hci_samples.lock);
   s->sprev = NULL;
