@@ -298,46 +298,6 @@ static void push_small(hc_tcache_t *tc, unsigned cls, void *p) {
 
 // ---- large and sampled objects ----
 
-/* Checker mode: no block is given out holding a stale pointer.  A reused
- * block keeps its old contents, and a stale pointer in it that the new
- * owner leaves unwritten would keep a leaked object alive (a conservative
- * flood cannot tell it from a live one).  A small object is cleared when it
- * is given out (the requested bytes: alloc_checked_small, alloc_object), a
- * large block when it is freed (its requested bytes: free_large), and a
- * small-object span's carved objects when the span goes back to the page
- * heap (hci_alloc_clear_span), so pages the page heap hands out again are
- * zero, as fresh and released ones are; docs/design.md, "Checker mode: no
- * stale pointers in reused blocks".  From 256 KiB, hci_os_zero writes only
- * the resident pages and gives back the others (docs/performance.md,
- * session 12): a large block the program touched sparsely is not made
- * resident. */
-static inline void clear_block(const void *p, size_t n) {
-  if (n - 8 <= 56) {
-    /* 8 to 64 bytes (most of a program's small blocks): two to four
-     * stores that may overlap, in line (memset's call and size dispatch
-     * cost three times as many instructions). */
-    char *c = (char *)p;
-    uint64_t z[2] = {0, 0};
-    if (n < 16) {
-      __builtin_memcpy(c, z, 8);
-      __builtin_memcpy(c + n - 8, z, 8);
-      return;
-    }
-    __builtin_memcpy(c, z, 16);
-    __builtin_memcpy(c + n - 16, z, 16);
-    if (n > 32) {
-      __builtin_memcpy(c + 16, z, 16);
-      __builtin_memcpy(c + n - 32, z, 16);
-    }
-    return;
-  }
-  if (n >= ((size_t)256 << 10) && ((uintptr_t)p & (HC_PAGE_SIZE - 1)) == 0) {
-    hci_os_zero((void *)p, (n + 4095) & ~(size_t)4095); /* the pages never touched stay untouched */
-    return;
-  }
-  memset((void *)p, 0, n);
-}
-
 static void sampled_link(hc_span_t *s) {
   hci_lock(&hci_samples.lock);
   s->sprev = NULL;
@@ -543,11 +503,11 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, uintptr_t rec
   hc_fl_take(p);
   if (hci_record_all) {
     record_small(tc, p, cls, size, ra, rec);
-    /* What an earlier owner left (clear_block), and the free-list link in
-     * the first word, which would point at the next free object of the
-     * class and keep whatever is allocated there later alive if the
-     * program never overwrites it (padding, unused fields). */
-    if (!zero || size < 8) clear_block(p, size < 8 ? 8 : size); /* calloc(0): the link */
+    /* The free-list link left in the first word would point at the next
+     * free object of the class and keep whatever is allocated there later
+     * alive if the program never overwrites it (padding, unused fields);
+     * the rest was cleared at the free (clear_freed). */
+    *(void **)p = NULL;
   }
   if (zero) memset(p, 0, size);
   return p;
@@ -574,7 +534,7 @@ static inline __attribute__((always_inline)) void *alloc_checked_small(size_t si
   if (hc_unlikely(!p)) return NULL;
   hc_fl_take(p);
   record_small(tc, p, cls, size, ra, rec);
-  clear_block(p, size < 8 ? 8 : size); /* the free-list link too (alloc_object says why) */
+  *(void **)p = NULL; /* the free-list link (alloc_object says why) */
   return p;
 }
 
@@ -595,10 +555,50 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
 
 // ---- free ----
 
+/* Checker mode: no block is given out holding a stale pointer.  A reused
+ * block keeps its old contents, and a stale pointer in it that the new
+ * owner leaves unwritten would keep a leaked object alive (a conservative
+ * flood cannot tell it from a live one).  A block's requested bytes are
+ * cleared when it is freed (free_small, free_large; the free-list link a
+ * small one then gets is cleared when it is given out again), and a
+ * small-object span's carved objects when the span goes back to the page
+ * heap (hci_alloc_clear_span), so pages the page heap hands out again are
+ * zero, as fresh and released ones are; docs/design.md, "Checker mode: no
+ * stale pointers in reused blocks" (why at the free, not at malloc).
+ * From 256 KiB, hci_os_zero writes only the resident pages and gives back
+ * the others (docs/performance.md, session 12): a large block the program
+ * touched sparsely is not made resident. */
+static inline void clear_freed(const void *p, size_t n) {
+  if (n - 8 <= 56) {
+    /* 8 to 64 bytes (most of a program's small blocks): two to four
+     * stores that may overlap, in line (memset's call and size dispatch
+     * cost three times as many instructions). */
+    char *c = (char *)p;
+    uint64_t z[2] = {0, 0};
+    if (n < 16) {
+      __builtin_memcpy(c, z, 8);
+      __builtin_memcpy(c + n - 8, z, 8);
+      return;
+    }
+    __builtin_memcpy(c, z, 16);
+    __builtin_memcpy(c + n - 16, z, 16);
+    if (n > 32) {
+      __builtin_memcpy(c + 16, z, 16);
+      __builtin_memcpy(c + n - 32, z, 16);
+    }
+    return;
+  }
+  if (n >= ((size_t)256 << 10) && ((uintptr_t)p & (HC_PAGE_SIZE - 1)) == 0) {
+    hci_os_zero((void *)p, (n + 4095) & ~(size_t)4095); /* the pages never touched stay untouched */
+    return;
+  }
+  memset((void *)p, 0, n);
+}
+
 /* Frees for real the blocks of the batches that left checker mode's
  * quarantine (quarantine.c): a small one into tc's list as any free, a large
  * one's span (HC_SPAN_STASHED while quarantined) to the page heap.  Only
- * writes the blocks' links (what they hold is cleared when given out again). */
+ * writes the blocks (their memory was cleared at the free). */
 static hc_noinline void unquarantine(hc_tcache_t *tc, hc_qbatch_t *batches) {
   for (hc_qbatch_t *b = batches; b; b = b->next)
     for (uint32_t i = 0; i < b->n; i++) {
@@ -645,7 +645,7 @@ static inline void remember_free(const void *p, uint32_t alloc_id, uintptr_t ra)
 
 void hci_alloc_clear_span(const hc_span_t *s) {
   size_t n = (size_t)s->carved * hci_classes[s->cls].size; /* objects never carved are zero */
-  if (n) clear_block((void *)s->start, n);
+  if (n) clear_freed((void *)s->start, n);
 }
 
 static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
@@ -663,7 +663,7 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
   }
   if (hci_free_history_on) remember_free(p, s->meta.stack_id, ra);
   s->meta.stack_id = HC_STACK_NONE;
-  if (hci_record_all) clear_block(p, s->req_size); /* at the free: never making a sparse block resident */
+  if (hci_record_all) clear_freed(p, s->req_size);
   if (s->is_sampled && sampled_unlink(s)) return;
   hc_tcache_t *tc;
   if (hci_quarantine_budget && !s->is_sampled && (tc = hci_tc_get()) != NULL) {
@@ -694,10 +694,9 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
       return;
     }
     if (hci_free_history_on) remember_free(p, alloc_id, ra);
+    uint32_t slack = atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK;
     atomic_store_explicit(&m->xflags, 0, memory_order_relaxed);
-    /* Not cleared here: the next malloc clears what it gives out
-     * (clear_block), so a use-after-free read sees what it would without
-     * the checker. */
+    if (hci_record_all) clear_freed(p, ci->size - slack);
     /* The record (stack id 0) catches a second free meanwhile. */
     if (hci_quarantine_budget && tc && quarantine(tc, p, ci->size, false)) return;
   } else if (hc_fl_is_free(p)) { /* the free mark (free_list.h): exact */
@@ -925,9 +924,10 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     if (sampled) resample_in_place(s, size, false);
     if (hci_record_all) {
       /* The cut-off tail keeps no stale pointer for a later grow, and a
-       * small object's grown tail holds none: its malloc cleared only the
-       * bytes asked for then (clear_block).  A large block's tail is zero
-       * (cleared at the free, or pages the page heap had zero). */
+       * small object's grown tail is cleared too: zero already when every
+       * path keeps the invariant (clear_freed's comment), cheap to make
+       * sure of.  A large block's tail is zero (pages the page heap had
+       * zero, never written: its usable size is the requested one). */
       size_t was = hci_requested_size(p);
       if (size < was) memset((char *)p + size, 0, was - size);
       else if (cls && size > was) memset((char *)p + was, 0, size - was);
