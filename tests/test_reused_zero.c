@@ -48,7 +48,10 @@ static void use(unsigned char *p, size_t n, const char *how) {
     }
   CHECK(bad == n, "%s(%zu): byte %zu is %#x", how, n, bad, bad < n ? p[bad] : 0);
   memset(p, 0x5a, n);
-  if (n >= 8) memcpy(p, &p, sizeof p); /* a pointer-looking word too */
+  if (n >= 8) { /* a pointer-looking word too */
+    void *self = p;
+    memcpy(p, &self, sizeof self);
+  }
 }
 
 static void *work(void *arg) {
