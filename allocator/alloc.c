@@ -505,7 +505,8 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, uintptr_t rec
     record_small(tc, p, cls, size, ra, rec);
     /* The free-list link left in the first word would point at the next
      * free object of the class and keep whatever is allocated there later
-     * alive if the program never overwrites it (padding, unused fields). */
+     * alive if the program never overwrites it (padding, unused fields);
+     * the rest was cleared at the free (clear_freed). */
     *(void **)p = NULL;
   }
   if (zero) memset(p, 0, size);
@@ -554,11 +555,19 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
 
 // ---- free ----
 
-/* Checker mode: a freed block keeps no pointer.  Its memory is given out
- * again with its old contents, and a stale pointer in a reused block that
- * the new owner leaves unwritten would keep a leaked object alive (a
- * conservative flood cannot tell it from a live one).  From 256 KiB,
- * hci_os_zero writes the resident pages (docs/performance.md, session 12). */
+/* Checker mode: no block is given out holding a stale pointer.  A reused
+ * block keeps its old contents, and a stale pointer in it that the new
+ * owner leaves unwritten would keep a leaked object alive (a conservative
+ * flood cannot tell it from a live one).  A block's requested bytes are
+ * cleared when it is freed (free_small, free_large; the free-list link a
+ * small one then gets is cleared when it is given out again), and a
+ * small-object span's carved objects when the span goes back to the page
+ * heap (hci_alloc_clear_span), so pages the page heap hands out again are
+ * zero, as fresh and released ones are; docs/design.md, "Checker mode: no
+ * stale pointers in reused blocks" (why at the free, not at malloc).
+ * From 256 KiB, hci_os_zero writes only the resident pages and gives back
+ * the others (docs/performance.md, session 12): a large block the program
+ * touched sparsely is not made resident. */
 static inline void clear_freed(const void *p, size_t n) {
   if (n - 8 <= 56) {
     /* 8 to 64 bytes (most of a program's small blocks): two to four
@@ -632,6 +641,11 @@ static hc_noinline uint32_t free_stack(uintptr_t ra) {
 /* In line: the walk's registers are saved only when free stacks are on. */
 static inline void remember_free(const void *p, uint32_t alloc_id, uintptr_t ra) {
   hci_free_history_put(p, alloc_id, hci_free_stacks ? free_stack(ra) : HC_STACK_NONE, ra);
+}
+
+void hci_alloc_clear_span(const hc_span_t *s) {
+  size_t n = (size_t)s->carved * hci_classes[s->cls].size; /* objects never carved are zero */
+  if (n) clear_freed((void *)s->start, n);
 }
 
 static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
@@ -909,9 +923,14 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
      * hooks are: the old sample freed, a sample of the new size taken. */
     if (sampled) resample_in_place(s, size, false);
     if (hci_record_all) {
-      /* The cut-off tail keeps no stale pointer for a later grow. */
+      /* The cut-off tail keeps no stale pointer for a later grow, and a
+       * small object's grown tail is cleared too: zero already when every
+       * path keeps the invariant (clear_freed's comment), cheap to make
+       * sure of.  A large block's tail is zero (pages the page heap had
+       * zero, never written: its usable size is the requested one). */
       size_t was = hci_requested_size(p);
       if (size < was) memset((char *)p + size, 0, was - size);
+      else if (cls && size > was) memset((char *)p + was, 0, size - was);
     }
     if (hci_record_all || !cls) set_requested_size(p, size);
     return p;

@@ -168,6 +168,7 @@ static hc_span_t *new_span(unsigned cls) {
 }
 
 static void free_span(hc_span_t *s) {
+  if (s->objmeta) hci_alloc_clear_span(s); /* checker mode (records): hc_internal.h says why */
   if (s->objmeta) hci_meta_free(s->objmeta, hci_classes[s->cls].objs * sizeof(hc_objmeta_t));
   s->objmeta = NULL;
   hci_ph_set_class(s, 0); /* LARGE, no class: hci_ph_free takes it */

@@ -366,6 +366,11 @@ void hci_quarantine_locks(hci_lock_fn *each);
  * all: the whole quarantine, to the central lists: malloc_trim and
  * ReleaseFreeMemory). */
 void hci_alloc_quarantine_flush(hc_tcache_t *tc, bool all);
+/* alloc.c: checker mode, a small-object span going back to the page heap:
+ * its carved objects cleared (freed ones still hold their free-list links
+ * and marks; the page heap's pages are all zero in checker mode, for the
+ * large blocks it carves from them).  Central's free_span. */
+void hci_alloc_clear_span(const hc_span_t *s);
 
 /* ======================= startup.c ======================= */
 /* Process-wide initialisation, run once on the first allocation or from the
