@@ -272,7 +272,24 @@ static void note_exit_caller(const uintptr_t *regs, int n, uintptr_t caller_sp) 
   hci_leaks.end_sp = caller_sp;
 }
 
+/* A failing check at exit (normal, minimal) let exit go on under its status
+ * (hci_exit_path_go_on): 0x100 | the status, and the process it is for (a
+ * fork or vfork child of a destructor ends with its own).  An exit or _exit
+ * that ends the process after that ends it with this status. */
+static _Atomic int failing_status;
+static _Atomic int failing_pid;
+HC_PRIVATE_STATE(failing_status);
+HC_PRIVATE_STATE(failing_pid);
+
+static int ending_status(int status) {
+  int f = atomic_load(&failing_status);
+  if (!f || hci_os_memory_borrowed() || atomic_load(&failing_pid) != (int)hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0))
+    return status;
+  return f & 0xff;
+}
+
 static hc_noinline __attribute__((noreturn)) void call_real_exit(int status) {
+  status = ending_status(status);
   void (*real)(int) = hci_leaks.real_exit;
   if (!real) *(void **)&real = dlsym(RTLD_NEXT, name_exit);
   if (!real) _exit(status);
@@ -349,10 +366,29 @@ hc_public __attribute__((weak, noreturn)) void _exit(int status) {
       hci_chk_log(1, "heapcheck: _exit(%d): no leak check (%s)", status, no);
     }
   }
-  hci_os_exit_now(status);
+  hci_os_exit_now(ending_status(status));
 }
 
 hc_public __attribute__((weak, noreturn, alias("_exit"))) void _Exit(int status);
+
+/* Called by the check's own thread from exit_check, the world let go: a
+ * nested exit from an exit handler runs the handlers left and the
+ * destructors and ends with the last exit's status (glibc's exit, 2.36 and
+ * 2.41 alike).  Ending the process with _exit there instead dropped what
+ * the program writes after our handler: libgfortran's units, flushed by its
+ * destructor (a leaking Fortran program printed nothing), a handler a
+ * constructor registered.  Threads waiting in exit (claim_exit) still wait,
+ * unless a destructor joins them; they, and a destructor's _exit, end the
+ * process with this status.  Returns when libc's exit is unknown (a static
+ * link): the caller ends the process itself. */
+void hci_exit_path_go_on(int status) {
+  if (!hci_leaks.real_exit || hci_os_memory_borrowed()) return;
+  atomic_store(&failing_pid, (int)hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0));
+  atomic_store(&failing_status, 0x100 | (status & 0xff));
+  atomic_store(&exit_check_done, true);
+  hci_leaks.real_exit(status);
+  __builtin_unreachable();
+}
 
 typedef int (*main_fn_t)(int, char **, char **);
 typedef int (*start_fn_t)(main_fn_t, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);

@@ -111,6 +111,18 @@ static __attribute__((noreturn)) void end_held(int status) {
   _exit(status);
 }
 
+/* A failing final check ends the program with status.  In exit's handler
+ * (normal, minimal: before the destructors) exit goes on under that status,
+ * the threads let go, as after a passing check: the program's output
+ * written by later handlers and destructors is kept. */
+static __attribute__((noreturn)) void end_failing(int status, hci_final_from_t from) {
+  if (from == FINAL_AT_EXIT && !hci_chk.after_destructors) {
+    hci_chk_release_held();
+    hci_exit_path_go_on(status);
+  }
+  end_held(status);
+}
+
 hc_noinline void hci_chk_final(uintptr_t sp, hci_final_from_t from) {
   if (atomic_exchange(&hci_leaks.main_done, 1)) return;
   if (from != FINAL_FROM_API && !hci_locks_held_here) hci_api_run_cleanups(); /* else: hci_chk_run says why */
@@ -127,7 +139,7 @@ hc_noinline void hci_chk_final(uintptr_t sp, hci_final_from_t from) {
    * the check, and flushing again could wait for a lock a stopped thread
    * holds. */
   if (hci_leaks.incomplete) {
-    if (!hci_chk.keep_status && !hci_chk_program_failed()) end_held(hci_chk.error_exit_code);
+    if (!hci_chk.keep_status && !hci_chk_program_failed()) end_failing(hci_chk.error_exit_code, from);
     hci_chk_release_held(); /* the program's own status stays */
     return;
   }
@@ -153,7 +165,7 @@ hc_noinline void hci_chk_final(uintptr_t sp, hci_final_from_t from) {
     hci_chk_release_held();
     return;
   }
-  end_held(hci_chk.exit_code);
+  end_failing(hci_chk.exit_code, from);
 }
 
 void hci_chk_final_now(uintptr_t sp) {

@@ -61,6 +61,9 @@ void hci_chk_final(uintptr_t sp, hci_final_from_t from);
  * of a static link). */
 void hci_exit_path_init(void);
 void hci_exit_path_register(void);
+/* A failing check in exit's handler: exit goes on under status (the rest of
+ * the handlers, the destructors, stdio); returns only where it cannot. */
+void hci_exit_path_go_on(int status);
 
 /* check_run.c: the exclusions and suppressions, once, under hci_chk_lock
  * with the world running; the world a failing final check kept stopped,

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_status.sh - the program's exit status is its own (issue 9 point 6).
 #
-# Usage: test_status.sh EXIT_STATUS_FIXTURE LAUNCHER
+# Usage: test_status.sh EXIT_STATUS_FIXTURE LAUNCHER LATE_OUTPUT_FIXTURE
 # Environment: HC_LIB = the built libheapcheck.so; HC_CC = the C compiler.
 #
 # HEAP_CHECK_EXIT_CODE (default 1) and the launcher's --exit-code replace the
@@ -9,7 +9,8 @@
 # its status (returned from main, given to exit(), exit() from a thread), in
 # the modes that check before and after destructors; the report is printed
 # either way.  `heapcheck --exit-code=0 cc -c bad.c` keeps the compiler's
-# failing status.
+# failing status.  A leaking program's output that only the rest of exit
+# delivers (late exit handlers, destructors) is written all the same.
 prefix=hc_status
 . "$(dirname "$0")/common.sh"
 fx=${1:?usage: test_status.sh EXIT_STATUS_FIXTURE LAUNCHER}
@@ -50,4 +51,24 @@ run "$launcher" --exit-code=0 $CC_CMD -c "$dump/bad.c" -o "$dump/bad.o"
 checks=$((checks + 1))
 [ "$rc" != 0 ] || fail "the failing compile exited 0 under --exit-code=0"
 has "undeclared_name"
+# Leaks change the status only: exit goes on, so a buffer the program flushes
+# from an exit handler registered by a constructor (run after the check) and
+# a destructor's line reach stdout (libgfortran flushes its units from its
+# destructor: a leaking Fortran program printed nothing, session 17), and a
+# destructor's _exit(0) still ends with the checker's status.
+late=${3:?usage: test_status.sh EXIT_STATUS_FIXTURE LAUNCHER LATE_OUTPUT_FIXTURE}
+for mode in normal minimal strict; do
+  run env LD_PRELOAD="$lib" HEAPCHECK=$mode "$late"
+  expect_rc 1
+  has "Leak of 100 bytes in 1 objects"
+  has "late_output: main"
+  has "late_output: buffered"
+  has "late_output: destructor"
+  run env LD_PRELOAD="$lib" HEAPCHECK=$mode "$late" exit0
+  expect_rc 1
+  has "late_output: destructor"
+done
+run env LD_PRELOAD="$lib" HEAPCHECK=normal HEAP_CHECK_EXIT_CODE=7 "$late"
+expect_rc 7
+has "late_output: buffered"
 finish test_status
