@@ -97,13 +97,16 @@ int main(int argc, char **argv) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 EOF
-# dropper: as nginx's master does for its workers, forks a child that drops
-# its privileges to nobody (uid and gid 65534; only when run as root), and
-# overwrites argv[0] with a process title, as servers do; it leaks 321 bytes
-# and exits; the parent waits and exits 0.
-# dropper [CLOSE [keep]]: CLOSE closefrom, close_range or syscall: the
+# dropper [CLOSE [keep] | closefds | exec PROGRAM ARG...]: as nginx's
+# master does for its workers, forks a child that drops its privileges to
+# nobody (uid and gid 65534; only when run as root), and overwrites argv[0]
+# with a process title, as servers do; it leaks 321 bytes and exits; the
+# parent waits and exits 0.  CLOSE closefrom, close_range or syscall: the
 # child then closes every descriptor from 3 on (the kept records one too);
 # keep: it does not drop its privileges but ends with _exit (no check).
+# closefds: the child first closes every descriptor above stderr with
+# close() (varnishd does at start, then runs as user varnish); exec: the
+# child, as nobody, executes PROGRAM (varnishd's VCL compiler runs as vcache).
 cat >"$tmp/dropper.c" <<'EOF'
 #define _GNU_SOURCE
 #include <grp.h>
@@ -116,16 +119,22 @@ static void *volatile sink;
 __attribute__((noinline)) void worker_leak(void) { sink = malloc(321); sink = NULL; }
 int main(int argc, char **argv) {
   const char *how = argc > 1 ? argv[1] : "";
-  int keep = argc > 2;
+  int keep = argc > 2 && strcmp(how, "exec") != 0;
   pid_t p = fork();
   if (p == 0) {
     size_t n = strlen(argv[0]);
     memset(argv[0], 0, n);
     memcpy(argv[0], "w: worker", n < 9 ? n : 9);
+    if (strcmp(how, "closefds") == 0)
+      for (int fd = 3; fd < 4096; fd++) close(fd);
     if (!keep && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
     if (!strcmp(how, "closefrom")) closefrom(3);
     else if (!strcmp(how, "close_range")) close_range(3, ~0u, 0);
     else if (!strcmp(how, "syscall")) syscall(SYS_close_range, 3u, ~0u, 0u);
+    if (strcmp(how, "exec") == 0 && argc > 2) {
+      execv(argv[2], argv + 2);
+      _exit(4);
+    }
     worker_leak();
     if (keep) _exit(0);
     exit(0);
@@ -356,6 +365,26 @@ if [ "$(id -u)" = 0 ]; then
   run_err "$launcher" "$tmp/dropper" closefrom keep
   expect_rc 0
   has_re "^heapcheck: 1 process checked, no leaks found$"
+  # With a launcher directory the child can reach (TMPDIR's parents open
+  # to nobody, unlike above): the same child after closing every descriptor
+  # above stderr with close() (the kept one too: varnishd's manager), and a child that starts as nobody (its
+  # parent dropped the privileges and executed it: varnishd's VCL compiler,
+  # whose report then went to its stderr, which varnishd shows as the C
+  # compiler's messages): the launcher's directory, when it runs as root,
+  # lets them create their report and append their record.  Before session
+  # 17 both were missing from the summary ("no leaks found", status 0).
+  chmod 0711 "$tmp" "$TMPDIR"
+  run_err "$launcher" "$tmp/dropper" closefds
+  expect_rc 1
+  has_re "^heapcheck: dropper \(pid [0-9]+\) leaked 321 bytes in 1 allocations; report: "
+  has_re "^heapcheck: 2 processes checked, 1 leaked: 321 bytes in 1 allocations$"
+  run_err "$launcher" "$tmp/dropper" exec "$tmp/leaky"
+  expect_rc 1
+  lacks "cannot create the log file"
+  lacks "Leak of 123 bytes"
+  has_re "^heapcheck: leaky \(pid [0-9]+\) leaked 123 bytes in 1 allocations; report: "
+  has_re "^heapcheck: 2 processes checked, 1 leaked: 123 bytes in 1 allocations$"
+  lacks "unfinished"
 else
   echo "SKIP (not counted): the privilege-dropping child needs root"
 fi

@@ -16,7 +16,8 @@
  *   (--gen-suppressions adds suppressions:FILE);
  *   HEAPCHECK_KEEP_STATUS=1  a leak never changes a process's exit status
  *                            (a leaking compiler must not fail the build);
- *   HEAPCHECK_TREE=<dir>     a private directory (mkdtemp, 0700): each
+ *   HEAPCHECK_TREE=<dir>     a private directory (mkdtemp, 0700; 1733 as root,
+ *                            for processes that run as another user): each
  *                            checked process appends its record to
  *                            <dir>/processes (tree.c in the library), and a
  *                            descendant's report goes to <dir>/report.<pid>

@@ -37,6 +37,23 @@ int hc_tree_create(hc_tree_t *t) {
   if (!mkdtemp(t->dir)) return -1;
   snprintf(t->records, sizeof t->records, "%s/processes", t->dir);
   int fd = open(t->records, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  /* Run as root, the tree may change users: a server's processes run as
+   * its own user (varnishd's manager as varnish after closing every
+   * descriptor, the kept ones too; its VCL compiler starts as vcache), and
+   * then could neither create their report nor append their record: missing
+   * from the summary ("no leaks found", status 0), their report on their own
+   * stderr (varnishd showed it as the C compiler's messages).  So the
+   * directory lets every user create files but list none and remove only
+   * their own (1733), and the records file takes appends from any of them
+   * (0622).  Files in it are created O_EXCL | O_NOFOLLOW, mode 0600 (never
+   * through a link, never another's); another user's process that learns
+   * the name (from a tree process's environment) could add records or files,
+   * not read or change the tree's. */
+  if (fd >= 0 && geteuid() == 0 && (chmod(t->dir, 01733) != 0 || fchmod(fd, 0622) != 0)) {
+    close(fd);
+    fd = -1;
+    unlink(t->records);
+  }
   if (fd < 0) {
     int e = errno;
     rmdir(t->dir);
