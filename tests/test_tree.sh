@@ -192,7 +192,21 @@ int main(int argc, char **argv) {
   return WIFEXITED(st) && WEXITSTATUS(st) == 77 ? 77 : 0;
 }
 EOF
-for f in leaky waiter leakcc dropper unstoppable walled; do
+# rawexit: leaks 77 bytes and ends with the exit_group system call itself,
+# as Go's runtime ends every process: no exit handler runs, no check.
+cat >"$tmp/rawexit.c" <<'EOF'
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static void *volatile sink;
+int main(void) {
+  sink = malloc(77);
+  sink = NULL;
+  syscall(SYS_exit_group, 0);
+  return 3;
+}
+EOF
+for f in leaky waiter leakcc dropper unstoppable walled rawexit; do
   # shellcheck disable=SC2086 # HC_CC may be a command with arguments
   if ! $CC_CMD -g -O1 -fno-omit-frame-pointer -pthread -o "$tmp/$f" "$tmp/$f.c" 2>"$tmp/cc.log"; then
     cat "$tmp/cc.log"
@@ -201,6 +215,17 @@ for f in leaky waiter leakcc dropper unstoppable walled; do
   fi
 done
 leaky=$tmp/leaky
+
+# A program that ends without its check (Go's runtime: a raw exit_group)
+# is named, not counted as "no leaks found" silently; its status is its own.
+run_err "$launcher" "$tmp/rawexit"
+expect_rc 0
+has_re "^heapcheck: the program \(pid [0-9]+\) ended without its leak check: .*; its leaks are unknown$"
+has "heapcheck: 0 processes checked, no leaks found"
+run_err "$launcher" "$leaky"
+lacks "ended without its leak check"
+run_err "$launcher" --mode=local "$tmp/rawexit"
+lacks "ended without its leak check"
 
 # ---- HEAPCHECK_LOG_PATH, without the launcher ----
 mkdir "$tmp/logs"

@@ -130,6 +130,12 @@ void hc_tree_read(const hc_tree_t *t, hc_tree_summary_t *s) {
   for (size_t i = 0; i < s->nprocs; i++) s->incomplete += s->procs[i].pending;
 }
 
+bool hc_tree_has(const hc_tree_summary_t *s, long pid) {
+  for (size_t i = 0; i < s->nprocs; i++)
+    if (s->procs[i].pid == pid) return true;
+  return false;
+}
+
 void hc_tree_print(const hc_tree_t *t, const hc_tree_summary_t *s, FILE *out) {
   (void)t;
   const char *ps = s->nprocs == 1 ? "" : "es";

@@ -33,6 +33,8 @@ const char *hc_tree_tmpdir(void);
 int hc_tree_create(hc_tree_t *t);
 /* Reads every record (malformed lines are skipped). */
 void hc_tree_read(const hc_tree_t *t, hc_tree_summary_t *s);
+/* Whether a record of process pid was read. */
+bool hc_tree_has(const hc_tree_summary_t *s, long pid);
 /* The summary: one line when nothing leaked and every check completed, else
  * a line per leaking process and per check that could not complete. */
 void hc_tree_print(const hc_tree_t *t, const hc_tree_summary_t *s, FILE *out);
