@@ -77,26 +77,45 @@ static void claim_report(const hci_memerr_t *e) {
   for (;;) pause();
 }
 
+/* The report's text: symbolizing and the buffered writer take tens of
+ * kilobytes of stack, so it runs on the library's own stack
+ * (base/own_stack.c): a thread with a 16 KiB stack died of SIGSEGV there. */
+struct report {
+  const hci_memerr_t *e;
+  int fd;
+  uint32_t now;      /* the stack of this free */
+  first_free_t f;
+};
+
+static void write_report(void *arg) {
+  const struct report *r = arg;
+  const hci_memerr_t *e = r->e;
+  bool dbl = e->kind == HCI_MEMERR_DOUBLE_FREE;
+  hci_out_t o = {.fd = r->fd};
+  hci_out_printf(&o, "heapcheck: %s\n", e->line);
+  hci_out_printf(&o, dbl ? "The second free occurred here:\n" : "The bad free occurred here:\n");
+  hci_out_printf(&o, "    #0 %s (heapcheck's entry point)\n", e->fn);
+  stack_block(&o, NULL, r->now, 1);
+  if (dbl) double_free_report(&o, &r->f);
+  else bad_pointer_report(&o, e);
+  hci_out_printf(&o, "SUMMARY: heapcheck: %s\n", dbl ? "double-free" : "bad-free");
+  hci_out_flush(&o);
+}
+
 static int on_error(const hci_memerr_t *e) {
   bool dbl = e->kind == HCI_MEMERR_DOUBLE_FREE;
   if (dbl && e->ignorable && hci_chk.double_free == 0) return HCI_MEMERR_IGNORE;
   claim_report(e);
-  /* A program that sandboxed itself (seccomp_watch.c mutes the stream):
-   * symbolizing opens files its filter may kill for; the line alone. */
+  /* A program that sandboxed itself (the stream muted, or a filter known
+   * to kill calls the report makes: opening module files, the own stack's
+   * mapping): the line alone. */
   int fd = hci_log_stream_fd();
-  if (fd < 0) hci_fatal("%s", e->line);
-  first_free_t f = {.found = false};
-  if (dbl) f.found = hci_free_history_find(e->p, &f.alloc_id, &f.free_id, &f.free_ra);
-  uint32_t now = hci_capture_stack_from(e->ra);
-  hci_out_t o = {.fd = fd};
-  hci_out_printf(&o, "heapcheck: %s\n", e->line);
-  hci_out_printf(&o, dbl ? "The second free occurred here:\n" : "The bad free occurred here:\n");
-  hci_out_printf(&o, "    #0 %s (heapcheck's entry point)\n", e->fn);
-  stack_block(&o, NULL, now, 1);
-  if (dbl) double_free_report(&o, &f);
-  else bad_pointer_report(&o, e);
-  hci_out_printf(&o, "SUMMARY: heapcheck: %s\n", dbl ? "double-free" : "bad-free");
-  hci_out_flush(&o);
+  if (fd < 0 || hci_seccomp_refusal()) hci_fatal("%s", e->line);
+  /* Both before anything allocates or switches stacks (first_free_t). */
+  struct report r = {.e = e, .fd = fd, .f = {.found = false}};
+  if (dbl) r.f.found = hci_free_history_find(e->p, &r.f.alloc_id, &r.f.free_id, &r.f.free_ra);
+  r.now = hci_capture_stack_from(e->ra);
+  hci_own_stack_call(write_report, &r);
   /* LSan mode: LeakSanitizer's Die() (its exit status, no signal). */
   if (hci_chk.lsan) _exit(hci_chk.exit_code ? hci_chk.exit_code : 1);
   return HCI_MEMERR_ABORT;

@@ -4,8 +4,10 @@
  * (first_free) and freed again (second_free).
  *
  * Usage: double_free_fixture CASE, CASE one of small, large, realloc,
- * interior, race, ok.  Prints "completed" when the program goes on to its
+ * interior, race, smallstack (the double free on a thread with a 16 KiB
+ * stack), ok.  Prints "completed" when the program goes on to its
  * end (a double free let pass, or the ok case). */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,12 @@ static void *racer(void *arg) {
   return NULL;
 }
 
+static void *small_stack_thread(void *arg) {
+  first_free(arg);
+  second_free(arg);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   const char *c = argc > 1 ? argv[1] : "";
   if (!strcmp(c, "small") || !strcmp(c, "large")) {
@@ -66,10 +74,17 @@ int main(int argc, char **argv) {
     pthread_barrier_init(&start, NULL, RACERS);
     for (int i = 0; i < RACERS; i++) pthread_create(&t[i], NULL, racer, p);
     for (int i = 0; i < RACERS; i++) pthread_join(t[i], NULL);
+  } else if (!strcmp(c, "smallstack")) {
+    pthread_attr_t at;
+    pthread_t t;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, PTHREAD_STACK_MIN);
+    pthread_create(&t, &at, small_stack_thread, make_block(48));
+    pthread_join(t, NULL);
   } else if (!strcmp(c, "ok")) {
     for (int i = 0; i < 1000; i++) first_free(make_block((size_t)i * 40));
   } else {
-    fprintf(stderr, "usage: %s small|large|realloc|interior|race|ok\n", argv[0]);
+    fprintf(stderr, "usage: %s small|large|realloc|interior|race|smallstack|ok\n", argv[0]);
     return 2;
   }
   free(sink);

@@ -82,6 +82,15 @@ if run "$n" 134 HEAPCHECK=normal -- race; then
   [ "$(grep -c '^SUMMARY: heapcheck: double-free$' "$tmp/err")" = 1 ] || bad "$n: not exactly one report"
 fi
 
+# A thread with a 16 KiB stack: the report runs on the library's own stack
+# (it died of SIGSEGV on the thread's, with no line printed).
+n="normal smallstack"
+if run "$n" 134 HEAPCHECK=normal -- smallstack; then
+  has "$n" '#1 0x[0-9a-f]+ second_free '
+  after "$n" 'The first free occurred here' 'first_free'
+  has "$n" '^SUMMARY: heapcheck: double-free$'
+fi
+
 # No table: the report says so.
 n="normal small, HEAPCHECK_FREE_HISTORY=0"
 if run "$n" 134 HEAPCHECK=normal HEAPCHECK_FREE_HISTORY=0 -- small; then
