@@ -111,6 +111,9 @@ static int on_error(const hci_memerr_t *e) {
    * mapping): the line alone. */
   int fd = hci_log_stream_fd();
   if (fd < 0 || hci_seccomp_refusal()) hci_fatal("%s", e->line);
+  /* A signal handler that interrupted the allocator on this thread: a lock
+   * the report needs (the metadata arena's) may be held below us. */
+  if (hci_locks_held_here > 0) hci_fatal("%s", e->line);
   /* Both before anything allocates or switches stacks (first_free_t). */
   struct report r = {.e = e, .fd = fd, .f = {.found = false}};
   if (dbl) r.f.found = hci_free_history_find(e->p, &r.f.alloc_id, &r.f.free_id, &r.f.free_ra);
