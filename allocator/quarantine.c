@@ -113,6 +113,13 @@ static void take_pending(hc_tc_quar_t *q) {
   q->pending = q->pending_tail = NULL;
 }
 
+/* requires: the lock.  The thread's pending batches to the FIFO, and the
+ * oldest batches that push past the budget off it (cut_to). */
+static hc_qbatch_t *settle_pending(hc_tc_quar_t *q) {
+  take_pending(q);
+  return cut_to(hci_quarantine_budget);
+}
+
 static void add_pending(hc_tc_quar_t *q, hc_qbatch_t *b) {
   b->next = NULL;
   if (q->pending_tail) q->pending_tail->next = b;
@@ -141,8 +148,7 @@ bool hci_quarantine_put(hc_tcache_t *tc, void *p, size_t bytes, bool large, hc_q
         if (!fifo.tail) fifo.tail = b;
         fifo.bytes += bytes;
         fifo.large_bytes += bytes;
-        take_pending(q);
-        *out = cut_to(hci_quarantine_budget);
+        *out = settle_pending(q);
         hci_unlock(&fifo.lock);
       } else {
         add_pending(q, b);
@@ -160,8 +166,7 @@ bool hci_quarantine_put(hc_tcache_t *tc, void *p, size_t bytes, bool large, hc_q
         q->cur = NULL;
         add_pending(q, b);
         if (hci_trylock(&fifo.lock)) { /* busy: the batches wait for the next try */
-          take_pending(q);
-          *out = cut_to(hci_quarantine_budget);
+          *out = settle_pending(q);
           hci_unlock(&fifo.lock);
         }
       }
