@@ -246,7 +246,7 @@ static void apply_one(const char *src, const char *name, size_t nlen, const char
     case HCL_double_free_max_entries:
       /* LSan's warnings and cap (its bounded side table); 0 keeps the default. */
       if (x < 0)
-        hci_warn("%s: double_free_max_entries=%lld is negative; using the default %lld", src, x, o->def);
+        hci_warn("%s: double_free_max_entries=%lld is negative; keeping %lld", src, x, hci_chk.free_history);
       else if (x > 4194304)
         hci_warn("%s: double_free_max_entries=%lld is too large, capping it at 4194304", src, x);
       if (x > 0) hci_chk.free_history = x > 4194304 ? 4194304 : x;
