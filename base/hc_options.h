@@ -122,6 +122,7 @@
   INT(max_allocation_size_mb, 0, 0, 1ll << 26, NULL, checker, "a request above this many MiB fails (0: no limit): a report, then the exit status, or NULL (below)") \
   BOOL(allocator_may_return_null, false, checker, "a request above max_allocation_size_mb returns NULL with ENOMEM after a warning (real out-of-memory always returns NULL)") \
   INT(tries, 1, 1, 1000, NULL, checker, "each whole-program check runs this many times, each with its report; leaks count only when every run found some") \
+  INT(retries, 1, 1, 1000, NULL, checker, "tries' name in LLVM before its rename (llvm-project#112037): the same option") \
   BOOL(detect_double_free, true, checker, "0: a double free passes, nothing freed twice (LSan's default); 1: its report, then the exit status") \
   INT(double_free_max_entries, 32768, -(1ll << 40), 1ll << 40, NULL, checker, "frees remembered for a double free's report (HEAPCHECK_FREE_HISTORY), at most 4194304") \
   BOOL(log_threads, false, checker, "each check prints the threads it scanned (LSan 14's Processing thread / Stack at / TLS at lines)") \

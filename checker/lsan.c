@@ -237,7 +237,8 @@ static void apply_one(const char *src, const char *name, size_t nlen, const char
     case HCL_verbosity: hci_chk.verbose = (int)x; break;
     case HCL_max_allocation_size_mb: hci_alloc_set_limit((size_t)x << 20, x ? too_big : NULL); break;
     case HCL_allocator_may_return_null: may_return_null = b; break;
-    case HCL_tries: hci_chk.tries = (int)x; break;
+    case HCL_tries:
+    case HCL_retries: hci_chk.tries = (int)x; break;
     case HCL_log_threads: hci_chk.log_threads = b; break;
     case HCL_detect_double_free:
       hci_chk.double_free = b;

@@ -225,6 +225,9 @@ check "tries=3" "" recoverable 23 "10 1 10 1 10 1 10 1 10 1 10 1" "recoverable=1
   "10 1 10 1|recoverable=1;continued;"
 check "tries=2" "" clean 0 "" ""
 checks=$((checks + 1)); [ -z "$out" ] || fail "a clean run with tries=2 printed something"
+# retries: the flag's name before that PR renamed it (flag_retries' RUN line).
+check "retries=3" "" recoverable 23 "10 1 10 1 10 1 10 1 10 1 10 1" "recoverable=1;continued;" 23 \
+  "10 1 10 1|recoverable=1;continued;"
 # log_threads: the threads each check scanned, in clang 14's lines (two
 # threads: main and the one holding the TLS pointer).
 check "log_threads=1" "" tls 0 "" "tls leaked=0;"
@@ -243,7 +246,7 @@ check "help=1" "" clean 0 "" ""
 has "Available flags"
 for o in detect_leaks leak_check_at_exit exitcode suppressions print_suppressions log_path report_objects \
   max_leaks use_globals use_stacks use_registers use_tls use_ld_allocations use_root_regions use_unaligned \
-  malloc_context_size strip_path_prefix verbosity max_allocation_size_mb allocator_may_return_null tries log_threads help; do
+  malloc_context_size strip_path_prefix verbosity max_allocation_size_mb allocator_may_return_null tries retries log_threads help; do
   has_re "^	$o$"
 done
 
@@ -266,8 +269,6 @@ check "tries=0" "" leak 23 "7 1" ""                 # one run: the default
 has "LSAN_OPTIONS: tries=0 is not a number in [1, 1000]; using the default 1"
 check "tries=x" "" leak 23 "7 1" ""
 has "LSAN_OPTIONS: tries=x is not a number in [1, 1000]; using the default 1"
-check "retries=3" "" leak 23 "7 1" ""              # the PR's first name, not LSan's flag
-has "unsupported option retries (ignored)"
 check "suppressions='unterminated" "" leak 23 "7 1" ""
 has "unterminated quoted value of suppressions"
 check "exitcode" "" leak 23 "7 1" ""
