@@ -16,9 +16,13 @@
  *    lock the check needs (a deadlock).  A handler runs on the alternate
  *    signal stack or above a signal frame (glibc's __restore_rt), so the
  *    walk up this thread's stack by .eh_frame must reach the outermost
- *    frame (_start, a thread's start routine) without meeting one.  A walk
- *    that stops early for any other reason (no unwind tables, more than 64
- *    frames) skips the check too: the safe side.
+ *    frame (_start, a thread's start routine) without meeting one.  When
+ *    the walk stops early for another reason (code built without unwind
+ *    tables: busybox, CHICKEN's generated C; more than 64 frames), every
+ *    word of the stack is looked at instead: a signal frame leaves the
+ *    trampoline's address at its base (hci_unwind_signal_frame_here), and
+ *    without such a word no handler runs on this stack.  Before, such
+ *    programs ended unchecked (valgrind checks them).
  *
  * Invariants: start_pid is written once at checker start-up, read-only
  * afterwards (a fork child inherits the parent's value, which is the point).
@@ -52,7 +56,8 @@ const char *hci_direct_exit_refusal(void) {
    * .eh_frame_hdr (gcc -static's default) cannot be walked, and is not
    * checked here. */
   hci_caller_t c;
-  if (hci_unwind_find_caller((uintptr_t)&never_on_stack, 0, 0, &c) != HCI_CALLER_ABSENT)
-    return "maybe inside a signal handler (the stack walk did not reach the outermost frame)";
+  if (hci_unwind_find_caller((uintptr_t)&never_on_stack, 0, 0, &c) != HCI_CALLER_ABSENT &&
+      hci_unwind_signal_frame_here())
+    return "maybe inside a signal handler (a signal frame's return address is on the stack)";
   return NULL;
 }

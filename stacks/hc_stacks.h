@@ -192,6 +192,13 @@ typedef struct hci_caller {
  * whole.  Never faults, never allocates; uncached (cold path). */
 enum { HCI_CALLER_UNKNOWN = 0, HCI_CALLER_FOUND = 1, HCI_CALLER_ABSENT = 2 };
 int hci_unwind_find_caller(uintptr_t fn, uintptr_t eh_lo, uintptr_t eh_hi, hci_caller_t *out);
+/* Whether a signal frame may lie on the calling thread's stack, for when
+ * the walk above cannot tell (code without unwind tables on the way): true
+ * when some word between the caller's frame and the stack's top is a return
+ * address into glibc's sigreturn trampoline, or when the stack's extent or
+ * the modules cannot be known (not x86-64, no _dl_find_object).  Reads only
+ * the stack and module segments; never faults, never allocates; cold. */
+bool hci_unwind_signal_frame_here(void);
 
 /* ======================= unwind_obj.c ======================= */
 /* The module covering a PC, as the DWARF unwinder needs it: every table read

@@ -126,7 +126,27 @@ hc_noinline int hci_unwind_find_caller(uintptr_t fn, uintptr_t eh_lo, uintptr_t 
   return found;
 }
 
+/* See hc_stacks.h.  The kernel builds a signal frame on the stack the
+ * handler runs on and puts the restorer's address at its base (the
+ * handler's return address), so every handler running on this stack has
+ * that word between our stack pointer and the stack's top; a stale copy in
+ * a live frame's unused slot only makes the answer "yes" (the safe side). */
+hc_noinline bool hci_unwind_signal_frame_here(void) {
+  uintptr_t sp;
+  __asm__ volatile("movq %%rsp, %0" : "=r"(sp));
+  uintptr_t hi = hci_unwind_stack_hi(sp);
+  if (hi < sp + sizeof(uintptr_t)) return true; /* the stack's extent unknown */
+  for (uintptr_t a = sp & ~(uintptr_t)(sizeof(uintptr_t) - 1); a <= hi - sizeof(uintptr_t); a += sizeof(uintptr_t)) {
+    uintptr_t w;
+    memcpy(&w, (const void *)a, sizeof w);
+    if (hci_cfi_is_sigreturn(w)) return true;
+  }
+  return false;
+}
+
 #else
+
+hc_noinline bool hci_unwind_signal_frame_here(void) { return true; }
 
 hc_noinline int hci_unwind_find_caller(uintptr_t fn, uintptr_t eh_lo, uintptr_t eh_hi, hci_caller_t *out) {
   (void)fn;

@@ -654,6 +654,13 @@ static rule_t cfi_lookup(uintptr_t rip, bool exact, bool *cacheable, hci_cfi_fra
 }
 
 /* See unwind_cfi.h. */
+bool hci_cfi_is_sigreturn(uintptr_t pc) {
+  hci_eh_obj_t o;
+  if (pc < 4096 || !hci_eh_find(pc, &o)) return false;
+  return hci_eh_readable(&o, pc, sizeof restore_rt_code) &&
+         memcmp((const void *)pc, restore_rt_code, sizeof restore_rt_code) == 0;
+}
+
 rule_t hci_cfi_rule(uintptr_t rip, bool exact, bool *cacheable) {
   return cfi_lookup(rip, exact, cacheable, NULL, 0, 0);
 }

@@ -42,6 +42,11 @@ typedef struct hci_cfi_frame {
  * .eh_frame_hdr (hci_cfi_rule then assumes frame pointers). */
 rule_t hci_cfi_frame(uintptr_t rip, bool exact, uintptr_t eh_lo, uintptr_t eh_hi, hci_cfi_frame_t *f);
 
+/* pc is the first byte of glibc's sigreturn trampoline (__restore_rt: mov
+ * $15, %rax; syscall), in a readable segment of a loaded module: the return
+ * address the kernel pushes at the base of every signal frame. */
+bool hci_cfi_is_sigreturn(uintptr_t pc);
+
 /* Builds the sorted FDE table of a static executable that has no
  * .eh_frame_hdr from its .eh_frame [eh_lo, eh_hi) (found in its section
  * headers); later lookups there use it.  Once; false when not applicable. */
