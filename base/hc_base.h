@@ -267,6 +267,9 @@ void hci_log_stream_fork_child(void);
  * log_path; var names it in messages), before hci_log_stream_open;
  * HEAPCHECK_LOG_PATH, when set, wins. */
 void hci_log_stream_set_path(const char *prefix, const char *var);
+/* The process ends after the coming report (the final check): a kept copy
+ * of a piped stderr is written to even when fd 2 now points elsewhere. */
+void hci_log_stream_ending(void);
 bool hci_log_stream_to_file(void);
 const char *hci_log_stream_path(void);   /* the log file, NULL when stderr */
 int hci_log_stream_stderr(void);         /* the original stderr (a kept duplicate); -1 when gone */

@@ -82,6 +82,7 @@ static struct {
   file_id_t diag_id;   /* what hci_diag_fd refers to */
   bool err_direct;     /* no kept copy of stderr: write to fd 2 while it is err_id (forked child of a pipe) */
   bool err_dropped;    /* stderr is no destination any more (fd 2 was replaced) */
+  bool ending;         /* the final check runs: the process ends right after its report */
   bool to_file;
   bool in_tree;        /* HEAPCHECK_TREE set: the launcher follows this tree */
   bool tree_top;       /* the process the launcher started (parent = launcher) */
@@ -390,8 +391,12 @@ static int stderr_now(void) {
   file_id_t two = id_of(2);
   if (two.ok && !same_file(two, LS.err_id)) {
     /* fd 2 was pointed elsewhere (daemon(), a redirection): the caller's
-     * pipe is released, and nothing goes to the new file. */
-    if (is_channel(LS.err_id)) drop_stderr();
+     * pipe is released, and nothing goes to the new file.  Not when the
+     * process is ending: the copy is released at its end anyway, a moment
+     * later, and the final report still reaches the pipe, as it reaches a
+     * file (tcsh puts /dev/null on fd 2 after each command: `tcsh s.csh
+     * 2>&1 | less` lost the report). */
+    if (is_channel(LS.err_id) && !LS.ending) drop_stderr();
     else if (LS.err_direct) return -1;
   }
   if (LS.err_dropped) return -1;
@@ -428,6 +433,8 @@ int hci_log_stream_fd(void) {
    * again (it must still be the same file), never create another. */
   return hci_diag_fd = open_kept(LS.path, &LS.diag_id);
 }
+
+void hci_log_stream_ending(void) { LS.ending = true; }
 
 bool hci_log_stream_to_file(void) { return LS.to_file; }
 const char *hci_log_stream_path(void) { return LS.to_file ? LS.path : NULL; }

@@ -127,6 +127,7 @@ hc_noinline void hci_chk_final(uintptr_t sp, hci_final_from_t from) {
   if (atomic_exchange(&hci_leaks.main_done, 1)) return;
   if (from != FINAL_FROM_API && !hci_locks_held_here) hci_api_run_cleanups(); /* else: hci_chk_run says why */
   if (atomic_load(&hci_leaks.main_cancelled) && from != FINAL_FROM_API) return;
+  if (from != FINAL_FROM_API) hci_log_stream_ending();
   /* _exit flushes nothing: neither may its check (output a program drops
    * must stay dropped), nor free libc's buffers under it. */
   if (from != FINAL_AT__EXIT) fflush(NULL);

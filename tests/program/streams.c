@@ -10,6 +10,10 @@
  *   daemon DIR         daemon(0, 0); the daemon writes DIR/started, waits
  *                      (bounded) for DIR/release, writes DIR/exited, exits.
  *                      The caller's $(...) must not wait for the daemon.
+ *   redirect           puts /dev/null on fd 2 (tcsh does after each
+ *                      command), leaks, exits 0.  A piped stderr must still
+ *                      get the final report (the process is ending: its
+ *                      kept copy is not held up for long).
  *   sigpipe MODE       stderr is a broken pipe (run it through brokenpipe):
  *                      a scoped check that leaks prints its report there;
  *                      MODE default: SIGPIPE's default action, unblocked;
@@ -137,12 +141,22 @@ static int sigpipe_mode(const char *mode) {
   return failures ? 3 : 0;
 }
 
+static int redirect_mode(void) {
+  int fd = open("/dev/null", O_WRONLY);
+  if (fd < 0 || dup2(fd, 2) != 2) return 80;
+  close(fd);
+  leak(64);
+  puts("redirect: done");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const char *arg = argc > 2 ? argv[2] : "";
   if (strcmp(argv[1], "closed-start") == 0) return closed_start(arg);
   if (strcmp(argv[1], "close-range") == 0) return close_range_mode(arg);
   if (strcmp(argv[1], "daemon") == 0) return daemon_mode(arg);
+  if (strcmp(argv[1], "redirect") == 0) return redirect_mode();
   if (strcmp(argv[1], "sigpipe") == 0) return sigpipe_mode(*arg ? arg : "default");
   return 2;
 }

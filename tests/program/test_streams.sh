@@ -9,6 +9,8 @@
 #    the report reaches the original stderr and not the data file;
 #  - daemon(): $(prog) returns while the daemon still runs (the kept copy of
 #    the caller's pipe is released);
+#  - fd 2 pointed to /dev/null before the end: a piped stderr still gets
+#    the final report (as a file does);
 #  - a broken-pipe stderr: no SIGPIPE death at the first malloc nor at a
 #    report, and SIGPIPE's disposition, mask and pending state untouched;
 #  - the kept copy is close-on-exec and numbered high (under RLIMIT_NOFILE).
@@ -67,6 +69,17 @@ checks=$((checks + 1))
 : >"$dump/dm/release"
 i=0
 while [ ! -e "$dump/dm/exited" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+
+# ---- fd 2 pointed to /dev/null, then the final check: a piped stderr gets the report ----
+for mode in normal strict; do
+  cur="redirect ($mode), stderr a pipe"
+  out=$(env LD_PRELOAD="$lib" HEAPCHECK=$mode "$fx" redirect 2>&1)
+  rc=$?
+  expect_rc 1
+  has "redirect: done"
+  has "Leak of 64 bytes in 1 objects"
+  has "SUMMARY: heapcheck: 64 bytes leaked in 1 allocations"
+done
 
 # ---- a broken-pipe stderr ----
 for m in default blocked pending; do
