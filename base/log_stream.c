@@ -84,6 +84,7 @@ static struct {
   bool err_dropped;    /* stderr is no destination any more (fd 2 was replaced) */
   bool ending;         /* the final check runs: the process ends right after its report */
   bool to_file;
+  bool reopen_warned;  /* the log file could not be opened again: said once, reports to stderr */
   bool in_tree;        /* HEAPCHECK_TREE set: the launcher follows this tree */
   bool tree_top;       /* the process the launcher started (parent = launcher) */
   int stderr_fd1;      /* the original stderr, kept high, plus one; 0 = use 2 (so LS is
@@ -431,7 +432,21 @@ int hci_log_stream_fd(void) {
   if (hci_diag_fd >= 0 && same_file(id_of(hci_diag_fd), LS.diag_id)) return hci_diag_fd;
   /* The log file's descriptor was closed by the program: open the file
    * again (it must still be the same file), never create another. */
-  return hci_diag_fd = open_kept(LS.path, &LS.diag_id);
+  errno = 0;
+  hci_diag_fd = open_kept(LS.path, &LS.diag_id);
+  if (hci_diag_fd >= 0) return hci_diag_fd;
+  int why = errno;
+  /* Not any more (the program dropped its privileges after closing every
+   * descriptor, as varnishd's manager does; the file was removed): stderr,
+   * as when the file could not be created, with one warning.  Before, the
+   * report went nowhere and only the exit status told. */
+  int e = stderr_now();
+  if (!LS.reopen_warned) {
+    LS.reopen_warned = true;
+    hci_fdprintf(e, "heapcheck: warning: cannot open the log file %s again (%s); reports go to stderr\n", LS.path,
+                 why == ENOENT ? "it was removed" : why ? err_text(why) : "another file has its name");
+  }
+  return e;
 }
 
 void hci_log_stream_ending(void) { LS.ending = true; }

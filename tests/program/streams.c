@@ -10,6 +10,11 @@
  *   daemon DIR         daemon(0, 0); the daemon writes DIR/started, waits
  *                      (bounded) for DIR/release, writes DIR/exited, exits.
  *                      The caller's $(...) must not wait for the daemon.
+ *   log-gone DIR       run with HEAPCHECK_LOG_PATH=DIR/report: closes every
+ *                      descriptor above 2 (the kept log file's too) and
+ *                      removes DIR/report.<pid>, leaks, exits 0.  The file
+ *                      cannot be opened again: the report must reach stderr,
+ *                      with a warning.
  *   redirect           puts /dev/null on fd 2 (tcsh does after each
  *                      command), leaks, exits 0.  A piped stderr must still
  *                      get the final report (the process is ending: its
@@ -141,6 +146,16 @@ static int sigpipe_mode(const char *mode) {
   return failures ? 3 : 0;
 }
 
+static int log_gone_mode(const char *dir) {
+  if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) return 81;
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/report.%d", dir, (int)getpid());
+  if (unlink(p) != 0) return 82;
+  leak(64);
+  puts("log-gone: done");
+  return 0;
+}
+
 static int redirect_mode(void) {
   int fd = open("/dev/null", O_WRONLY);
   if (fd < 0 || dup2(fd, 2) != 2) return 80;
@@ -157,6 +172,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "close-range") == 0) return close_range_mode(arg);
   if (strcmp(argv[1], "daemon") == 0) return daemon_mode(arg);
   if (strcmp(argv[1], "redirect") == 0) return redirect_mode();
+  if (strcmp(argv[1], "log-gone") == 0) return log_gone_mode(arg);
   if (strcmp(argv[1], "sigpipe") == 0) return sigpipe_mode(*arg ? arg : "default");
   return 2;
 }

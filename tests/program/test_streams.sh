@@ -9,6 +9,8 @@
 #    the report reaches the original stderr and not the data file;
 #  - daemon(): $(prog) returns while the daemon still runs (the kept copy of
 #    the caller's pipe is released);
+#  - the log file closed and removed by the program: the report reaches
+#    stderr with a warning (it went nowhere);
 #  - fd 2 pointed to /dev/null before the end: a piped stderr still gets
 #    the final report (as a file does);
 #  - a broken-pipe stderr: no SIGPIPE death at the first malloc nor at a
@@ -69,6 +71,16 @@ checks=$((checks + 1))
 : >"$dump/dm/release"
 i=0
 while [ ! -e "$dump/dm/exited" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+
+# ---- the log file closed and removed: the report goes to stderr, with a warning ----
+mkdir -p "$dump/lg"
+cur="log file gone"
+out=$(env LD_PRELOAD="$lib" HEAPCHECK=normal HEAPCHECK_LOG_PATH="$dump/lg/report" "$fx" log-gone "$dump/lg" 2>&1)
+rc=$?
+expect_rc 1
+has "log-gone: done"
+has "cannot open the log file $dump/lg/report."
+has "Leak of 64 bytes in 1 objects"
 
 # ---- fd 2 pointed to /dev/null, then the final check: a piped stderr gets the report ----
 for mode in normal strict; do
