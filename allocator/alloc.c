@@ -143,7 +143,13 @@ static bool chain_broke_after_caller(const uintptr_t *pcs, int n) {
   return broke;
 }
 
+/* Bumped when the hints are forgotten or the depth changes: the free-stack
+ * memos' slots (made only for walks the hints judged sound, of at most
+ * the depth then) are forgotten too. */
+static _Atomic uint32_t walk_gen;
+
 void hci_alloc_forget_walk_hints(void) {
+  atomic_fetch_add_explicit(&walk_gen, 1, memory_order_relaxed);
   for (size_t i = 0; i < WALK_HINTS; i++) atomic_store_explicit(&walk_hint[i], 0, memory_order_relaxed);
   for (size_t i = 0; i < BROKE_HINTS; i++) atomic_store_explicit(&broke_hint[i], 0, memory_order_relaxed);
 }
@@ -152,6 +158,7 @@ static int stack_depth_max = HC_MAX_STACK_DEPTH;
 
 void hci_set_stack_depth(int depth) {
   stack_depth_max = depth < 1 ? 1 : depth > HC_MAX_STACK_DEPTH ? HC_MAX_STACK_DEPTH : depth;
+  atomic_fetch_add_explicit(&walk_gen, 1, memory_order_relaxed);
 }
 
 static uint32_t capture_walk(uintptr_t ra, uintptr_t rec, hc_unwind_memo_t *memo);
@@ -631,16 +638,81 @@ void hci_alloc_quarantine_flush(hc_tcache_t *tc, bool all) {
 }
 
 /* Checker mode: the block's allocation stack and this free's, for a later
- * double free's report (free_history.c).  The free stack is walked only
- * when asked for (hci_alloc_set_free_history): else its caller alone. */
+ * double free's report (free_history.c).  The free's whole stack by
+ * default, its caller alone with HEAPCHECK_FREE_STACKS=0.
+ *
+ * The stack is the one malloc's capture would take at the same place, at a
+ * fraction of its cost (docs/performance.md, session 18).  A thread frees
+ * from a few places of its stack: the memo of free stacks
+ * (hc_stack_memo_t, stacks/unwind.c) keeps, per start (ra and the entry
+ * point's frame record rec), the depot id of the last stack walked from
+ * there, and answers when the frame-pointer walk would find its frames
+ * again: one pass over the frames, no copy, no hash, no depot lookup, in a
+ * leaf called in line from the free path.  Otherwise (free_stack_walk) the
+ * walk is judged as capture_walk judges it (caller_needs_dwarf first, then
+ * chain_broke_after_caller), interned and kept; a caller without frame
+ * pointers, the DWARF unwinder, a depth below 3 or a start not found go to
+ * malloc's capture (its memo and sites).  A hit is not judged again: the
+ * verdicts are functions of the frames (ra, the first two, how many), and
+ * walk_gen says the hints and the depth they came from still hold. */
 bool hci_free_stacks;
-static hc_noinline uint32_t free_stack(uintptr_t ra) {
-  hc_tcache_t *tc = hci_tc;
-  return tc->is_real ? record_stack(tc, ra, 0) : HC_STACK_NONE;
+/* A stack the memo does not hold, or none that it can: inside the
+ * recursion guard.  asked: the memo was asked for (ra, rec) already. */
+static hc_noinline uint32_t free_stack_walk(hc_tc_memo_t *mt, uintptr_t ra, uintptr_t rec, bool asked) {
+  /* Code without frame pointers (caller_needs_dwarf's hint, cached): the
+   * DWARF walk at once, as capture_with takes it. */
+  if (hci_unwinder == HC_UNWIND_FP && stack_depth_max >= 3 &&
+      !(hci_unwind_fallback && hci_unwind_dwarf_available() && caller_needs_dwarf(ra))) {
+    if (!rec) {
+      uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+      rec = hci_unwind_fp_find(ra, 8, fp, fp);
+    }
+    uint32_t id = 0;
+    if (rec && !asked)
+      id = hci_unwind_fp_memo(&mt->frees, atomic_load_explicit(&walk_gen, memory_order_relaxed), stack_depth_max,
+                              rec, ra);
+    if (id) return id;
+    uintptr_t pcs[HC_MAX_STACK_DEPTH];
+    /* At least 3 frames walked: n then tells a chain of 1 or 2 frames
+     * (capture_walk's tests) from a longer one. */
+    int n = rec ? hci_unwind_fp_from(pcs, stack_depth_max, rec, ra) : 0;
+    if (n >= 2 && !(hci_unwind_fallback && hci_unwind_dwarf_available() && chain_broke_after_caller(pcs, n))) {
+      id = hci_depot_put(pcs, n);
+      hci_unwind_fp_memo_put(&mt->frees, ra, rec, n, id);
+      return id;
+    }
+  }
+  return capture_with(&mt->memo, ra, rec);
 }
-/* In line: the walk's registers are saved only when free stacks are on. */
-static inline void remember_free(const void *p, uint32_t alloc_id, uintptr_t ra) {
-  hci_free_history_put(p, alloc_id, hci_free_stacks ? free_stack(ra) : HC_STACK_NONE, ra);
+static hc_noinline uint32_t free_stack_slow(uintptr_t ra, uintptr_t rec, bool asked) {
+  hc_tcache_t *tc = hci_tc;
+  if (!tc->is_real) return HC_STACK_NONE;
+  hc_tc_memo_t *mt = hci_tc_memo(tc);
+  if (mt->in_alloc) return HC_STACK_UNKNOWN; /* a signal handler's free inside a capture */
+  mt->in_alloc = 1;
+  uint32_t id = free_stack_walk(mt, ra, rec, asked);
+  mt->in_alloc = 0;
+  return id;
+}
+/* In line: the memo's answer (a leaf: no register saved for it), else the
+ * rest out of line.  The guard keeps a signal handler's free from writing
+ * the slot read here. */
+static inline uint32_t free_stack(hc_tcache_t *tc, uintptr_t ra, uintptr_t rec) {
+  hc_tc_memo_t *mt = hci_tc_memo(tc); /* tc: hci_tc_get's, a real cache */
+  uint32_t id = 0;
+  if (hc_likely(rec && !mt->in_alloc && hci_unwinder == HC_UNWIND_FP)) {
+    mt->in_alloc = 1;
+    id = hci_unwind_fp_memo(&mt->frees, atomic_load_explicit(&walk_gen, memory_order_relaxed), stack_depth_max,
+                            rec, ra);
+    mt->in_alloc = 0;
+  }
+  return hc_likely(id != 0) ? id : free_stack_slow(ra, rec, rec != 0); /* (asked, or in the guard) */
+}
+/* This free's stack for its entry, HC_STACK_NONE when free stacks are off;
+ * tc: the thread's cache, or NULL. */
+static inline uint32_t free_stack_id(hc_tcache_t *tc, uintptr_t ra, uintptr_t rec) {
+  if (!hci_free_history_on || !hci_free_stacks) return HC_STACK_NONE;
+  return tc ? free_stack(tc, ra, rec) : free_stack_slow(ra, rec, false);
 }
 
 void hci_alloc_clear_span(const hc_span_t *s) {
@@ -648,7 +720,8 @@ void hci_alloc_clear_span(const hc_span_t *s) {
   if (n) clear_freed((void *)s->start, n);
 }
 
-static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
+/* rec: the entry point's frame record holding ra when known, else 0 (free_stack). */
+static void free_large(hc_span_t *s, const void *p, uintptr_t ra, uintptr_t rec) {
   if (s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p) {
     if (span_freed(s)) { /* its start or not: a free neighbour may have merged into it */
       double_free("free", p, ra);
@@ -661,7 +734,7 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
     const hci_sample_listener_t *li = atomic_load_explicit(&sample_listener, memory_order_acquire);
     if (li && li->on_free) li->on_free(s->sample_est);
   }
-  if (hci_free_history_on) remember_free(p, s->meta.stack_id, ra);
+  if (hci_free_history_on) hci_free_history_put(p, s->meta.stack_id, free_stack_id(NULL, ra, rec), ra);
   s->meta.stack_id = HC_STACK_NONE;
   if (hci_record_all) clear_freed(p, s->req_size);
   if (s->is_sampled && sampled_unlink(s)) return;
@@ -677,7 +750,8 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra) {
 }
 
 /* In line in both free paths: in checker mode every free runs it. */
-static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra) {
+static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t *s, unsigned cls, uintptr_t ra,
+                                                                 uintptr_t rec) {
   const hc_class_info_t *ci = &hci_classes[cls];
   uintptr_t off = (uintptr_t)p - s->start;
   uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
@@ -686,6 +760,9 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
   hc_tcache_t *tc = hci_tc_get();
   if (s->objmeta) {
     hc_objmeta_t *m = &s->objmeta[idx];
+    /* The stack first: the entry is then written right after the
+     * exchange, which a racing double free's report waits for. */
+    uint32_t free_id = free_stack_id(tc, ra, rec);
     /* Taken with one exchange: of two threads freeing the object at once,
      * exactly one frees it and the other reports the double free. */
     uint32_t alloc_id = __atomic_exchange_n(&m->stack_id, HC_STACK_NONE, __ATOMIC_RELAXED);
@@ -693,7 +770,7 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
       double_free("free", p, ra);
       return;
     }
-    if (hci_free_history_on) remember_free(p, alloc_id, ra);
+    if (hci_free_history_on) hci_free_history_put(p, alloc_id, free_id, ra);
     uint32_t slack = atomic_load_explicit(&m->xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK;
     atomic_store_explicit(&m->xflags, 0, memory_order_relaxed);
     if (hci_record_all) clear_freed(p, ci->size - slack);
@@ -721,12 +798,18 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
  * cache, hooks, a large or foreign pointer, a double free) goes on to
  * hci_free_slow. */
 void hci_free_miss(void *p, uintptr_t ra) {
-  if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
+  /* Reached by a tail call from free(): our frame record holds ra, where
+   * the free's stack is walked from (free_stack). */
+  uintptr_t rec = 0;
+  if (!ra) {
+    ra = (uintptr_t)__builtin_return_address(0);
+    rec = (uintptr_t)__builtin_frame_address(0);
+  }
   /* malloc hooks: every free is slow (hci_free_slow calls them); checker mode: */
   const hc_pm_entry_t *e = hci_hooks_on || !hci_record_all ? NULL : hci_pagemap_find((uintptr_t)p);
   if (e && e->cls) {
     /* every free comes here: span and class in one lookup (hci_free_slow: two) */
-    free_small(p, (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED), e->cls, ra);
+    free_small(p, (hc_span_t *)__atomic_load_n(&e->span, __ATOMIC_RELAXED), e->cls, ra, rec);
     return;
   }
   /* Else the fast entry the fast path read ("larson and random_live (session 13)") */
@@ -757,12 +840,16 @@ void hci_free_miss(void *p, uintptr_t ra) {
 void hci_free_slow(void *p, uintptr_t ra) {
   if (hc_unlikely(hci_hooks_on)) hci_hook_run_delete(p); /* NULL too, as gperftools */
   if (!p) return;
-  if (!ra) ra = (uintptr_t)__builtin_return_address(0); /* reached by a tail call from free() */
+  uintptr_t rec = 0;
+  if (!ra) { /* reached by a tail call from free(): our frame record holds ra */
+    ra = (uintptr_t)__builtin_return_address(0);
+    rec = (uintptr_t)__builtin_frame_address(0);
+  }
   hc_span_t *s = hci_pagemap_span((uintptr_t)p);
   if (hc_unlikely(!s)) bad_pointer("free", p, ra, "not allocated by heapcheck");
   unsigned cls = hci_pagemap_class((uintptr_t)p);
-  if (cls) free_small(p, s, cls, ra);
-  else free_large(s, p, ra);
+  if (cls) free_small(p, s, cls, ra, rec);
+  else free_large(s, p, ra, rec);
 }
 
 // ---- sizes ----

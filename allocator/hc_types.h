@@ -197,6 +197,7 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
 typedef struct hc_tc_memo {  /* the unwinder's (stacks/), used by alloc.c's stack capture */
   int in_alloc;             /* recursion guard for the slow path (unwinder, depot) */
   hc_unwind_memo_t memo;    /* last DWARF walk of an allocation stack (only under in_alloc) */
+  hc_stack_memo_t frees;    /* stacks of recent frees (alloc.c's free_stack; only under in_alloc) */
 } hc_tc_memo_t;
 
 typedef struct hc_tc_chk {   /* the checker's: alloc_ctl.c writes them on its behalf */

@@ -242,7 +242,9 @@ static void apply_one(const char *src, const char *name, size_t nlen, const char
     case HCL_log_threads: hci_chk.log_threads = b; break;
     case HCL_detect_double_free:
       hci_chk.double_free = b;
-      if (b) hci_chk.free_stacks = true; /* LSan's report has the first free's whole stack */
+      /* LSan's report has the first free's whole stack; a double free let
+       * pass has no report to read it. */
+      hci_chk.free_stacks = b;
       break;
     case HCL_double_free_max_entries:
       /* LSan's warnings and cap (its bounded side table); 0 keeps the default. */

@@ -14,6 +14,7 @@
  * Runs inside free or realloc with no allocator lock held: it may
  * symbolize (the symbolizer's lock, the metadata arena) and allocate.
  */
+#include <sched.h>
 #include <unistd.h>
 
 #include "hc_checker.h"
@@ -49,8 +50,15 @@ static void double_free_report(hci_out_t *o, const first_free_t *f) {
                       "(HEAPCHECK_FREE_HISTORY).\n");
     return;
   }
-  if (f->free_id != HC_STACK_NONE) stack_block(o, "The first free occurred here:", f->free_id, 0);
-  else one_frame_block(o, "The first free occurred here (its caller; HEAPCHECK_FREE_STACKS=1 walks the whole stack):", f->free_ra);
+  /* Its caller alone: free stacks off, or none taken (a free inside a
+   * signal handler that interrupted a stack capture, or before the thread
+   * had a cache). */
+  if (f->free_id != HC_STACK_NONE && f->free_id != HC_STACK_UNKNOWN)
+    stack_block(o, "The first free occurred here:", f->free_id, 0);
+  else if (!hci_chk.free_stacks)
+    one_frame_block(o, "The first free occurred here (its caller; HEAPCHECK_FREE_STACKS=0):", f->free_ra);
+  else
+    one_frame_block(o, "The first free occurred here (its caller; its stack was not taken):", f->free_ra);
   stack_block(o, "The memory was allocated here:", f->alloc_id, 0);
 }
 
@@ -117,6 +125,12 @@ static int on_error(const hci_memerr_t *e) {
   /* Both before anything allocates or switches stacks (first_free_t). */
   struct report r = {.e = e, .fd = fd, .f = {.found = false}};
   if (dbl) r.f.found = hci_free_history_find(e->p, &r.f.alloc_id, &r.f.free_id, &r.f.free_ra);
+  /* Freed by another thread this moment: its entry is written right after
+   * its exchange (alloc.c's free_small), which it may not have reached. */
+  for (int k = 0; dbl && !r.f.found && k < 64; k++) {
+    sched_yield();
+    r.f.found = hci_free_history_find(e->p, &r.f.alloc_id, &r.f.free_id, &r.f.free_ra);
+  }
   r.now = hci_capture_stack_from(e->ra);
   hci_own_stack_call(write_report, &r);
   /* LSan mode: LeakSanitizer's Die() (its exit status, no signal). */

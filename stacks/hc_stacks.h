@@ -263,6 +263,39 @@ static inline uintptr_t hci_unwind_stack_hi(uintptr_t sp) {
   if (hc_likely(sp >= hci_stk_lo && sp < hi)) return hi;
   return hci_unwind_stack_hi_slow(sp);
 }
+/* A thread's memo of the stacks it took at frees by the frame-pointer walk
+ * (allocator/alloc.c's free_stack): a program frees from a few sites under
+ * the same callers, and a stack the memo holds costs one walk that compares
+ * each frame with it, not a walk, a hash and the depot's lookup.  A slot
+ * per start (the return address into the caller of free and the frame
+ * record holding it: a call site at one depth of the stack), direct-mapped;
+ * it holds the depot id of the last stack walked from there, and its
+ * frames as the depot's copy (entries never move or change).  Exact: a slot
+ * answers only when the walk would find exactly its frames
+ * (hci_unwind_fp_memo).  Written by its thread only, inside its recursion
+ * guard (a signal handler's free never sees a torn slot).  gen: the
+ * generation (the caller's) its slots were made in; another clears them. */
+#define HC_STACK_MEMO_BITS 7
+#define HC_STACK_MEMO_SLOTS (1 << HC_STACK_MEMO_BITS)
+typedef struct hc_stack_memo_slot {
+  uintptr_t ra, rec;        /* the start */
+  const uintptr_t *pcs;     /* the depot's copy of the frames */
+  uint32_t id;              /* their depot id */
+  uint32_t n;               /* how many; 0: empty */
+} hc_stack_memo_slot_t;
+typedef struct hc_stack_memo {
+  uint32_t gen;
+  hc_stack_memo_slot_t slot[HC_STACK_MEMO_SLOTS];
+} hc_stack_memo_t;
+/* The depot id of the walk hci_unwind_fp_from(pcs, max, rec, ra) would
+ * take when the memo holds it, else 0 (m->gen != gen: the memo is emptied
+ * first).  rec: a frame record of the caller's, on the stack it runs on,
+ * aligned.  max: as the slots were made with (a new depth, a new gen).
+ * Makes no call and no system call: the stack's bounds as cached. */
+uint32_t hci_unwind_fp_memo(hc_stack_memo_t *m, uint32_t gen, int max, uintptr_t rec, uintptr_t ra);
+/* Keeps id (>= 2, the depot's id of that walk, n frames) for the start (ra, rec). */
+void hci_unwind_fp_memo_put(hc_stack_memo_t *m, uintptr_t ra, uintptr_t rec, int n, uint32_t id);
+
 /* True when the DWARF unwinder can run (_dl_find_object present, x86-64). */
 bool hci_unwind_dwarf_available(void);
 /* Forgets every cached per-PC unwind rule (after dlclose; cold benchmarks). */

@@ -200,6 +200,58 @@ int hci_unwind_fp(uintptr_t *pcs, int max, uintptr_t fp, uintptr_t sp) {
   return hci_unwind_fp_skip(pcs, max, 0, fp, sp);
 }
 
+/* ---- the memo of free stacks (hc_stack_memo_t) ---- */
+
+static inline hc_stack_memo_slot_t *memo_slot(hc_stack_memo_t *m, uintptr_t ra, uintptr_t rec) {
+  return &m->slot[((ra ^ rec >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - HC_STACK_MEMO_BITS)];
+}
+
+/* The slot's frames are compared as fp_walk finds them from rec, and the
+ * walk must stop where they end: one pass, no copy, no hash.  fp_walk goes
+ * on from a frame to the next when the link leads up by at most
+ * HC_FP_MAX_FRAME to an aligned record inside the stack, its limit is not
+ * reached and the next return address is not below 4096 (it records none
+ * then), so an answer is exactly the walk's stack.  The stack's bounds as
+ * cached (hci_unwind_stack_hi without its slow path: a miss then, and the
+ * walk refreshes them); rec lies on the current stack, so inside them it
+ * tells that they are this stack's.  A leaf, so a hit saves no register
+ * (with the saves and the calls it cost half as much again). */
+hc_noinline uint32_t hci_unwind_fp_memo(hc_stack_memo_t *m, uint32_t gen, int max, uintptr_t rec, uintptr_t ra) {
+  if (hc_unlikely(m->gen != gen)) {
+    memset(m->slot, 0, sizeof m->slot);
+    m->gen = gen;
+    return 0;
+  }
+  const hc_stack_memo_slot_t *s = memo_slot(m, ra, rec);
+  uintptr_t hi = hci_stk_hi; /* 0 while it is written */
+  if (s->ra != ra || s->rec != rec || rec < hci_stk_lo || rec + 2 * sizeof(uintptr_t) > hi) return 0;
+  uintptr_t lim = hi - 2 * sizeof(uintptr_t); /* the last place for a frame record */
+  const uintptr_t *pcs = s->pcs, *end = pcs + s->n;
+  uintptr_t fp = rec;
+  for (;;) {
+    const uintptr_t *frame = (const uintptr_t *)fp;
+    if (strip_pc(frame[1]) != *pcs++) return 0; /* the pcs are >= 4096: a walk ending here differs too */
+    uintptr_t next = frame[0];
+    /* next_ok and frame_ok (next > fp > sp): the walk goes on to next */
+    bool on = next - fp - 1 < HC_FP_MAX_FRAME && !(next & 7) && next <= lim;
+    /* After the last: the walk must stop (no next frame, its limit, or nothing to record). */
+    if (pcs == end) return !on || (int)s->n >= max || strip_pc(((const uintptr_t *)next)[1]) < 4096 ? s->id : 0;
+    if (!on) return 0;
+    fp = next;
+  }
+}
+
+void hci_unwind_fp_memo_put(hc_stack_memo_t *m, uintptr_t ra, uintptr_t rec, int n, uint32_t id) {
+  const uintptr_t *d;
+  if (id < 2 || n < 1 || hci_depot_get(id, &d) != n) return;
+  hc_stack_memo_slot_t *s = memo_slot(m, ra, rec);
+  s->ra = ra;
+  s->rec = rec;
+  s->pcs = d;
+  s->id = id;
+  s->n = (uint32_t)n;
+}
+
 /* ---- dispatch ---- */
 
 hc_noinline int hci_backtrace(uintptr_t *pcs, int max, int skip) {

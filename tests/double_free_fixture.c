@@ -5,8 +5,10 @@
  *
  * Usage: double_free_fixture CASE, CASE one of small, large, realloc,
  * interior, race, smallstack (the double free on a thread with a 16 KiB
- * stack), ok.  Prints "completed" when the program goes on to its
- * end (a double free let pass, or the ok case). */
+ * stack), paths (the block first freed through path_b after other blocks
+ * through path_a, from the same place of the stack), ok.  Prints
+ * "completed" when the program goes on to its end (a double free let
+ * pass, or the ok case). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -30,6 +32,17 @@ static NOINLINE void first_free(void *p) {
 static NOINLINE void second_free(void *p) {
   free(p);
   step = 3;
+}
+/* Two callers of first_free with frames of one size: its free starts at
+ * the same return address and frame record from both (the memo of free
+ * stacks keys its slots so), and only the frames further out differ. */
+static NOINLINE void path_a(void *p) {
+  first_free(p);
+  step = 5;
+}
+static NOINLINE void path_b(void *p) {
+  first_free(p);
+  step = 6;
 }
 static NOINLINE void *grow(void *p, size_t n) {
   void *q = realloc(p, n);
@@ -81,10 +94,15 @@ int main(int argc, char **argv) {
     pthread_attr_setstacksize(&at, PTHREAD_STACK_MIN);
     pthread_create(&t, &at, small_stack_thread, make_block(48));
     pthread_join(t, NULL);
+  } else if (!strcmp(c, "paths")) {
+    for (int i = 0; i < 4; i++) path_a(make_block(24));
+    void *p = make_block(24);
+    path_b(p);
+    second_free(p);
   } else if (!strcmp(c, "ok")) {
     for (int i = 0; i < 1000; i++) first_free(make_block((size_t)i * 40));
   } else {
-    fprintf(stderr, "usage: %s small|large|realloc|interior|race|smallstack|ok\n", argv[0]);
+    fprintf(stderr, "usage: %s small|large|realloc|interior|race|smallstack|paths|ok\n", argv[0]);
     return 2;
   }
   free(sink);

@@ -1,8 +1,8 @@
 #!/bin/sh
 # test_double_free.sh FIXTURE - checker mode's report of a double or invalid
 # free (checker/mem_errors.c, allocator/free_history.c): the second free's
-# stack, the first free (its caller, or its whole stack with
-# HEAPCHECK_FREE_STACKS=1) and the allocation, read from the real report of
+# stack, the first free (its whole stack; its caller alone with
+# HEAPCHECK_FREE_STACKS=0) and the allocation, read from the real report of
 # tests/double_free_fixture.c; then abort (HEAPCHECK) or LeakSanitizer's exit
 # status 23 (LSAN_OPTIONS detect_double_free=1), or the program goes on
 # (detect_double_free=0, nothing freed twice).
@@ -45,26 +45,40 @@ for c in small large; do
     has "$n" '^heapcheck: free\(\): double free of 0x[0-9a-f]+; called from 0x'
     after "$n" 'The second free occurred here:' '#0 free '
     has "$n" '#1 0x[0-9a-f]+ second_free .*double_free_fixture.c:'
-    after "$n" 'The first free occurred here' '#0 0x[0-9a-f]+ first_free .*double_free_fixture.c:'
+    # The first free's whole stack by default: first_free, then main.
+    after "$n" 'The first free occurred here:' '#0 0x[0-9a-f]+ first_free .*double_free_fixture.c:'
+    grep -A2 -F 'The first free occurred here:' "$tmp/err" | sed -n 3p | grep -Eq '#1 0x[0-9a-f]+ main ' ||
+      bad "$n: main is not the first free's second frame: $(grep -A2 -F 'The first free occurred' "$tmp/err")"
     after "$n" 'The memory was allocated here:' '#0 0x[0-9a-f]+ make_block .*double_free_fixture.c:'
     has "$n" '^SUMMARY: heapcheck: double-free$'
   fi
 done
 
-# The first free's whole stack: first_free, then main.
-n="normal small, HEAPCHECK_FREE_STACKS=1"
-if run "$n" 134 HEAPCHECK=normal HEAPCHECK_FREE_STACKS=1 -- small; then
-  after "$n" 'The first free occurred here:' '#0 0x[0-9a-f]+ first_free '
-  grep -A2 -F 'The first free occurred here:' "$tmp/err" | grep -Eq '#1 0x[0-9a-f]+ main ' ||
-    bad "$n: main is not the first free's second frame"
+# HEAPCHECK_FREE_STACKS=0: the first free's caller alone.
+n="normal small, HEAPCHECK_FREE_STACKS=0"
+if run "$n" 134 HEAPCHECK=normal HEAPCHECK_FREE_STACKS=0 -- small; then
+  after "$n" 'The first free occurred here (its caller; HEAPCHECK_FREE_STACKS=0):' '#0 0x[0-9a-f]+ first_free '
+  grep -A2 -F 'The first free occurred here' "$tmp/err" | sed -n 3p | grep -q 'The memory was allocated here:' ||
+    bad "$n: more than the caller: $(grep -A2 -F 'The first free occurred' "$tmp/err")"
 fi
 
 n="normal realloc"
 if run "$n" 134 HEAPCHECK=normal -- realloc; then
   has "$n" '^heapcheck: realloc\(\): invalid pointer 0x[0-9a-f]+ \(already freed\); called from 0x'
   has "$n" '#1 0x[0-9a-f]+ grow'
-  after "$n" 'The first free occurred here' 'first_free'
+  after "$n" 'The first free occurred here:' 'first_free'
+  grep -A2 -F 'The first free occurred here:' "$tmp/err" | sed -n 3p | grep -Eq '#1 0x[0-9a-f]+ main ' ||
+    bad "$n: main is not the first free's second frame"
   after "$n" 'The memory was allocated here:' 'make_block'
+fi
+
+# The first free through path_b, from where path_a's frees started too:
+# its own stack, not the last one taken there.
+n="normal paths"
+if run "$n" 134 HEAPCHECK=normal -- paths; then
+  after "$n" 'The first free occurred here:' '#0 0x[0-9a-f]+ first_free '
+  grep -A2 -F 'The first free occurred here:' "$tmp/err" | sed -n 3p | grep -Eq '#1 0x[0-9a-f]+ path_b ' ||
+    bad "$n: path_b is not the first free's second frame: $(grep -A3 -F 'The first free occurred' "$tmp/err")"
 fi
 
 n="normal interior"
@@ -80,6 +94,7 @@ fi
 n="normal race"
 if run "$n" 134 HEAPCHECK=normal -- race; then
   [ "$(grep -c '^SUMMARY: heapcheck: double-free$' "$tmp/err")" = 1 ] || bad "$n: not exactly one report"
+  after "$n" 'The first free occurred here:' '#0 0x[0-9a-f]+ racer '
 fi
 
 # A thread with a 16 KiB stack: the report runs on the library's own stack
@@ -87,7 +102,9 @@ fi
 n="normal smallstack"
 if run "$n" 134 HEAPCHECK=normal -- smallstack; then
   has "$n" '#1 0x[0-9a-f]+ second_free '
-  after "$n" 'The first free occurred here' 'first_free'
+  after "$n" 'The first free occurred here:' 'first_free'
+  grep -A2 -F 'The first free occurred here:' "$tmp/err" | sed -n 3p | grep -Eq '#1 0x[0-9a-f]+ small_stack_thread ' ||
+    bad "$n: small_stack_thread is not the first free's second frame"
   has "$n" '^SUMMARY: heapcheck: double-free$'
 fi
 
