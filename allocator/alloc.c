@@ -660,9 +660,13 @@ bool hci_free_stacks;
  * recursion guard.  asked: the memo was asked for (ra, rec) already. */
 static hc_noinline uint32_t free_stack_walk(hc_tc_memo_t *mt, uintptr_t ra, uintptr_t rec, bool asked) {
   /* Code without frame pointers (caller_needs_dwarf's hint, cached): the
-   * DWARF walk at once, as capture_with takes it. */
-  if (hci_unwinder == HC_UNWIND_FP && stack_depth_max >= 3 &&
-      !(hci_unwind_fallback && hci_unwind_dwarf_available() && caller_needs_dwarf(ra))) {
+   * DWARF walk at once, as capture_with takes it (not asking the hint
+   * twice). */
+  if (hci_unwinder == HC_UNWIND_FP && hci_unwind_fallback && hci_unwind_dwarf_available() && caller_needs_dwarf(ra)) {
+    uint32_t id = hci_unwind_memo_stack_id(&mt->memo, stack_depth_max, ra, rec);
+    return id ? id : capture_walk(ra, rec, &mt->memo);
+  }
+  if (hci_unwinder == HC_UNWIND_FP && stack_depth_max >= 3) {
     if (!rec) {
       uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
       rec = hci_unwind_fp_find(ra, 8, fp, fp);
