@@ -346,12 +346,12 @@ bool hci_elf_symbol(const hci_elf_t *e, const char *name, uint64_t *value) {
   return false;
 }
 
-bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
-  memset(t, 0, sizeof *t);
-  symsec_t ss;
-  if (!find_symsec(e, dynamic ? SHT_DYNSYM : SHT_SYMTAB, &ss)) return false;
-  const uint8_t *syms = ss.syms, *str = ss.str;
-  size_t str_size = ss.str_size, count = ss.count, entsize = ss.entsize;
+/* The sorted table of ss's wanted symbols; e: the image whose section
+ * headers bound a symbol of size 0, or NULL (such symbols left out);
+ * names: where the names point (the string table or a copy of it). */
+static bool build_table(hci_symtab_t *t, const hci_elf_t *e, const symsec_t *ss, const char *names) {
+  const uint8_t *syms = ss->syms;
+  size_t str_size = ss->str_size, count = ss->count, entsize = ss->entsize;
   size_t wanted = 0;
   for (size_t k = 1; k < count; k++) {
     Elf64_Sym s;
@@ -367,7 +367,7 @@ bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
     Elf64_Sym s;
     memcpy(&s, syms + k * entsize, sizeof s);
     if (!sym_wanted(&s, str_size)) continue;
-    const char *name = (const char *)str + s.st_name;
+    const char *name = names + s.st_name;
     if (name[0] == 0) continue;
     uint64_t end;
     if (s.st_size) {
@@ -377,7 +377,7 @@ bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
       /* A size-0 function (hand-written assembly) extends at most to the end
        * of its section, and below to the next symbol (clamped after sorting). */
       Elf64_Shdr sec;
-      if (!read_shdr(e, s.st_shndx, &sec) || s.st_value < sec.sh_addr || s.st_value - sec.sh_addr >= sec.sh_size)
+      if (!e || !read_shdr(e, s.st_shndx, &sec) || s.st_value < sec.sh_addr || s.st_value - sec.sh_addr >= sec.sh_size)
         continue;
       end = sec.sh_addr + sec.sh_size;
     }
@@ -409,6 +409,96 @@ bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
   return true;
 }
 
+bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic) {
+  memset(t, 0, sizeof *t);
+  symsec_t ss;
+  if (!find_symsec(e, dynamic ? SHT_DYNSYM : SHT_SYMTAB, &ss)) return false;
+  return build_table(t, e, &ss, (const char *)ss.str);
+}
+
+/* ---- a loaded image's dynamic symbols ---- */
+
+static bool in_segs(const hci_range_t *seg, unsigned nseg, uintptr_t a, size_t n) {
+  for (unsigned i = 0; i < nseg; i++)
+    if (a >= seg[i].lo && a < seg[i].hi && n <= seg[i].hi - a) return true;
+  return false;
+}
+
+/* A d_ptr of the loaded dynamic section as an address inside the image:
+ * glibc relocates them in place where .dynamic is writable, the vdso's
+ * stay as linked.  0: neither lies inside. */
+static uintptr_t dyn_addr(uint64_t v, uintptr_t base, const hci_range_t *seg, unsigned nseg) {
+  if (v && in_segs(seg, nseg, (uintptr_t)v, 1)) return (uintptr_t)v;
+  if (v && in_segs(seg, nseg, base + (uintptr_t)v, 1)) return base + (uintptr_t)v;
+  return 0;
+}
+
+static uint32_t load32(uintptr_t a) {
+  uint32_t v;
+  memcpy(&v, (const void *)a, sizeof v);
+  return v;
+}
+
+/* How many symbols .dynsym has: DT_HASH's nchain, or one past the last
+ * index DT_GNU_HASH's chains reach; 0 when neither can be read. */
+static size_t dynsym_count(uintptr_t hash, uintptr_t gnu, const hci_range_t *seg, unsigned nseg) {
+  if (hash && in_segs(seg, nseg, hash, 8)) return load32(hash + 4);
+  if (!gnu || !in_segs(seg, nseg, gnu, 16)) return 0;
+  uint32_t nb = load32(gnu), off = load32(gnu + 4), bloom = load32(gnu + 8);
+  if (nb == 0 || nb > (1u << 24) || bloom > (1u << 24)) return 0;
+  uintptr_t buckets = gnu + 16 + (uintptr_t)bloom * 8, chain = buckets + (uintptr_t)nb * 4;
+  if (!in_segs(seg, nseg, buckets, (size_t)nb * 4)) return 0;
+  uint32_t last = 0;
+  for (uint32_t k = 0; k < nb; k++) {
+    uint32_t b = load32(buckets + (uintptr_t)k * 4);
+    if (b > last) last = b;
+  }
+  if (last < off) return off;
+  for (size_t steps = 0; steps < (1u << 24); steps++, last++) { /* the last bucket's chain ends with bit 0 set */
+    uintptr_t c = chain + (uintptr_t)(last - off) * 4;
+    if (!in_segs(seg, nseg, c, 4)) return 0;
+    if (load32(c) & 1) return (size_t)last + 1;
+  }
+  return 0;
+}
+
+bool hci_symtab_build_loaded(hci_symtab_t *t, uintptr_t base, uintptr_t dyn, const hci_range_t *seg, unsigned nseg) {
+  memset(t, 0, sizeof *t);
+  uint64_t symtab = 0, strtab = 0, strsz = 0, syment = 0, hash = 0, gnu = 0;
+  for (uintptr_t d = dyn; d && in_segs(seg, nseg, d, sizeof(Elf64_Dyn)); d += sizeof(Elf64_Dyn)) {
+    Elf64_Dyn e;
+    memcpy(&e, (const void *)d, sizeof e);
+    if (e.d_tag == DT_NULL) break;
+    switch (e.d_tag) {
+      case DT_SYMTAB: symtab = e.d_un.d_ptr; break;
+      case DT_STRTAB: strtab = e.d_un.d_ptr; break;
+      case DT_STRSZ: strsz = e.d_un.d_val; break;
+      case DT_SYMENT: syment = e.d_un.d_val; break;
+      case DT_HASH: hash = e.d_un.d_ptr; break;
+      case DT_GNU_HASH: gnu = e.d_un.d_ptr; break;
+      default: break;
+    }
+  }
+  uintptr_t sy = dyn_addr(symtab, base, seg, nseg), st = dyn_addr(strtab, base, seg, nseg);
+  if (!sy || !st || syment < sizeof(Elf64_Sym) || syment > 256 || strsz == 0 || strsz > ((size_t)64 << 20) ||
+      !in_segs(seg, nseg, st, (size_t)strsz))
+    return false;
+  size_t count = dynsym_count(dyn_addr(hash, base, seg, nseg), dyn_addr(gnu, base, seg, nseg), seg, nseg);
+  if (count < 2 || count > ((size_t)1 << 24) || !in_segs(seg, nseg, sy, count * (size_t)syment)) return false;
+  symsec_t ss = {.syms = (const uint8_t *)sy, .str = (const uint8_t *)st, .count = count, .entsize = (size_t)syment,
+                 .str_size = strtab_usable((const uint8_t *)st, (size_t)strsz)};
+  char *copy = ss.str_size ? hci_meta_alloc(ss.str_size) : NULL;
+  if (copy == NULL) return false;
+  memcpy(copy, ss.str, ss.str_size);
+  if (!build_table(t, NULL, &ss, copy)) {
+    hci_meta_free(copy, ss.str_size);
+    return false;
+  }
+  t->strs = copy;
+  t->strs_bytes = ss.str_size;
+  return true;
+}
+
 const hci_sym_t *hci_symtab_find(const hci_symtab_t *t, uint64_t addr) {
   /* The nearest preceding symbol normally contains addr; a few steps back
    * find an enclosing symbol when a small one sits inside a big one. */
@@ -418,6 +508,7 @@ const hci_sym_t *hci_symtab_find(const hci_symtab_t *t, uint64_t addr) {
 
 void hci_symtab_free(hci_symtab_t *t) {
   if (t->syms) hci_meta_free(t->syms, t->alloc_bytes);
+  if (t->strs) hci_meta_free(t->strs, t->strs_bytes);
   memset(t, 0, sizeof *t);
 }
 

@@ -157,11 +157,24 @@ typedef struct hci_symtab {
   hci_sym_t *syms;            /* hci_meta_alloc'ed, sorted by addr */
   size_t n;
   size_t alloc_bytes;         /* for hci_meta_free */
+  char *strs;                 /* the names' copy (a loaded image's table), or NULL */
+  size_t strs_bytes;
 } hci_symtab_t;
+/* A readable range of a loaded image (a PT_LOAD segment). */
+typedef struct hci_range {
+  uintptr_t lo, hi;
+} hci_range_t;
 /* Builds the table from SHT_SYMTAB (dynamic = false) or SHT_DYNSYM.
  * Keeps defined STT_FUNC, STT_GNU_IFUNC and sized STT_NOTYPE symbols.
  * Returns false when that table is absent, empty or unusable. */
 bool hci_symtab_build(hci_symtab_t *t, const hci_elf_t *e, bool dynamic);
+/* The same from a loaded image's dynamic section (dyn: its PT_DYNAMIC in
+ * memory, base: its load bias), for a module whose file cannot be opened
+ * (no descriptor left, out of view): DT_SYMTAB and DT_STRTAB, counted by
+ * DT_HASH or DT_GNU_HASH, every read inside seg[0..nseg).  The names are
+ * copied (the image goes with dlclose); symbols of size 0 are left out (no
+ * section headers to bound them).  Needs no file and no descriptor. */
+bool hci_symtab_build_loaded(hci_symtab_t *t, uintptr_t base, uintptr_t dyn, const hci_range_t *seg, unsigned nseg);
 /* The symbol containing addr, or NULL. */
 const hci_sym_t *hci_symtab_find(const hci_symtab_t *t, uint64_t addr);
 void hci_symtab_free(hci_symtab_t *t);

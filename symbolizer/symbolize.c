@@ -57,7 +57,8 @@ typedef struct module {
   uintptr_t base;                 /* dlpi_addr: load bias */
   uintptr_t lo, hi;               /* span of all PT_LOAD segments */
   unsigned nseg;                  /* segments kept in seg[] (more: lo/hi only) */
-  struct { uintptr_t lo, hi; } seg[MAX_SEGS];
+  hci_range_t seg[MAX_SEGS];
+  uintptr_t dyn;                  /* its PT_DYNAMIC in memory, or 0 */
   bool is_main, is_vdso;
   bool seen;                      /* found by the current rescan */
   bool loaded;                    /* the file was parsed (successfully or not) */
@@ -329,6 +330,8 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     m->seg[m->nseg].hi = m->seg[m->nseg].lo + ph->p_memsz;
     m->nseg++;
   }
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) m->dyn = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
   read_mem_build_id(m, info);
   m->seen = true;
   m->next = *fresh;
@@ -518,12 +521,18 @@ static bool open_module_file(module_t *m, uint64_t *dev, uint64_t *ino) {
   return true;
 }
 
-static void load_module(module_t *m) {
+/* mapped: the module is loaded now (not retired by a dlclose), so its
+ * image can be read. */
+static void load_module(module_t *m, bool mapped) {
   m->loaded = true;
   uint64_t dev = m->premapped_dev, ino = m->premapped_ino;
   if (m->is_vdso) {
     if (!open_vdso(m)) return;
   } else if (!m->elf.map && !open_module_file(m, &dev, &ino)) {
+    /* No file (no descriptor left: RLIMIT_NOFILE; out of view): the loaded
+     * image's dynamic symbols, which need none.  Exported functions only,
+     * and no lines. */
+    if (mapped && m->dyn) hci_symtab_build_loaded(&m->syms, m->base, m->dyn, m->seg, m->nseg);
     return;
   }
   bool have_symtab = hci_symtab_build(&m->syms, &m->elf, false);
@@ -681,7 +690,7 @@ static void lookup(uintptr_t pc, hci_frame_t *f) {
     f->build_id = build_id_hex(m);
   }
   f->module_offset = pc - m->base;
-  if (!m->loaded) load_module(m);
+  if (!m->loaded) load_module(m, !unloaded);
   uint64_t addr = (uint64_t)(pc - 1 - m->base);
   const hci_sym_t *s = hci_symtab_find(&m->syms, addr);
   if (s) {
@@ -736,7 +745,7 @@ int hci_symbolize_func_ranges(uintptr_t in_module, const char *const *names, uin
   hci_lock(&S.lock);
   refresh_modules();
   module_t *m = find_in(S.modules, in_module);
-  if (m && !m->loaded) load_module(m);
+  if (m && !m->loaded) load_module(m, true);
   for (size_t i = 0; m && i < m->syms.n && n < max; i++) {
     const hci_sym_t *sym = &m->syms.syms[i];
     for (const char *const *q = names; *q; q++) {
@@ -757,7 +766,7 @@ bool hci_symbolize_section(uintptr_t in_module, const char *name, uintptr_t *lo,
   hci_lock(&S.lock);
   refresh_modules();
   module_t *m = find_in(S.modules, in_module);
-  if (m && !m->loaded) load_module(m); /* the file whose build id matches the loaded image */
+  if (m && !m->loaded) load_module(m, true); /* the file whose build id matches the loaded image */
   if (m && hci_elf_section(&m->elf, name, &s) && s.size > 0) {
     *lo = m->base + (uintptr_t)s.addr;
     *hi = *lo + s.size;
@@ -773,7 +782,7 @@ bool hci_symbolize_symbol(uintptr_t in_module, const char *name, uintptr_t *addr
   hci_lock(&S.lock);
   refresh_modules();
   module_t *m = find_in(S.modules, in_module);
-  if (m && !m->loaded) load_module(m);
+  if (m && !m->loaded) load_module(m, true);
   if (m && hci_elf_symbol(&m->elf, name, &v)) {
     *addr = m->base + (uintptr_t)v;
     ok = *addr >= m->lo && *addr < m->hi;

@@ -6,7 +6,8 @@
  * Usage: double_free_fixture CASE, CASE one of small, large, realloc,
  * interior, race, smallstack (the double free on a thread with a 16 KiB
  * stack), paths (the block first freed through path_b after other blocks
- * through path_a, from the same place of the stack), ok.  Prints
+ * through path_a, from the same place of the stack), nofile (the double
+ * free under RLIMIT_NOFILE 3: the report cannot open any file), ok.  Prints
  * "completed" when the program goes on to its end (a double free let
  * pass, or the ok case). */
 #include <limits.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -43,6 +45,13 @@ static NOINLINE void path_a(void *p) {
 static NOINLINE void path_b(void *p) {
   first_free(p);
   step = 6;
+}
+/* Exported (the fixture links with -rdynamic): in .dynsym, which names it
+ * when no descriptor is left to open the executable's file (nofile). */
+void df_exported_free(void *p);
+NOINLINE void df_exported_free(void *p) {
+  free(p);
+  step = 7;
 }
 static NOINLINE void *grow(void *p, size_t n) {
   void *q = realloc(p, n);
@@ -99,10 +108,18 @@ int main(int argc, char **argv) {
     void *p = make_block(24);
     path_b(p);
     second_free(p);
+  } else if (!strcmp(c, "nofile")) {
+    void *p = make_block(32);
+    df_exported_free(p);
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = 3; /* 0, 1 and 2 are open: no file can be opened */
+    setrlimit(RLIMIT_NOFILE, &rl);
+    df_exported_free(p);
   } else if (!strcmp(c, "ok")) {
     for (int i = 0; i < 1000; i++) first_free(make_block((size_t)i * 40));
   } else {
-    fprintf(stderr, "usage: %s small|large|realloc|interior|race|smallstack|paths|ok\n", argv[0]);
+    fprintf(stderr, "usage: %s small|large|realloc|interior|race|smallstack|paths|nofile|ok\n", argv[0]);
     return 2;
   }
   free(sink);

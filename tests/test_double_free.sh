@@ -81,6 +81,14 @@ if run "$n" 134 HEAPCHECK=normal -- paths; then
     bad "$n: path_b is not the first free's second frame: $(grep -A3 -F 'The first free occurred' "$tmp/err")"
 fi
 
+# No descriptor left for the symbolizer to open the executable with: the
+# loaded image's dynamic symbols name the exported function.
+n="normal nofile"
+if run "$n" 134 HEAPCHECK=normal -- nofile; then
+  has "$n" '#1 0x[0-9a-f]+ df_exported_free \(.*double_free_fixture\+0x'
+  after "$n" 'The first free occurred here:' '#0 0x[0-9a-f]+ df_exported_free \('
+fi
+
 n="normal interior"
 if run "$n" 134 HEAPCHECK=normal -- interior; then
   has "$n" '^heapcheck: free\(\): invalid pointer 0x[0-9a-f]+ \(not the start of a heapcheck object\)'
