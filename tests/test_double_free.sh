@@ -33,10 +33,10 @@ run() {
 has() {
   grep -Eq "$2" "$tmp/err" || bad "$1: no line matches /$2/ in: $(head -c 1500 "$tmp/err")"
 }
-# after NAME HEADER REGEX: the line after HEADER matches REGEX
+# after NAME HEADER REGEX [K]: the line after HEADER (the K-th after it) matches REGEX
 after() {
-  line=$(grep -A1 -F "$2" "$tmp/err" | sed -n 2p)
-  printf '%s\n' "$line" | grep -Eq "$3" || bad "$1: after \"$2\": \"$line\" does not match /$3/"
+  line=$(grep -A"${4:-1}" -F "$2" "$tmp/err" | sed -n "$((${4:-1} + 1))p")
+  printf '%s\n' "$line" | grep -Eq "$3" || bad "$1: after \"$2\" (+${4:-1}): \"$line\" does not match /$3/"
 }
 
 for c in small large; do
@@ -47,8 +47,7 @@ for c in small large; do
     has "$n" '#1 0x[0-9a-f]+ second_free .*double_free_fixture.c:'
     # The first free's whole stack by default: first_free, then main.
     after "$n" 'The first free occurred here:' '#0 0x[0-9a-f]+ first_free .*double_free_fixture.c:'
-    grep -A2 -F 'The first free occurred here:' "$tmp/err" | sed -n 3p | grep -Eq '#1 0x[0-9a-f]+ main ' ||
-      bad "$n: main is not the first free's second frame: $(grep -A2 -F 'The first free occurred' "$tmp/err")"
+    after "$n" 'The first free occurred here:' '#1 0x[0-9a-f]+ main ' 2
     after "$n" 'The memory was allocated here:' '#0 0x[0-9a-f]+ make_block .*double_free_fixture.c:'
     has "$n" '^SUMMARY: heapcheck: double-free$'
   fi
@@ -58,8 +57,7 @@ done
 n="normal small, HEAPCHECK_FREE_STACKS=0"
 if run "$n" 134 HEAPCHECK=normal HEAPCHECK_FREE_STACKS=0 -- small; then
   after "$n" 'The first free occurred here (its caller; HEAPCHECK_FREE_STACKS=0):' '#0 0x[0-9a-f]+ first_free '
-  grep -A2 -F 'The first free occurred here' "$tmp/err" | sed -n 3p | grep -q 'The memory was allocated here:' ||
-    bad "$n: more than the caller: $(grep -A2 -F 'The first free occurred' "$tmp/err")"
+  after "$n" 'The first free occurred here' 'The memory was allocated here:' 2
 fi
 
 n="normal realloc"
@@ -67,8 +65,7 @@ if run "$n" 134 HEAPCHECK=normal -- realloc; then
   has "$n" '^heapcheck: realloc\(\): invalid pointer 0x[0-9a-f]+ \(already freed\); called from 0x'
   has "$n" '#1 0x[0-9a-f]+ grow'
   after "$n" 'The first free occurred here:' 'first_free'
-  grep -A2 -F 'The first free occurred here:' "$tmp/err" | sed -n 3p | grep -Eq '#1 0x[0-9a-f]+ main ' ||
-    bad "$n: main is not the first free's second frame"
+  after "$n" 'The first free occurred here:' '#1 0x[0-9a-f]+ main ' 2
   after "$n" 'The memory was allocated here:' 'make_block'
 fi
 
@@ -77,8 +74,7 @@ fi
 n="normal paths"
 if run "$n" 134 HEAPCHECK=normal -- paths; then
   after "$n" 'The first free occurred here:' '#0 0x[0-9a-f]+ first_free '
-  grep -A2 -F 'The first free occurred here:' "$tmp/err" | sed -n 3p | grep -Eq '#1 0x[0-9a-f]+ path_b ' ||
-    bad "$n: path_b is not the first free's second frame: $(grep -A3 -F 'The first free occurred' "$tmp/err")"
+  after "$n" 'The first free occurred here:' '#1 0x[0-9a-f]+ path_b ' 2
 fi
 
 # No descriptor left for the symbolizer to open the executable with: the
@@ -111,8 +107,7 @@ n="normal smallstack"
 if run "$n" 134 HEAPCHECK=normal -- smallstack; then
   has "$n" '#1 0x[0-9a-f]+ second_free '
   after "$n" 'The first free occurred here:' 'first_free'
-  grep -A2 -F 'The first free occurred here:' "$tmp/err" | sed -n 3p | grep -Eq '#1 0x[0-9a-f]+ small_stack_thread ' ||
-    bad "$n: small_stack_thread is not the first free's second frame"
+  after "$n" 'The first free occurred here:' '#1 0x[0-9a-f]+ small_stack_thread ' 2
   has "$n" '^SUMMARY: heapcheck: double-free$'
 fi
 
