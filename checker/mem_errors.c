@@ -127,7 +127,7 @@ static int on_error(const hci_memerr_t *e) {
   if (dbl) r.f.found = hci_free_history_find(e->p, &r.f.alloc_id, &r.f.free_id, &r.f.free_ra);
   /* Freed by another thread this moment: its entry is written right after
    * its exchange (alloc.c's free_small), which it may not have reached. */
-  for (int k = 0; dbl && hci_free_history_on && !r.f.found && k < 64; k++) {
+  for (int k = 0; dbl && hci_chk.free_history > 0 && !r.f.found && k < 64; k++) {
     sched_yield();
     r.f.found = hci_free_history_find(e->p, &r.f.alloc_id, &r.f.free_id, &r.f.free_ra);
   }
