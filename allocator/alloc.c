@@ -639,7 +639,9 @@ void hci_alloc_quarantine_flush(hc_tcache_t *tc, bool all) {
 
 /* Checker mode: the block's allocation stack and this free's, for a later
  * double free's report (free_history.c).  The free's whole stack by
- * default, its caller alone with HEAPCHECK_FREE_STACKS=0.
+ * default where its caller has frame pointers (its caller alone where a
+ * DWARF walk would be needed: +33 % on python3's checked run), every free's
+ * with HEAPCHECK_FREE_STACKS=1, its caller alone with 0.
  *
  * The stack is the one malloc's capture would take at the same place, at a
  * fraction of its cost (docs/performance.md, session 18).  A thread frees
@@ -655,14 +657,15 @@ void hci_alloc_quarantine_flush(hc_tcache_t *tc, bool all) {
  * malloc's capture (its memo and sites).  A hit is not judged again: the
  * verdicts are functions of the frames (ra, the first two, how many), and
  * walk_gen says the hints and the depth they came from still hold. */
-bool hci_free_stacks;
+int hci_free_stacks;
 /* A stack the memo does not hold, or none that it can: inside the
  * recursion guard.  asked: the memo was asked for (ra, rec) already. */
 static hc_noinline uint32_t free_stack_walk(hc_tc_memo_t *mt, uintptr_t ra, uintptr_t rec, bool asked) {
   /* Code without frame pointers (caller_needs_dwarf's hint, cached): the
    * DWARF walk at once, as capture_with takes it (not asking the hint
-   * twice). */
+   * twice); by default none (HC_FREE_STACKS_FP): the caller alone. */
   if (hci_unwinder == HC_UNWIND_FP && hci_unwind_fallback && hci_unwind_dwarf_available() && caller_needs_dwarf(ra)) {
+    if (hci_free_stacks != HC_FREE_STACKS_ALL) return HC_STACK_NONE;
     uint32_t id = hci_unwind_memo_stack_id(&mt->memo, stack_depth_max, ra, rec);
     return id ? id : capture_walk(ra, rec, &mt->memo);
   }
@@ -706,6 +709,14 @@ static inline uint32_t free_stack(hc_tcache_t *tc, uintptr_t ra, uintptr_t rec) 
   uint32_t id = 0;
   if (hc_likely(rec && !mt->in_alloc && hci_unwinder == HC_UNWIND_FP)) {
     mt->in_alloc = 1;
+    /* By default a caller without frame pointers keeps its caller alone
+     * (free_stack_walk's test, asked first: caller_needs_dwarf's cache by
+     * ra, before the memo, which never holds such a stack). */
+    if (hci_free_stacks == HC_FREE_STACKS_FP && hci_unwind_fallback && hci_unwind_dwarf_available() &&
+        caller_needs_dwarf(ra)) {
+      mt->in_alloc = 0;
+      return HC_STACK_NONE;
+    }
     id = hci_unwind_fp_memo(&mt->frees, atomic_load_explicit(&walk_gen, memory_order_relaxed), stack_depth_max,
                             rec, ra);
     mt->in_alloc = 0;

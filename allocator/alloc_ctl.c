@@ -23,7 +23,7 @@ bool hci_alloc_recording(void) { return hci_record_all != 0; }
 
 void hci_alloc_set_quarantine(size_t bytes) { hci_quarantine_set(hci_record_all ? bytes : 0); }
 
-bool hci_alloc_set_free_history(size_t entries, bool stacks) {
+bool hci_alloc_set_free_history(size_t entries, int stacks) {
   if (!hci_record_all) return false;
   hci_free_stacks = stacks;
   return hci_free_history_set(entries);

@@ -420,10 +420,11 @@ bool hci_alloc_recording(void);
  * without recording: the plain allocator never quarantines. */
 void hci_alloc_set_quarantine(size_t bytes);
 /* Checker mode's table of the last frees (free_history.c), `entries` of
- * them, each free's stack walked too when `stacks` (else its caller
- * alone): after hci_alloc_set_recording, before the program's first free.
- * False without recording or when the metadata arena refuses. */
-bool hci_alloc_set_free_history(size_t entries, bool stacks);
+ * them, with the frees' stacks as `stacks` says (HC_FREE_STACKS_*; a
+ * free without its stack keeps its caller): after hci_alloc_set_recording,
+ * before the program's first free.  False without recording or when the
+ * metadata arena refuses. */
+bool hci_alloc_set_free_history(size_t entries, int stacks);
 /* A new checker epoch (objects allocated from now on carry it). */
 uint16_t hci_alloc_next_epoch(void);
 /* The calling thread's Disabler nesting: begin is false when the thread has
@@ -509,7 +510,12 @@ void hci_alloc_set_error_listener(hci_memerr_fn fn);
  * stack, free stack (HC_STACK_NONE unless free stacks are recorded) and
  * caller; find gives them back for a block freed last at its index. */
 extern bool hci_free_history_on;
-extern bool hci_free_stacks;  /* alloc.c: walk each free's stack for it */
+/* Which frees' stacks are walked (alloc.c): none (their callers alone),
+ * those whose walk needs no DWARF unwinder (the default: a frame-pointer
+ * walk, memoized, costs checker_bench about 10 %; a DWARF walk per free
+ * cost python3 33 %), or all. */
+enum { HC_FREE_STACKS_OFF = 0, HC_FREE_STACKS_FP = 1, HC_FREE_STACKS_ALL = 2 };
+extern int hci_free_stacks;
 bool hci_free_history_set(size_t entries);
 void hci_free_history_put(const void *p, uint32_t alloc_id, uint32_t free_id, uintptr_t ra);
 bool hci_free_history_find(const void *p, uint32_t *alloc_id, uint32_t *free_id, uintptr_t *free_ra);

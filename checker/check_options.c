@@ -190,7 +190,9 @@ void hci_chk_options_read(void) {
   read_mode();
   if (!hci_chk.active) return;
   hci_chk.free_history = hci_opt_int(HCO_HEAPCHECK_FREE_HISTORY);
-  hci_chk.free_stacks = hci_opt_bool(HCO_HEAPCHECK_FREE_STACKS);
+  /* Unset: the frees whose callers have frame pointers; 1: all. */
+  hci_chk.free_stacks = !hci_opt_bool(HCO_HEAPCHECK_FREE_STACKS) ? HC_FREE_STACKS_OFF
+                        : hci_opt_set(HCO_HEAPCHECK_FREE_STACKS) ? HC_FREE_STACKS_ALL : HC_FREE_STACKS_FP;
   hci_chk.max_leaks = (int)hci_opt_int(HCO_HEAP_CHECK_MAX_LEAKS);
   hci_chk.identify_leaks = hci_opt_bool(HCO_HEAP_CHECK_IDENTIFY_LEAKS);
   hci_chk.show_possible = hci_opt_bool(HCO_HEAPCHECK_SHOW_POSSIBLY_LOST);

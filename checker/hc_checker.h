@@ -454,7 +454,7 @@ typedef struct hci_chk_opts {
   bool leaks_off;            /* LSan's detect_leaks=0 with detect_double_free=1: records kept for
                                 those reports, no leak check */
   long long free_history;    /* frees remembered (HEAPCHECK_FREE_HISTORY, double_free_max_entries) */
-  bool free_stacks;          /* each free's stack walked (HEAPCHECK_FREE_STACKS) */
+  int free_stacks;           /* which frees' stacks are walked: HC_FREE_STACKS_* (HEAPCHECK_FREE_STACKS) */
 } hci_chk_opts_t;
 extern hci_chk_opts_t hci_chk;  /* written once by hci_chk_options_read, read-only afterwards */
 /* Parses HEAPCHECK and every HEAP_CHECK_* variable into hci_chk.  Runs inside

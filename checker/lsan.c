@@ -244,7 +244,7 @@ static void apply_one(const char *src, const char *name, size_t nlen, const char
       hci_chk.double_free = b;
       /* LSan's report has the first free's whole stack; a double free let
        * pass has no report to read it. */
-      hci_chk.free_stacks = b;
+      hci_chk.free_stacks = b ? HC_FREE_STACKS_ALL : HC_FREE_STACKS_OFF;
       break;
     case HCL_double_free_max_entries:
       /* LSan's warnings and cap (its bounded side table); 0 keeps the default. */

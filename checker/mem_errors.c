@@ -55,8 +55,11 @@ static void double_free_report(hci_out_t *o, const first_free_t *f) {
    * had a cache). */
   if (f->free_id != HC_STACK_NONE && f->free_id != HC_STACK_UNKNOWN)
     stack_block(o, "The first free occurred here:", f->free_id, 0);
-  else if (!hci_chk.free_stacks)
+  else if (hci_chk.free_stacks == HC_FREE_STACKS_OFF)
     one_frame_block(o, "The first free occurred here (its caller; HEAPCHECK_FREE_STACKS=0):", f->free_ra);
+  else if (f->free_id == HC_STACK_NONE)
+    one_frame_block(o, "The first free occurred here (its caller: its stack was not walked; "
+                       "HEAPCHECK_FREE_STACKS=1 walks it in code without frame pointers too):", f->free_ra);
   else
     one_frame_block(o, "The first free occurred here (its caller; its stack was not taken):", f->free_ra);
   stack_block(o, "The memory was allocated here:", f->alloc_id, 0);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_double_free.sh FIXTURE - checker mode's report of a double or invalid
+# test_double_free.sh FIXTURE [NOFP_FIXTURE] - checker mode's report of a double or invalid
 # free (checker/mem_errors.c, allocator/free_history.c): the second free's
 # stack, the first free (its whole stack; its caller alone with
 # HEAPCHECK_FREE_STACKS=0) and the allocation, read from the real report of
@@ -8,6 +8,7 @@
 # (detect_double_free=0, nothing freed twice).
 set -u
 fx=$1
+nofp=${2:-}
 fail=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hc_dfree.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -58,6 +59,27 @@ n="normal small, HEAPCHECK_FREE_STACKS=0"
 if run "$n" 134 HEAPCHECK=normal HEAPCHECK_FREE_STACKS=0 -- small; then
   after "$n" 'The first free occurred here (its caller; HEAPCHECK_FREE_STACKS=0):' '#0 0x[0-9a-f]+ first_free '
   after "$n" 'The first free occurred here' 'The memory was allocated here:' 2
+fi
+
+# Code without frame pointers: a free's stack would be a DWARF walk (+33 %
+# on python3's checked run), so by default the caller alone, said; the
+# whole stack when asked for.
+if [ -n "$nofp" ]; then
+  n="nofp small"
+  if env HEAPCHECK=normal "$nofp" small >"$tmp/out" 2>"$tmp/err"; [ $? -eq 134 ]; then
+    after "$n" 'The first free occurred here (its caller: its stack was not walked; HEAPCHECK_FREE_STACKS=1' \
+      '#0 0x[0-9a-f]+ first_free '
+    after "$n" 'The memory was allocated here:' '#0 0x[0-9a-f]+ make_block .*double_free_fixture.c:'
+  else
+    bad "$n: exit status, want 134: $(head -c 600 "$tmp/err")"
+  fi
+  n="nofp small, HEAPCHECK_FREE_STACKS=1"
+  if env HEAPCHECK=normal HEAPCHECK_FREE_STACKS=1 "$nofp" small >"$tmp/out" 2>"$tmp/err"; [ $? -eq 134 ]; then
+    after "$n" 'The first free occurred here:' '#0 0x[0-9a-f]+ first_free .*double_free_fixture.c:'
+    after "$n" 'The first free occurred here:' '#1 0x[0-9a-f]+ main ' 2
+  else
+    bad "$n: exit status, want 134: $(head -c 600 "$tmp/err")"
+  fi
 fi
 
 n="normal realloc"
