@@ -479,6 +479,17 @@ void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete);
  * own record may never arrive (see tree.c).  No malloc. */
 void hci_tree_pending(void);
 
+/* ======================= exec_watch.c ======================= */
+/* A check that is about to have a task of its own alive (a child of the
+ * process) holds exec back until it releases it (see exec_watch.c). */
+void hci_exec_hold(void);
+void hci_exec_release(void);
+void hci_exec_watch_init(void);       /* checker mode: gate this process's execs */
+void hci_exec_watch_resolve(void);    /* libc's exec calls (constructor) */
+void hci_exec_watch_fork_child(void);
+/* syscall(SYS_execve / SYS_execveat, ...) through the gate. */
+long hci_exec_syscall(long n, long a, long b, long c, long d, long e);
+
 /* ======================= close_watch.c ======================= */
 /* Before the program closes descriptors lo..hi (close_range's flags): a
  * pending record when the kept records descriptor is among them and cannot

@@ -299,7 +299,9 @@ static const char *gate(void) {
   if (filters >= 0 && filters <= hci_seccomp_seen()) return NULL; /* all seen: seccomp_watch.c decided */
   int pid = (int)RAW(SYS_getpid, 0, 0, 0, 0);
   if (!pr.stuck && (filters != pr.filters || pid != pr.pid)) {
+    hci_exec_hold(); /* the probes are children of ours (or of the parent task) */
     probe_all();
+    hci_exec_release();
     pr.filters = filters;
     pr.pid = pid;
     verdict = pr.stuck ? "a seccomp filter the program inherited or installed by a direct system call holds the "

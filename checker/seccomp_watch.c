@@ -106,6 +106,7 @@ hc_public __attribute__((weak)) long syscall(long n, ...) {
 #endif
   if (n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
     walling_in(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER, (const void *)c);
+  if (n == SYS_execve || n == SYS_execveat) return hci_raw_libc_result(hci_exec_syscall(n, a, b, c, d, e)); /* exec_watch.c */
   long r = hci_raw6(n, a, b, c, d, e, f);
   /* seccomp(SECCOMP_SET_MODE_STRICT / _FILTER, flags, prog) */
   if (n == SYS_seccomp && r >= 0 && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))

@@ -670,6 +670,10 @@ int hci_world_stop(hci_world_t *w) {
   w->method = HCI_STOP_NONE;
   w->gen = (unsigned)atomic_fetch_add(&stw.gen, 1) + 1;
   w->active = true;
+  /* Until the world is released no thread may exec (exec_watch.c): the
+   * helper is a child of ours, and the fallback's signal queued to a thread
+   * inside exec outlived it and killed the new image (status 189). */
+  hci_exec_hold();
 
   hci_thread_t *me = &w->threads[0];
   memset(me, 0, sizeof *me);
@@ -757,6 +761,7 @@ void hci_world_release(hci_world_t *w) {
   if (w->method == HCI_STOP_PTRACE) hci_ptrace_resume(w);
   else if (w->method == HCI_STOP_SIGNAL) signal_resume(w);
   w->active = false;
+  hci_exec_release();
 }
 
 void hci_world_ending(hci_world_t *w) {
