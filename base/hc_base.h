@@ -295,6 +295,7 @@ int hci_log_stream_records_fd(void);
  * written at exit would be lost.  errno kept; one descriptor opened and
  * closed at most. */
 bool hci_log_stream_records_lost_by(unsigned lo, unsigned hi);
+int hci_log_stream_records_kept(void);
 /* The program's name (program_invocation_name) and its last component, as
  * they were when the library started: argv[0] may be overwritten since
  * (process titles).  "" when unknown. */

@@ -495,6 +495,7 @@ long hci_exec_syscall(long n, long a, long b, long c, long d, long e);
  * pending record when the kept records descriptor is among them and cannot
  * be opened again (see close_watch.c). */
 void hci_close_watch(unsigned lo, unsigned hi, unsigned flags);
+void hci_close_watch_resolve(void); /* libc's close (constructor) */
 
 /* ======================= direct_exit.c ======================= */
 /* Records the pid the checker starts in (checker start-up). */
