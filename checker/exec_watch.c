@@ -203,7 +203,9 @@ static int own_execvpe(const char *file, char *const argv[], char *const envp[])
     if (errno == ENOEXEC) run_script(file, argv, envp);
     return -1;
   }
-  const char *path = getenv("PATH");
+  const char *path = NULL; /* getenv's answer, read here (no options-table variable) */
+  for (char **e = environ; e && *e && !path; e++)
+    if (!strncmp(*e, "PATH=", 5)) path = *e + 5;
   if (!path) path = "/bin:/usr/bin";
   size_t flen = strlen(file);
   if (flen > NAME_MAX) {
