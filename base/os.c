@@ -253,7 +253,14 @@ int hci_os_tid(void) { return (int)syscall(SYS_gettid); }
  * side).  The kernel's pid is asked each time, never a cached one. */
 static long memory_pid;
 void hci_os_memory_mine(void) { memory_pid = syscall(SYS_getpid); }
-bool hci_os_memory_borrowed(void) { return memory_pid && !hci_os_walled && syscall(SYS_getpid) != memory_pid; }
+bool hci_os_memory_borrowed(void) {
+  if (!memory_pid || hci_os_walled) return false;
+  /* getpid refused (a seccomp filter's EPERM): not known to be another
+   * process - taken for one, the exit check was skipped and a leak went
+   * unsaid, status 0. */
+  long pid = syscall(SYS_getpid);
+  return pid > 0 && pid != memory_pid;
+}
 
 /* Set once a seccomp filter that may kill is known to be in force
  * (checker/seccomp_watch.c, seccomp_probe.c): from then on the library's

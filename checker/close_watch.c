@@ -34,6 +34,7 @@
  * Locks: none.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -47,6 +48,7 @@
 
 void hci_close_watch(unsigned lo, unsigned hi, unsigned flags) {
   if (!hci_chk.active || (flags & CLOSE_RANGE_CLOEXEC_FLAG) || lo > hi) return;
+  hci_proc_fds_gone(lo, hi); /* the kept status descriptor is no longer read bare */
   if (hci_log_stream_records_lost_by(lo, hi)) hci_tree_pending();
 }
 
@@ -63,8 +65,27 @@ void hci_close_watch_resolve(void) {
 
 hc_public __attribute__((weak)) int close(int fd) {
   if (__builtin_expect(fd >= 0 && fd == hci_log_stream_records_kept(), 0)) hci_close_watch((unsigned)fd, (unsigned)fd, 0);
+  else if (__builtin_expect(fd >= 100, 0)) hci_proc_fds_gone((unsigned)fd, (unsigned)fd); /* proc_fds.c keeps its from 100 */
   if (real_close) return real_close(fd);
   return (int)hci_raw_libc_result(hci_raw6(SYS_close, fd, 0, 0, 0, 0, 0));
+}
+
+/* dup2 and dup3 onto a kept descriptor replace it: the same system calls
+ * as glibc's (neither is a cancellation point). */
+hc_public __attribute__((weak)) int dup3(int oldfd, int newfd, int flags) {
+  if (newfd >= 0 && oldfd != newfd) hci_proc_fds_gone((unsigned)newfd, (unsigned)newfd);
+  return (int)hci_raw_libc_result(hci_raw6(SYS_dup3, oldfd, newfd, flags, 0, 0, 0));
+}
+
+hc_public __attribute__((weak)) int dup2(int oldfd, int newfd) {
+  if (newfd >= 0 && oldfd != newfd) hci_proc_fds_gone((unsigned)newfd, (unsigned)newfd);
+#ifdef SYS_dup2
+  return (int)hci_raw_libc_result(hci_raw6(SYS_dup2, oldfd, newfd, 0, 0, 0, 0));
+#else
+  if (oldfd == newfd) /* dup3 refuses it; dup2 checks oldfd and returns it */
+    return (int)hci_raw_libc_result(hci_raw6(SYS_fcntl, oldfd, F_GETFD, 0, 0, 0, 0)) < 0 ? -1 : newfd;
+  return (int)hci_raw_libc_result(hci_raw6(SYS_dup3, oldfd, newfd, 0, 0, 0, 0));
+#endif
 }
 
 hc_public __attribute__((weak)) int close_range(unsigned lo, unsigned hi, int flags) {

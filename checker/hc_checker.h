@@ -298,6 +298,14 @@ int hci_proc_open(int which, bool *is_kept);
 void hci_proc_close(int fd, bool is_kept);
 /* pread from offset 0 of the kept descriptor only (no open), or -1. */
 ssize_t hci_proc_kept_pread(int which, char *buf, size_t n);
+/* The kept status read with read(2) alone while it is known ours and at
+ * offset 0, else -1; hci_proc_status_rewind makes it so again (lseek). */
+ssize_t hci_proc_status_bare(char *buf, size_t n);
+void hci_proc_status_rewind(void);
+/* Descriptors lo..hi closed or replaced by the program (close_watch.c). */
+void hci_proc_fds_gone(unsigned lo, unsigned hi);
+/* Seccomp filters in force at the process's start (inherited), -1 unknown. */
+long hci_proc_start_filters(void);
 /* A number from /proc/self/status ("TracerPid", "Threads"), or -1. */
 long hci_proc_status_field(const char *key);
 /* The same from status text already read (NUL-terminated), or -1. */

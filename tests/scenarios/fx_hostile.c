@@ -24,7 +24,8 @@
  *              an inline system call (not seen).  With "thread" a thread in
  *              a futex wait holding an object exists first (the filter is
  *              synchronized to it: TSYNC).  Then a scoped check (its result
- *              written with write(2) only), returns 7.
+ *              written with write(2) only), returns 7 (0 with a last
+ *              argument "zero").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -167,7 +168,7 @@ static long raw3(long n, long a, long b, long c) {
 
 static void say(const char *s) { (void)!write(1, s, strlen(s)); }
 
-static int sandbox_min(const char *kind, const char *how, bool thread) {
+static int sandbox_min(const char *kind, const char *how, bool thread, int status) {
 #if defined(__x86_64__)
   pthread_t t;
   if (thread) {
@@ -184,7 +185,7 @@ static int sandbox_min(const char *kind, const char *how, bool thread) {
   int n = 0;
   f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
   f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
-  f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+  f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, deny); /* "errno": no return that kills */
   f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
   for (int i = 0; i < 9; i++) {
     f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)allowed[i], 0, 1);
@@ -211,9 +212,9 @@ static int sandbox_min(const char *kind, const char *how, bool thread) {
   int ok = hc_check_end(c, HC_CHECK_REPORT);
   say(ok ? "sandbox-min: check passed\n" : "sandbox-min: check failed\n");
   hc_check_free(c);
-  return 7;
+  return status;
 #else
-  (void)kind, (void)how, (void)thread;
+  (void)kind, (void)how, (void)thread, (void)status;
   return 77;
 #endif
 }
@@ -223,7 +224,8 @@ int main(int argc, char **argv) {
   const char *s = argc > 1 ? argv[1] : "";
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
   if (!strcmp(s, "sandbox-min"))
-    return sandbox_min(argc > 2 ? argv[2] : "kill", argc > 3 ? argv[3] : "prctl", argc > 4 && !strcmp(argv[4], "thread"));
+    return sandbox_min(argc > 2 ? argv[2] : "kill", argc > 3 ? argv[3] : "prctl", argc > 4 && !strcmp(argv[4], "thread"),
+                       !strcmp(argv[argc - 1], "zero") ? 0 : 7);
   fprintf(stderr, "fx_hostile: unknown scenario '%s'\n", s);
   return 64;
 }
