@@ -143,36 +143,34 @@ typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int)
 
 static char name_execve[] = "execve", name_execvpe[] = "execvpe", name_fexecve[] = "fexecve",
             name_execveat[] = "execveat";
-static void *real_execve, *real_execvpe, *real_fexecve, *real_execveat;
-static _Atomic bool resolved;
-HC_PRIVATE_STATE(real_execve);
-HC_PRIVATE_STATE(real_execvpe);
-HC_PRIVATE_STATE(real_fexecve);
-HC_PRIVATE_STATE(real_execveat);
-HC_PRIVATE_STATE(resolved);
+static struct {
+  void *execve, *execvpe, *fexecve, *execveat;
+  _Atomic bool resolved;
+} real_fn;
+HC_PRIVATE_STATE(real_fn);
 
 /* From the library's constructor (a failing dlsym of a static link may
  * malloc: not in a vfork child); NULL where libc's are not reachable. */
 void hci_exec_watch_resolve(void) {
-  real_execve = dlsym(RTLD_NEXT, name_execve);
-  real_execvpe = dlsym(RTLD_NEXT, name_execvpe);
-  real_fexecve = dlsym(RTLD_NEXT, name_fexecve);
-  real_execveat = dlsym(RTLD_NEXT, name_execveat);
+  real_fn.execve = dlsym(RTLD_NEXT, name_execve);
+  real_fn.execvpe = dlsym(RTLD_NEXT, name_execvpe);
+  real_fn.fexecve = dlsym(RTLD_NEXT, name_fexecve);
+  real_fn.execveat = dlsym(RTLD_NEXT, name_execveat);
   /* Never our own (a static link's RTLD_NEXT has no next object). */
-  if (real_execve == (void *)execve) real_execve = NULL;
-  if (real_execvpe == (void *)execvpe) real_execvpe = NULL;
-  if (real_fexecve == (void *)fexecve) real_fexecve = NULL;
-  if (real_execveat == (void *)execveat) real_execveat = NULL;
-  atomic_store(&resolved, true);
+  if (real_fn.execve == (void *)execve) real_fn.execve = NULL;
+  if (real_fn.execvpe == (void *)execvpe) real_fn.execvpe = NULL;
+  if (real_fn.fexecve == (void *)fexecve) real_fn.fexecve = NULL;
+  if (real_fn.execveat == (void *)execveat) real_fn.execveat = NULL;
+  atomic_store(&real_fn.resolved, true);
 }
 
 static void *real(void *const *slot) {
-  if (!atomic_load(&resolved)) hci_exec_watch_resolve(); /* an exec from a constructor run before ours */
+  if (!atomic_load(&real_fn.resolved)) hci_exec_watch_resolve(); /* an exec from a constructor run before ours */
   return *slot;
 }
 
 static int do_execve(const char *path, char *const argv[], char *const envp[]) {
-  execve_fn f = (execve_fn)(uintptr_t)real(&real_execve);
+  execve_fn f = (execve_fn)(uintptr_t)real(&real_fn.execve);
   if (f) return f(path, argv, envp);
   return (int)hci_raw_libc_result(RAW(SYS_execve, path, argv, envp, 0));
 }
@@ -238,7 +236,7 @@ static int own_execvpe(const char *file, char *const argv[], char *const envp[])
 }
 
 static int do_execvpe(const char *file, char *const argv[], char *const envp[]) {
-  execve_fn f = (execve_fn)(uintptr_t)real(&real_execvpe);
+  execve_fn f = (execve_fn)(uintptr_t)real(&real_fn.execvpe);
   return f ? f(file, argv, envp) : own_execvpe(file, argv, envp);
 }
 
@@ -267,13 +265,13 @@ hc_public __attribute__((weak)) int execvp(const char *file, char *const argv[])
   GATED(do_execvpe(file, argv, environ));
 }
 hc_public __attribute__((weak)) int fexecve(int fd, char *const argv[], char *const envp[]) {
-  fexecve_fn f = (fexecve_fn)(uintptr_t)real(&real_fexecve);
+  fexecve_fn f = (fexecve_fn)(uintptr_t)real(&real_fn.fexecve);
   GATED(f ? f(fd, argv, envp)
           : (int)hci_raw_libc_result(hci_raw6(SYS_execveat, fd, (long)"", (long)argv, (long)envp, AT_EMPTY_PATH, 0)));
 }
 hc_public __attribute__((weak)) int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                                              int flags) {
-  execveat_fn f = (execveat_fn)(uintptr_t)real(&real_execveat);
+  execveat_fn f = (execveat_fn)(uintptr_t)real(&real_fn.execveat);
   GATED(f ? f(dirfd, path, argv, envp, flags)
           : (int)hci_raw_libc_result(hci_raw6(SYS_execveat, dirfd, (long)path, (long)argv, (long)envp, flags, 0)));
 }

@@ -369,8 +369,11 @@ enum { HCI_ROOTS_STACKS = 1u, HCI_ROOTS_REGISTERS = 2u, HCI_ROOTS_TLS = 4u, HCI_
 void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned what, hci_root_fn fn, void *ctx);
 /* Cuts [lo, hi) out of every root range reported from now on (allocator and
  * checker state: hci_central, hci_pageheap, hci_pagemap, hci_tc_empty...).
- * Up to HCI_MAX_EXCLUDED ranges; call before checks (not while stopped). */
-#define HCI_MAX_EXCLUDED 64
+ * Up to HCI_MAX_EXCLUDED ranges; call before checks (not while stopped).
+ * Every HC_PRIVATE_STATE is one (66 with session 18's exec, close, sigwait
+ * and status words; 64 warned "too many excluded root ranges" at every
+ * check). */
+#define HCI_MAX_EXCLUDED 128
 void hci_roots_exclude(uintptr_t lo, uintptr_t hi);
 /* libc's start frames on the main thread's stack, [caller_sp, argv_lo): not
  * roots (roots.c says why).  Larger gaps than this are not believed. */
@@ -504,6 +507,11 @@ long hci_exec_syscall(long n, long a, long b, long c, long d, long e);
  * be opened again (see close_watch.c). */
 void hci_close_watch(unsigned lo, unsigned hi, unsigned flags);
 void hci_close_watch_resolve(void); /* libc's close (constructor) */
+
+/* ======================= sigwait_watch.c ======================= */
+void hci_sigwait_watch_resolve(void); /* libc's sigtimedwait (constructor) */
+/* stop_world.c: whether (sig, si) is a stop signal of the fallback's. */
+bool hci_stop_signal_ours(int sig, const siginfo_t *si);
 
 /* ======================= direct_exit.c ======================= */
 /* Records the pid the checker starts in (checker start-up). */
