@@ -228,6 +228,7 @@ __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_exit_path_init();
   hci_exec_watch_resolve();
   hci_close_watch_resolve();
+  hci_sigwait_watch_resolve();
   if (!hci_chk.active) return;
   hci_symbolizer_note_exe();
   hci_lock(&hci_chk_lock);

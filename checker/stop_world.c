@@ -274,6 +274,12 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
 
 int hci_stop_signal(void) { return stw.signo; }
 
+bool hci_stop_signal_ours(int sig, const siginfo_t *si) {
+  int pid = atomic_load(&stw.pid);
+  return pid && sig == stw.signo && si && si->si_code == SI_QUEUE && si->si_pid == pid &&
+         (uintptr_t)si->si_value.sival_ptr >> 32 == SIG_MAGIC;
+}
+
 /* For the signal stop only: our handler replaces the program's action
  * until restore_handler puts it back. */
 static void install_handler(void) {

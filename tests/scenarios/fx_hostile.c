@@ -26,6 +26,12 @@
  *              synchronized to it: TSYNC).  Then a scoped check (its result
  *              written with write(2) only), returns 7 (0 with a last
  *              argument "zero").
+ *  sigwait-race N  a thread toggles between every signal unblocked (a
+ *              moment) and every signal blocked with a zero-timeout
+ *              sigtimedwait on the full set, while main runs N scoped checks
+ *              (run with HEAP_CHECK_STOP_METHOD=signal: the fallback reads a
+ *              thread's mask, then sends).  Prints how many signals the
+ *              waits returned that the program never sent (exit 2 if any).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -219,10 +225,48 @@ static int sandbox_min(const char *kind, const char *how, bool thread, int statu
 #endif
 }
 
+/* ---------------------------------------------------------------- sigwait race */
+
+static _Atomic int race_stop, race_foreign;
+static void *toggler(void *arg) {
+  (void)arg;
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  struct timespec zero = {0, 0};
+  while (!atomic_load(&race_stop)) {
+    pthread_sigmask(SIG_SETMASK, &none, NULL);
+    for (volatile int i = 0; i < 200; i++) {
+    }
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+    for (int k = 0; k < 20; k++) {
+      siginfo_t si;
+      int s = sigtimedwait(&all, &si, &zero);
+      if (s > 0) atomic_fetch_add(&race_foreign, 1);
+    }
+  }
+  return NULL;
+}
+
+static int sigwait_race(int n) {
+  pthread_t t;
+  pthread_create(&t, NULL, toggler, NULL);
+  for (int i = 0; i < n; i++) {
+    hc_check_t *c = hc_check_begin("race");
+    hc_check_end(c, 0);
+    hc_check_free(c);
+  }
+  atomic_store(&race_stop, 1);
+  pthread_join(t, NULL);
+  printf("sigwait-race: %d checks, %d signals the program never sent\n", n, atomic_load(&race_foreign));
+  return atomic_load(&race_foreign) ? 2 : 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char *s = argc > 1 ? argv[1] : "";
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
+  if (!strcmp(s, "sigwait-race")) return sigwait_race(argc > 2 ? atoi(argv[2]) : 200);
   if (!strcmp(s, "sandbox-min"))
     return sandbox_min(argc > 2 ? argv[2] : "kill", argc > 3 ? argv[3] : "prctl", argc > 4 && !strcmp(argv[4], "thread"),
                        !strcmp(argv[argc - 1], "zero") ? 0 : 7);
