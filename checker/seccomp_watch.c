@@ -112,6 +112,15 @@ hc_public __attribute__((weak)) long syscall(long n, ...) {
     hci_tree_pending();
   }
 #endif
+#ifdef SYS_pivot_root
+  /* pivot_root (libc has no wrapper: syscall() is the way) takes the module
+   * files out of view once the old root is unmounted, as a chroot does:
+   * frames were named by module and offset only. */
+  if (n == SYS_pivot_root && hci_chk.active) {
+    hci_symbolizer_premap();
+    hci_tree_pending();
+  }
+#endif
 #ifdef SYS_close_range
   if (n == SYS_close_range) hci_close_watch((unsigned)a, (unsigned)b, (unsigned)c); /* close_watch.c */
 #endif

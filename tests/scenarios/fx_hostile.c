@@ -32,6 +32,12 @@
  *              (run with HEAP_CHECK_STOP_METHOD=signal: the fallback reads a
  *              thread's mask, then sends).  Prints how many signals the
  *              waits returned that the program never sent (exit 2 if any).
+ *  pivot DIR   a thread holds an object on its stack; the program enters a
+ *              mount namespace of its own, mounts a tmpfs on the empty DIR,
+ *              pivot_root(2)s into it (through syscall(): libc has no
+ *              wrapper) and unmounts the old root (root only: exit 77 when
+ *              refused); a scoped check, then a 77-byte leak, returns 0.
+ *              The report must still name functions and lines.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +54,9 @@
 #include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -262,10 +270,43 @@ static int sigwait_race(int n) {
   return atomic_load(&race_foreign) ? 2 : 0;
 }
 
+/* ---------------------------------------------------------------- pivot_root */
+
+static void *holder(void *arg) {
+  (void)arg;
+  void *volatile mine = leak_bytes(64);
+  atomic_store(&futex_word, 1);
+  for (;;) pause();
+  return (void *)mine;
+}
+
+static int pivot(const char *dir) {
+  pthread_t t;
+  pthread_create(&t, NULL, holder, NULL);
+  while (atomic_load(&futex_word) != 1) usleep(1000);
+  char old[4096];
+  snprintf(old, sizeof old, "%s/old", dir);
+  if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount("none", dir, "tmpfs", 0, NULL) != 0 || mkdir(old, 0700) != 0 ||
+      syscall(SYS_pivot_root, dir, old) != 0 || chdir("/") != 0 || umount2("/old", MNT_DETACH) != 0) {
+    perror("pivot");
+    return 77;
+  }
+  hc_check_t *c = hc_check_begin("pivot");
+  int ok = hc_check_end(c, HC_CHECK_REPORT);
+  hc_check_free(c);
+  printf("pivot: scoped check %s\n", ok ? "passed" : "failed");
+  void *volatile p = leak_bytes(77);
+  p = NULL;
+  (void)p;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char *s = argc > 1 ? argv[1] : "";
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
+  if (!strcmp(s, "pivot")) return pivot(argc > 2 ? argv[2] : "");
   if (!strcmp(s, "sigwait-race")) return sigwait_race(argc > 2 ? atoi(argv[2]) : 200);
   if (!strcmp(s, "sandbox-min"))
     return sandbox_min(argc > 2 ? argv[2] : "kill", argc > 3 ? argv[3] : "prctl", argc > 4 && !strcmp(argv[4], "thread"),
