@@ -295,6 +295,7 @@ int hci_log_stream_records_fd(void);
  * written at exit would be lost.  errno kept; one descriptor opened and
  * closed at most. */
 bool hci_log_stream_records_lost_by(unsigned lo, unsigned hi);
+int hci_log_stream_records_kept(void);
 /* The program's name (program_invocation_name) and its last component, as
  * they were when the library started: argv[0] may be overwritten since
  * (process titles).  "" when unknown. */
@@ -358,6 +359,8 @@ int hci_os_tid(void);
  * hci_os_memory_mine marks the current process as the memory's owner. */
 void hci_os_memory_mine(void);
 bool hci_os_memory_borrowed(void);
+/* A seccomp filter that may kill is in force: no system call that is not needed (os.c). */
+extern _Atomic bool hci_os_walled;
 /* The CPU this thread runs on, plus 1, from the kernel's restartable-sequences
  * area that glibc registers per thread (a load); 0 when unknown. */
 unsigned hci_os_cpu(void);

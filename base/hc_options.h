@@ -80,6 +80,7 @@
   STR(HEAP_CHECK_STOP_METHOD, "ptrace", checker, "how a check stops the other threads: ptrace or signal")  \
   INT(HEAP_CHECK_STOP_SIGNAL, 0, 1, 64, "SIGRTMAX-3", checker, "the signal fallback's signal: a real-time signal") \
   INT(HEAP_CHECK_STOP_TIMEOUT_MS, 1000, 1, 600000, NULL, checker, "how long the signal fallback waits for a thread to stop") \
+  BOOL(HEAP_CHECK_PROBE_INLINE_SECCOMP, false, checker, "probe a seccomp filter installed by an inline system call since start (a clone and the check's calls tried in a task first) instead of refusing every check: a filter that kills clone or read's neighbours then kills the process") \
   STR(HEAP_CHECK_STOP_HELPER, "auto", checker, "whose child the ptrace helper task is: orphan (init reaps it; the program's __WALL waits never see it), child (ours, the program may reap it) or auto (orphan when init catches, blocks or ignores SIGCHLD, else child)") \
   /* runtime/ */                                                                                           \
   BOOL(HEAPCHECK_REDIRECT_LIBC, true, runtime, "libc's own malloc family jumps to ours (modules dlopen()ed with RTLD_DEEPBIND, e.g. PHP's); 0 leaves libc's code alone") \

@@ -286,6 +286,10 @@ int hci_log_stream_records_fd(void) {
   return open_records();
 }
 
+/* The kept records descriptor's number, -1 when none (no system call:
+ * close_watch.c's close compares every descriptor a program closes). */
+int hci_log_stream_records_kept(void) { return LS.opened && LS.in_tree ? LS.records_fd1 - 1 : -1; }
+
 bool hci_log_stream_records_lost_by(unsigned lo, unsigned hi) {
   if (!LS.opened || !LS.in_tree || LS.records_fd1 <= 0) return false;
   int fd = LS.records_fd1 - 1;

@@ -253,7 +253,22 @@ int hci_os_tid(void) { return (int)syscall(SYS_gettid); }
  * side).  The kernel's pid is asked each time, never a cached one. */
 static long memory_pid;
 void hci_os_memory_mine(void) { memory_pid = syscall(SYS_getpid); }
-bool hci_os_memory_borrowed(void) { return memory_pid && syscall(SYS_getpid) != memory_pid; }
+bool hci_os_memory_borrowed(void) {
+  if (!memory_pid || hci_os_walled) return false;
+  /* getpid refused (a seccomp filter's EPERM): not known to be another
+   * process - taken for one, the exit check was skipped and a leak went
+   * unsaid, status 0. */
+  long pid = syscall(SYS_getpid);
+  return pid > 0 && pid != memory_pid;
+}
+
+/* Set once a seccomp filter that may kill is known to be in force
+ * (checker/seccomp_watch.c, seccomp_probe.c): from then on the library's
+ * exit path asks the kernel nothing it can do without (a filter listing
+ * only read, write, exit, brk, mmap, munmap and futex killed the process
+ * at the getpid above).  A vfork child of such a process is then taken
+ * for its parent. */
+_Atomic bool hci_os_walled;
 
 /* glibc >= 2.35 registers a struct rseq per thread at the thread pointer
  * plus __rseq_offset; the kernel keeps its cpu_id (offset 4) current, -1

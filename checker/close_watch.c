@@ -14,10 +14,17 @@
  * record follows.  Only then: a child that closes every descriptor and
  * execs a program that is not checked (a static one) would otherwise leave
  * a pending record for nothing (Python's subprocess closes them in every
- * child).  Not seen: a loop of close(2) (not interposed: a cancellation
- * point, and every close would pay for it), close_range made by an inline
- * system call, and a process that closes first and drops its privileges
- * later (its record is lost as before).
+ * child).  close(2) is interposed too (a daemon's loop closing every
+ * number up to its limit, after it dropped its privileges: its record was
+ * lost, it was missing from the summary): one compare with the kept
+ * number (no system call), then libc's own close, found with dlsym from
+ * the library's constructor (libc.a's __close in a static link), which
+ * stays a cancellation point (a close before that constructor makes the
+ * system call itself).  Not seen: close_range made by an inline system call, and a
+ * process that closes first (while it could open the file again) and drops
+ * its privileges later (its record is lost as before: seeing the drop
+ * would take setuid and its kin, whose libc versions change every thread's
+ * credentials - a static link could not reach them).
  *
  * Each is the same system call as glibc's (close_range is not a
  * cancellation point; neither is closefrom); closefrom falls back to
@@ -26,6 +33,9 @@
  *
  * Locks: none.
  */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
@@ -38,7 +48,44 @@
 
 void hci_close_watch(unsigned lo, unsigned hi, unsigned flags) {
   if (!hci_chk.active || (flags & CLOSE_RANGE_CLOEXEC_FLAG) || lo > hi) return;
+  hci_proc_fds_gone(lo, hi); /* the kept status descriptor is no longer read bare */
   if (hci_log_stream_records_lost_by(lo, hi)) hci_tree_pending();
+}
+
+static int (*real_close)(int);
+static char name_close[] = "close";
+HC_PRIVATE_STATE(real_close);
+/* libc.a's own name for it (a static link: RTLD_NEXT finds nothing). */
+extern int __close(int) __attribute__((weak));
+void hci_close_watch_resolve(void) {
+  int (*f)(int) = (int (*)(int))(uintptr_t)dlsym(RTLD_NEXT, name_close);
+  if (!f || f == close) f = __close;
+  real_close = f == close ? NULL : f;
+}
+
+hc_public __attribute__((weak)) int close(int fd) {
+  if (__builtin_expect(fd >= 0 && fd == hci_log_stream_records_kept(), 0)) hci_close_watch((unsigned)fd, (unsigned)fd, 0);
+  else if (__builtin_expect(fd >= 100, 0)) hci_proc_fds_gone((unsigned)fd, (unsigned)fd); /* proc_fds.c keeps its from 100 */
+  if (real_close) return real_close(fd);
+  return (int)hci_raw_libc_result(hci_raw6(SYS_close, fd, 0, 0, 0, 0, 0));
+}
+
+/* dup2 and dup3 onto a kept descriptor replace it: the same system calls
+ * as glibc's (neither is a cancellation point). */
+hc_public __attribute__((weak)) int dup3(int oldfd, int newfd, int flags) {
+  if (newfd >= 0 && oldfd != newfd) hci_proc_fds_gone((unsigned)newfd, (unsigned)newfd);
+  return (int)hci_raw_libc_result(hci_raw6(SYS_dup3, oldfd, newfd, flags, 0, 0, 0));
+}
+
+hc_public __attribute__((weak)) int dup2(int oldfd, int newfd) {
+  if (newfd >= 0 && oldfd != newfd) hci_proc_fds_gone((unsigned)newfd, (unsigned)newfd);
+#ifdef SYS_dup2
+  return (int)hci_raw_libc_result(hci_raw6(SYS_dup2, oldfd, newfd, 0, 0, 0, 0));
+#else
+  if (oldfd == newfd) /* dup3 refuses it; dup2 checks oldfd and returns it */
+    return (int)hci_raw_libc_result(hci_raw6(SYS_fcntl, oldfd, F_GETFD, 0, 0, 0, 0)) < 0 ? -1 : newfd;
+  return (int)hci_raw_libc_result(hci_raw6(SYS_dup3, oldfd, newfd, 0, 0, 0, 0));
+#endif
 }
 
 hc_public __attribute__((weak)) int close_range(unsigned lo, unsigned hi, int flags) {

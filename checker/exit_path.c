@@ -124,8 +124,8 @@ static hc_noinline void exit_check(int status, void *arg __attribute__((unused))
     hci_leaks.exit_handlers_gone = true;
     return;
   }
-  atomic_store(&check_taken_by, hci_os_tid());
-  find_exit_caller();
+  atomic_store(&check_taken_by, hci_os_walled ? -1 : hci_os_tid());
+  if (!hci_os_walled) find_exit_caller();
   hci_leaks.exit_status = status;
   hci_leaks.have_status = true;
   hci_chk_final(sp, FINAL_AT_EXIT);
@@ -153,7 +153,7 @@ static void note_status(int status, void *arg) {
 static void exit_barrier(int status, void *arg) {
   (void)status;
   (void)arg;
-  if (hci_os_memory_borrowed() || atomic_load(&check_taken_by) == hci_os_tid()) return;
+  if (hci_os_walled || hci_os_memory_borrowed() || atomic_load(&check_taken_by) == hci_os_tid()) return;
   wait_for_good();
 }
 
@@ -173,8 +173,8 @@ void hci_exit_path_register(void) {
 __attribute__((destructor(101))) static hc_noinline void checker_dtor(void) {
   HCI_ENTRY_SP(sp);
   if (!(hci_chk.active && hci_chk.check_at_exit && hci_chk.after_destructors) || hci_os_memory_borrowed()) return;
-  atomic_store(&check_taken_by, hci_os_tid());
-  find_exit_caller();
+  atomic_store(&check_taken_by, hci_os_walled ? -1 : hci_os_tid());
+  if (!hci_os_walled) find_exit_caller();
   hci_chk_final(sp, FINAL_AT_EXIT);
   /* Passed: exit goes on.  A later destructor (a shared object's, run after
    * ours) that joins a thread which called exit meanwhile lets it go
@@ -226,7 +226,9 @@ static _Atomic uint64_t exit_claim; /* pid << 32 | tid of the thread in exit, 0 
 HC_PRIVATE_STATE(exit_claim);
 
 static void claim_exit(void) {
-  if (!hci_chk.active || !hci_chk.check_at_exit || hci_os_memory_borrowed()) return;
+  /* Walled in (a seccomp filter that may kill, os.c): no check will run,
+   * and getpid or gettid may be what the filter kills. */
+  if (!hci_chk.active || !hci_chk.check_at_exit || hci_os_walled || hci_os_memory_borrowed()) return;
   uint64_t pid = (uint64_t)getpid(), me = pid << 32 | (uint32_t)hci_os_tid();
   uint64_t cur = atomic_load(&exit_claim);
   for (;;) {
@@ -249,7 +251,7 @@ static hc_noinline int start_main(int argc, char **argv, char **envp) {
   int rc = hci_leaks.real_main(argc, argv, envp);
   claim_exit();
   /* main returned: its frames are dead; libc calls exit from our caller. */
-  if (!hci_leaks.end_sp) {
+  if (!hci_leaks.end_sp && !hci_os_walled) {
     hci_leaks.exit_tid = hci_os_tid();
     hci_leaks.end_tp = (uintptr_t)__builtin_thread_pointer();
     hci_leaks.end_nregs = 0;
@@ -263,7 +265,8 @@ static hc_noinline int start_main(int argc, char **argv, char **envp) {
  * callee-saved registers as that frame left them (n of them in regs); that
  * frame and its callers are live, exit's own are not. */
 static void note_exit_caller(const uintptr_t *regs, int n, uintptr_t caller_sp) {
-  if (!hci_chk.active || !hci_chk.global_check || hci_leaks.end_sp || hci_os_memory_borrowed()) return;
+  if (!hci_chk.active || !hci_chk.global_check || hci_leaks.end_sp || hci_os_walled || hci_os_memory_borrowed())
+    return;
   hci_leaks.exit_tid = hci_os_tid();
   if (n > (int)(sizeof hci_leaks.end_regs / sizeof hci_leaks.end_regs[0])) n = (int)(sizeof hci_leaks.end_regs / sizeof hci_leaks.end_regs[0]);
   memcpy(hci_leaks.end_regs, regs, (size_t)n * sizeof regs[0]);
@@ -283,7 +286,8 @@ HC_PRIVATE_STATE(failing_pid);
 
 static int ending_status(int status) {
   int f = atomic_load(&failing_status);
-  if (!f || hci_os_memory_borrowed() || atomic_load(&failing_pid) != (int)hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0))
+  if (!f || hci_os_memory_borrowed() ||
+      (!hci_os_walled && atomic_load(&failing_pid) != (int)hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0)))
     return status;
   return f & 0xff;
 }
@@ -383,7 +387,7 @@ hc_public __attribute__((weak, noreturn, alias("_exit"))) void _Exit(int status)
  * link): the caller ends the process itself. */
 void hci_exit_path_go_on(int status) {
   if (!hci_leaks.real_exit || hci_os_memory_borrowed()) return;
-  atomic_store(&failing_pid, (int)hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0));
+  atomic_store(&failing_pid, hci_os_walled ? 0 : (int)hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0));
   atomic_store(&failing_status, 0x100 | (status & 0xff));
   atomic_store(&exit_check_done, true);
   hci_leaks.real_exit(status);

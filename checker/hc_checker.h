@@ -298,6 +298,14 @@ int hci_proc_open(int which, bool *is_kept);
 void hci_proc_close(int fd, bool is_kept);
 /* pread from offset 0 of the kept descriptor only (no open), or -1. */
 ssize_t hci_proc_kept_pread(int which, char *buf, size_t n);
+/* The kept status read with read(2) alone while it is known ours and at
+ * offset 0, else -1; hci_proc_status_rewind makes it so again (lseek). */
+ssize_t hci_proc_status_bare(char *buf, size_t n);
+void hci_proc_status_rewind(void);
+/* Descriptors lo..hi closed or replaced by the program (close_watch.c). */
+void hci_proc_fds_gone(unsigned lo, unsigned hi);
+/* Seccomp filters in force at the process's start (inherited), -1 unknown. */
+long hci_proc_start_filters(void);
 /* A number from /proc/self/status ("TracerPid", "Threads"), or -1. */
 long hci_proc_status_field(const char *key);
 /* The same from status text already read (NUL-terminated), or -1. */
@@ -361,8 +369,11 @@ enum { HCI_ROOTS_STACKS = 1u, HCI_ROOTS_REGISTERS = 2u, HCI_ROOTS_TLS = 4u, HCI_
 void hci_roots_threads_parts(const hci_world_t *w, uintptr_t self_sp, unsigned what, hci_root_fn fn, void *ctx);
 /* Cuts [lo, hi) out of every root range reported from now on (allocator and
  * checker state: hci_central, hci_pageheap, hci_pagemap, hci_tc_empty...).
- * Up to HCI_MAX_EXCLUDED ranges; call before checks (not while stopped). */
-#define HCI_MAX_EXCLUDED 64
+ * Up to HCI_MAX_EXCLUDED ranges; call before checks (not while stopped).
+ * Every HC_PRIVATE_STATE is one (66 with session 18's exec, close, sigwait
+ * and status words; 64 warned "too many excluded root ranges" at every
+ * check). */
+#define HCI_MAX_EXCLUDED 128
 void hci_roots_exclude(uintptr_t lo, uintptr_t hi);
 /* libc's start frames on the main thread's stack, [caller_sp, argv_lo): not
  * roots (roots.c says why).  Larger gaps than this are not believed. */
@@ -479,11 +490,28 @@ void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete);
  * own record may never arrive (see tree.c).  No malloc. */
 void hci_tree_pending(void);
 
+/* ======================= exec_watch.c ======================= */
+/* A check that is about to have a task of its own alive (a child of the
+ * process) holds exec back until it releases it (see exec_watch.c). */
+void hci_exec_hold(void);
+void hci_exec_release(void);
+void hci_exec_watch_init(void);       /* checker mode: gate this process's execs */
+void hci_exec_watch_resolve(void);    /* libc's exec calls (constructor) */
+void hci_exec_watch_fork_child(void);
+/* syscall(SYS_execve / SYS_execveat, ...) through the gate. */
+long hci_exec_syscall(long n, long a, long b, long c, long d, long e);
+
 /* ======================= close_watch.c ======================= */
 /* Before the program closes descriptors lo..hi (close_range's flags): a
  * pending record when the kept records descriptor is among them and cannot
  * be opened again (see close_watch.c). */
 void hci_close_watch(unsigned lo, unsigned hi, unsigned flags);
+void hci_close_watch_resolve(void); /* libc's close (constructor) */
+
+/* ======================= sigwait_watch.c ======================= */
+void hci_sigwait_watch_resolve(void); /* libc's sigtimedwait (constructor) */
+/* stop_world.c: whether (sig, si) is a stop signal of the fallback's. */
+bool hci_stop_signal_ours(int sig, const siginfo_t *si);
 
 /* ======================= direct_exit.c ======================= */
 /* Records the pid the checker starts in (checker start-up). */

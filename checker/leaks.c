@@ -186,6 +186,7 @@ void hci_checker_init(void) {
     return;
   }
   hci_direct_exit_init();
+  hci_exec_watch_init();
   if (!hci_chk.run_under_gdb && hci_proc_status_field("TracerPid") > 0) {
     hci_chk_log(HCI_LOG_WARNING, "Someone is ptrace()ing us; will turn itself off");
     hci_chk.active = false;
@@ -225,6 +226,9 @@ __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_ensure_init();
   hci_chk_no_follow();
   hci_exit_path_init();
+  hci_exec_watch_resolve();
+  hci_close_watch_resolve();
+  hci_sigwait_watch_resolve();
   if (!hci_chk.active) return;
   hci_symbolizer_note_exe();
   hci_lock(&hci_chk_lock);

@@ -22,7 +22,15 @@
  * many threads) is opened when asked: a check runs without it.  The starting
  * thread's status is kept too, read only with pread (checker/seccomp_probe.c:
  * its Seccomp lines are read before a check makes any other system call, and
- * an unseen seccomp filter may kill an open).
+ * an unseen seccomp filter may kill an open).  While that descriptor is
+ * known to be ours and at offset 0 (opened, or rewound since its last read,
+ * and not closed or replaced by the program as far as the library's close,
+ * close_range, closefrom, dup2 and dup3 show: close_watch.c) it is read
+ * with read(2) alone (hci_proc_status_bare): a filter the program installed
+ * by an inline system call may allow little more than read and write, and
+ * the checks made before a pread (getpid, fcntl, fstat) killed the process.
+ * The count of filters in force when the process started (inherited: its
+ * start-up, ours included, ran under them) is kept (hci_proc_start_filters).
  *
  * Locks: none; callers hold the checker lock (one check at a time).
  */
@@ -30,6 +38,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hc_checker.h"
@@ -51,6 +60,12 @@ static struct {
   int pid;
 } kept = {{-1, -1, -1}, {0, 0, 0}, {0, 0, 0}, 0};
 HC_PRIVATE_STATE(kept);
+/* The kept status descriptor is ours and at offset 0 (see above). */
+static _Atomic bool status_fresh;
+/* Seccomp_filters at the process's start; -2 not read yet, -1 unknown. */
+static long start_filters = -2;
+HC_PRIVATE_STATE(status_fresh);
+HC_PRIVATE_STATE(start_filters);
 
 static int open_retry(int which) {
   int fd;
@@ -85,6 +100,36 @@ static void keep_one(int which) {
   kept.fd[which] = high;
   kept.dev[which] = st.st_dev;
   kept.ino[which] = st.st_ino;
+  if (which == HCI_PROC_STATUS) {
+    if (start_filters == -2) { /* once per exec: a fork child keeps its parent's */
+      char buf[4096];
+      ssize_t n = pread(high, buf, sizeof buf - 1, 0);
+      buf[n > 0 ? n : 0] = 0;
+      start_filters = n > 0 ? hci_proc_status_value(buf, "Seccomp_filters") : -1;
+    }
+    atomic_store(&status_fresh, true);
+  }
+}
+
+long hci_proc_start_filters(void) { return start_filters < 0 ? -1 : start_filters; }
+
+void hci_proc_fds_gone(unsigned lo, unsigned hi) {
+  int fd = kept.fd[HCI_PROC_STATUS];
+  if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi) atomic_store(&status_fresh, false);
+}
+
+/* read(2) only; -1 when the descriptor is not known fresh.  It is not fresh
+ * after the read until hci_proc_status_rewind. */
+ssize_t hci_proc_status_bare(char *buf, size_t n) {
+  if (!atomic_exchange(&status_fresh, false)) return -1;
+  long r;
+  while ((r = hci_raw6(SYS_read, kept.fd[HCI_PROC_STATUS], (long)buf, (long)n, 0, 0, 0)) == -EINTR) {
+  }
+  return r < 0 ? -1 : r;
+}
+
+void hci_proc_status_rewind(void) {
+  if (hci_raw6(SYS_lseek, kept.fd[HCI_PROC_STATUS], 0, SEEK_SET, 0, 0, 0) == 0) atomic_store(&status_fresh, true);
 }
 
 void hci_proc_keep(void) {
@@ -97,6 +142,7 @@ void hci_proc_keep(void) {
       if (still_ours(i)) close(kept.fd[i]);
       kept.fd[i] = -1;
     }
+    atomic_store(&status_fresh, false);
     kept.pid = pid;
   }
   for (int i = 0; i < HCI_PROC_N; i++)

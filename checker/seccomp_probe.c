@@ -244,9 +244,16 @@ static int run_probe(int start, bool *created) {
  * may be 16 KiB), used under gate_owner. */
 static char status_buf[4096];
 HC_PRIVATE_STATE(status_buf);
-static bool read_status(long *mode, long *filters) {
+/* *bare: read with read(2) alone (proc_fds.c), to be rewound once the
+ * filters are known to allow lseek. */
+static bool read_status(long *mode, long *filters, bool *bare) {
   char *buf = status_buf;
-  ssize_t n = hci_proc_kept_pread(HCI_PROC_STATUS, buf, sizeof status_buf - 1);
+  ssize_t n = hci_proc_status_bare(buf, sizeof status_buf - 1);
+  *bare = n >= 0;
+  if (n < 0) {
+    hci_proc_keep(); /* a fork child's own (no-op when kept) */
+    n = hci_proc_kept_pread(HCI_PROC_STATUS, buf, sizeof status_buf - 1);
+  }
   if (n <= 0) return false;
   buf[n] = 0;
   *mode = hci_proc_status_value(buf, "Seccomp");
@@ -285,21 +292,51 @@ HC_PRIVATE_STATE(verdict);
 /* One gate at a time (gate_owner): the probe's stack and the status buffer are static
  * (two threads asking for checks at once; the second spins while the first
  * probes, a few milliseconds once per process). */
-static _Atomic int gate_owner; /* the thread in the gate, 0: none */
+static _Atomic uintptr_t gate_owner; /* the thread in the gate (its thread pointer: no gettid), 0: none */
 HC_PRIVATE_STATE(gate_owner);
 
+/* A filter installed since the start by an inline system call (none
+ * inherited, none seen): nothing is known of what it allows - a code
+ * runner's list of read, write, exit, brk, mmap, munmap and futex killed
+ * the process at the gate's own calls, and a probe needs clone.  Inherited
+ * filters let the process's start-up through, ours included (open, fcntl,
+ * fstat, mmap, prctl...): those are probed as before.  Once refused, the
+ * process is walled in (os.c) for good: filters are never removed. */
+#define INLINE_WHY                                                                                               \
+  "a seccomp filter installed by a direct system call since the program started may kill any system call the " \
+  "check makes"
+static bool inline_walled;
+HC_PRIVATE_STATE(inline_walled);
+
 static const char *gate(void) {
+  if (inline_walled) return INLINE_WHY;
   long mode, filters;
-  hci_proc_keep(); /* a fork child's own (no-op when kept) */
-  if (!read_status(&mode, &filters) || mode == 0) return NULL;
+  bool bare;
+  if (!read_status(&mode, &filters, &bare)) return NULL;
+  if (mode == 0) {
+    if (bare) hci_proc_status_rewind();
+    return NULL;
+  }
   if (mode == 1) {
     hci_log_stream_mute();
     return HCI_SECCOMP_STRICT_WHY;
   }
+  long inherited = hci_proc_start_filters();
+  if (filters >= 0 && inherited >= 0 && filters > inherited + hci_seccomp_seen() &&
+      !hci_opt_bool(HCO_HEAP_CHECK_PROBE_INLINE_SECCOMP)) {
+    inline_walled = true;
+    atomic_store(&hci_os_walled, true);
+    hci_log_stream_mute();
+    hci_unwind_forbid_syscalls();
+    return INLINE_WHY;
+  }
+  if (bare) hci_proc_status_rewind(); /* a filter that kills lseek: only an inherited one, which allowed our start */
   if (filters >= 0 && filters <= hci_seccomp_seen()) return NULL; /* all seen: seccomp_watch.c decided */
   int pid = (int)RAW(SYS_getpid, 0, 0, 0, 0);
   if (!pr.stuck && (filters != pr.filters || pid != pr.pid)) {
+    hci_exec_hold(); /* the probes are children of ours (or of the parent task) */
     probe_all();
+    hci_exec_release();
     pr.filters = filters;
     pr.pid = pid;
     verdict = pr.stuck ? "a seccomp filter the program inherited or installed by a direct system call holds the "
@@ -329,7 +366,7 @@ static const char *gate(void) {
 }
 
 const char *hci_seccomp_gate(void) {
-  int me = (int)RAW(SYS_gettid, 0, 0, 0, 0), free_ = 0;
+  uintptr_t me = (uintptr_t)__builtin_thread_pointer(), free_ = 0;
   while (!atomic_compare_exchange_weak_explicit(&gate_owner, &free_, me, memory_order_acquire,
                                                 memory_order_relaxed)) {
     /* A handler that interrupted this thread's own gate (exit() in a

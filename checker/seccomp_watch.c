@@ -58,12 +58,19 @@ static bool may_end(const struct sock_fprog *p) {
   return false;
 }
 
-static void installed(unsigned long mode, const void *arg, bool all_threads) {
-  if (mode == SECCOMP_MODE_FILTER && (all_threads || hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0) == hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0)))
-    atomic_fetch_add(&seen, 1);
+/* Whether the calling thread is the starting one: asked before the filter
+ * is in force (gettid and getpid after it killed a process whose filter
+ * lists neither). */
+static bool starting_thread(void) {
+  return hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0) == hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+}
+
+static void installed(unsigned long mode, const void *arg, bool counted) {
+  if (mode == SECCOMP_MODE_FILTER && counted) atomic_fetch_add(&seen, 1);
   if (mode == SECCOMP_MODE_STRICT) atomic_store(&sandboxed, 2);
   else if (mode == SECCOMP_MODE_FILTER && may_end(arg) && !atomic_load(&sandboxed)) atomic_store(&sandboxed, 1);
   else return;
+  atomic_store(&hci_os_walled, true);
   hci_log_stream_mute(); /* writing a message takes calls the filter may kill too */
   hci_unwind_forbid_syscalls(); /* and so does recording a new stack in malloc */
 }
@@ -81,9 +88,13 @@ hc_public __attribute__((weak)) int prctl(int option, ...) {
   unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
   unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
   va_end(ap);
-  if (option == PR_SET_SECCOMP) walling_in(a2, (const void *)a3);
+  bool first = false;
+  if (option == PR_SET_SECCOMP) {
+    walling_in(a2, (const void *)a3);
+    first = starting_thread();
+  }
   long r = hci_raw6(SYS_prctl, option, (long)a2, (long)a3, (long)a4, (long)a5, 0);
-  if (option == PR_SET_SECCOMP && r == 0) installed(a2, (const void *)a3, false);
+  if (option == PR_SET_SECCOMP && r == 0) installed(a2, (const void *)a3, first);
   return (int)hci_raw_libc_result(r);
 }
 
@@ -101,16 +112,28 @@ hc_public __attribute__((weak)) long syscall(long n, ...) {
     hci_tree_pending();
   }
 #endif
+#ifdef SYS_pivot_root
+  /* pivot_root (libc has no wrapper: syscall() is the way) takes the module
+   * files out of view once the old root is unmounted, as a chroot does:
+   * frames were named by module and offset only. */
+  if (n == SYS_pivot_root && hci_chk.active) {
+    hci_symbolizer_premap();
+    hci_tree_pending();
+  }
+#endif
 #ifdef SYS_close_range
   if (n == SYS_close_range) hci_close_watch((unsigned)a, (unsigned)b, (unsigned)c); /* close_watch.c */
 #endif
-  if (n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
+  bool first = false;
+  if (n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER)) {
     walling_in(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER, (const void *)c);
+    first = (b & SECCOMP_FILTER_FLAG_TSYNC) || starting_thread();
+  }
+  if (n == SYS_execve || n == SYS_execveat) return hci_raw_libc_result(hci_exec_syscall(n, a, b, c, d, e)); /* exec_watch.c */
   long r = hci_raw6(n, a, b, c, d, e, f);
   /* seccomp(SECCOMP_SET_MODE_STRICT / _FILTER, flags, prog) */
   if (n == SYS_seccomp && r >= 0 && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
-    installed(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER, (const void *)c,
-              (b & SECCOMP_FILTER_FLAG_TSYNC) != 0);
+    installed(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER, (const void *)c, first);
   return hci_raw_libc_result(r);
 }
 

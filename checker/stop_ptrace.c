@@ -504,10 +504,14 @@ static bool helper_wait(int phase) {
 
 static int helper_main(void *arg) {
   (void)arg;
-  if (!job.orphan) {
-    RAW(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
-    if (RAW(SYS_getppid, 0, 0, 0, 0) != job.pid) return 0; /* the checking thread is gone already */
-  }
+  /* The orphan too dies with its parent until the world is stopped: an
+   * exec by another thread (not through libc: exec_watch.c) kills the
+   * checking thread, then the parent, then this helper - which was blocked
+   * for good in PTRACE_SEIZE of the exec'ing thread (exec holds the lock
+   * seize takes, and waits for the threads this helper traces to be
+   * released: the process hung). */
+  RAW(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
+  if (RAW(SYS_getppid, 0, 0, 0, 0) != (job.orphan ? par.pid : job.pid)) return 0; /* its parent is gone already */
   if (!helper_wait(PH_WAIT)) return 0;
   if (atomic_load(&job.phase) == PH_GO) {
     long long deadline = now_ns() + job.timeout_ns;
@@ -528,6 +532,7 @@ static int helper_main(void *arg) {
      * descriptor of ours open (a pipe's reader would wait for its end of
      * file), in a table of its own, emptied. */
     if (job.orphan && RAW(SYS_unshare, CLONE_FILES, 0, 0, 0) == 0) RAW(SYS_close_range, 0, ~0u, 0, 0);
+    if (job.orphan) RAW(SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0); /* its parent ends now, on purpose */
     atomic_store(&job.phase, PH_STOPPED);
     futex_wake(&job.phase);
     if (!helper_wait(PH_STOPPED)) return 0; /* the kernel detaches the rest */
@@ -619,6 +624,7 @@ void hci_ptrace_end_parent(void) {
   while (RAW(SYS_wait4, par.pid, &st, __WALL, 0) == -EINTR) {
   }
   par.pid = 0;
+  hci_exec_release(); /* taken when it was made */
 }
 
 /* HEAP_CHECK_STOP_HELPER, read once: 1 orphan, 0 child, 2 auto (the
@@ -675,11 +681,13 @@ int hci_parent_clone(int (*fn)(void *), void *top, int flags, int *tidp) {
     if (!par.stack) par.stack = hci_os_map(PARENT_STACK);
     par.owner = pid;
     atomic_store(&par.req, PQ_NONE);
+    hci_exec_hold(); /* until the parent is reaped: an exec meanwhile left it a zombie of the new image */
     int tid = par.stack ? clone(parent_main, (char *)par.stack + PARENT_STACK,
                                 CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED, NULL)
                         : -1;
     if (tid > 0) par.pid = tid;
     else r = -(par.stack && errno > 0 ? errno : ENOMEM);
+    if (tid <= 0) hci_exec_release();
   }
   if (!r) {
     par.fn = fn;
@@ -694,6 +702,7 @@ int hci_parent_clone(int (*fn)(void *), void *top, int flags, int *tidp) {
       futex_wait(&par.ans, 0, 50000000ll);
       if (atomic_load(&par.ans) == 0 && RAW(SYS_wait4, par.pid, &st, __WALL | WNOHANG, 0) == par.pid) {
         par.pid = 0; /* a filter killed it at its clone: reaped while the world ran */
+        hci_exec_release();
         r = -EAGAIN;
         break;
       }

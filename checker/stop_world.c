@@ -274,6 +274,12 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
 
 int hci_stop_signal(void) { return stw.signo; }
 
+bool hci_stop_signal_ours(int sig, const siginfo_t *si) {
+  int pid = atomic_load(&stw.pid);
+  return pid && sig == stw.signo && si && si->si_code == SI_QUEUE && si->si_pid == pid &&
+         (uintptr_t)si->si_value.sival_ptr >> 32 == SIG_MAGIC;
+}
+
 /* For the signal stop only: our handler replaces the program's action
  * until restore_handler puts it back. */
 static void install_handler(void) {
@@ -670,6 +676,10 @@ int hci_world_stop(hci_world_t *w) {
   w->method = HCI_STOP_NONE;
   w->gen = (unsigned)atomic_fetch_add(&stw.gen, 1) + 1;
   w->active = true;
+  /* Until the world is released no thread may exec (exec_watch.c): the
+   * helper is a child of ours, and the fallback's signal queued to a thread
+   * inside exec outlived it and killed the new image (status 189). */
+  hci_exec_hold();
 
   hci_thread_t *me = &w->threads[0];
   memset(me, 0, sizeof *me);
@@ -757,6 +767,7 @@ void hci_world_release(hci_world_t *w) {
   if (w->method == HCI_STOP_PTRACE) hci_ptrace_resume(w);
   else if (w->method == HCI_STOP_SIGNAL) signal_resume(w);
   w->active = false;
+  hci_exec_release();
 }
 
 void hci_world_ending(hci_world_t *w) {
