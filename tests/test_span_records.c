@@ -21,7 +21,6 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "hc_check.h"
 #include "hc_heap_view.h"
@@ -78,10 +77,7 @@ int main(void) {
   free(p);
   CHECK(!hci_heap_slot_live(&o), "%p: freed", p);
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_trap;
-  sa.sa_flags = SA_SIGINFO;
+  struct sigaction sa = {.sa_sigaction = on_trap, .sa_flags = SA_SIGINFO};
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTRAP, &sa, NULL);
   trace_on();
