@@ -167,10 +167,24 @@ static hc_span_t *new_span(unsigned cls) {
   return s;
 }
 
+/* The records leave the span before they are freed.  A leak check may stop
+ * this thread at any instruction (no lock is held here) and reads the span's
+ * records through s->objmeta; a freed bin block's first word is the bin's
+ * link, so between hci_meta_free and the store of NULL record 0 read as a
+ * live object with a pointer's low half for stack id: a leak of the class's
+ * size, "allocation stack unknown" (test_fork_signals_exit_normal, once in
+ * ~600 runs; tests/test_span_records.c steps through it).  Without records
+ * the span has no slots for the checker (hci_heap_span_slots).  The signal
+ * fence keeps the compiler from sinking the store past the free: a stopped
+ * thread is seen as a signal handler would see it. */
 static void free_span(hc_span_t *s) {
-  if (s->objmeta) hci_alloc_clear_span(s); /* checker mode (records): hc_internal.h says why */
-  if (s->objmeta) hci_meta_free(s->objmeta, hci_classes[s->cls].objs * sizeof(hc_objmeta_t));
-  s->objmeta = NULL;
+  hc_objmeta_t *records = s->objmeta;
+  if (records) {
+    hci_alloc_clear_span(s); /* checker mode (records): hc_internal.h says why */
+    __atomic_store_n(&s->objmeta, NULL, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    hci_meta_free(records, hci_classes[s->cls].objs * sizeof(hc_objmeta_t));
+  }
   hci_ph_set_class(s, 0); /* LARGE, no class: hci_ph_free takes it */
   hci_ph_free(s);
 }

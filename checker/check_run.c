@@ -12,6 +12,8 @@
  */
 #include <link.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 #include "hc_checker.h"
 #include "hc_symbolize.h"
@@ -201,6 +203,11 @@ static int run_check(const hci_check_req_t *req, ssize_t *bytes, ssize_t *object
   };
   hci_flood_result_t r;
   int passes = 0, rc;
+  /* The final check waits for threads it finds inside pthread_exit
+   * (exiting.c): stopped there, their live frames lie over dead ones. */
+  p.wait_exiting = req->hold && req->whole_program; /* hold: the final check (at_exit says less) */
+  if (p.wait_exiting) hci_exiting_init();
+  uint64_t waiting_since = 0;
   /* Suppressed stacks become roots and the check is redone, so what only
    * they reach is not reported as indirect leaks (LSan does the same).
    * With req->hold the world stays stopped through the report when the
@@ -210,6 +217,18 @@ static int run_check(const hci_check_req_t *req, ssize_t *bytes, ssize_t *object
     if (p.hold) hci_symbolizer_lock();
     rc = hci_flood_check(&w, &p, &r);
     if (p.hold) hci_symbolizer_unlock();
+    if (rc == 0 && r.exiting_tid) { /* nothing checked, the world let go */
+      uint64_t now = hci_os_now_ns();
+      if (!waiting_since) {
+        waiting_since = now;
+        hci_chk_log(1, "heapcheck: thread %d is inside pthread_exit: the final check waits for its end (at most %d ms)",
+                    r.exiting_tid, HCI_EXITING_WAIT_MS);
+      }
+      if (now - waiting_since >= (uint64_t)HCI_EXITING_WAIT_MS * 1000000u) p.wait_exiting = false; /* check as it is */
+      struct timespec ts = {0, 1000000};
+      hci_raw6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+      continue;
+    }
     if (rc == 0 && hci_chk.log_threads && req->whole_program) hci_lsan_log_threads(&w, req->self_sp);
     if (rc != 0 || !(++passes < 8 && hci_supp_any() && r.nleaks && apply_suppressions(&r, true))) break;
     hci_flood_result_free(&r);

@@ -216,6 +216,11 @@ static int stopped_check(void *arg) {
   uint64_t t0 = hci_os_now_ns();
   c->r->not_stopped = hci_world_stop(c->w);
   c->r->nthreads = c->w->nthreads;
+  if (c->p->wait_exiting && (c->r->exiting_tid = hci_exiting_thread(c->w)) != 0) {
+    hci_world_release(c->w); /* the caller waits for that thread's end and stops the world again */
+    hci_unlock_all();
+    return 0;
+  }
   hci_world_why_incomplete(c->w, c->r->incomplete, sizeof c->r->incomplete);
   if (c->p->self_nregs > 0) hci_world_set_self_regs(c->w, c->p->self_regs, c->p->self_nregs);
   uint64_t t1 = hci_os_now_ns(), c1 = thread_cpu_ns();

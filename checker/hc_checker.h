@@ -572,6 +572,8 @@ typedef struct hci_flood_params {
   const uintptr_t *self_regs;/* the checking thread's callee-saved registers at the entry */
   int self_nregs;
   bool hold;                 /* leave the world stopped after the flood: the caller resumes it */
+  bool wait_exiting;         /* a stopped thread inside pthread_exit: no flood, the world let go
+                                (hci_flood_result_t.exiting_tid; exiting.c) */
 } hci_flood_params_t;
 typedef struct hci_flood_result {
   hci_leak_t *leaks;         /* hci_os_map'ed; direct and indirect, unsorted */
@@ -595,6 +597,7 @@ typedef struct hci_flood_result {
   uint64_t t_stop_ns, t_flood_ns; /* time to stop the world, to flood and classify */
   uint64_t t_setup_ns, t_roots_ns, t_extra_ns, t_classify_ns; /* parts of t_flood_ns */
   uint64_t t_flood_cpu_ns;   /* CPU time of the flood (the machine may be loaded) */
+  int exiting_tid;           /* wait_exiting: a thread found inside pthread_exit, nothing checked */
 } hci_flood_result_t;
 /* The whole stopped-world part of a check: lock everything, stop the world,
  * mark what is reachable, collect the unreachable objects, resume, unlock.
@@ -602,6 +605,15 @@ typedef struct hci_flood_result {
  * hci_with_loader_lock.  Returns 0, or -1 when nothing could be checked. */
 int hci_flood_check(hci_world_t *w, const hci_flood_params_t *p, hci_flood_result_t *r);
 void hci_flood_result_free(hci_flood_result_t *r);
+
+/* ======================= exiting.c ======================= */
+/* Finds glibc's offset of struct pthread's cancelhandling (once; world
+ * running, checker lock held). */
+void hci_exiting_init(void);
+/* A stopped thread (not the checking one) inside pthread_exit, or 0. */
+int hci_exiting_thread(const hci_world_t *w);
+/* How long the final check waits for such threads to end. */
+#define HCI_EXITING_WAIT_MS 1000
 
 /* ======================= suppress.c ======================= */
 /* Loads HEAPCHECK_SUPPRESSIONS (once; bad lines are reported and skipped). */

@@ -276,10 +276,12 @@ static void test_realloc(void) {
   /* A large block grows in place into free pages after it: find two
    * adjacent large blocks, free the second, grow the first across it;
    * once unsampled, once sampled (every allocation a sample: a sampled
-   * block grows in place too and its span records the new size). */
+   * block grows in place too and its span records the new size).  The
+   * interval is set both times: HEAPCHECK_SAMPLE_PARAMETER=64 in the
+   * environment sampled every 512 KiB block of the unsampled round. */
   for (int want_sampled = 0; want_sampled <= 1; want_sampled++) {
     enum { B = 512 << 10, TRIES = 64 }; /* above HC_MAX_SMALL: LARGE spans */
-    size_t was_interval = want_sampled ? hc_set_sample_interval(1) : 0;
+    size_t was_interval = hc_set_sample_interval(want_sampled ? 1 : 0);
     char *v[TRIES + 1];
     int n = 0, found = -1;
     v[n++] = malloc(B);
@@ -308,6 +310,7 @@ static void test_realloc(void) {
       v[found] = g;
     }
     for (int i = 0; i < n; i++) free(v[i]);
+    if (!want_sampled) hc_set_sample_interval(was_interval); /* after the unsampled block's growth */
   }
   /* in-place shrink of the usable size stays valid */
   p = malloc(1000);
@@ -662,7 +665,11 @@ static void test_malloc_stats(void) {
   CHECK(fd >= 0, "mkstemp");
   if (fd < 0) return;
   unlink(path);
-  void *keep = malloc(48); /* at least one class in use */
+  /* At least one class in use: unsampled (a sampled object has a span of
+   * its own; HEAPCHECK_SAMPLE_PARAMETER=64 in the environment sampled it). */
+  size_t interval = hc_set_sample_interval(0);
+  void *keep = malloc(48);
+  hc_set_sample_interval(interval);
   fflush(stderr);
   int saved = dup(2);
   dup2(fd, 2);

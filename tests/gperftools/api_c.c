@@ -32,7 +32,14 @@ int main(void) {
   /* Freed objects stay in this thread's cache and are counted there, and in
    * the total over every cache. */
   void *objs[8];
+  /* Sampling off: a sampled object has a span of its own and is freed to
+   * no cache (HEAPCHECK_SAMPLE_PARAMETER=64 in the environment sampled
+   * them all). */
+  size_t interval = 0;
+  EXPECT(MallocExtension_GetNumericProperty("heapcheck.sample_interval", &interval));
+  EXPECT(MallocExtension_SetNumericProperty("heapcheck.sample_interval", 0));
   for (int i = 0; i < 8; i++) objs[i] = tc_malloc(200);
+  EXPECT(MallocExtension_SetNumericProperty("heapcheck.sample_interval", interval));
   size_t cached = MallocExtension_GetThreadCacheSize();
   for (int i = 0; i < 8; i++) tc_free(objs[i]);
   size_t all = 0;

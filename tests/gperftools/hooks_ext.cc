@@ -297,7 +297,11 @@ static void test_verify() {
   free(small);
   delete[] obj;
   // A write after free into a free list entry: VerifyAllMemory sees it.
+  // Unsampled blocks (a sampled one is on no free list).
+  size_t interval = prop("heapcheck.sample_interval");
+  EXPECT(ext->SetNumericProperty("heapcheck.sample_interval", 0));
   void *volatile p1 = malloc(48), *volatile p2 = malloc(48);
+  EXPECT(ext->SetNumericProperty("heapcheck.sample_interval", interval));
   free(p1);
   free(p2); /* p2's first word now links to p1 in this thread's cache */
   void *saved = *(void *volatile *)p2;
@@ -339,7 +343,14 @@ static __attribute__((noinline)) void *allocating_function() {
   return p;
 }
 void VerifyHeapProfileTableStackGet() {
+  /* Sampling off: without the checker a sampled object has a recorded
+   * stack too (hc_alloc_caller), and HEAPCHECK_SAMPLE_PARAMETER=64 in the
+   * environment sampled the 77 bytes (1 in ~6800 at the default interval). */
+  MallocExtension *ext = MallocExtension::instance();
+  size_t old = prop("heapcheck.sample_interval");
+  EXPECT(ext->SetNumericProperty("heapcheck.sample_interval", 0));
   void *volatile p = allocating_function();
+  EXPECT(ext->SetNumericProperty("heapcheck.sample_interval", old));
   uintptr_t caller = reinterpret_cast<uintptr_t>(HeapLeakChecker::GetAllocCaller(p));
   uintptr_t f = reinterpret_cast<uintptr_t>(&allocating_function);
   if (HeapLeakChecker::IsActive()) CHECK(caller > f && caller < f + 128, "caller %#lx, function %#lx", (unsigned long)caller, (unsigned long)f);

@@ -66,7 +66,15 @@
  *  pthread-exit-race  main leaks 33 bytes (through a helper that fills
  *              them), starts 6 threads that call exit(6) together and calls
  *              pthread_exit (status 6; the check may find main still in
- *              pthread_create or pthread_exit, over a stale copy).
+ *              pthread_create or pthread_exit, over a stale copy; it waits
+ *              for a thread it finds inside pthread_exit to end).
+ *  exiting-cleanup  a thread calls pthread_exit; its cleanup handler keeps
+ *              the only pointer to 33 bytes in its frame while it allocates
+ *              and frees 10000 blocks of 300 KiB (tens of ms; each takes the
+ *              page heap's lock, which the exit check holds), then drops it;
+ *              main calls exit(0) as the handler starts.  The check finds the thread
+ *              inside pthread_exit, waits for its end, and reports the 33
+ *              bytes (status 1).
  *  sandbox     leaks 48 bytes, then installs a seccomp filter (through
  *              prctl) that lists what the rest of the program needs and kills
  *              the process at any other system call (sshd's pre-auth child),
@@ -594,6 +602,28 @@ static void *exit6(void *arg) {
   exit(6);
   return arg;
 }
+static pthread_barrier_t two;
+static void cleanup_allocating(void *arg) {
+  (void)arg;
+  void *volatile keep = filled(33);
+  pthread_barrier_wait(&two);
+  for (int i = 0; i < 10000; i++) free(malloc(300 << 10));
+  keep = NULL;
+  (void)keep;
+}
+static void *exiting_worker(void *arg) {
+  pthread_cleanup_push(cleanup_allocating, NULL);
+  pthread_exit(arg);
+  pthread_cleanup_pop(0);
+  return arg;
+}
+static int exiting_cleanup(void) {
+  pthread_barrier_init(&two, NULL, 2);
+  pthread_t t;
+  pthread_create(&t, NULL, exiting_worker, NULL);
+  pthread_barrier_wait(&two);
+  exit(0);
+}
 static int pthread_exit_race(void) {
   void *volatile p = filled(33);
   p = NULL;
@@ -1010,11 +1040,12 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "exit-race")) return exit_race();
   if (!strcmp(s, "exit-join")) return !strcmp(arg, "ctor") ? exit_join_ctor_scenario() : exit_join();
   if (!strcmp(s, "pthread-exit-race")) return pthread_exit_race();
+  if (!strcmp(s, "exiting-cleanup")) return exiting_cleanup();
   if (!strcmp(s, "sandbox")) return sandbox();
   if (!strcmp(s, "landlock")) return landlock_scenario();
   if (!strcmp(s, "filtered")) return filtered(argc, argv);
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait [signalfd]|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|wall-reaper loop|waitid|sigchld|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join [ctor]|pthread-exit-race|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
+  fprintf(stderr, "usage: %s stress|sigwait [signalfd]|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|wall-reaper loop|waitid|sigchld|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join [ctor]|pthread-exit-race|exiting-cleanup|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
           argv[0]);
   return 9;
 }
