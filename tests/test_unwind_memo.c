@@ -5,7 +5,8 @@
  * fewer frames asked; a random walk of depths on one path; paths that part
  * in one call site; two and four call sites in turn (ways, sites); frame
  * records handed in that must be refused; a frame without frame pointer
- * whose rbp holds data (tests/unwind_nofp.c). */
+ * whose rbp holds data (tests/unwind_nofp.c); a frameless entry point that
+ * leaves no frame record holding its return address (as operator new). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,10 +286,90 @@ static void test_memo(void) {
   CHECK(hci_unwind_memo_cur(&memo_t)->gen != 0 && hci_unwind_memo_cur(&memo_t)->n > 0, "the memo holds a walk");
 }
 
+/* ---- a frameless entry point (runtime/override.c's operator new, calloc,
+ * realloc: gcc keeps the return address in rbp, pushed as a callee-saved
+ * register, and calls the slow path with it): no frame record holds ra, so
+ * the capture finds malloc's caller's frame by CFI steps (unwind_dwarf.c's
+ * entry_by_cfi).  Before, the memo refused such captures (id 0) and
+ * hci_unwind_dwarf_at walked from its own frame. ---- */
+
+uint32_t shim_stack_id(hc_unwind_memo_t *memo, int max);
+int shim_dwarf_at(uintptr_t *pcs, int max);
+#define SHIM(name, target)                          \
+  ".p2align 4\n"                                    \
+  ".globl " name "\n"                               \
+  ".type " name ", @function\n" name ":\n"          \
+  ".cfi_startproc\n"                                \
+  "pushq %rbp\n"                                    \
+  ".cfi_def_cfa_offset 16\n"                        \
+  ".cfi_offset %rbp, -16\n"                         \
+  "movq 8(%rsp), %rbp\n"                            \
+  "movq %rbp, %rdx\n"                               \
+  "xorl %ecx, %ecx\n"                               \
+  "call " target "\n"                               \
+  "popq %rbp\n"                                     \
+  ".cfi_def_cfa_offset 8\n"                         \
+  "ret\n"                                           \
+  ".cfi_endproc\n"                                  \
+  ".size " name ", .-" name "\n"
+__asm__(".text\n" SHIM("shim_stack_id", "hci_unwind_memo_stack_id") SHIM("shim_dwarf_at", "hci_unwind_dwarf_at"));
+
+typedef struct fl_run {
+  int bad, zero, same, notra;
+} fl_run_t;
+
+/* Captures through both shims, and a fresh walk from here (its frame 0 is
+ * our return address: the shims' frame 1). */
+NOINL static void fl_capture(fl_run_t *r) {
+  uintptr_t ref[HC_MAX_STACK_DEPTH], at[HC_MAX_STACK_DEPTH];
+  const uintptr_t *mp;
+  int max = HC_MAX_STACK_DEPTH;
+  uint32_t id = shim_stack_id(&memo_t, max);
+  __asm__ volatile("nop" ::: "memory");
+  bool same = hci_unwind_memo_cur(&memo_t)->same;
+  int na = shim_dwarf_at(at, max);
+  __asm__ volatile("nop; nop" ::: "memory");
+  int nref = hci_unwind_dwarf(ref, max, 0);
+  int want = nref < max - 1 ? nref : max - 1;
+  int nm = id ? hci_depot_get(id, &mp) : 0;
+  if (id == 0) r->zero++;
+  if (same) r->same++;
+  if (nm - 1 != want || memcmp(mp + 1, ref, (size_t)want * sizeof *ref) != 0 || na - 1 != want ||
+      memcmp(at + 1, ref, (size_t)want * sizeof *ref) != 0) {
+    if (r->bad++ == 0) {
+      if (nm > 0) dump("memo, from the frameless entry", mp, nm);
+      dump("hci_unwind_dwarf_at, from the frameless entry", at, na);
+      dump("fresh, one frame out", ref, nref);
+    }
+  }
+  BARRIER();
+}
+
+NOINL static void fl_deep(int d, fl_run_t *r) {
+  volatile char pad[16 + (d % 3) * 16];
+  pad[0] = (char)d;
+  if (d > 0)
+    fl_deep(d - 1, r);
+  else
+    fl_capture(r);
+  BARRIER();
+  (void)pad[0];
+}
+
+NOINL static void test_memo_frameless_entry(void) {
+  fl_run_t r = {0};
+  for (int t = 0; t < 60; t++) fl_deep(t % 3 == 0 ? 90 : t % 3 == 1 ? 5 : 30, &r);
+  for (int t = 0; t < 20; t++) fl_deep(40, &r);
+  CHECK(r.zero == 0, "frameless entry point: %d of 80 captures got no id from the memo", r.zero);
+  CHECK(r.bad == 0, "frameless entry point: %d of 80 captures differ from a fresh walk", r.bad);
+  CHECK(r.same >= 19, "frameless entry point: %d of 80 captures found the last one's frames", r.same);
+}
+
 int main(void) {
   CHECK(hci_unwind_dwarf_available(), "_dl_find_object is present on glibc >= 2.35");
   test_memo();
   test_memo_dead_rbp();
+  test_memo_frameless_entry();
   if (failures) {
     fprintf(stderr, "test_unwind_memo: %d failures\n", failures);
     return 1;
