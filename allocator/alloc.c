@@ -672,7 +672,7 @@ static hc_noinline uint32_t free_stack_walk(hc_tc_memo_t *mt, uintptr_t ra, uint
   if (hci_unwinder == HC_UNWIND_FP && stack_depth_max >= 3) {
     if (!rec) {
       uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-      rec = hci_unwind_fp_find(ra, 8, fp, fp);
+      rec = hci_unwind_fp_find(ra, 8, fp, fp, NULL);
     }
     uint32_t id = 0;
     if (rec && !asked)

@@ -135,8 +135,9 @@ int hci_unwind_fp(uintptr_t *pcs, int max, uintptr_t fp, uintptr_t sp);
 int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip);
 /* The stack from the frame that returns to ra: pcs[0] = ra, then its
  * callers by DWARF.  The frame is found through the allocator's own frame
- * pointers (a few steps, no CFI lookups); when it is not among them, a
- * whole DWARF walk from here, in which the caller looks for ra.  memo (may
+ * pointers (a few steps, no CFI lookups), and a CFI step from where their
+ * chain ends (a frameless entry point: operator new); when it is not
+ * found, a whole DWARF walk from here, in which the caller looks for ra.  memo (may
  * be NULL): the calling thread's last walk, checked and replaced. */
 int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo);
 /* The same through memo (not NULL), without a copy: *pcs points at the
@@ -251,8 +252,12 @@ int hci_unwind_fp_sizes(uintptr_t *pcs, size_t *sizes, int max, int skip, uintpt
  * caller's frame or does not hold ra (then walk with hci_backtrace). */
 int hci_unwind_fp_from(uintptr_t *pcs, int max, uintptr_t rec, uintptr_t ra);
 /* Address of the frame record {saved fp, return address} whose return
- * address is ra, within `max` frames of the chain from fp; 0 if none. */
-uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp);
+ * address is ra, within `max` frames of the chain from fp; 0 if none.
+ * last (may be NULL): when the chain ends before (a saved fp that leads
+ * nowhere: its function keeps no frame pointer), the record it ended at
+ * (its return address and the stack above it are that function's: a DWARF
+ * step goes on from there), else 0. */
+uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp, uintptr_t *last);
 /* End (exclusive) of the stack region that contains sp (the current thread's):
  * every byte of [sp, end) is readable.  0 when unknown.  Cached per thread; the
  * slow path probes pages with a syscall (no malloc, no lock, no /proc). */

@@ -176,13 +176,17 @@ int hci_unwind_fp_sizes(uintptr_t *pcs, size_t *sizes, int max, int skip, uintpt
   return fp_walk(pcs, sizes, max, skip, fp, sp);
 }
 
-uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp) {
+uintptr_t hci_unwind_fp_find(uintptr_t ra, int max, uintptr_t fp, uintptr_t sp, uintptr_t *last) {
   uintptr_t hi = hci_unwind_stack_hi(sp);
+  if (last) *last = 0;
   if (hi < 2 * sizeof(uintptr_t)) return 0;
   for (int k = 0; k < max && frame_ok(fp, sp, hi); k++) {
     const uintptr_t *frame = (const uintptr_t *)fp;
     if (strip_pc(frame[1]) == ra) return fp;
-    if (!next_ok(frame[0], fp)) return 0;
+    if (!next_ok(frame[0], fp)) {
+      if (last) *last = fp;
+      return 0;
+    }
     fp = frame[0];
   }
   return 0;

@@ -573,14 +573,14 @@ static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp, uintptr_
 }
 
 /* malloc's caller's registers in *out when no frame record holds ra: CFI
- * steps from r (the caller's own registers) through the allocator's frames
- * up to the first that returns to ra (they all return into the allocator).
- * The C++ operators, calloc and realloc are frameless (runtime/override.c)
- * and call the slow path with ra instead of tail-calling it, and the
- * program's rbp (data, without frame pointers) or ra itself is what they
- * leave in rbp: the record chain breaks there.  Without this, every such
- * capture walked the whole stack afresh, memo unused (fish, yosys: 70 % of
- * their checked runs).  The steps' rules are cached: 3-5 lookups. */
+ * steps from r (exact registers of an allocator frame) up to the first
+ * frame that returns to ra (the allocator's frames all return into the
+ * allocator).  The C++ operators, calloc and realloc are frameless
+ * (runtime/override.c) and call the slow path with ra instead of
+ * tail-calling it, and the program's rbp (data, without frame pointers) or
+ * ra itself is what they leave in rbp: the record chain breaks there.
+ * Without this, every such capture walked the whole stack afresh, memo
+ * unused (fish, yosys: 70 % of their checked runs).  Rules are cached. */
 static inline __attribute__((always_inline)) bool entry_by_cfi(regs_t r, uintptr_t hi, uintptr_t ra, regs_t *out) {
   uintptr_t lo = r.rsp, lo0 = lo;
   if (hi < lo + sizeof(uintptr_t)) return false;
@@ -595,8 +595,30 @@ static inline __attribute__((always_inline)) bool entry_by_cfi(regs_t r, uintptr
   return false;
 }
 
-/* The start of a memo walk: malloc's caller's registers in *r (from the
- * frame record holding ra, else by entry_by_cfi), the end of the stack region holding our frame
+/* malloc's caller's registers in *r, from our frame fp ([fp, hi): the
+ * stack): the frame record holding ra (rec when the caller knows it and it
+ * holds, else one of the allocator's records), or CFI steps from the record
+ * where that chain ends (the frameless entry point's callee: one step), or
+ * from our own registers.  False when none reaches ra. */
+static inline __attribute__((always_inline)) bool caller_regs(uintptr_t ra, uintptr_t rec, uintptr_t fp,
+                                                               uintptr_t hi, regs_t *r) {
+  uintptr_t last = 0;
+  if (rec == 0 || !rec_holds(rec, ra, fp, hi)) rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp, &last);
+  if (rec != 0) {
+    *r = (regs_t){.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
+    return true;
+  }
+  if (last != 0) {
+    const uintptr_t *f = (const uintptr_t *)last;
+    regs_t e = {.rip = f[1], .rsp = last + 2 * sizeof(uintptr_t), .rbp = f[0], .exact = false};
+    if (entry_by_cfi(e, hi, ra, r)) return true;
+  }
+  regs_t own;
+  OWN_REGS(own);
+  return entry_by_cfi(own, hi, ra, r);
+}
+
+/* The start of a memo walk: malloc's caller's registers in *r (caller_regs), the end of the stack region holding our frame
  * in *hi, and the way of ra's group; NULL when the memo cannot be used.
  * [fp, *hi) is readable, so are the words way_answers and sites_early
  * compare: they lie in [r->rsp, amax] with fp < r->rsp and amax checked
@@ -608,14 +630,7 @@ static inline __attribute__((always_inline)) hc_unwind_memo_way_t *memo_start(hc
   if (*max > HC_MAX_STACK_DEPTH) *max = HC_MAX_STACK_DEPTH;
   if (*max <= 0 || !eh_ok()) return NULL;
   *hi = hci_unwind_stack_hi(fp);
-  if (rec == 0 || !rec_holds(rec, ra, fp, *hi)) rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
-  if (rec != 0) {
-    *r = (regs_t){.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
-  } else {
-    regs_t own;
-    OWN_REGS(own);
-    if (!entry_by_cfi(own, *hi, ra, r)) return NULL;
-  }
+  if (!caller_regs(ra, rec, fp, *hi, r)) return NULL;
   /* The way of ra's group: the top bits of a multiplicative hash. */
   mm->cur = (int)((ra * 0x9e3779b97f4a7c15ull) >> 62) % HC_UNWIND_MEMO_WAYS;
   return &mm->way[mm->cur];
@@ -752,17 +767,8 @@ hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_un
     if (n >= 0) memcpy(pcs, mp, (size_t)n * sizeof *pcs);
   } else if (hci_eh_available()) {
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-    uintptr_t rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp);
     regs_t r;
-    bool found = rec != 0;
-    if (found) {
-      r = (regs_t){.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
-    } else {
-      regs_t own;
-      OWN_REGS(own);
-      found = entry_by_cfi(own, hci_unwind_stack_hi(fp), ra, &r);
-    }
-    if (found) {
+    if (caller_regs(ra, 0, fp, hci_unwind_stack_hi(fp), &r)) {
       int end;
       pcs[0] = ra;
       n = 1 + dwarf_walk(pcs + 1, max - 1, 0, r, NULL, 1, &end);
