@@ -575,10 +575,10 @@ static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp, uintptr_
 /* malloc's caller's registers in *out when no frame record holds ra: CFI
  * steps from r (exact registers of an allocator frame) up to the first
  * frame that returns to ra (the allocator's frames all return into the
- * allocator).  The C++ operators, calloc and realloc are frameless
- * (runtime/override.c) and call the slow path with ra instead of
- * tail-calling it, and the program's rbp (data, without frame pointers) or
- * ra itself is what they leave in rbp: the record chain breaks there.
+ * allocator).  operator new and new[] are frameless (runtime/override.c)
+ * and call the slow path with ra instead of tail-calling it (they call
+ * new_slow when it fails), with ra itself in rbp (gcc keeps it there): the
+ * record chain breaks at them.
  * Without this, every such capture walked the whole stack afresh, memo
  * unused (fish, yosys: 70 % of their checked runs).  Rules are cached. */
 static inline __attribute__((always_inline)) bool entry_by_cfi(regs_t r, uintptr_t hi, uintptr_t ra, regs_t *out) {
