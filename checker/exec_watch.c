@@ -78,29 +78,38 @@ static void nap_on(_Atomic int *w, int val) {
 
 void hci_exec_watch_init(void) { atomic_store(&gate.pid, (int)RAW(SYS_getpid, 0, 0, 0, 0)); }
 
-void hci_exec_watch_fork_child(void) {
-  if (!atomic_load(&gate.pid)) return;
+/* The counts start again at 0 in process pid (a child's copies are its
+ * parent's). */
+static void reset_for(int pid) {
   atomic_store(&gate.holds, 0);
   atomic_store(&gate.execs, 0);
-  atomic_store(&gate.pid, (int)RAW(SYS_getpid, 0, 0, 0, 0));
+  atomic_store(&gate.pid, pid);
+}
+
+/* Waits until *w is 0, at most WAIT_NS from the first look (*end, 0 until
+ * then, kept across calls by a caller that waits more than once); returns
+ * *w's last value. */
+static int wait_zero(_Atomic int *w, long long *end) {
+  int n;
+  while ((n = atomic_load(w)) != 0) {
+    long long t = now_ns();
+    if (!*end) *end = t + WAIT_NS;
+    else if (t >= *end) break; /* counted only while this thread runs (a stopped thread's clock jumps: see above) */
+    nap_on(w, n);
+  }
+  return n;
+}
+
+void hci_exec_watch_fork_child(void) {
+  if (atomic_load(&gate.pid)) reset_for((int)RAW(SYS_getpid, 0, 0, 0, 0));
 }
 
 void hci_exec_hold(void) {
   int pid = (int)RAW(SYS_getpid, 0, 0, 0, 0);
-  if (atomic_load(&gate.pid) != pid) { /* a child made without fork's handlers: counts of its parent */
-    atomic_store(&gate.holds, 0);
-    atomic_store(&gate.execs, 0);
-    atomic_store(&gate.pid, pid);
-  }
+  if (atomic_load(&gate.pid) != pid) reset_for(pid); /* a child made without fork's handlers: counts of its parent */
   atomic_fetch_add(&gate.holds, 1);
   long long end = 0;
-  int n;
-  while ((n = atomic_load(&gate.execs)) != 0) {
-    long long t = now_ns();
-    if (!end) end = t + WAIT_NS;
-    else if (t >= end) break;
-    nap_on(&gate.execs, n);
-  }
+  wait_zero(&gate.execs, &end);
 }
 
 void hci_exec_release(void) {
@@ -116,13 +125,7 @@ static bool exec_enter(void) {
     int h = atomic_load(&gate.holds);
     if (!h || hci_locks_held_here > 0) return true;
     if (atomic_fetch_sub(&gate.execs, 1) == 1) RAW(SYS_futex, &gate.execs, FUTEX_WAKE_PRIVATE, 1, 0);
-    while ((h = atomic_load(&gate.holds)) != 0) {
-      long long t = now_ns();
-      if (!end) end = t + WAIT_NS;
-      else if (t >= end) break; /* counted only while this thread runs (a stopped thread's clock jumps: see above) */
-      nap_on(&gate.holds, h);
-    }
-    if (h) { /* waited its time: go on as before the gate */
+    if (wait_zero(&gate.holds, &end)) { /* waited its time: go on as before the gate */
       atomic_fetch_add(&gate.execs, 1);
       return true;
     }
