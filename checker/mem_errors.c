@@ -127,13 +127,13 @@ static int on_error(const hci_memerr_t *e) {
   if (hci_locks_held_here > 0) hci_fatal("%s", e->line);
   /* Both before anything allocates or switches stacks (first_free_t). */
   struct report r = {.e = e, .fd = fd, .f = {.found = false}};
-  if (dbl) r.f.found = hci_free_history_find(e->p, &r.f.alloc_id, &r.f.free_id, &r.f.free_ra);
   /* Freed by another thread this moment: its entry is written right after
-   * its exchange (alloc.c's free_small), which it may not have reached. */
-  for (int k = 0; dbl && hci_chk.free_history > 0 && !r.f.found && k < 64; k++) {
+   * its exchange (alloc.c's free_small), which it may not have reached:
+   * asked again after each of up to 64 yields. */
+  for (int k = 0; dbl && !(r.f.found = hci_free_history_find(e->p, &r.f.alloc_id, &r.f.free_id, &r.f.free_ra)) &&
+                  hci_chk.free_history > 0 && k < 64;
+       k++)
     sched_yield();
-    r.f.found = hci_free_history_find(e->p, &r.f.alloc_id, &r.f.free_id, &r.f.free_ra);
-  }
   r.now = hci_capture_stack_from(e->ra);
   hci_own_stack_call(write_report, &r);
   /* LSan mode: LeakSanitizer's Die() (its exit status, no signal). */
