@@ -658,13 +658,18 @@ void hci_alloc_quarantine_flush(hc_tcache_t *tc, bool all) {
  * verdicts are functions of the frames (ra, the first two, how many), and
  * walk_gen says the hints and the depth they came from still hold. */
 int hci_free_stacks;
+/* In HC_UNWIND_FP mode: the free's caller has no frame pointer, so its
+ * stack would be a DWARF walk (caller_needs_dwarf's hint, cached by ra). */
+static inline bool free_needs_dwarf(uintptr_t ra) {
+  return hci_unwind_fallback && hci_unwind_dwarf_available() && caller_needs_dwarf(ra);
+}
 /* A stack the memo does not hold, or none that it can: inside the
  * recursion guard.  asked: the memo was asked for (ra, rec) already. */
 static hc_noinline uint32_t free_stack_walk(hc_tc_memo_t *mt, uintptr_t ra, uintptr_t rec, bool asked) {
   /* Code without frame pointers (caller_needs_dwarf's hint, cached): the
    * DWARF walk at once, as capture_with takes it (not asking the hint
    * twice); by default none (HC_FREE_STACKS_FP): the caller alone. */
-  if (hci_unwinder == HC_UNWIND_FP && hci_unwind_fallback && hci_unwind_dwarf_available() && caller_needs_dwarf(ra)) {
+  if (hci_unwinder == HC_UNWIND_FP && free_needs_dwarf(ra)) {
     if (hci_free_stacks != HC_FREE_STACKS_ALL) return HC_STACK_NONE;
     uint32_t id = hci_unwind_memo_stack_id(&mt->memo, stack_depth_max, ra, rec);
     return id ? id : capture_walk(ra, rec, &mt->memo);
@@ -712,8 +717,7 @@ static inline uint32_t free_stack(hc_tcache_t *tc, uintptr_t ra, uintptr_t rec) 
     /* By default a caller without frame pointers keeps its caller alone
      * (free_stack_walk's test, asked first: caller_needs_dwarf's cache by
      * ra, before the memo, which never holds such a stack). */
-    if (hci_free_stacks == HC_FREE_STACKS_FP && hci_unwind_fallback && hci_unwind_dwarf_available() &&
-        caller_needs_dwarf(ra)) {
+    if (hci_free_stacks == HC_FREE_STACKS_FP && free_needs_dwarf(ra)) {
       mt->in_alloc = 0;
       return HC_STACK_NONE;
     }
