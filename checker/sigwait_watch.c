@@ -45,24 +45,18 @@ static int timedwait(const sigset_t *set, siginfo_t *info, const struct timespec
   return (int)hci_raw_libc_result(hci_raw6(SYS_rt_sigtimedwait, (long)set, (long)info, (long)ts, 8, 0, 0));
 }
 
-static long long mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000000000ll + t.tv_nsec;
-}
-
 /* sigtimedwait without our stop signals; ts NULL: no time limit. */
 static int wait_theirs(const sigset_t *set, siginfo_t *info, const struct timespec *ts) {
   siginfo_t own;
   if (!info) info = &own;
-  long long end = ts ? mono_ns() + (long long)ts->tv_sec * 1000000000ll + ts->tv_nsec : 0;
+  long long end = ts ? (long long)hci_os_now_ns() + (long long)ts->tv_sec * 1000000000ll + ts->tv_nsec : 0;
   struct timespec left;
   const struct timespec *t = ts;
   for (;;) {
     int sig = timedwait(set, info, t);
     if (sig <= 0 || !hci_stop_signal_ours(sig, info)) return sig;
     if (ts) {
-      long long rest = end - mono_ns();
+      long long rest = end - (long long)hci_os_now_ns();
       if (rest < 0) rest = 0;
       left.tv_sec = (time_t)(rest / 1000000000ll);
       left.tv_nsec = (long)(rest % 1000000000ll);
