@@ -209,10 +209,12 @@ static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintpt
      * the empty cache and switched-off caches here, before anything is
      * written), no free mark (a marked one is a double free, reported by
      * the slow path), a span with no owner or us as its owner (remote.c;
-     * by tag: hci_free_miss reads the owner word when the tags differ),
-     * and room in the list: one subtraction, undone when there was none. */
+     * by tag, one AND: a tag with no bit outside ours is 0 or ours,
+     * hci_owner_tag; hci_free_miss reads the owner word when the tags
+     * differ), and room in the list: one subtraction, undone when there
+     * was none. */
     if (hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) && hc_likely(!hc_fl_is_free_k(ptr, k)) &&
-        hc_likely(otag == 0 || (uint16_t)otag == hci_tc_free(tc)->otag)) {
+        hc_likely((otag & hci_tc_free(tc)->notag) == 0)) {
       if (hc_likely(hc_room_take(&l->room))) {
         hc_fl_link_head_k(ptr, l->head, k);
         l->head = ptr;

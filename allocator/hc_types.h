@@ -171,9 +171,13 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
   uint32_t over_kib[(HC_NUM_CLASSES + 3) & ~3] __attribute__((aligned(16)));
   size_t cap_bytes;         /* sum of capacity * class size: what the lists may hold; <= budget */
   size_t budget;            /* bound on cap_bytes */
+  uint64_t notag;           /* ~otag in the low 16 bits: the free fast path pushes when the
+                               page's tag has no bit here (0 or otag: hci_owner_tag); a word,
+                               so that the test takes it from memory; 0 in the empty cache */
   uint32_t refills;         /* slow-path refills, to tick the page heap every 256 (hci_ph_tick) */
-  uint16_t otag;            /* hci_owner_tag(this cache), set at adoption: the free fast path
-                               compares it with the tag of the object's page (hc_pm_fast_t) */
+  uint16_t otag;            /* hci_owner_tag(this cache), set at adoption: the tag of the
+                               pages of the spans it owns (hc_pm_fast_t) */
+
   /* Overflows the class may still take as a class the thread allocates
    * too: 1 or HC_TC_ONEWAY_RUNS at each refill, one less at each
    * overflow; at 0 the class is one-way (thread_cache.c, hci_tc_push) */

@@ -144,6 +144,7 @@ hc_tcache_t *hci_tc_adopt(void) {
   if (!tc) return NULL;
   tc->is_real = true;
   tc->fl.otag = hci_owner_tag(tc); /* the pagemap's tag of the spans it owns (remote.c) */
+  tc->fl.notag = (uint16_t)~tc->fl.otag;
   /* Capacities start at 0: a class gets capacity when the thread uses it.
    * Empty lists end at HC_FL_END (free_list.h), not NULL. */
   for (unsigned c = 0; c < HC_NUM_CLASSES; c++) hc_tc_set_first(&tc->fl.lists[c], NULL);

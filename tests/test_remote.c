@@ -125,6 +125,30 @@ static void test_owner(void) {
   printf("owner: %d objects freed by another thread came back to main in %d mallocs\n", back, n);
 }
 
+// ---- tags ----
+
+/* The free fast path's owner test is one AND of the page's tag with ~ours
+ * (alloc_inline.h): right only if no tag has its bits inside another's,
+ * which words of exactly 8 bits set of 16 give (hci_owner_tag). */
+static void test_tags(void) {
+  CHECK(hci_owner_tag(NULL) == 0, "the tag of no owner is %#x, want 0", hci_owner_tag(NULL));
+  static uint16_t seen[1u << 16];
+  int distinct = 0;
+  for (uintptr_t i = 1; i <= 40000; i++) {
+    uint16_t t = hci_owner_tag((void *)(i * 4096 + 0x7f0000000000u));
+    if (__builtin_popcount(t) != 8) {
+      CHECK(0, "owner %#lx: tag %#x has %d bits set, want 8", (unsigned long)i, t, __builtin_popcount(t));
+      return;
+    }
+    distinct += seen[t]++ == 0;
+  }
+  /* 40000 owners over 12870 words: nearly every word is used */
+  CHECK(distinct > 12000, "40000 owners got %d distinct tags of 12870", distinct);
+  CHECK(hci_tc_free(main_tc)->otag == hci_owner_tag(main_tc) && hci_tc_free(main_tc)->notag == (uint16_t)~hci_owner_tag(main_tc),
+        "main's cache: otag %#x notag %#lx", hci_tc_free(main_tc)->otag, (unsigned long)hci_tc_free(main_tc)->notag);
+  printf("tags: 40000 owners, %d distinct tags, each of 8 bits\n", distinct);
+}
+
 // ---- stress ----
 
 #define SLOTS 2048
@@ -301,6 +325,7 @@ int main(void) {
   checker = hci_alloc_recording();
   printf("mode: %s\n", checker ? "checker (every free slow, no remote frees)" : "plain");
   test_owner();
+  test_tags();
   test_stress();
   test_exit();
   test_fork();
