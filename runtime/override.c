@@ -359,14 +359,15 @@ hc_public void *tc_malloc_skip_new_handler(size_t size) {
   return p;
 }
 
-static inline __attribute__((always_inline)) void *cxx_new(size_t size, uintptr_t ra) {
-  void *p = hc_malloc_fast(size, ra); /* not a tail call: pass the real return address */
-  return hc_likely(p != NULL) ? p : new_slow(size, 0, 0, ra);
-}
+/* What operator new does when the slow path fails (hci_alloc_slow_or). */
+static void *new_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 0, ra); }
 
-/* operator new(size_t), new[](size_t) */
-hc_public void *_Znwm(size_t size) { return cxx_new(size, HC_RA()); }
-hc_public void *_Znam(size_t size) { return cxx_new(size, HC_RA()); }
+/* operator new(size_t), new[](size_t): malloc's fast path, and its slow
+ * path reached by a tail call as malloc's is, new_fail called from there:
+ * in checker mode the stack capture finds the program's return address in
+ * the slow path's frame record (alloc_inline.h, hci_alloc_slow_or). */
+hc_public void *_Znwm(size_t size) { return hc_malloc_fast_or(size, 0, new_fail); }
+hc_public void *_Znam(size_t size) { return hc_malloc_fast_or(size, 0, new_fail); }
 /* nothrow variants */
 hc_public void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) {
   (void)nt;
