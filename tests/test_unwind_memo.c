@@ -286,9 +286,10 @@ static void test_memo(void) {
   CHECK(hci_unwind_memo_cur(&memo_t)->gen != 0 && hci_unwind_memo_cur(&memo_t)->n > 0, "the memo holds a walk");
 }
 
-/* ---- a frameless entry point (runtime/override.c's operator new: gcc
- * keeps the return address in rbp, pushed as a callee-saved register, and
- * calls the slow path with it): no frame record holds ra, so
+/* ---- a frameless entry point (runtime/override.c's operator new until
+ * session 19, its aligned forms still: gcc keeps the return address in rbp,
+ * pushed as a callee-saved register, and calls the slow path with it): no
+ * frame record holds ra, so
  * the capture finds malloc's caller's frame by CFI steps (unwind_dwarf.c's
  * entry_by_cfi).  Before, the memo refused such captures (id 0) and
  * hci_unwind_dwarf_at walked from its own frame. ---- */
