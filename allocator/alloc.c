@@ -545,6 +545,15 @@ static inline __attribute__((always_inline)) void *alloc_checked_small(size_t si
   return p;
 }
 
+/* The slow path's allocation, for a caller whose frame record rec holds ra (0: not known). */
+static inline __attribute__((always_inline)) void *alloc_slow_at(size_t size, uintptr_t ra, uintptr_t rec,
+                                                                 int flags) {
+  void *p = NULL; /* hci_record_all: the allocator is initialised (alloc_ctl.c) */
+  if (hci_record_all && size <= HC_MAX_SMALL && !hci_hooks_on) p = alloc_checked_small(size, ra, rec);
+  if (!p) p = alloc_generic(size, 0, ra, rec, flags, false);
+  return p;
+}
+
 void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
   /* Reached by a tail call from malloc(): our return address is ra and our
    * frame record holds it, which the stack capture then need not search for. */
@@ -553,9 +562,16 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) {
     ra = (uintptr_t)__builtin_return_address(0);
     rec = (uintptr_t)__builtin_frame_address(0);
   }
-  void *p = NULL; /* hci_record_all: the allocator is initialised (alloc_ctl.c) */
-  if (hci_record_all && size <= HC_MAX_SMALL && !hci_hooks_on) p = alloc_checked_small(size, ra, rec);
-  if (!p) p = alloc_generic(size, 0, ra, rec, flags, false);
+  void *p = alloc_slow_at(size, ra, rec, flags);
+  __asm__ volatile("" ::: "memory"); /* not a tail call: our frame holds ra while the stack is taken */
+  return p;
+}
+
+void *hci_alloc_slow_or(size_t size, int flags, hc_alloc_fail_fn fail) {
+  /* Reached by a tail call from operator new: as hci_alloc_slow from malloc. */
+  uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+  void *p = alloc_slow_at(size, ra, (uintptr_t)__builtin_frame_address(0), flags);
+  if (hc_unlikely(!p)) p = fail(size, ra); /* may throw: through our frame (CFI) to operator new's caller */
   __asm__ volatile("" ::: "memory"); /* not a tail call: our frame holds ra while the stack is taken */
   return p;
 }

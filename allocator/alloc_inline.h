@@ -21,6 +21,15 @@
 #define HC_SLOW_SAMPLE_CHARGED 1 /* the fast path already subtracted the size from sample_left */
 
 void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) hc_noinline;
+/* operator new's slow path (runtime/override.c): hci_alloc_slow reached by
+ * a tail call as malloc's is, so that its frame record holds the program's
+ * return address, and fail(size, ra) called when it gives NULL (the
+ * new-handler loop, std::bad_alloc).  operator new used to call
+ * hci_alloc_slow and then fail itself: a frameless caller with ra in rbp,
+ * whose checked captures had to find malloc's caller by a frame-record
+ * search and a CFI step (stacks/unwind_dwarf.c's caller_regs_cfi). */
+typedef void *(*hc_alloc_fail_fn)(size_t size, uintptr_t ra);
+void *hci_alloc_slow_or(size_t size, int flags, hc_alloc_fail_fn fail) hc_noinline;
 void hci_free_slow(void *p, uintptr_t ra) hc_noinline;
 void hci_free_miss(void *p, uintptr_t ra) hc_noinline;
 
@@ -53,14 +62,19 @@ static inline bool hc_sample_due(int64_t *left, size_t size) {
 #endif
 }
 
-static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, uintptr_t ra) {
+/* The slow path of hc_malloc_fast_or: fail is a constant where it is inlined. */
+#define HC_ALLOC_SLOW(size, ra, flags, fail) ((fail) ? hci_alloc_slow_or(size, flags, fail) : hci_alloc_slow(size, ra, flags))
+
+/* fail: NULL (malloc: NULL on failure), or what operator new does when
+ * the slow path fails (hci_alloc_slow_or; ra is then 0). */
+static inline __attribute__((always_inline)) void *hc_malloc_fast_or(size_t size, uintptr_t ra, hc_alloc_fail_fn fail) {
   hc_tcache_t *tc = hci_tc;
   hc_tc_list_t *l;
   /* Up to 1 KiB one load (direct[size]); larger small sizes by the class
    * table, a branch the compiler puts out of the way. */
   if (hc_likely(size <= HC_TC_DIRECT_MAX)) l = (hc_tc_list_t *)((char *)tc + hci_tc_free(tc)->direct[size]);
   else if (size <= HC_MAX_SMALL) l = &hci_tc_free(tc)->lists[hci_size_class(size)];
-  else return hci_alloc_slow(size, ra, 0);
+  else return HC_ALLOC_SLOW(size, ra, 0, fail);
   /* One test of the head against the bad bits stops at the end of the
    * list (HC_FL_END) and at a link the pop before this one decoded from an
    * object overwritten after its free: the head is checked here, before it
@@ -73,7 +87,7 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, u
   void *p = hc_in_ret_reg(l->head);
   if (hc_likely(!hc_fl_bad((uintptr_t)p))) {
     if (hc_unlikely(hc_sample_due(&hci_tc_sampler(tc)->left, size)))
-      return hci_alloc_slow(size, ra, HC_SLOW_SAMPLE_CHARGED);
+      return HC_ALLOC_SLOW(size, ra, HC_SLOW_SAMPLE_CHARGED, fail);
     /* The link decoded (checked at the next pop), the free mark cleared
      * after the head has moved on: a signal handler that interrupts this pop
      * and takes and frees the same object (malloc in a handler: not
@@ -86,7 +100,11 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, u
     hc_fl_take(p);
     return p;
   }
-  return hci_alloc_slow(size, ra, 0);
+  return HC_ALLOC_SLOW(size, ra, 0, fail);
+}
+
+static inline __attribute__((always_inline)) void *hc_malloc_fast(size_t size, uintptr_t ra) {
+  return hc_malloc_fast_or(size, ra, NULL);
 }
 
 /* The first object of thread-cache list l, checked: NULL when the list is

@@ -359,22 +359,25 @@ hc_public void *tc_malloc_skip_new_handler(size_t size) {
   return p;
 }
 
-static inline __attribute__((always_inline)) void *cxx_new(size_t size, uintptr_t ra) {
-  void *p = hc_malloc_fast(size, ra); /* not a tail call: pass the real return address */
-  return hc_likely(p != NULL) ? p : new_slow(size, 0, 0, ra);
-}
+/* What operator new does when the slow path fails (hci_alloc_slow_or). */
+static void *new_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 0, ra); }
 
-/* operator new(size_t), new[](size_t) */
-hc_public void *_Znwm(size_t size) { return cxx_new(size, HC_RA()); }
-hc_public void *_Znam(size_t size) { return cxx_new(size, HC_RA()); }
-/* nothrow variants */
+/* operator new(size_t), new[](size_t): malloc's fast path, and its slow
+ * path reached by a tail call as malloc's is, new_fail called from there:
+ * in checker mode the stack capture finds the program's return address in
+ * the slow path's frame record (alloc_inline.h, hci_alloc_slow_or). */
+hc_public void *_Znwm(size_t size) { return hc_malloc_fast_or(size, 0, new_fail); }
+hc_public void *_Znam(size_t size) { return hc_malloc_fast_or(size, 0, new_fail); }
+/* nothrow variants: the same, new_slow's nothrow forms when the slow path fails */
+static void *new_nothrow_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 1, ra); }
+static void *new_arr_nothrow_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 2, ra); }
 hc_public void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) {
   (void)nt;
-  return new_slow(size, 0, 1, HC_RA());
+  return hc_malloc_fast_or(size, 0, new_nothrow_fail);
 }
 hc_public void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) {
   (void)nt;
-  return new_slow(size, 0, 2, HC_RA());
+  return hc_malloc_fast_or(size, 0, new_arr_nothrow_fail);
 }
 /* aligned (std::align_val_t is a size_t enum) */
 hc_public void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, 0, HC_RA()); }

@@ -136,7 +136,8 @@ int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip);
 /* The stack from the frame that returns to ra: pcs[0] = ra, then its
  * callers by DWARF.  The frame is found through the allocator's own frame
  * pointers (a few steps, no CFI lookups), and a CFI step from where their
- * chain ends (a frameless entry point: operator new); when it is not
+ * chain ends (a frameless entry point that calls the slow path: the aligned
+ * operator new forms through new_slow); when it is not
  * found, a whole DWARF walk from here, in which the caller looks for ra.  memo (may
  * be NULL): the calling thread's last walk, checked and replaced. */
 int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo);

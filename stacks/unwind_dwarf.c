@@ -575,12 +575,13 @@ static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp, uintptr_
 /* malloc's caller's registers in *out when no frame record holds ra: CFI
  * steps from r (exact registers of an allocator frame) up to the first
  * frame that returns to ra (the allocator's frames all return into the
- * allocator).  operator new and new[] are frameless (runtime/override.c)
- * and call the slow path with ra instead of tail-calling it (they call
- * new_slow when it fails), with ra itself in rbp (gcc keeps it there): the
- * record chain breaks at them.
- * Without this, every such capture walked the whole stack afresh, memo
- * unused (fish, yosys: 70 % of their checked runs).  Rules are cached. */
+ * allocator).  A frameless entry point that calls the slow path instead of
+ * tail-calling it, with ra itself in rbp (gcc keeps it there), breaks the
+ * record chain: operator new did until session 19 (now it tail-calls
+ * hci_alloc_slow_or, alloc_inline.h), the aligned forms still do (through
+ * new_slow).  Without this, every such capture walked the whole stack
+ * afresh, memo unused (fish, yosys: 70 % of their checked runs in session
+ * 18).  Rules are cached. */
 static inline __attribute__((always_inline)) bool entry_by_cfi(regs_t r, uintptr_t hi, uintptr_t ra, regs_t *out) {
   uintptr_t lo = r.rsp, lo0 = lo;
   if (hi < lo + sizeof(uintptr_t)) return false;
