@@ -64,12 +64,6 @@ static struct {
 } gate;
 HC_PRIVATE_STATE(gate);
 
-static long long now_ns(void) {
-  struct timespec ts;
-  RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &ts, 0, 0);
-  return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 /* A timed private futex wait of at most 20 ms. */
 static void nap_on(_Atomic int *w, int val) {
   struct timespec ts = {0, 20000000};
@@ -92,7 +86,7 @@ static void reset_for(int pid) {
 static int wait_zero(_Atomic int *w, long long *end) {
   int n;
   while ((n = atomic_load(w)) != 0) {
-    long long t = now_ns();
+    long long t = hci_raw_now_ns();
     if (!*end) *end = t + WAIT_NS;
     else if (t >= *end) break; /* counted only while this thread runs (a stopped thread's clock jumps: see above) */
     nap_on(w, n);

@@ -230,6 +230,9 @@ long hci_raw6(long n, long a, long b, long c, long d, long e, long f);
 /* A raw call's result as libc returns it (the libc interposers: -1 and
  * errno on failure). */
 long hci_raw_libc_result(long r);
+/* CLOCK_MONOTONIC in ns by the raw system call (no vDSO, no libc): the
+ * helper task's and the exec gate's deadlines. */
+long long hci_raw_now_ns(void);
 /* File `file` of task `task` (a name in the task list fd: "123", or ".."
  * for the process's own directory) read into buf, NUL-terminated, with raw
  * calls (usable from the helper task): its length (0: opened, nothing

@@ -175,7 +175,7 @@ long hci_raw_libc_result(long r) {
 
 #define RAW(n, a, b, c, d) hci_raw6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 
-static long long now_ns(void) {
+long long hci_raw_now_ns(void) {
   struct timespec ts;
   RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &ts, 0, 0);
   return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
@@ -449,7 +449,7 @@ static void collect_stops(int from, long long deadline) {
       poll = POLL_MIN_NS;
       continue;
     }
-    long long now = now_ns();
+    long long now = hci_raw_now_ns();
     if (now >= deadline) break;
     nap(poll < deadline - now ? poll : deadline - now);
     if (poll < POLL_MAX_NS) poll *= 2;
@@ -514,7 +514,7 @@ static int helper_main(void *arg) {
   if (RAW(SYS_getppid, 0, 0, 0, 0) != (job.orphan ? par.pid : job.pid)) return 0; /* its parent is gone already */
   if (!helper_wait(PH_WAIT)) return 0;
   if (atomic_load(&job.phase) == PH_GO) {
-    long long deadline = now_ns() + job.timeout_ns;
+    long long deadline = hci_raw_now_ns() + job.timeout_ns;
     for (int pass = 0; pass < MAX_PASSES && !job.list_failed; pass++) {
       int fresh = 0, from = job.w->nthreads;
       if (hci_tasks_read(job.taskfd, seize_fn, &fresh) < 0) {
