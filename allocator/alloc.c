@@ -235,6 +235,19 @@ static inline __attribute__((always_inline)) uint32_t record_stack(hc_tcache_t *
   return id;
 }
 
+/* Checker mode: the bytes a block of `size` takes, one more than asked, so
+ * that the address just past its end is inside it (in its slack, which the
+ * flood ignores), never the start of the next block.  A program keeps such
+ * end pointers (glibc's FILE its buffer's end, a vector its end of storage);
+ * where a block filled its class or its pages exactly, that word kept alive
+ * whatever the allocator put next, and everything only that reached
+ * (xmlstarlet: libxslt's 4096-byte dictionary table, next to stdout's
+ * buffer, and 5 KB behind it; scenario interior_end_is_next).  valgrind and
+ * ASan never meet this: their redzones and chunk headers lie between
+ * blocks.  The requested size stays the object's size (reports,
+ * malloc_usable_size, the flood). */
+static inline size_t room_for(size_t size) { return size + (hci_record_all != 0); }
+
 static uint16_t new_flags(hc_tcache_t *tc, size_t slack) {
   uint16_t f = (uint16_t)(slack & HC_OBJ_SLACK_MASK);
   if (tc && hci_tc_chk(tc)->disable_depth > 0) f |= HC_OBJ_IGNORED;
@@ -416,7 +429,7 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
                                uint64_t weight, bool zero) {
   /* A sampled small object spans its class size: its usable size is the
    * class's, as unsampled (hci_usable_size). */
-  size_t span_bytes = weight && size <= HC_MAX_SMALL && align <= HC_PAGE_SIZE ? hci_alloc_size_for(size, align) : size;
+  size_t span_bytes = room_for(weight && size <= HC_MAX_SMALL && align <= HC_PAGE_SIZE ? hci_alloc_size_for(size, align) : size);
   size_t npages = (span_bytes + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
   if (npages == 0) npages = 1;
   hc_span_t *s = weight && npages == 1 && align <= HC_PAGE_SIZE ? stash_pop() : NULL;
@@ -500,8 +513,9 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, uintptr_t rec
     sample = weight != 0 && !hci_tc_memo(tc)->in_alloc;
     if (weight) hci_tc_scavenge_tick(tc, weight); /* weight: the bytes allocated since the last sample */
   }
-  unsigned cls = align <= 16 ? (size <= HC_MAX_SMALL ? hci_size_class(size) : 0)
-                 : align <= HC_PAGE_SIZE ? aligned_class(size, align) : 0;
+  size_t room = room_for(size);
+  unsigned cls = align <= 16 ? (room <= HC_MAX_SMALL ? hci_size_class(room) : 0)
+                 : align <= HC_PAGE_SIZE ? aligned_class(room, align) : 0;
   if (sample || cls == 0) {
     return alloc_span_object(tc, size, align, ra, rec, sample ? weight : 0, zero);
   }
@@ -536,7 +550,7 @@ static inline __attribute__((always_inline)) void *alloc_checked_small(size_t si
   if (hc_unlikely(!tc->is_real || size > atomic_load_explicit(&max_request, memory_order_relaxed))) return NULL;
   entry_ra = ra;
   hci_sampler_keep_slow(tc);
-  unsigned cls = hci_size_class(size);
+  unsigned cls = hci_size_class(room_for(size));
   void *p = pop_small(tc, cls, ra);
   if (hc_unlikely(!p)) return NULL;
   hc_fl_take(p);
@@ -549,7 +563,7 @@ static inline __attribute__((always_inline)) void *alloc_checked_small(size_t si
 static inline __attribute__((always_inline)) void *alloc_slow_at(size_t size, uintptr_t ra, uintptr_t rec,
                                                                  int flags) {
   void *p = NULL; /* hci_record_all: the allocator is initialised (alloc_ctl.c) */
-  if (hci_record_all && size <= HC_MAX_SMALL && !hci_hooks_on) p = alloc_checked_small(size, ra, rec);
+  if (hci_record_all && size < HC_MAX_SMALL && !hci_hooks_on) p = alloc_checked_small(size, ra, rec); /* room_for */
   if (!p) p = alloc_generic(size, 0, ra, rec, flags, false);
   return p;
 }
@@ -990,7 +1004,8 @@ void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra) {
  * object's page stands for its class (hci_usable_size). */
 static bool same_class(const hc_span_t *s, unsigned cls, bool sampled, size_t size) {
   unsigned now_cls = cls ? cls : sampled && s->req_size <= HC_MAX_SMALL ? hci_size_class(s->req_size) : 0;
-  return now_cls && size <= HC_MAX_SMALL && hci_size_class(size) == now_cls;
+  size_t room = room_for(size);
+  return now_cls && room <= HC_MAX_SMALL && hci_size_class(room) == now_cls;
 }
 
 void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
@@ -1039,7 +1054,7 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   /* In checker mode a small object's record keeps class size - requested
    * size in HC_OBJ_SLACK_MASK: a slack that does not fit moves the block. */
   bool slack_fits = !cls || !hci_record_all || usable - size <= HC_OBJ_SLACK_MASK;
-  if (size <= usable && slack_fits && (size >= usable / 2 || same_class(s, cls, sampled, size))) {
+  if (room_for(size) <= usable && slack_fits && (size >= usable / 2 || same_class(s, cls, sampled, size))) {
     /* A sampled block stays too (a program growing into its usable size
      * expects that), and the profile is told its new size as gperftools'
      * hooks are: the old sample freed, a sample of the new size taken. */
@@ -1066,9 +1081,9 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
    * glibc 38); the profile is told its new size as when it stays put.  A
    * sampled small object (a page of its own, its class's size) moves as
    * before: its usable size is its class's. */
-  if (!cls && (!sampled || s->req_size > HC_MAX_SMALL) && size > usable &&
+  if (!cls && (!sampled || s->req_size > HC_MAX_SMALL) && room_for(size) > usable &&
       size <= atomic_load_explicit(&max_request, memory_order_relaxed) &&
-      hci_ph_grow(s, (size + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT)) {
+      hci_ph_grow(s, (room_for(size) + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT)) {
     if (sampled) resample_in_place(s, size, false);
     else set_requested_size(p, size);
     return p;
