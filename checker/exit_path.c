@@ -356,6 +356,8 @@ hc_public __attribute__((weak, noreturn)) void exit(int status) {
  * not in LSan mode.  Every other _exit (a fork or vfork child, our own
  * after a report) goes straight to the kernel, as libc's does. */
 hc_public __attribute__((weak, noreturn)) void _exit(int status) {
+  /* Another thread's final check is running: not under it (leaks.c). */
+  if (hci_chk.active && hci_chk.check_at_exit) hci_chk_final_wait();
   if (hci_chk.active && hci_chk.check_at_exit && !atomic_load(&hci_leaks.main_done)) {
     /* Inside exit on this thread, or called directly in the process the
      * checker started in, outside any signal handler (direct_exit.c). */

@@ -10,6 +10,7 @@
 
 typedef struct hci_leaks {
   _Atomic int main_done;        /* the final whole-program check started */
+  _Atomic uint64_t final_owner; /* pid << 32 | tid of the thread running it, 0 once it is over */
   _Atomic int main_cancelled;   /* hc_cancel_global_check */
   int base_epoch;               /* minimal: first epoch reported; -1 = all */
   bool setup_done;              /* exclusions and suppressions (under hci_chk_lock) */
@@ -55,6 +56,10 @@ typedef enum {
 /* leaks.c: the final whole-program check, once (later calls return at
  * once); leaks end the process unless its status is kept. */
 void hci_chk_final(uintptr_t sp, hci_final_from_t from);
+/* leaks.c: while another thread of this process runs the final check, wait
+ * until it is over (an _exit or a second exit would end the process under
+ * it); returns at once otherwise. */
+void hci_chk_final_wait(void);
 
 /* exit_path.c: libc's exit found (the library constructor); the final
  * check's exit handlers registered (start of main, or the late constructor
