@@ -92,4 +92,31 @@ for f in "$fx" ${sfx:+"$sfx"}; do
   has 'SUMMARY: heapcheck: 77 bytes leaked in 1 allocations'
   has_re 'pivot .*fx_hostile\.c:[0-9]+'
 done
+# Waits that the kernel answers with EINTR after any stop, ptrace's
+# PTRACE_INTERRUPT included (signal(7)): without a timeout the stop's EINTR
+# is turned into a restart (stop_ptrace.c).  Before: 20 EINTR per check in
+# each of the six (main's library: 120 for 20 checks); a signal of the
+# program's must still interrupt them (else "never woke", status 3).
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run HEAPCHECK=normal timeout -s KILL 120 "$f" untimed-waits 20
+  expect_rc 0
+  has 'untimed-waits: 20 checks, 0 EINTR before the end'
+done
+# A thread blocked in fgets(stdin) holds stdin's lock; main returns.  The
+# exit check's fflush(NULL) waited for that lock for ever (137 here, with
+# and without a leak, dynamic and static, normal and strict; libc's own
+# flush at exit takes no stream lock).  main's buffered line must still be
+# written.
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run HEAPCHECK=normal timeout -s KILL 60 "$f" stdin-reader
+  expect_rc 0
+  has 'stdin-reader: main done'
+  run HEAPCHECK=normal timeout -s KILL 60 "$f" stdin-reader leak
+  expect_rc 1
+  has 'SUMMARY: heapcheck: 77 bytes leaked in 1 allocations'
+  has 'stdin-reader: main done'
+done
+run HEAPCHECK=strict timeout -s KILL 60 "$fx" stdin-reader leak
+expect_rc 1
+has 'stdin-reader: main done'
 finish test_hostile

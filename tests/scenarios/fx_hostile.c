@@ -38,6 +38,17 @@
  *              wrapper) and unmounts the old root (root only: exit 77 when
  *              refused); a scoped check, then a 77-byte leak, returns 0.
  *              The report must still name functions and lines.
+ *  untimed-waits N  six threads wait without a timeout in calls the kernel
+ *              answers with EINTR after any stop (epoll_wait, epoll_pwait,
+ *              semop, semtimedop, sigwaitinfo, io_getevents), a SIGUSR1
+ *              handler without SA_RESTART; main runs N scoped checks, then
+ *              wakes each thread with SIGUSR1 (its EINTR is the program's
+ *              own).  Prints the EINTRs seen before that (exit 2 if any, 3
+ *              if a thread never woke).
+ *  stdin-reader [leak]  a thread blocks in fgets(stdin) (a pipe nobody
+ *              writes: it holds stdin's lock); main prints a line into
+ *              fully buffered stdout and returns 0 (77 bytes leaked with
+ *              "leak").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,9 +64,13 @@
 #include <linux/filter.h>
 #include <linux/futex.h>
 #include <linux/seccomp.h>
+#include <linux/aio_abi.h>
 #include <stddef.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/epoll.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -302,9 +317,120 @@ static int pivot(const char *dir) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- waits that a stop answers with EINTR */
+enum { W_EPOLL, W_EPOLL_P, W_SEMOP, W_SEMTIMEDOP, W_SIGWAITINFO, W_IO_GETEVENTS, W_N };
+static const char *const wait_names[W_N] = {"epoll_wait", "epoll_pwait", "semop", "semtimedop", "sigwaitinfo",
+                                            "io_getevents"};
+static _Atomic int waits_done, waits_eintr[W_N];
+static int wait_epfd, wait_semid;
+static aio_context_t wait_aio;
+static void on_usr1(int sig) { (void)sig; }
+static long one_wait(int k) {
+  struct epoll_event ev;
+  struct sembuf op = {0, -1, 0};
+  switch (k) {
+  case W_EPOLL: return epoll_wait(wait_epfd, &ev, 1, -1);
+  case W_EPOLL_P: {
+    sigset_t none;
+    sigemptyset(&none);
+    return epoll_pwait(wait_epfd, &ev, 1, -1, &none);
+  }
+  case W_SEMOP: return semop(wait_semid, &op, 1);
+  case W_SEMTIMEDOP: return semtimedop(wait_semid, &op, 1, NULL);
+  case W_SIGWAITINFO: {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    return sigwaitinfo(&set, NULL);
+  }
+  default: {
+    struct io_event e;
+    return syscall(SYS_io_getevents, wait_aio, 1, 1, &e, NULL);
+  }
+  }
+}
+static void *waiter(void *arg) {
+  int k = (int)(long)arg;
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+  for (;;) {
+    long r = one_wait(k);
+    if (atomic_load(&waits_done)) return NULL;
+    if (r < 0 && errno == EINTR) atomic_fetch_add(&waits_eintr[k], 1);
+    else usleep(1000);
+  }
+}
+static int untimed_waits(int n) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr1; /* no SA_RESTART: a signal of the program's interrupts them */
+  sigaction(SIGUSR1, &sa, NULL);
+  int pfd[2];
+  if (pipe(pfd) || (wait_epfd = epoll_create1(0)) < 0 || (wait_semid = semget(IPC_PRIVATE, 1, 0600)) < 0 ||
+      syscall(SYS_io_setup, 4, &wait_aio)) {
+    perror("untimed-waits: set-up");
+    return 77;
+  }
+  struct epoll_event ev = {.events = EPOLLIN};
+  epoll_ctl(wait_epfd, EPOLL_CTL_ADD, pfd[0], &ev);
+  pthread_t t[W_N];
+  for (int k = 0; k < W_N; k++) pthread_create(&t[k], NULL, waiter, (void *)(long)k);
+  usleep(50000);
+  for (int i = 0; i < n; i++) {
+    hc_check_t *c = hc_check_begin("waits");
+    hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+    usleep(5000);
+  }
+  atomic_store(&waits_done, 1);
+  int rc = 0, eintr = 0;
+  for (int k = 0; k < W_N; k++) {
+    int i = 0;
+    for (; i < 2000 && pthread_tryjoin_np(t[k], NULL) != 0; i++) {
+      pthread_kill(t[k], SIGUSR1);
+      usleep(1000);
+    }
+    if (i == 2000) {
+      printf("untimed-waits: %s never woke\n", wait_names[k]);
+      rc = 3;
+    }
+    if (waits_eintr[k]) printf("untimed-waits: %s saw EINTR %d times\n", wait_names[k], waits_eintr[k]);
+    eintr += waits_eintr[k];
+  }
+  semctl(wait_semid, 0, IPC_RMID);
+  printf("untimed-waits: %d checks, %d EINTR before the end\n", n, eintr);
+  return rc ? rc : eintr ? 2 : 0;
+}
+
+/* ---------------------------------------------------------------- a reader holding stdin's lock at exit */
+static void *stdin_reader(void *arg) {
+  (void)arg;
+  char b[64];
+  if (fgets(b, sizeof b, stdin)) printf("read %s", b);
+  return NULL;
+}
+static int stdin_held(bool leak) {
+  int p[2];
+  if (pipe(p) || dup2(p[0], 0) < 0) return 77; /* p[1] stays open: fgets waits for good */
+  pthread_t t;
+  pthread_create(&t, NULL, stdin_reader, NULL);
+  usleep(50000);
+  printf("stdin-reader: main done\n");
+  if (leak) {
+    void *volatile q = leak_bytes(77);
+    q = NULL;
+    (void)q;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  setvbuf(stdout, NULL, _IOLBF, 0);
   const char *s = argc > 1 ? argv[1] : "";
+  if (!strcmp(s, "stdin-reader")) return stdin_held(argc > 2 && !strcmp(argv[2], "leak"));
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (!strcmp(s, "untimed-waits")) return untimed_waits(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
   if (!strcmp(s, "pivot")) return pivot(argc > 2 ? argv[2] : "");
   if (!strcmp(s, "sigwait-race")) return sigwait_race(argc > 2 ? atoi(argv[2]) : 200);
