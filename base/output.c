@@ -170,7 +170,11 @@ int hci_snprintf(char *buf, size_t size, const char *fmt, ...) {
  * pending (the program's), so the program's disposition, mask and pending
  * signals are as they were.  Raw system calls: write() and sigtimedwait()
  * are cancellation points, and a message (malloc_stats, a report) must not
- * become one. */
+ * become one.  SIGTTOU too: a background process writing to its terminal
+ * under `stty tostop` stops its whole process group with it (a leaking
+ * program run with `&` stopped at its start-up line or report, where it
+ * writes nothing itself); with the signal blocked the kernel lets the write
+ * through and sends nothing, so nothing is taken back. */
 static void take_back(int sig) {
   sigset_t one;
   sigemptyset(&one);
@@ -187,6 +191,7 @@ int hci_write_err(int fd, const char *buf, size_t len) {
   sigemptyset(&raised);
   sigaddset(&raised, SIGPIPE);
   sigaddset(&raised, SIGXFSZ);
+  sigaddset(&raised, SIGTTOU);
   bool blocked = pthread_sigmask(SIG_BLOCK, &raised, &old) == 0;
   bool got_pending = blocked && sigpending(&pending) == 0;
   while (len && fd >= 0) {

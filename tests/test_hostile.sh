@@ -119,4 +119,17 @@ done
 run HEAPCHECK=strict timeout -s KILL 60 "$fx" stdin-reader leak
 expect_rc 1
 has 'stdin-reader: main done'
+# A background job on a terminal with TOSTOP: a leaking program that writes
+# nothing itself was stopped by SIGTTOU at its first message (start-up line
+# or report; status: stopped, killed here); the library's writes block
+# SIGTTOU now, so the kernel lets them through and sends nothing.
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run HEAPCHECK=normal timeout -s KILL 60 "$f" tostop
+  if [ $rc = 77 ]; then
+    echo "note: no pseudo-terminal: tostop skipped"
+    break
+  fi
+  expect_rc 0
+  has 'tostop: exit 1'
+done
 finish test_hostile

@@ -49,6 +49,12 @@
  *              writes: it holds stdin's lock); main prints a line into
  *              fully buffered stdout and returns 0 (77 bytes leaked with
  *              "leak").
+ *  tostop      a terminal (a pty of its own) with TOSTOP set; a session on
+ *              it whose foreground group is its leader; this program
+ *              exec'ed again ("tostop-leaker") in a background group with
+ *              stderr on the terminal: it leaks 77 bytes and returns 0,
+ *              writing nothing itself.  Prints how it ended: "exit N" or
+ *              "stopped by signal N" (then killed; exit 2).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +74,8 @@
 #include <stddef.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <sys/epoll.h>
 #include <sys/ipc.h>
 #include <sys/sem.h>
@@ -426,8 +434,70 @@ static int stdin_held(bool leak) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- a background job under stty tostop */
+static int tostop(void) {
+  const char *self = "/proc/self/exe";
+  int m = posix_openpt(O_RDWR | O_NOCTTY);
+  if (m < 0 || grantpt(m) || unlockpt(m)) return 77;
+  const char *sname = ptsname(m);
+  pid_t leader = fork();
+  if (leader == 0) {
+    setsid();
+    int sl = open(sname, O_RDWR); /* the session's controlling terminal */
+    if (sl < 0 || ioctl(sl, TIOCSCTTY, 0) < 0) _exit(77);
+    struct termios t;
+    tcgetattr(sl, &t);
+    t.c_lflag |= TOSTOP;
+    tcsetattr(sl, TCSANOW, &t);
+    pid_t job = fork();
+    if (job == 0) {
+      setpgid(0, 0); /* a background group: the leader's is the foreground */
+      dup2(sl, 1);
+      dup2(sl, 2);
+      execl(self, self, "tostop-leaker", (char *)NULL);
+      _exit(127);
+    }
+    setpgid(job, job);
+    int st = 0;
+    for (int i = 0; i < 3000; i++) {
+      if (waitpid(job, &st, WNOHANG | WUNTRACED) == job) break;
+      usleep(10000);
+    }
+    char line[64];
+    int n;
+    if (WIFSTOPPED(st)) {
+      n = snprintf(line, sizeof line, "tostop: stopped by signal %d\n", WSTOPSIG(st));
+      kill(job, SIGKILL);
+      waitpid(job, NULL, 0);
+    } else {
+      n = snprintf(line, sizeof line, "tostop: exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    }
+    (void)!write(1, line, (size_t)n);
+    _exit(WIFSTOPPED(st) ? 2 : 0);
+  }
+  /* Drain the terminal so that no write waits for room. */
+  fcntl(m, F_SETFL, O_NONBLOCK);
+  int st;
+  for (;;) {
+    char b[4096];
+    while (read(m, b, sizeof b) > 0) {
+    }
+    if (waitpid(leader, &st, WNOHANG) == leader) break;
+    usleep(5000);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 3;
+}
+static int tostop_leaker(void) {
+  void *volatile q = leak_bytes(77);
+  q = NULL;
+  (void)q;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *s = argc > 1 ? argv[1] : "";
+  if (!strcmp(s, "tostop")) return tostop();
+  if (!strcmp(s, "tostop-leaker")) return tostop_leaker();
   if (!strcmp(s, "stdin-reader")) return stdin_held(argc > 2 && !strcmp(argv[2], "leak"));
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (!strcmp(s, "untimed-waits")) return untimed_waits(argc > 2 ? atoi(argv[2]) : 20);
