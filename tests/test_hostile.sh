@@ -132,4 +132,18 @@ for f in "$fx" ${sfx:+"$sfx"}; do
   expect_rc 0
   has 'tostop: exit 1'
 done
+# A module's file replaced by a FIFO nobody writes to: the report's open of
+# the module (to name the frame) waited for a writer for ever (137 under the
+# watchdog); now the FIFO is refused at once (O_NONBLOCK, not a regular
+# file) and the frame is named from the loaded image.  Dynamic only (a
+# static program's dlopen'ed module has libc.so's malloc).
+if [ -n "${FX_HOSTILE_MOD:-}" ]; then
+  fdir=$(mktemp -d "${TMPDIR:-/tmp}/hc_fifo.XXXXXX")
+  run HEAPCHECK=normal timeout -s KILL 60 "$fx" fifo-module "$FX_HOSTILE_MOD" "$fdir"
+  rm -rf "$fdir"
+  expect_rc 1
+  has 'fifo-module: replaced'
+  has 'SUMMARY: heapcheck: 55 bytes leaked in 1 allocations'
+  has 'fx_hostile_mod_leak'
+fi
 finish test_hostile

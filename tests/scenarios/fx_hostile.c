@@ -55,6 +55,9 @@
  *              stderr on the terminal: it leaks 77 bytes and returns 0,
  *              writing nothing itself.  Prints how it ended: "exit N" or
  *              "stopped by signal N" (then killed; exit 2).
+ *  fifo-module MODULE DIR  copies MODULE (fx_hostile_mod.so) to DIR/mod.so,
+ *              dlopens it, leaks 55 bytes through its function, then puts a
+ *              FIFO nobody writes to in the copy's place; returns 0.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,6 +77,7 @@
 #include <stddef.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <dlfcn.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <sys/epoll.h>
@@ -494,8 +498,31 @@ static int tostop_leaker(void) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- a module's file replaced by a FIFO */
+static int fifo_module(const char *module, const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/mod.so", dir);
+  int in = open(module, O_RDONLY), out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0700);
+  char b[65536];
+  ssize_t n;
+  if (in < 0 || out < 0) return 77;
+  while ((n = read(in, b, sizeof b)) > 0) (void)!write(out, b, (size_t)n);
+  close(in);
+  close(out);
+  void *h = dlopen(path, RTLD_NOW);
+  void *(*leak)(size_t) = h ? (void *(*)(size_t))dlsym(h, "fx_hostile_mod_leak") : NULL;
+  if (!leak) return 77;
+  void *volatile q = leak(55);
+  q = NULL;
+  (void)q;
+  if (unlink(path) || mkfifo(path, 0600)) return 77;
+  printf("fifo-module: replaced\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *s = argc > 1 ? argv[1] : "";
+  if (!strcmp(s, "fifo-module")) return fifo_module(argc > 2 ? argv[2] : "", argc > 3 ? argv[3] : "");
   if (!strcmp(s, "tostop")) return tostop();
   if (!strcmp(s, "tostop-leaker")) return tostop_leaker();
   if (!strcmp(s, "stdin-reader")) return stdin_held(argc > 2 && !strcmp(argv[2], "leak"));
