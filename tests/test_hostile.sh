@@ -146,4 +146,23 @@ if [ -n "${FX_HOSTILE_MOD:-}" ]; then
   has 'SUMMARY: heapcheck: 55 bytes leaked in 1 allocations'
   has 'fx_hostile_mod_leak'
 fi
+# stderr a pipe made non-blocking and full (the program's own lines) when
+# the report is written: the first write's EAGAIN dropped the whole report
+# (the status 1 alone said there were leaks); now the write waits for room,
+# as a blocking one would (at most 5 s without progress).
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run HEAPCHECK=normal timeout -s KILL 60 "$f" nonblock-stderr
+  expect_rc 0
+  has 'nonblock-stderr: child status 1, summary written'
+done
+# stderr a pipe read only by a thread of the program (a logging thread):
+# the report is written while the other threads are stopped, and one longer
+# than the pipe holds waited for that reader for ever (137 here); now, while
+# threads are stopped, a pipe whose read end this process holds gets at most
+# 1 s to make room, then the rest of that report is dropped.
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run HEAPCHECK=normal timeout -s KILL 60 "$f" self-drained
+  expect_rc 0
+  has 'self-drained: child status 1'
+done
 finish test_hostile

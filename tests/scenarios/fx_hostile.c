@@ -58,6 +58,17 @@
  *  fifo-module MODULE DIR  copies MODULE (fx_hostile_mod.so) to DIR/mod.so,
  *              dlopens it, leaks 55 bytes through its function, then puts a
  *              FIFO nobody writes to in the copy's place; returns 0.
+ *  nonblock-stderr  runs this program again ("nonblock-stderr-child") with
+ *              stderr a pipe that nobody reads for 300 ms; the child makes
+ *              it non-blocking (node's shape), fills it with its own lines
+ *              until EAGAIN, leaks 77 bytes and returns 0.  Then reads the
+ *              pipe and prints the child's status and whether its SUMMARY
+ *              line came through.
+ *  self-drained  runs this program again ("self-drained-child") with stderr
+ *              a pipe whose only reader is a thread of the child (a logging
+ *              thread); the child leaks from 60 stacks 1-60 frames deep (a
+ *              report longer than the pipe holds) and returns 0.  Prints
+ *              the child's status.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -520,8 +531,95 @@ static int fifo_module(const char *module, const char *dir) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- a full non-blocking stderr */
+static int nonblock_stderr(void) {
+  int p[2];
+  if (pipe(p)) return 77;
+  pid_t c = fork();
+  if (c == 0) {
+    dup2(p[1], 2);
+    close(p[0]);
+    close(p[1]);
+    execl("/proc/self/exe", "fx_hostile", "nonblock-stderr-child", (char *)NULL);
+    _exit(127);
+  }
+  close(p[1]);
+  usleep(300000);
+  static char all[1 << 20];
+  size_t got = 0;
+  ssize_t n;
+  while (got < sizeof all - 1 && (n = read(p[0], all + got, sizeof all - 1 - got)) > 0) got += (size_t)n;
+  all[got] = '\0';
+  int st = 0;
+  waitpid(c, &st, 0);
+  printf("nonblock-stderr: child status %d, summary %s\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+         strstr(all, "SUMMARY: heapcheck: 77 bytes leaked in 1 allocations") ? "written" : "lost");
+  return 0;
+}
+static int nonblock_stderr_child(void) {
+  fcntl(2, F_SETFL, fcntl(2, F_GETFL) | O_NONBLOCK);
+  char line[64];
+  memset(line, 'm', sizeof line);
+  line[sizeof line - 1] = '\n';
+  while (write(2, line, sizeof line) > 0) {
+  }
+  void *volatile q = leak_bytes(77);
+  q = NULL;
+  (void)q;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- stderr drained by a thread of the program */
+static int drained_fd;
+static void *drainer(void *arg) {
+  (void)arg;
+  char b[4096];
+  while (read(drained_fd, b, sizeof b) > 0) {
+  }
+  return NULL;
+}
+static __attribute__((noinline)) void *deep_leak(int depth, size_t n) {
+  if (depth == 0) return leak_bytes(n);
+  void *volatile r = deep_leak(depth - 1, n);
+  return r;
+}
+static int self_drained_child(const char *fd) {
+  drained_fd = atoi(fd);
+  pthread_t t;
+  pthread_create(&t, NULL, drainer, NULL);
+  for (int i = 0; i < 60; i++) {
+    void *volatile q = deep_leak(i, 16 + (size_t)i);
+    q = NULL;
+    (void)q;
+  }
+  return 0;
+}
+static int self_drained(void) {
+  int p[2];
+  if (pipe(p)) return 77;
+  pid_t c = fork();
+  if (c == 0) {
+    dup2(p[1], 2);
+    close(p[1]);
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", p[0]);
+    execl("/proc/self/exe", "fx_hostile", "self-drained-child", fd, (char *)NULL);
+    _exit(127);
+  }
+  close(p[0]);
+  close(p[1]);
+  int st = 0;
+  waitpid(c, &st, 0);
+  printf("self-drained: child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *s = argc > 1 ? argv[1] : "";
+  if (!strcmp(s, "self-drained")) return self_drained();
+  if (!strcmp(s, "self-drained-child")) return self_drained_child(argc > 2 ? argv[2] : "-1");
+  if (!strcmp(s, "nonblock-stderr")) return nonblock_stderr();
+  if (!strcmp(s, "nonblock-stderr-child")) return nonblock_stderr_child();
   if (!strcmp(s, "fifo-module")) return fifo_module(argc > 2 ? argv[2] : "", argc > 3 ? argv[3] : "");
   if (!strcmp(s, "tostop")) return tostop();
   if (!strcmp(s, "tostop-leaker")) return tostop_leaker();
