@@ -16,6 +16,22 @@ run() {
   rc=$?
 }
 
+# each SECONDS SCENARIO... -- RC LINE: the scenario under HEAPCHECK=normal and
+# a watchdog, linked and static; its status is RC and a line holds LINE.
+each() {
+  _t=$1
+  shift
+  _args=
+  while [ "$1" != -- ]; do _args="$_args $1"; shift; done
+  shift
+  for _f in "$fx" ${sfx:+"$sfx"}; do
+    # shellcheck disable=SC2086 # the scenario's words
+    run HEAPCHECK=normal timeout -s KILL "$_t" "$_f" $_args
+    expect_rc "$1"
+    has "$2"
+  done
+}
+
 # A thread execs while another runs checks back to back: the new image must
 # find no child of the checker's (a helper or its parent task killed with
 # the checking thread: a __WALL wait reaped it in 8 of 24 runs, both helper
@@ -97,25 +113,14 @@ done
 # is turned into a restart (stop_ptrace.c).  Before: 20 EINTR per check in
 # each of the six (main's library: 120 for 20 checks); a signal of the
 # program's must still interrupt them (else "never woke", status 3).
-for f in "$fx" ${sfx:+"$sfx"}; do
-  run HEAPCHECK=normal timeout -s KILL 120 "$f" untimed-waits 20
-  expect_rc 0
-  has 'untimed-waits: 20 checks, 0 EINTR before the end'
-done
+each 120 untimed-waits 20 -- 0 'untimed-waits: 20 checks, 0 EINTR before the end'
 # A thread blocked in fgets(stdin) holds stdin's lock; main returns.  The
 # exit check's fflush(NULL) waited for that lock for ever (137 here, with
 # and without a leak, dynamic and static, normal and strict; libc's own
 # flush at exit takes no stream lock).  main's buffered line must still be
 # written.
-for f in "$fx" ${sfx:+"$sfx"}; do
-  run HEAPCHECK=normal timeout -s KILL 60 "$f" stdin-reader
-  expect_rc 0
-  has 'stdin-reader: main done'
-  run HEAPCHECK=normal timeout -s KILL 60 "$f" stdin-reader leak
-  expect_rc 1
-  has 'SUMMARY: heapcheck: 77 bytes leaked in 1 allocations'
-  has 'stdin-reader: main done'
-done
+each 60 stdin-reader -- 0 'stdin-reader: main done'
+each 60 stdin-reader leak -- 1 'SUMMARY: heapcheck: 77 bytes leaked in 1 allocations'
 run HEAPCHECK=strict timeout -s KILL 60 "$fx" stdin-reader leak
 expect_rc 1
 has 'stdin-reader: main done'
@@ -150,19 +155,11 @@ fi
 # the report is written: the first write's EAGAIN dropped the whole report
 # (the status 1 alone said there were leaks); now the write waits for room,
 # as a blocking one would (at most 5 s without progress).
-for f in "$fx" ${sfx:+"$sfx"}; do
-  run HEAPCHECK=normal timeout -s KILL 60 "$f" nonblock-stderr
-  expect_rc 0
-  has 'nonblock-stderr: child status 1, summary written'
-done
+each 60 nonblock-stderr -- 0 'nonblock-stderr: child status 1, summary written'
 # stderr a pipe read only by a thread of the program (a logging thread):
 # the report is written while the other threads are stopped, and one longer
 # than the pipe holds waited for that reader for ever (137 here); now, while
 # threads are stopped, a pipe whose read end this process holds gets at most
 # 1 s to make room, then the rest of that report is dropped.
-for f in "$fx" ${sfx:+"$sfx"}; do
-  run HEAPCHECK=normal timeout -s KILL 60 "$f" self-drained
-  expect_rc 0
-  has 'self-drained: child status 1'
-done
+each 60 self-drained -- 0 'self-drained: child status 1'
 finish test_hostile

@@ -532,17 +532,27 @@ static int fifo_module(const char *module, const char *dir) {
 }
 
 /* ---------------------------------------------------------------- a full non-blocking stderr */
+/* Runs this program again as `scenario FD` (FD: the read end's number, open
+ * in the child only with keep_read) with stderr the write end of pipe p;
+ * returns its pid, or -1. */
+static pid_t spawn_on_pipe(int p[2], const char *scenario, bool keep_read) {
+  pid_t c = fork();
+  if (c == 0) {
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", p[0]);
+    dup2(p[1], 2);
+    close(p[1]);
+    if (!keep_read) close(p[0]);
+    execl("/proc/self/exe", "fx_hostile", scenario, fd, (char *)NULL);
+    _exit(127);
+  }
+  return c;
+}
+
 static int nonblock_stderr(void) {
   int p[2];
   if (pipe(p)) return 77;
-  pid_t c = fork();
-  if (c == 0) {
-    dup2(p[1], 2);
-    close(p[0]);
-    close(p[1]);
-    execl("/proc/self/exe", "fx_hostile", "nonblock-stderr-child", (char *)NULL);
-    _exit(127);
-  }
+  pid_t c = spawn_on_pipe(p, "nonblock-stderr-child", false);
   close(p[1]);
   usleep(300000);
   static char all[1 << 20];
@@ -597,15 +607,7 @@ static int self_drained_child(const char *fd) {
 static int self_drained(void) {
   int p[2];
   if (pipe(p)) return 77;
-  pid_t c = fork();
-  if (c == 0) {
-    dup2(p[1], 2);
-    close(p[1]);
-    char fd[16];
-    snprintf(fd, sizeof fd, "%d", p[0]);
-    execl("/proc/self/exe", "fx_hostile", "self-drained-child", fd, (char *)NULL);
-    _exit(127);
-  }
+  pid_t c = spawn_on_pipe(p, "self-drained-child", true);
   close(p[0]);
   close(p[1]);
   int st = 0;
