@@ -239,6 +239,10 @@ int hci_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((fo
 bool hci_write_all(int fd, const char *buf, size_t len);
 /* The same, returning 0 or the errno of the write that failed. */
 int hci_write_err(int fd, const char *buf, size_t len);
+/* Set by the checker (stop_world.c) while a check keeps the other threads
+ * stopped: a new nonzero number each stop, 0 once they run.  A write to a
+ * pipe whose reader is a thread of this process must not wait for it then. */
+extern _Atomic unsigned hci_out_world_stopped;
 /* Writes to the report stream (hci_log_stream_fd); false when it has none
  * or the write failed. */
 bool hci_diag_write(const char *buf, size_t len);

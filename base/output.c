@@ -4,10 +4,15 @@
  * may not use stdio (it locks and allocates).  Everything they print is
  * formatted here into a caller's buffer and written with one write(2). */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -170,7 +175,11 @@ int hci_snprintf(char *buf, size_t size, const char *fmt, ...) {
  * pending (the program's), so the program's disposition, mask and pending
  * signals are as they were.  Raw system calls: write() and sigtimedwait()
  * are cancellation points, and a message (malloc_stats, a report) must not
- * become one. */
+ * become one.  SIGTTOU too: a background process writing to its terminal
+ * under `stty tostop` stops its whole process group with it (a leaking
+ * program run with `&` stopped at its start-up line or report, where it
+ * writes nothing itself); with the signal blocked the kernel lets the write
+ * through and sends nothing, so nothing is taken back. */
 static void take_back(int sig) {
   sigset_t one;
   sigemptyset(&one);
@@ -180,6 +189,80 @@ static void take_back(int sig) {
   }
 }
 
+/* A non-blocking descriptor (node makes its stdio so, and the kept stderr
+ * shares the program's file description) answers a full pipe with EAGAIN:
+ * the report was dropped whole.  Wait until it takes more, as a blocking
+ * write would, but give up after 5 s without progress (a reader that waits
+ * for our exit before reading never drains it), and then for the rest of
+ * the process: a report is many writes. */
+static _Atomic bool write_stalled; /* no pointer: not private state */
+
+static bool wait_writable(int fd, int *idle_ms) {
+  if (atomic_load_explicit(&write_stalled, memory_order_relaxed)) return false;
+  if (*idle_ms >= 5000) {
+    atomic_store_explicit(&write_stalled, true, memory_order_relaxed);
+    return false;
+  }
+  struct pollfd p = {.fd = fd, .events = POLLOUT};
+  struct timespec slice = {0, 100 * 1000000L};
+  long r = syscall(SYS_ppoll, &p, 1, &slice, NULL, (size_t)(_NSIG / 8));
+  if (r < 0 && errno != EINTR) return false;
+  *idle_ms += r > 0 ? 1 : 100; /* writable but refused again: still bounded */
+  return true;
+}
+
+_Atomic unsigned hci_out_world_stopped;
+
+/* Whether this process holds a read end of the pipe or FIFO `st` (a thread
+ * of ours may be its only reader).  Raw getdents64 over /proc/self/fd: no
+ * malloc; unknown (no descriptor left, no /proc) counts as no. */
+static bool reader_is_ours(int fd, const struct stat *st) {
+  int dir = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return false;
+  bool ours = false;
+  char b[4096] __attribute__((aligned(8)));
+  long n;
+  while (!ours && (n = syscall(SYS_getdents64, dir, b, sizeof b)) > 0) {
+    for (long off = 0; off < n && !ours;) {
+      struct dirent64 *d = (struct dirent64 *)(b + off);
+      off += d->d_reclen;
+      int other = 0;
+      const char *c = d->d_name;
+      if (*c < '0' || *c > '9') continue;
+      for (; *c >= '0' && *c <= '9'; c++) other = other * 10 + (*c - '0');
+      struct stat os;
+      if (other == fd || other == dir || syscall(SYS_fstat, other, &os) != 0) continue;
+      long fl = syscall(SYS_fcntl, other, F_GETFL, 0);
+      ours = os.st_dev == st->st_dev && os.st_ino == st->st_ino && fl >= 0 && (fl & O_ACCMODE) != O_WRONLY;
+    }
+  }
+  syscall(SYS_close, dir);
+  return ours;
+}
+
+/* While a check keeps the other threads stopped, a full pipe whose reader
+ * is one of them never drains: a program whose stderr is a pipe read by its
+ * own logging thread hung for good in a report longer than the pipe holds.
+ * There a write goes in pieces of PIPE_BUF after POLLOUT (a piece that size
+ * never blocks once the pipe has room), and when no room comes within 1 s
+ * the rest of what is written in that stop is dropped.  A reader elsewhere
+ * (`| less` waiting for the user) is waited for as before. */
+static _Atomic unsigned stalled_in;
+static bool room_while_stopped(int fd, const struct stat *st, unsigned stop, int *ours) {
+  if (atomic_load(&stalled_in) == stop) return false;
+  struct pollfd p = {.fd = fd, .events = POLLOUT};
+  struct timespec zero = {0, 0}, second = {1, 0};
+  if (syscall(SYS_ppoll, &p, 1, &zero, NULL, (size_t)(_NSIG / 8)) > 0) return true;
+  if (*ours < 0) *ours = reader_is_ours(fd, st);
+  if (!*ours) return true; /* a blocking write waits for that reader */
+  long r;
+  while ((r = syscall(SYS_ppoll, &p, 1, &second, NULL, (size_t)(_NSIG / 8))) < 0 && errno == EINTR) {
+  }
+  if (r > 0) return true;
+  atomic_store(&stalled_in, stop);
+  return false;
+}
+
 int hci_write_err(int fd, const char *buf, size_t len) {
   if (fd < 0) return len ? EBADF : 0; /* no stream: no system call either */
   int saved = errno, err = 0;
@@ -187,17 +270,33 @@ int hci_write_err(int fd, const char *buf, size_t len) {
   sigemptyset(&raised);
   sigaddset(&raised, SIGPIPE);
   sigaddset(&raised, SIGXFSZ);
+  sigaddset(&raised, SIGTTOU);
   bool blocked = pthread_sigmask(SIG_BLOCK, &raised, &old) == 0;
   bool got_pending = blocked && sigpending(&pending) == 0;
+  int idle_ms = 0;
+  unsigned stop = atomic_load(&hci_out_world_stopped);
+  struct stat st;
+  bool fifo = stop && syscall(SYS_fstat, fd, &st) == 0 && S_ISFIFO(st.st_mode);
+  int ours = -1; /* not asked yet */
   while (len && fd >= 0) {
-    ssize_t n = syscall(SYS_write, fd, buf, len);
+    size_t piece = len;
+    if (fifo) {
+      if (!room_while_stopped(fd, &st, stop, &ours)) {
+        err = EAGAIN;
+        break;
+      }
+      if (piece > PIPE_BUF) piece = PIPE_BUF;
+    }
+    ssize_t n = syscall(SYS_write, fd, buf, piece);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN && wait_writable(fd, &idle_ms)) continue;
     if (n <= 0) {
       err = n < 0 ? errno : ENOSPC; /* write(2) returns 0 only for len 0 or a full device */
       break;
     }
     buf += n;
     len -= (size_t)n;
+    idle_ms = 0;
   }
   if (got_pending && err == EPIPE && !sigismember(&pending, SIGPIPE)) take_back(SIGPIPE);
   if (got_pending && err == EFBIG && !sigismember(&pending, SIGXFSZ)) take_back(SIGXFSZ);

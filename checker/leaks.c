@@ -152,6 +152,30 @@ void hci_chk_final_wait(void) {
 
 static void final_check(uintptr_t sp, hci_final_from_t from);
 
+/* glibc's list of open streams and its lock (exported since 2.2.5; libc.a
+ * has them too). */
+extern FILE *_IO_list_all;
+extern void _IO_list_lock(void);
+extern void _IO_list_unlock(void);
+
+/* Flushes the program's streams before the final check.  fflush(NULL) takes every stream's lock, and a thread
+ * blocked in fgets(stdin) holds stdin's for good: the exit check of such a
+ * program hung for ever (libc's own flush at exit takes no stream lock).  A
+ * stream another thread holds is left as it is (it is in the middle of an
+ * operation of that thread's). */
+static void flush_streams(void) {
+  _IO_list_lock();
+  for (FILE *f = _IO_list_all; f; f = f->_chain) {
+    if (ftrylockfile(f) != 0) continue;
+    /* Output waiting only, as fflush(NULL): fflush of a stream being read
+     * seeks its descriptor back (a stdin shared with the parent).  A wide
+     * stream: writing (_IO_CURRENTLY_PUTTING). */
+    if (f->_mode <= 0 ? f->_IO_write_ptr > f->_IO_write_base : (f->_flags & 0x800) != 0) fflush_unlocked(f);
+    funlockfile(f);
+  }
+  _IO_list_unlock();
+}
+
 hc_noinline void hci_chk_final(uintptr_t sp, hci_final_from_t from) {
   if (atomic_exchange(&hci_leaks.main_done, 1)) {
     hci_chk_final_wait();
@@ -167,8 +191,9 @@ static void final_check(uintptr_t sp, hci_final_from_t from) {
   if (atomic_load(&hci_leaks.main_cancelled) && from != FINAL_FROM_API) return;
   if (from != FINAL_FROM_API) hci_log_stream_ending();
   /* _exit flushes nothing: neither may its check (output a program drops
-   * must stay dropped), nor free libc's buffers under it. */
-  if (from != FINAL_AT__EXIT) fflush(NULL);
+   * must stay dropped), nor free libc's buffers under it.  Else the
+   * program's output comes before the report (which ends with SUMMARY). */
+  if (from != FINAL_AT__EXIT) flush_streams();
   if (hci_chk.free_libc && from == FINAL_AT_EXIT && !hci_locks_held_here) hci_api_free_libc();
   ssize_t bytes, objects;
   int ok = global_check(sp, true, &bytes, &objects);

@@ -67,9 +67,11 @@
  *     then waits until the process ends.
  * A stop interrupts no system call that the kernel restarts (sleep,
  * nanosleep, poll, select, pause, sigsuspend, read, futex waits...): they
- * resume as if nothing happened.  The kernel still returns EINTR from
- * epoll_wait, sigtimedwait and socket calls with SO_RCVTIMEO/SO_SNDTIMEO
- * after any stop (gdb and strace attaching do the same, see signal(7)).
+ * resume as if nothing happened.  The kernel returns EINTR from epoll_wait,
+ * semop, sigtimedwait, io_getevents and socket calls with
+ * SO_RCVTIMEO/SO_SNDTIMEO after any stop (gdb and strace attaching do the
+ * same, see signal(7)); where such a wait has no timeout the helper turns
+ * that EINTR into the kernel's restart (untimed_wait, x86-64).
  *
  * Locks: none; the caller holds every allocator lock and the loader lock.
  */
@@ -371,7 +373,38 @@ static void seize_fn(void *ctx, int tid) {
   atomic_store(&t->state, r == -ESRCH ? HCI_T_EXITED : HCI_T_NOT_STOPPED);
 }
 
-static void read_regs(hci_thread_t *t) {
+#if defined(__x86_64__)
+/* The kernel's "restart unless a handler runs" code (include/linux/errno.h). */
+#define HC_ERESTARTNOHAND 514
+
+/* Some waits answer any stop with EINTR instead of a restart, our
+ * PTRACE_INTERRUPT included (signal(7): "interruption by stop signals"):
+ * epoll_wait, epoll_pwait(2), semop, semtimedop, rt_sigtimedwait (sigwaitinfo,
+ * sigtimedwait), io_getevents.  Where such a wait has no timeout, the thread
+ * stopped at our interrupt with EINTR in rax gets -ERESTARTNOHAND there
+ * instead: on resume the kernel restarts the call when no handler runs, and
+ * still returns EINTR when a signal of the program's is delivered then - what
+ * these calls do for a signal.  A wait with a timeout keeps its EINTR: a
+ * restart would begin its whole timeout again (checks every 100 ms would
+ * keep a 1 s wait from ever timing out).  (A program's own stop, SIGSTOP,
+ * is left as the kernel made it: only our interrupt's stop is changed.) */
+static bool untimed_wait(const struct user_regs_struct *g) {
+  switch (g->orig_rax) {
+  case SYS_epoll_wait:
+  case SYS_epoll_pwait: return (int)g->r10 < 0;
+#ifdef SYS_epoll_pwait2
+  case SYS_epoll_pwait2: return g->r10 == 0;
+#endif
+  case SYS_semop: return true;
+  case SYS_semtimedop: return g->r10 == 0;
+  case SYS_rt_sigtimedwait: return g->rdx == 0;
+  case SYS_io_getevents: return g->r8 == 0;
+  }
+  return false;
+}
+#endif
+
+static void read_regs(hci_thread_t *t, bool our_interrupt) {
   int n = 0;
 #if defined(__x86_64__)
   struct user_regs_struct g;
@@ -382,6 +415,12 @@ static void read_regs(hci_thread_t *t) {
     t->tp = g.fs_base;
     const unsigned long long *v = (const unsigned long long *)&g;
     for (size_t i = 0; i < sizeof g / sizeof *v && n < HCI_MAX_REGS; i++) t->regs[n++] = (uintptr_t)v[i];
+    if (our_interrupt && (long long)g.rax == -EINTR && untimed_wait(&g)) {
+      g.rax = (unsigned long long)-HC_ERESTARTNOHAND;
+      io.iov_base = &g;
+      io.iov_len = sizeof g;
+      RAW(SYS_ptrace, PTRACE_SETREGSET, t->tid, NT_PRSTATUS, &io);
+    }
   }
   char xs[4096] __attribute__((aligned(64)));
   io.iov_base = xs;
@@ -397,6 +436,7 @@ static void read_regs(hci_thread_t *t) {
       for (int i = 0; i < 16 && n + 2 <= HCI_MAX_REGS; i++, n += 2) memcpy(&t->regs[n], &f.xmm_space[4 * i], 16);
   }
 #elif defined(__aarch64__)
+  (void)our_interrupt; /* arm64's restart needs orig_x0, which NT_PRSTATUS does not give */
   struct user_regs_struct g;
   struct iovec io = {&g, sizeof g};
   if (RAW(SYS_ptrace, PTRACE_GETREGSET, t->tid, NT_PRSTATUS, &io) == 0) {
@@ -440,7 +480,7 @@ static void collect_stops(int from, long long deadline) {
         /* PTRACE_EVENT_STOP: our interrupt, or a group-stop (kept on detach);
          * event 0: a signal-delivery-stop, its signal is re-injected. */
         if ((st >> 16) == 0) t->inject_sig = WSTOPSIG(st);
-        read_regs(t);
+        read_regs(t, (st >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(st) == SIGTRAP);
         atomic_store(&t->state, HCI_T_STOPPED);
       } else if (WIFEXITED(st) || WIFSIGNALED(st)) {
         t->traced = false;

@@ -755,6 +755,7 @@ int hci_world_stop(hci_world_t *w) {
              "\"Stopping threads\" in docs/leak-checking.md)",
              stw.signo);
   }
+  if (w->nstopped) atomic_store(&hci_out_world_stopped, w->gen ? w->gen : 1);
   if (w->incomplete) {
     hci_warn("could not list every thread (out of memory, /proc unreadable, or threads keep appearing)");
     return w->nnot_stopped + 1;
@@ -764,6 +765,7 @@ int hci_world_stop(hci_world_t *w) {
 
 void hci_world_release(hci_world_t *w) {
   if (!w->active) return;
+  atomic_store(&hci_out_world_stopped, 0);
   if (w->method == HCI_STOP_PTRACE) hci_ptrace_resume(w);
   else if (w->method == HCI_STOP_SIGNAL) signal_resume(w);
   w->active = false;

@@ -103,7 +103,12 @@ bool hci_elf_open_buffer(hci_elf_t *e, const void *data, size_t size) {
 
 bool hci_elf_open_file(hci_elf_t *e, const char *path, uint64_t *dev, uint64_t *ino) {
   memset(e, 0, sizeof *e);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* The path is a module's, or a debug file's named by it: what lies there
+   * now may be no regular file.  O_NONBLOCK: a FIFO put in a replaced
+   * library's place made open wait for a writer for ever (the check hung);
+   * O_NOCTTY: a terminal opened by a process without one would become its
+   * controlling terminal.  Neither changes the open of a regular file. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return false;
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {

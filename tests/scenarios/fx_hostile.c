@@ -38,6 +38,37 @@
  *              wrapper) and unmounts the old root (root only: exit 77 when
  *              refused); a scoped check, then a 77-byte leak, returns 0.
  *              The report must still name functions and lines.
+ *  untimed-waits N  six threads wait without a timeout in calls the kernel
+ *              answers with EINTR after any stop (epoll_wait, epoll_pwait,
+ *              semop, semtimedop, sigwaitinfo, io_getevents), a SIGUSR1
+ *              handler without SA_RESTART; main runs N scoped checks, then
+ *              wakes each thread with SIGUSR1 (its EINTR is the program's
+ *              own).  Prints the EINTRs seen before that (exit 2 if any, 3
+ *              if a thread never woke).
+ *  stdin-reader [leak]  a thread blocks in fgets(stdin) (a pipe nobody
+ *              writes: it holds stdin's lock); main prints a line into
+ *              fully buffered stdout and returns 0 (77 bytes leaked with
+ *              "leak").
+ *  tostop      a terminal (a pty of its own) with TOSTOP set; a session on
+ *              it whose foreground group is its leader; this program
+ *              exec'ed again ("tostop-leaker") in a background group with
+ *              stderr on the terminal: it leaks 77 bytes and returns 0,
+ *              writing nothing itself.  Prints how it ended: "exit N" or
+ *              "stopped by signal N" (then killed; exit 2).
+ *  fifo-module MODULE DIR  copies MODULE (fx_hostile_mod.so) to DIR/mod.so,
+ *              dlopens it, leaks 55 bytes through its function, then puts a
+ *              FIFO nobody writes to in the copy's place; returns 0.
+ *  nonblock-stderr  runs this program again ("nonblock-stderr-child") with
+ *              stderr a pipe that nobody reads for 300 ms; the child makes
+ *              it non-blocking (node's shape), fills it with its own lines
+ *              until EAGAIN, leaks 77 bytes and returns 0.  Then reads the
+ *              pipe and prints the child's status and whether its SUMMARY
+ *              line came through.
+ *  self-drained  runs this program again ("self-drained-child") with stderr
+ *              a pipe whose only reader is a thread of the child (a logging
+ *              thread); the child leaks from 60 stacks 1-60 frames deep (a
+ *              report longer than the pipe holds) and returns 0.  Prints
+ *              the child's status.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,9 +84,16 @@
 #include <linux/filter.h>
 #include <linux/futex.h>
 #include <linux/seccomp.h>
+#include <linux/aio_abi.h>
 #include <stddef.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <dlfcn.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <sys/epoll.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -302,9 +340,294 @@ static int pivot(const char *dir) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- waits that a stop answers with EINTR */
+enum { W_EPOLL, W_EPOLL_P, W_SEMOP, W_SEMTIMEDOP, W_SIGWAITINFO, W_IO_GETEVENTS, W_N };
+static const char *const wait_names[W_N] = {"epoll_wait", "epoll_pwait", "semop", "semtimedop", "sigwaitinfo",
+                                            "io_getevents"};
+static _Atomic int waits_done, waits_eintr[W_N];
+static int wait_epfd, wait_semid;
+static aio_context_t wait_aio;
+static void on_usr1(int sig) { (void)sig; }
+static long one_wait(int k) {
+  struct epoll_event ev;
+  struct sembuf op = {0, -1, 0};
+  switch (k) {
+  case W_EPOLL: return epoll_wait(wait_epfd, &ev, 1, -1);
+  case W_EPOLL_P: {
+    sigset_t none;
+    sigemptyset(&none);
+    return epoll_pwait(wait_epfd, &ev, 1, -1, &none);
+  }
+  case W_SEMOP: return semop(wait_semid, &op, 1);
+  case W_SEMTIMEDOP: return semtimedop(wait_semid, &op, 1, NULL);
+  case W_SIGWAITINFO: {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    return sigwaitinfo(&set, NULL);
+  }
+  default: {
+    struct io_event e;
+    return syscall(SYS_io_getevents, wait_aio, 1, 1, &e, NULL);
+  }
+  }
+}
+static void *waiter(void *arg) {
+  int k = (int)(long)arg;
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+  for (;;) {
+    long r = one_wait(k);
+    if (atomic_load(&waits_done)) return NULL;
+    if (r < 0 && errno == EINTR) atomic_fetch_add(&waits_eintr[k], 1);
+    else usleep(1000);
+  }
+}
+static int untimed_waits(int n) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr1; /* no SA_RESTART: a signal of the program's interrupts them */
+  sigaction(SIGUSR1, &sa, NULL);
+  int pfd[2];
+  if (pipe(pfd) || (wait_epfd = epoll_create1(0)) < 0 || (wait_semid = semget(IPC_PRIVATE, 1, 0600)) < 0 ||
+      syscall(SYS_io_setup, 4, &wait_aio)) {
+    perror("untimed-waits: set-up");
+    return 77;
+  }
+  struct epoll_event ev = {.events = EPOLLIN};
+  epoll_ctl(wait_epfd, EPOLL_CTL_ADD, pfd[0], &ev);
+  pthread_t t[W_N];
+  for (int k = 0; k < W_N; k++) pthread_create(&t[k], NULL, waiter, (void *)(long)k);
+  usleep(50000);
+  for (int i = 0; i < n; i++) {
+    hc_check_t *c = hc_check_begin("waits");
+    hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+    usleep(5000);
+  }
+  atomic_store(&waits_done, 1);
+  int rc = 0, eintr = 0;
+  for (int k = 0; k < W_N; k++) {
+    int i = 0;
+    for (; i < 2000 && pthread_tryjoin_np(t[k], NULL) != 0; i++) {
+      pthread_kill(t[k], SIGUSR1);
+      usleep(1000);
+    }
+    if (i == 2000) {
+      printf("untimed-waits: %s never woke\n", wait_names[k]);
+      rc = 3;
+    }
+    if (waits_eintr[k]) printf("untimed-waits: %s saw EINTR %d times\n", wait_names[k], waits_eintr[k]);
+    eintr += waits_eintr[k];
+  }
+  semctl(wait_semid, 0, IPC_RMID);
+  printf("untimed-waits: %d checks, %d EINTR before the end\n", n, eintr);
+  return rc ? rc : eintr ? 2 : 0;
+}
+
+/* ---------------------------------------------------------------- a reader holding stdin's lock at exit */
+static void *stdin_reader(void *arg) {
+  (void)arg;
+  char b[64];
+  if (fgets(b, sizeof b, stdin)) printf("read %s", b);
+  return NULL;
+}
+static int stdin_held(bool leak) {
+  int p[2];
+  if (pipe(p) || dup2(p[0], 0) < 0) return 77; /* p[1] stays open: fgets waits for good */
+  pthread_t t;
+  pthread_create(&t, NULL, stdin_reader, NULL);
+  usleep(50000);
+  printf("stdin-reader: main done\n");
+  if (leak) {
+    void *volatile q = leak_bytes(77);
+    q = NULL;
+    (void)q;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- a background job under stty tostop */
+static int tostop(void) {
+  const char *self = "/proc/self/exe";
+  int m = posix_openpt(O_RDWR | O_NOCTTY);
+  if (m < 0 || grantpt(m) || unlockpt(m)) return 77;
+  const char *sname = ptsname(m);
+  pid_t leader = fork();
+  if (leader == 0) {
+    setsid();
+    int sl = open(sname, O_RDWR); /* the session's controlling terminal */
+    if (sl < 0 || ioctl(sl, TIOCSCTTY, 0) < 0) _exit(77);
+    struct termios t;
+    tcgetattr(sl, &t);
+    t.c_lflag |= TOSTOP;
+    tcsetattr(sl, TCSANOW, &t);
+    pid_t job = fork();
+    if (job == 0) {
+      setpgid(0, 0); /* a background group: the leader's is the foreground */
+      dup2(sl, 1);
+      dup2(sl, 2);
+      execl(self, self, "tostop-leaker", (char *)NULL);
+      _exit(127);
+    }
+    setpgid(job, job);
+    int st = 0;
+    for (int i = 0; i < 3000; i++) {
+      if (waitpid(job, &st, WNOHANG | WUNTRACED) == job) break;
+      usleep(10000);
+    }
+    char line[64];
+    int n;
+    if (WIFSTOPPED(st)) {
+      n = snprintf(line, sizeof line, "tostop: stopped by signal %d\n", WSTOPSIG(st));
+      kill(job, SIGKILL);
+      waitpid(job, NULL, 0);
+    } else {
+      n = snprintf(line, sizeof line, "tostop: exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    }
+    (void)!write(1, line, (size_t)n);
+    _exit(WIFSTOPPED(st) ? 2 : 0);
+  }
+  /* Drain the terminal so that no write waits for room. */
+  fcntl(m, F_SETFL, O_NONBLOCK);
+  int st;
+  for (;;) {
+    char b[4096];
+    while (read(m, b, sizeof b) > 0) {
+    }
+    if (waitpid(leader, &st, WNOHANG) == leader) break;
+    usleep(5000);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 3;
+}
+static int tostop_leaker(void) {
+  void *volatile q = leak_bytes(77);
+  q = NULL;
+  (void)q;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- a module's file replaced by a FIFO */
+static int fifo_module(const char *module, const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/mod.so", dir);
+  int in = open(module, O_RDONLY), out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0700);
+  char b[65536];
+  ssize_t n;
+  if (in < 0 || out < 0) return 77;
+  while ((n = read(in, b, sizeof b)) > 0) (void)!write(out, b, (size_t)n);
+  close(in);
+  close(out);
+  void *h = dlopen(path, RTLD_NOW);
+  void *(*leak)(size_t) = h ? (void *(*)(size_t))dlsym(h, "fx_hostile_mod_leak") : NULL;
+  if (!leak) return 77;
+  void *volatile q = leak(55);
+  q = NULL;
+  (void)q;
+  if (unlink(path) || mkfifo(path, 0600)) return 77;
+  printf("fifo-module: replaced\n");
+  return 0;
+}
+
+/* ---------------------------------------------------------------- a full non-blocking stderr */
+/* Runs this program again as `scenario FD` (FD: the read end's number, open
+ * in the child only with keep_read) with stderr the write end of pipe p;
+ * returns its pid, or -1. */
+static pid_t spawn_on_pipe(int p[2], const char *scenario, bool keep_read) {
+  pid_t c = fork();
+  if (c == 0) {
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", p[0]);
+    dup2(p[1], 2);
+    close(p[1]);
+    if (!keep_read) close(p[0]);
+    execl("/proc/self/exe", "fx_hostile", scenario, fd, (char *)NULL);
+    _exit(127);
+  }
+  return c;
+}
+
+static int nonblock_stderr(void) {
+  int p[2];
+  if (pipe(p)) return 77;
+  pid_t c = spawn_on_pipe(p, "nonblock-stderr-child", false);
+  close(p[1]);
+  usleep(300000);
+  static char all[1 << 20];
+  size_t got = 0;
+  ssize_t n;
+  while (got < sizeof all - 1 && (n = read(p[0], all + got, sizeof all - 1 - got)) > 0) got += (size_t)n;
+  all[got] = '\0';
+  int st = 0;
+  waitpid(c, &st, 0);
+  printf("nonblock-stderr: child status %d, summary %s\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+         strstr(all, "SUMMARY: heapcheck: 77 bytes leaked in 1 allocations") ? "written" : "lost");
+  return 0;
+}
+static int nonblock_stderr_child(void) {
+  fcntl(2, F_SETFL, fcntl(2, F_GETFL) | O_NONBLOCK);
+  char line[64];
+  memset(line, 'm', sizeof line);
+  line[sizeof line - 1] = '\n';
+  while (write(2, line, sizeof line) > 0) {
+  }
+  void *volatile q = leak_bytes(77);
+  q = NULL;
+  (void)q;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- stderr drained by a thread of the program */
+static int drained_fd;
+static void *drainer(void *arg) {
+  (void)arg;
+  char b[4096];
+  while (read(drained_fd, b, sizeof b) > 0) {
+  }
+  return NULL;
+}
+static __attribute__((noinline)) void *deep_leak(int depth, size_t n) {
+  if (depth == 0) return leak_bytes(n);
+  void *volatile r = deep_leak(depth - 1, n);
+  return r;
+}
+static int self_drained_child(const char *fd) {
+  drained_fd = atoi(fd);
+  pthread_t t;
+  pthread_create(&t, NULL, drainer, NULL);
+  for (int i = 0; i < 60; i++) {
+    void *volatile q = deep_leak(i, 16 + (size_t)i);
+    q = NULL;
+    (void)q;
+  }
+  return 0;
+}
+static int self_drained(void) {
+  int p[2];
+  if (pipe(p)) return 77;
+  pid_t c = spawn_on_pipe(p, "self-drained-child", true);
+  close(p[0]);
+  close(p[1]);
+  int st = 0;
+  waitpid(c, &st, 0);
+  printf("self-drained: child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  setvbuf(stdout, NULL, _IOLBF, 0);
   const char *s = argc > 1 ? argv[1] : "";
+  if (!strcmp(s, "self-drained")) return self_drained();
+  if (!strcmp(s, "self-drained-child")) return self_drained_child(argc > 2 ? argv[2] : "-1");
+  if (!strcmp(s, "nonblock-stderr")) return nonblock_stderr();
+  if (!strcmp(s, "nonblock-stderr-child")) return nonblock_stderr_child();
+  if (!strcmp(s, "fifo-module")) return fifo_module(argc > 2 ? argv[2] : "", argc > 3 ? argv[3] : "");
+  if (!strcmp(s, "tostop")) return tostop();
+  if (!strcmp(s, "tostop-leaker")) return tostop_leaker();
+  if (!strcmp(s, "stdin-reader")) return stdin_held(argc > 2 && !strcmp(argv[2], "leak"));
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (!strcmp(s, "untimed-waits")) return untimed_waits(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
   if (!strcmp(s, "pivot")) return pivot(argc > 2 ? argv[2] : "");
   if (!strcmp(s, "sigwait-race")) return sigwait_race(argc > 2 ? atoi(argv[2]) : 200);
