@@ -94,6 +94,13 @@ static inline __attribute__((always_inline)) void *hc_malloc_fast_or(size_t size
      * async-signal-safe, yet common) would leave it marked free, and its
      * next free would abort as a double free (glibc's order of stores). */
     uintptr_t next = hc_fl_word(p);
+    /* The next object is this list's next malloc: fetched now, it is in
+     * cache by then.  Pushed long ago or refilled from central, it was
+     * cold (bench_pairs: a quarter of the pops missed L1 on the link,
+     * cachegrind; docs/performance.md "Session 19 (lead)").  A prefetch
+     * never faults: the end of the list (HC_FL_END) or an overwritten
+     * link is fetched for nothing and never followed unchecked. */
+    __builtin_prefetch((const void *)next);
     l->head = (void *)next;
     l->room++;
     atomic_signal_fence(memory_order_seq_cst);
