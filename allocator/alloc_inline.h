@@ -4,7 +4,7 @@
  * malloc: size -> list (direct[] up to 1 KiB, the class table above),
  * test the head (an object address: not the end, not a bad link), charge
  * the sampler, pop, decode the link (checked by the next pop: free_list.h),
- * clear the free mark.  free: pagemap entry -> list and span start
+ * prefetch the next object, clear the free mark.  free: pagemap entry -> list and span start
  * (lists[0] for anything but a small object's page: slow path), check
  * that the pointer is an object start without the free mark (double free,
  * free_list.h), that our cache owns its span (remote.c) and the room,
