@@ -196,9 +196,8 @@ hc_noinline void hci_chk_final(uintptr_t sp, hci_final_from_t from) {
     hci_chk_final_wait();
     return;
   }
-  if (atomic_exchange(&hci_leaks.main_done, 1)) {
+  if (atomic_exchange(&hci_leaks.main_done, 1)) { /* a check ran already and is over (its owner let go): no wait */
     if (track) atomic_store(&hci_leaks.final_owner, 0);
-    hci_chk_final_wait();
     return;
   }
   final_check(sp, from);
