@@ -150,9 +150,19 @@ static void note_status(int status, void *arg) {
  * exit(0) together ended the process before the check in 10 of 10 runs
  * with 6 threads (static link, libc.a's exit). */
 #define EXIT_BARRIERS 16
+/* Registration can fail: glibc's at-exit list grows by calloc, and a
+ * program that has used up its memory (RLIMIT_DATA, RLIMIT_AS) before
+ * main gets NULL.  A barrier registered without the exit_check above it
+ * would wait for a check nobody takes: python under `ulimit -d 30000`
+ * (its start-up failed, exit(1)) hung in exit for good.  Each
+ * registration's barriers get a flag (their arg) set only once its
+ * exit_check is registered; an unset one lets exit go on. */
+#define EXIT_REGISTRATIONS 4 /* checker_late_ctor and start_main: 2 */
+static _Atomic bool check_registered[EXIT_REGISTRATIONS];
+static int registrations;
 static void exit_barrier(int status, void *arg) {
   (void)status;
-  (void)arg;
+  if (!atomic_load((_Atomic bool *)arg)) return;
   if (hci_os_walled || hci_os_memory_borrowed() || atomic_load(&check_taken_by) == hci_os_tid()) return;
   wait_for_good();
 }
@@ -162,8 +172,19 @@ void hci_exit_path_register(void) {
     on_exit(note_status, NULL);
     return;
   }
-  for (int i = EXIT_BARRIERS; i > 0; i--) on_exit(exit_barrier, NULL);
-  on_exit(exit_check, NULL);
+  _Atomic bool *registered = &check_registered[registrations < EXIT_REGISTRATIONS - 1 ? registrations++ : EXIT_REGISTRATIONS - 1];
+  for (int i = EXIT_BARRIERS; i > 0; i--) on_exit(exit_barrier, (void *)registered);
+  if (on_exit(exit_check, NULL) == 0) {
+    atomic_store(registered, true);
+    return;
+  }
+  /* No handler will run the check: exit (interposed) and main's return run
+   * it themselves, as after a vfork child's exit (check_if_handlers_gone),
+   * unless an earlier registration's handler is there to do it. */
+  for (int i = 0; i < EXIT_REGISTRATIONS; i++)
+    if (atomic_load(&check_registered[i])) return;
+  hci_leaks.exit_handlers_gone = true;
+  hci_chk_log(1, "heapcheck: no memory to register the exit check's handler: exit runs it");
 }
 
 /* Priority 101 runs after every other destructor of the same object (the
