@@ -110,8 +110,11 @@ static inline uint16_t hci_owner_tag(const void *owner) {
  * owner 0 that hci_pagemap_set wrote until the span's first objects go
  * to a thread cache. */
 void hci_pagemap_set_owner(const hc_span_t *s, const void *owner);
-/* Make sure leaves exist for the range (called when the heap grows). */
+/* Make sure leaves exist for the range, writable there (hci_pagemap_set
+ * calls it; requires the page-heap lock). */
 bool hci_pagemap_ensure(uintptr_t first_page, size_t n);
+/* At start-up: the zero leaf made read-only. */
+void hci_pagemap_init(void);
 /* fn for every leaf in address order, with the entries [lo, hi) of it that
  * were ever written (the whole leaf when that is not known); requires the
  * page-heap lock. */

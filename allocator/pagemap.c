@@ -5,8 +5,9 @@
  * leaf), so that a lookup never tests for a missing leaf (hc_heap_view.h).
  * Leaves: 2^18 32-byte entries and then 2^18 8-byte fast entries, the free
  * fast path's (10 MiB of virtual memory each, covering 2 GiB of address
- * space), mapped from the metadata arena on demand and
- * never freed, so a lock-free reader can never see a leaf disappear.
+ * space), mapped from the metadata arena on demand, read-only but for
+ * the granules whose pages were set (make_writable), and never freed, so
+ * a lock-free reader can never see a leaf disappear.
  * Entries are written under the page-heap lock, field by field with
  * relaxed atomic stores, or whole as two aligned 16-byte stores (each
  * 8-byte field lands whole: aligned 8-byte stores are single-copy atomic,
@@ -29,9 +30,20 @@ HC_PRIVATE_STATE(hci_pagemap); /* metadata offsets and a leaf of zeros: not a ro
  * that a walk scans the root and reads the leaves without a slot whole.
  * Written under the page-heap lock, with the entries. */
 #define HC_PM_USED_LEAVES 32
+/* A leaf is mapped read-only and made writable a granule at a time, as
+ * pages are first set: a data limit (RLIMIT_DATA) counts writable private
+ * memory, and each 10 MiB leaf counted whole although a small heap writes
+ * a few KiB of it (python under `ulimit -d 30000` failed at start-up where
+ * glibc's malloc runs it).  A granule: the entries of 2048 pages (16 MiB of
+ * heap), 64 KiB, and their 16 KiB of fast entries.  A leaf without a used
+ * slot is made writable whole. */
+#define PM_GRAN_PAGES ((size_t)2048)
+#define PM_GRANS (HC_PM_LEAF_LEN / PM_GRAN_PAGES)
+_Static_assert(PM_GRANS % 64 == 0 && PM_GRAN_PAGES * sizeof(hc_pm_fast_t) % 4096 == 0, "granules");
 typedef struct pm_used {
   uint32_t root;
   uint32_t lo, hi; /* entries [lo, hi) of the leaf may be non-zero; hi == 0: none */
+  uint64_t writable[PM_GRANS / 64]; /* granules made writable */
 } pm_used_t;
 static pm_used_t pm_used[HC_PM_USED_LEAVES];
 static size_t pm_nused;
@@ -43,14 +55,16 @@ static pm_used_t *used_of(size_t root) {
   return NULL;
 }
 
-static void used_add(size_t root) {
+/* False when the leaf gets no slot (then it must be writable whole). */
+static bool used_add(size_t root) {
   if (pm_nused == HC_PM_USED_LEAVES) {
     pm_used_full = true;
-    return;
+    return false;
   }
   size_t k = pm_nused++;
   for (; k > 0 && pm_used[k - 1].root > root; k--) pm_used[k] = pm_used[k - 1];
-  pm_used[k] = (pm_used_t){(uint32_t)root, 0, 0};
+  pm_used[k] = (pm_used_t){.root = (uint32_t)root};
+  return true;
 }
 
 /* u: the leaf's slot, NULL when it has none (then the whole leaf is read). */
@@ -70,24 +84,71 @@ void hci_pagemap_for_each_leaf(hci_pm_leaf_fn fn, void *ctx) {
     if (hci_pagemap_leaf(r)) visit_leaf(r, used_of(r), fn, ctx);
 }
 
+#define PM_LEAF_BYTES (HC_PM_FAST_OFS + HC_PM_LEAF_LEN * sizeof(hc_pm_fast_t)) /* entries, then fast entries */
+
 static hc_pm_entry_t *leaf_for(uintptr_t page, bool create) {
   size_t i = page >> HC_PM_LEAF_BITS;
   hc_pm_entry_t *leaf = hci_pagemap_leaf(i);
   if (leaf || !create) return leaf;
-  leaf = hci_meta_alloc(HC_PM_FAST_OFS + HC_PM_LEAF_LEN * sizeof(hc_pm_fast_t)); /* entries, then fast entries */
+  leaf = hci_meta_alloc_ro(PM_LEAF_BYTES);
   if (!leaf) return NULL;
-  used_add(i);
+  if (!used_add(i) && !hci_os_commit(leaf, PM_LEAF_BYTES)) return NULL; /* a read-only leaf left unused */
   atomic_store_explicit(&hci_pagemap.root[i], (uintptr_t)leaf - (uintptr_t)hci_pagemap.zero, memory_order_release);
   return leaf;
 }
 
+/* The granules of leaf's pages [i, stop) writable; false when the OS
+ * refuses (a data limit). */
+static bool make_writable(size_t root, hc_pm_entry_t *leaf, size_t i, size_t stop) {
+  pm_used_t *u = used_of(root);
+  if (!u) return true; /* no slot: writable whole since its creation */
+  for (size_t g = i / PM_GRAN_PAGES; g * PM_GRAN_PAGES < stop; g++) {
+    uint64_t bit = (uint64_t)1 << (g % 64);
+    if (u->writable[g / 64] & bit) continue;
+    if (!hci_os_commit(&leaf[g * PM_GRAN_PAGES], PM_GRAN_PAGES * sizeof(hc_pm_entry_t)) ||
+        !hci_os_commit(&hci_pagemap_fast_of(leaf)[g * PM_GRAN_PAGES], PM_GRAN_PAGES * sizeof(hc_pm_fast_t)))
+      return false;
+    u->writable[g / 64] |= bit;
+  }
+  return true;
+}
+
+/* Pages [ready_lo, ready_hi) have leaves with their granules writable:
+ * the last range ensured, widened to whole granules and joined to the
+ * one before when they touch (the heap grows down, one mapping below the
+ * last), so that the sets of a span carved from it cost two compares. */
+static uintptr_t ready_lo, ready_hi;
+
 bool hci_pagemap_ensure(uintptr_t first_page, size_t n) {
   if (n == 0) return true;
   uintptr_t last = first_page + n - 1;
+  if (first_page >= ready_lo && last < ready_hi) return true;
   if (last >> HC_PAGE_BITS) return false;
-  for (uintptr_t p = first_page; p <= last; p = (p | (HC_PM_LEAF_LEN - 1)) + 1)
-    if (!leaf_for(p, true)) return false;
+  for (uintptr_t p = first_page; p <= last; p = (p | (HC_PM_LEAF_LEN - 1)) + 1) {
+    hc_pm_entry_t *leaf = leaf_for(p, true);
+    uintptr_t leaf_end = (p | (HC_PM_LEAF_LEN - 1)) + 1;
+    size_t i = p & (HC_PM_LEAF_LEN - 1), stop = (last < leaf_end ? last + 1 : leaf_end) - (p & ~(HC_PM_LEAF_LEN - 1));
+    if (!leaf || !make_writable(p >> HC_PM_LEAF_BITS, leaf, i, stop)) return false;
+  }
+  if (pm_used_full) return true; /* leaves without a slot: not tracked */
+  uintptr_t lo = first_page & ~(uintptr_t)(PM_GRAN_PAGES - 1), hi = (last | (PM_GRAN_PAGES - 1)) + 1;
+  if (hi >= ready_lo && lo <= ready_hi && ready_hi) {
+    ready_lo = lo < ready_lo ? lo : ready_lo;
+    ready_hi = hi > ready_hi ? hi : ready_hi;
+  } else {
+    ready_lo = lo;
+    ready_hi = hi;
+  }
   return true;
+}
+
+/* The zero leaf is never written: read-only, it is no data for a data
+ * limit (10 MiB of .bss), and a stray write into it faults instead of
+ * giving every unmapped page an entry. */
+void hci_pagemap_init(void) {
+  uintptr_t lo = ((uintptr_t)hci_pagemap.zero + 4095) & ~(uintptr_t)4095;
+  uintptr_t hi = (uintptr_t)(hci_pagemap.zfast + HC_PM_LEAF_LEN) & ~(uintptr_t)4095;
+  if (hi > lo) hci_os_commit_ro((void *)lo, hi - lo);
 }
 
 /* Widens the written range of page's leaf to cover its entries [i, stop). */

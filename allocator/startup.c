@@ -26,6 +26,7 @@ extern const hci_startup_fn __start_hc_startup[] __attribute__((weak, visibility
 extern const hci_startup_fn __stop_hc_startup[] __attribute__((weak, visibility("hidden")));
 
 void hci_alloc_init(void) {
+  hci_pagemap_init();
   hci_fl_init();
   hci_sampler_init();
   hci_unwind_init();

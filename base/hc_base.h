@@ -346,6 +346,8 @@ void *hci_os_map_aligned(size_t size, size_t align); /* aligned anonymous RW map
 void hci_os_unmap(void *p, size_t size);
 void *hci_os_reserve(size_t size);             /* PROT_NONE address space (remembered), or NULL */
 bool hci_os_commit(void *p, size_t size);      /* part of a reservation made RW */
+bool hci_os_commit_ro(void *p, size_t size);   /* ... made read-only (reads zeros; not data for RLIMIT_DATA) */
+void *hci_os_map_ro(size_t size);              /* anonymous read-only mapping (remembered) or NULL */
 /* The reservation [p, p + size) cut to its first keep bytes: the rest
  * unmapped and forgotten (keep 0: all of it). */
 void hci_os_unreserve(void *p, size_t keep, size_t size);
@@ -391,6 +393,9 @@ bool hci_os_probe(uintptr_t addr);
 /* Metadata arena: zeroed, 16-byte aligned memory that never comes from the
  * user heap.  Small sizes are recycled through size-binned free lists. */
 void *hci_meta_alloc(size_t size);             /* NULL when the OS refuses */
+/* size bytes (a multiple of 4 KiB) of zeros, read-only until parts of it
+ * are made writable with hci_os_commit (page-aligned); never freed. */
+void *hci_meta_alloc_ro(size_t size);
 void hci_meta_free(void *p, size_t size);      /* size must equal the allocation's */
 /* A growable array's next block: twice *bytes (min_bytes the first time),
  * the used bytes of old copied, old freed; *bytes updated.  NULL, with old

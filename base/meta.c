@@ -99,13 +99,15 @@ static size_t bin_of(size_t n, size_t *rounded) {
 /* requires: meta.lock.  n bytes (a multiple of 4 KiB) committed from the
  * reservation, made at the first call; NULL when it is full or could not
  * be made (the caller maps instead). */
-static void *resv_take(size_t n) {
+static void *resv_take(size_t n, bool writable) {
   if (!meta.resv_tried) {
     meta.resv_tried = true;
     meta.resv = meta.resv_cur = hci_os_reserve(HC_META_RESERVE);
     if (meta.resv) meta.resv_end = meta.resv + HC_META_RESERVE;
   }
-  if (!meta.resv || (size_t)(meta.resv_end - meta.resv_cur) < n || !hci_os_commit(meta.resv_cur, n)) return NULL;
+  if (!meta.resv || (size_t)(meta.resv_end - meta.resv_cur) < n ||
+      !(writable ? hci_os_commit(meta.resv_cur, n) : hci_os_commit_ro(meta.resv_cur, n)))
+    return NULL;
   void *p = meta.resv_cur;
   __atomic_store_n(&meta.resv_cur, meta.resv_cur + n, __ATOMIC_RELEASE); /* hci_meta_owns reads it unlocked */
   __atomic_fetch_add(&meta.mapped, n, __ATOMIC_RELAXED);
@@ -139,23 +141,28 @@ bool hci_meta_unreserve(void) {
   return cut;
 }
 
+/* A large request: its own pages, from the reservation or mapped. */
+static void *alloc_pages(size_t size, bool writable) {
+  size_t n = (size + 4095) & ~(size_t)4095;
+  hci_lock(&meta.lock);
+  void *p = resv_take(n, writable);
+  hci_unlock(&meta.lock);
+  if (p) return p; /* fresh: zero */
+  p = writable ? hci_os_map(n) : hci_os_map_ro(n);
+  if (p) {
+    __atomic_fetch_add(&meta.mapped, n, __ATOMIC_RELAXED);
+    hci_lock(&meta.lock);
+    add_range(p, n);
+    hci_unlock(&meta.lock);
+  }
+  return p;
+}
+
+void *hci_meta_alloc_ro(size_t size) { return alloc_pages(size, false); }
+
 void *hci_meta_alloc(size_t size) {
   if (size == 0) size = 16;
-  if (size > BIN_MAX) {
-    size_t n = (size + 4095) & ~(size_t)4095;
-    hci_lock(&meta.lock);
-    void *p = resv_take(n);
-    hci_unlock(&meta.lock);
-    if (p) return p; /* fresh: zero */
-    p = hci_os_map(n);
-    if (p) {
-      __atomic_fetch_add(&meta.mapped, n, __ATOMIC_RELAXED);
-      hci_lock(&meta.lock);
-      add_range(p, n);
-      hci_unlock(&meta.lock);
-    }
-    return p;
-  }
+  if (size > BIN_MAX) return alloc_pages(size, true);
   size_t rounded;
   size_t b = bin_of(size, &rounded);
   hci_lock(&meta.lock);
@@ -167,7 +174,7 @@ void *hci_meta_alloc(size_t size) {
     return p;
   }
   if ((size_t)(meta.bump_end - meta.bump) < rounded) {
-    uint8_t *chunk = resv_take(HC_META_CHUNK);
+    uint8_t *chunk = resv_take(HC_META_CHUNK, true);
     if (!chunk) {
       chunk = hci_os_map(HC_META_CHUNK);
       if (!chunk) {

@@ -153,6 +153,26 @@ bool hci_os_commit(void *p, size_t size) {
   return r == 0;
 }
 
+/* Read-only: reads see zeros (the shared zero page), writes fault.  A
+ * data limit (RLIMIT_DATA, `ulimit -d`) counts private writable mappings
+ * only, so memory that is mostly never written (the pagemap's leaves) is
+ * mapped read-only and made writable a part at a time (hci_os_commit). */
+bool hci_os_commit_ro(void *p, size_t size) {
+  int saved = errno;
+  long r = syscall(SYS_mprotect, p, size, PROT_READ);
+  errno = saved;
+  return r == 0;
+}
+
+void *hci_os_map_ro(size_t size) {
+  int saved = errno;
+  void *p = hci_os_mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  errno = saved;
+  if (p == MAP_FAILED) return NULL;
+  remember((uintptr_t)p, (uintptr_t)p + ((size + 4095) & ~(size_t)4095));
+  return p;
+}
+
 void hci_os_unreserve(void *p, size_t keep, size_t size) {
   uintptr_t lo = (uintptr_t)p, hi = lo + size, cut = lo + keep;
   if (!keep) forget(lo, hi);
