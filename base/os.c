@@ -137,41 +137,35 @@ void *hci_os_map_aligned(size_t size, size_t align) {
  * accounting counts only what is committed (an address-space limit,
  * RLIMIT_AS, counts all of it; when it refuses, the arena maps as before);
  * remembered whole (the checker skips it as allocator memory). */
-void *hci_os_reserve(size_t size) {
+/* An anonymous mapping of size bytes with prot, not counted by the
+ * kernel's commit accounting, remembered whole; NULL when refused. */
+static void *map_remembered(size_t size, int prot) {
   int saved = errno;
-  void *p = hci_os_mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *p = hci_os_mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   errno = saved;
   if (p == MAP_FAILED) return NULL;
   remember((uintptr_t)p, (uintptr_t)p + ((size + 4095) & ~(size_t)4095));
   return p;
 }
 
-bool hci_os_commit(void *p, size_t size) {
+void *hci_os_reserve(size_t size) { return map_remembered(size, PROT_NONE); }
+
+static bool protect(void *p, size_t size, int prot) {
   int saved = errno;
-  long r = syscall(SYS_mprotect, p, size, PROT_READ | PROT_WRITE);
+  long r = syscall(SYS_mprotect, p, size, prot);
   errno = saved;
   return r == 0;
 }
+
+bool hci_os_commit(void *p, size_t size) { return protect(p, size, PROT_READ | PROT_WRITE); }
 
 /* Read-only: reads see zeros (the shared zero page), writes fault.  A
  * data limit (RLIMIT_DATA, `ulimit -d`) counts private writable mappings
  * only, so memory that is mostly never written (the pagemap's leaves) is
  * mapped read-only and made writable a part at a time (hci_os_commit). */
-bool hci_os_commit_ro(void *p, size_t size) {
-  int saved = errno;
-  long r = syscall(SYS_mprotect, p, size, PROT_READ);
-  errno = saved;
-  return r == 0;
-}
+bool hci_os_commit_ro(void *p, size_t size) { return protect(p, size, PROT_READ); }
 
-void *hci_os_map_ro(size_t size) {
-  int saved = errno;
-  void *p = hci_os_mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  errno = saved;
-  if (p == MAP_FAILED) return NULL;
-  remember((uintptr_t)p, (uintptr_t)p + ((size + 4095) & ~(size_t)4095));
-  return p;
-}
+void *hci_os_map_ro(size_t size) { return map_remembered(size, PROT_READ); }
 
 void hci_os_unreserve(void *p, size_t keep, size_t size) {
   uintptr_t lo = (uintptr_t)p, hi = lo + size, cut = lo + keep;
