@@ -85,7 +85,7 @@ if [ "$have_lsan" = 1 ]; then
   for n in "${names[@]}"; do
     if [ -f "$src/$n.c" ]; then
       extra=()
-      [ "$n" = root_linked_lib ] && extra=(-L"$out/lsan" -lscen_linked '-Wl,-rpath,$ORIGIN')
+      case $n in root_linked_lib | lib_dtor_forget) extra=(-L"$out/lsan" -lscen_linked '-Wl,-rpath,$ORIGIN') ;; esac
       "$CLANG" -std=gnu11 "${cflags[@]}" -fsanitize=leak -pthread -o "$out/lsan/$n" "$src/$n.c" -ldl \
         "${extra[@]}" 2>"$out/logs/$n.lsan-build.log" || log "LSan build of $n failed"
     elif command -v "$CLANGXX" >/dev/null; then
