@@ -195,10 +195,10 @@ static inline __attribute__((always_inline)) bool hc_pm_free_lookup(const void *
   if (hc_unlikely(root >= HC_PM_ROOT_LEN)) return false;
 #if defined(__x86_64__)
   uintptr_t eo;
-  _Static_assert(HC_PAGE_SHIFT - 3 == 10 && ((HC_PM_LEAF_LEN - 1) << 3) == 0x1ffff8, "the constants below");
+  _Static_assert(HC_PAGE_SHIFT - 3 == 10 && ((HC_PM_LEAF_LEN - 1) << 3) == 0x7fff8, "the constants below");
   __asm__("mov %[a], %[eo]\n\t"
           "shr $10, %[eo]\n\t"
-          "and $0x1ffff8, %k[eo]\n\t"
+          "and $0x7fff8, %k[eo]\n\t"
           "add (%[b],%[r],8), %[eo]\n\t"
           "movzwl %c[flofs](%[b],%[eo]), %k[lofs]\n\t"
           "mov %k[a], %k[off]\n\t"

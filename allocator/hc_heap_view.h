@@ -183,8 +183,8 @@ _Static_assert(sizeof(hc_pm_fast_t) == 8, "8-byte fast entries: the index is one
  * leaf in .bss (0: no leaf yet, so the zeroed root needs no set-up): a page
  * without a leaf reads as an entry of zeros, so the free fast path has no
  * "leaf?" test.  zero[] and zfast[] (zero's fast entries, right after it
- * as in every leaf) are 10 MiB of .bss never written (the zero page when
- * read). */
+ * as in every leaf) are 2.5 MiB of .bss never written (read-only from
+ * start-up: pagemap.c). */
 typedef struct hc_pagemap {
   _Atomic uintptr_t root[HC_PM_ROOT_LEN];
   hc_pm_entry_t zero[HC_PM_LEAF_LEN];
@@ -291,7 +291,7 @@ static inline bool hci_heap_owns(uintptr_t addr) {
   return e && __atomic_load_n(&e->span, __ATOMIC_RELAXED) != 0;
 }
 
-/* When no pagemap leaf covers addr (no heap page within its 2 GiB), the end
+/* When no pagemap leaf covers addr (no heap page within its 512 MiB), the end
  * of that leaf's reach; else addr.  A scan of the program's own mappings
  * steps over such stretches at once instead of asking page by page. */
 static inline uintptr_t hci_heap_none_until(uintptr_t addr) {

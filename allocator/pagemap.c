@@ -1,11 +1,15 @@
 /* pagemap.c - the 2-level radix tree from page number to span.
  *
- * Root: 2^17 words in .bss (1 MiB of zero pages until touched), each the
- * byte offset of its leaf from the all-zero leaf hci_pagemap.zero (0: no
- * leaf), so that a lookup never tests for a missing leaf (hc_heap_view.h).
- * Leaves: 2^18 32-byte entries and then 2^18 8-byte fast entries, the free
- * fast path's (10 MiB of virtual memory each, covering 2 GiB of address
- * space), mapped from the metadata arena on demand, read-only but for
+ * Root: 2^19 words in .bss (4 MiB of zero pages until touched, read-only
+ * but for the pages of the leaves made), each the byte offset of its leaf
+ * from the all-zero leaf hci_pagemap.zero (0: no leaf), so that a lookup
+ * never tests for a missing leaf (hc_heap_view.h).
+ * Leaves: 2^16 32-byte entries and then 2^16 8-byte fast entries, the free
+ * fast path's (2.5 MiB of virtual memory each, covering 512 MiB of address
+ * space; 10 MiB and 2 GiB until session 20: with the zero leaf and the
+ * heap's first leaf the library took 20 MiB of address space a program
+ * under `ulimit -v` could not have, python under `ulimit -v 30000` could
+ * not start where glibc's malloc runs it in 20 MB), mapped from the metadata arena on demand, read-only but for
  * the granules whose pages were set (make_writable), and never freed, so
  * a lock-free reader can never see a leaf disappear.
  * Entries are written under the page-heap lock, field by field with
@@ -29,21 +33,21 @@ HC_PRIVATE_STATE(hci_pagemap); /* metadata offsets and a leaf of zeros: not a ro
  * the first HC_PM_USED_LEAVES leaves (64 GiB of heap address space); after
  * that a walk scans the root and reads the leaves without a slot whole.
  * Written under the page-heap lock, with the entries. */
-#define HC_PM_USED_LEAVES 32
+#define HC_PM_USED_LEAVES 128
 /* A leaf is mapped read-only and made writable a granule at a time, as
  * pages are first set: a data limit (RLIMIT_DATA) counts writable private
- * memory, and each 10 MiB leaf counted whole although a small heap writes
+ * memory, and each leaf (10 MiB then) counted whole although a small heap writes
  * a few KiB of it (python under `ulimit -d 30000` failed at start-up where
  * glibc's malloc runs it).  A granule: the entries of 2048 pages (16 MiB of
- * heap), 64 KiB, and their 16 KiB of fast entries.  A leaf without a used
+ * heap), 64 KiB, and their 16 KiB of fast entries.  128 slots: 64 GiB.  A leaf without a used
  * slot is made writable whole. */
 #define PM_GRAN_PAGES ((size_t)2048)
 #define PM_GRANS (HC_PM_LEAF_LEN / PM_GRAN_PAGES)
-_Static_assert(PM_GRANS % 64 == 0 && PM_GRAN_PAGES * sizeof(hc_pm_fast_t) % 4096 == 0, "granules");
+_Static_assert(HC_PM_LEAF_LEN % PM_GRAN_PAGES == 0 && PM_GRAN_PAGES * sizeof(hc_pm_fast_t) % 4096 == 0, "granules");
 typedef struct pm_used {
   uint32_t root;
   uint32_t lo, hi; /* entries [lo, hi) of the leaf may be non-zero; hi == 0: none */
-  uint64_t writable[PM_GRANS / 64]; /* granules made writable */
+  uint64_t writable[(PM_GRANS + 63) / 64]; /* granules made writable */
 } pm_used_t;
 static pm_used_t pm_used[HC_PM_USED_LEAVES];
 static size_t pm_nused;
@@ -93,6 +97,12 @@ static hc_pm_entry_t *leaf_for(uintptr_t page, bool create) {
   leaf = hci_meta_alloc_ro(PM_LEAF_BYTES);
   if (!leaf) return NULL;
   if (!used_add(i) && !hci_os_commit(leaf, PM_LEAF_BYTES)) return NULL; /* a read-only leaf left unused */
+  /* The root's pages are read-only but for those of the leaves made
+   * (hci_pagemap_init: all of them but the one it shares with what .bss
+   * holds before it). */
+  uintptr_t rpage = (uintptr_t)&hci_pagemap.root[i] & ~(uintptr_t)4095;
+  if (rpage >= (uintptr_t)hci_pagemap.root && !hci_os_commit((void *)rpage, 4096))
+    return NULL; /* the leaf stays mapped, unused */
   atomic_store_explicit(&hci_pagemap.root[i], (uintptr_t)leaf - (uintptr_t)hci_pagemap.zero, memory_order_release);
   return leaf;
 }
@@ -142,11 +152,12 @@ bool hci_pagemap_ensure(uintptr_t first_page, size_t n) {
   return true;
 }
 
-/* The zero leaf is never written: read-only, it is no data for a data
- * limit (10 MiB of .bss), and a stray write into it faults instead of
- * giving every unmapped page an entry. */
+/* The zero leaf is never written, the root only where a leaf is made
+ * (leaf_for): read-only, they are no data for a data limit (6.5 MiB of
+ * .bss), and a stray write into them faults instead of giving every
+ * unmapped page an entry.  Runs before the first leaf is made. */
 void hci_pagemap_init(void) {
-  uintptr_t lo = ((uintptr_t)hci_pagemap.zero + 4095) & ~(uintptr_t)4095;
+  uintptr_t lo = ((uintptr_t)hci_pagemap.root + 4095) & ~(uintptr_t)4095;
   uintptr_t hi = (uintptr_t)(hci_pagemap.zfast + HC_PM_LEAF_LEN) & ~(uintptr_t)4095;
   if (hi > lo) hci_os_commit_ro((void *)lo, hi - lo);
 }

@@ -17,7 +17,7 @@
 #define HC_PAGE_BITS (HC_ADDRESS_BITS - HC_PAGE_SHIFT) /* 35 bits of page number */
 
 /* 2-level pagemap: root indexed by the high bits, leaves by the low bits. */
-#define HC_PM_LEAF_BITS 18
+#define HC_PM_LEAF_BITS 16
 #define HC_PM_ROOT_BITS (HC_PAGE_BITS - HC_PM_LEAF_BITS)
 #define HC_PM_LEAF_LEN ((size_t)1 << HC_PM_LEAF_BITS)
 #define HC_PM_ROOT_LEN ((size_t)1 << HC_PM_ROOT_BITS)

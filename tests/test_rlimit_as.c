@@ -11,8 +11,8 @@
  * 1 MiB, and 1 MiB and a 64-byte header (python's bytearray(1 << 20)),
  * which took 2 MiB of address space each while the heap grew by 2 MiB at
  * a time (page_heap.c, grow): half of glibc's heap.  The library
- * keeps its own image and what its metadata committed (the pagemap's 8 MiB
- * leaf and zero leaf, a 4 MiB chunk: 21-29 MiB); before the reservation's
+ * keeps its own image and what its metadata committed (the pagemap's root,
+ * zero leaf and leaf, 4 + 2.5 + 2.5 MiB, a 4 MiB chunk); before the reservation's
  * unused part was given back on a refused heap mapping it also kept that
  * part (32 MiB in all), and got about 42 MiB less than glibc.
  * A data limit counts private writable memory only: the pagemap's leaves
@@ -33,13 +33,12 @@
 
 #define LIMIT_MIB 256
 #define MAXB 4096
-/* the library's own image, committed metadata and its own mappings (29 MiB
- * since main 6ee7228, 21 before), and room; without the cut: 42-50 below.
- * A heap that straddles a 2 GiB boundary (about one run in eight, with
- * ASLR) needs a second 8 MiB pagemap leaf: 35 MiB below glibc then for
- * 1 MiB blocks, and 38 for 1 MiB + 64 (each takes an 8 KiB page more, glibc
- * a 4 KiB one) */
-#define SLACK_MIB 40
+/* the library's own image, committed metadata and its own mappings, and
+ * room: 13-16 MiB below glibc since session 20's 2.5 MiB pagemap leaves
+ * (a heap that straddles a 512 MiB boundary needs a second one); with 10
+ * MiB leaves 25-28, and 35-38 when it straddled a 2 GiB boundary; without
+ * the reservation's cut 42-50. */
+#define SLACK_MIB 22
 /* Under the data limit: the library's 4 MiB metadata chunk, its heap's
  * first 2 MiB, the root's pages, the leaf's granule (8.3 MiB in all), and
  * room. */
