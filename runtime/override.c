@@ -428,7 +428,6 @@ HC_TC_ALIAS(void, tc_malloc_stats, malloc_stats, (void));
 HC_TC_ALIAS(int, tc_mallopt, mallopt, (int param, int value));
 HC_TC_ALIAS(struct mallinfo, tc_mallinfo, mallinfo, (void));
 HC_TC_ALIAS(struct mallinfo2, tc_mallinfo2, mallinfo2, (void));
-HC_TC_ALIAS(size_t, tc_malloc_size, malloc_usable_size, (void *p));
 HC_TC_ALIAS(void *, tc_new, _Znwm, (size_t size));
 HC_TC_ALIAS(void *, tc_newarray, _Znam, (size_t size));
 HC_TC_ALIAS(void *, tc_new_nothrow, _ZnwmRKSt9nothrow_t, (size_t size, const void *nt));
