@@ -1107,7 +1107,11 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   /* In checker mode a small object's record keeps class size - requested
    * size in HC_OBJ_SLACK_MASK: a slack that does not fit moves the block. */
   bool slack_fits = !cls || !hci_record_all || usable - size <= HC_OBJ_SLACK_MASK;
-  if (room_for(size) <= usable && slack_fits && (size >= usable / 2 || same_class(s, cls, sampled, size))) {
+  /* size < usable + room, not room_for(size) <= usable: room_for(SIZE_MAX)
+   * wraps to 0, and realloc(p, SIZE_MAX) "fitted" (checker mode cleared
+   * to the end of the address space: gperftools' tcmalloc_large_unittest). */
+  if (size <= usable - (hci_record_all != 0) && slack_fits &&
+      (size >= usable / 2 || same_class(s, cls, sampled, size))) {
     /* A sampled block stays too (a program growing into its usable size
      * expects that), and the profile is told its new size as gperftools'
      * hooks are: the old sample freed, a sample of the new size taken. */
