@@ -429,7 +429,7 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
                                uint64_t weight, bool zero) {
   /* A sampled small object spans its class size: its usable size is the
    * class's, as unsampled (hci_usable_size). */
-  size_t span_bytes = room_for(weight && size <= HC_MAX_SMALL && align <= HC_PAGE_SIZE ? hci_alloc_size_for(size, align) : size);
+  size_t span_bytes = weight && size <= HC_MAX_SMALL && align <= HC_PAGE_SIZE ? hci_alloc_size_for(size, align) : room_for(size);
   size_t npages = (span_bytes + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
   if (npages == 0) npages = 1;
   hc_span_t *s = weight && npages == 1 && align <= HC_PAGE_SIZE ? stash_pop() : NULL;
@@ -927,13 +927,65 @@ size_t hci_usable_size(const void *p) {
   return s->npages << HC_PAGE_SHIFT;
 }
 
-size_t hci_alloc_size_for(size_t size, size_t align) {
-  if (hci_record_all) return size; /* checker mode: the usable size is the requested one */
+/* The bytes a request of `size` takes: its class, aligned class or pages. */
+static size_t slot_bytes(size_t size, size_t align) {
   unsigned cls = align <= 16 ? (size <= HC_MAX_SMALL ? hci_size_class(size) : 0)
                  : align <= HC_PAGE_SIZE ? aligned_class(size, align) : 0;
   if (cls) return hci_classes[cls].size;
   if (size > HC_MAX_REQUEST) return 0;
   return size <= HC_PAGE_SIZE ? HC_PAGE_SIZE : (size + HC_PAGE_SIZE - 1) & ~(size_t)(HC_PAGE_SIZE - 1);
+}
+
+/* In checker mode the slot of room_for(size): what hci_usable_slot gives
+ * the block malloc returns (nallocx is tcmalloc's "usable size of
+ * malloc(size)", never the requested size: gperftools' tcmalloc_unittest
+ * checks nallocx(99) > 99 and GetAllocatedSize(malloc(n)) == nallocx(n),
+ * a multiple of the alignment asked). */
+size_t hci_alloc_size_for(size_t size, size_t align) {
+  if (size > HC_MAX_REQUEST) return 0;
+  return slot_bytes(room_for(size), align);
+}
+
+/* gperftools' usable size (GetAllocatedSize, tc_malloc_size).  Outside
+ * checker mode malloc_usable_size's.  In checker mode the whole slot the
+ * block takes, as tcmalloc's (the same as nallocx of its size), where
+ * malloc_usable_size keeps glibc's MALLOC_CHECK_, LeakSanitizer's and
+ * valgrind's answer, the requested size.  The program may then use every
+ * byte of the slot, so the block's record takes the slot's size, as if
+ * realloc had grown it in place: the flood scans those bytes, realloc
+ * copies them, reports count them.  The room byte is given up for that
+ * block only: its end pointer is now the next block's start, which only a
+ * program that asked for this size can keep. */
+static void set_requested_size(void *p, size_t size);
+static void resample_in_place(hc_span_t *s, size_t size, bool exact);
+
+size_t hci_usable_slot(void *p) {
+  size_t n = hci_usable_size(p);
+  if (!p || !hci_record_all) return n;
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
+  unsigned cls = hci_pagemap_class((uintptr_t)p);
+  if (cls) {
+    size_t slot = hci_classes[cls].size;
+    if (n < slot && s->objmeta) {
+      memset((char *)p + n, 0, slot - n); /* zero already (clear_freed); cheap to make sure of */
+      set_requested_size(p, slot);
+      return slot;
+    }
+    return n;
+  }
+  size_t span = s->npages << HC_PAGE_SHIFT, slot = span;
+  if (s->is_sampled && n <= HC_MAX_SMALL) {
+    /* A sampled small object's slot is its class's (alloc_span_object sized
+     * the span for it); a slack mark says it was given already. */
+    if (atomic_load_explicit(&s->meta.xflags, memory_order_relaxed) & HC_OBJ_SLACK_MASK) return n;
+    slot = slot_bytes(room_for(n), 0);
+    if (slot > span) slot = span;
+  }
+  if (slot == n) return n;
+  if (s->is_sampled) resample_in_place(s, slot, false);
+  else s->req_size = slot;
+  if (s->is_sampled && slot <= HC_MAX_SMALL) atomic_fetch_or_explicit(&s->meta.xflags, 1, memory_order_relaxed);
+  return slot;
 }
 
 size_t hci_requested_size(const void *p) {
@@ -959,6 +1011,7 @@ size_t hci_requested_size(const void *p) {
 static void resample_in_place(hc_span_t *s, size_t size, bool exact) {
   size_t told = s->sample_size;
   s->req_size = size;
+  atomic_fetch_and_explicit(&s->meta.xflags, (uint16_t)~HC_OBJ_SLACK_MASK, memory_order_relaxed); /* hci_usable_slot's mark */
   if (!exact && size <= told + (told >> 3) && size >= told - (told >> 3)) return;
   const hci_sample_listener_t *li = atomic_load_explicit(&sample_listener, memory_order_acquire);
   HC_USDT_SAMPLE_FREE(s->start, told, s->meta.stack_id);
@@ -1054,7 +1107,11 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   /* In checker mode a small object's record keeps class size - requested
    * size in HC_OBJ_SLACK_MASK: a slack that does not fit moves the block. */
   bool slack_fits = !cls || !hci_record_all || usable - size <= HC_OBJ_SLACK_MASK;
-  if (room_for(size) <= usable && slack_fits && (size >= usable / 2 || same_class(s, cls, sampled, size))) {
+  /* size < usable + room, not room_for(size) <= usable: room_for(SIZE_MAX)
+   * wraps to 0, and realloc(p, SIZE_MAX) "fitted" (checker mode cleared
+   * to the end of the address space: gperftools' tcmalloc_large_unittest). */
+  if (size <= usable - (hci_record_all != 0) && slack_fits &&
+      (size >= usable / 2 || same_class(s, cls, sampled, size))) {
     /* A sampled block stays too (a program growing into its usable size
      * expects that), and the profile is told its new size as gperftools'
      * hooks are: the old sample freed, a sample of the new size taken. */

@@ -341,8 +341,12 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra);
 void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra); /* align: power of two */
 size_t hci_usable_size(const void *p);
 /* The usable size malloc (align <= 16) or memalign would give a request
- * (nallocx, GetEstimatedAllocatedSize); 0 when it would fail. */
+ * (nallocx, GetEstimatedAllocatedSize): in checker mode the slot it takes,
+ * hci_usable_slot's answer; 0 when it would fail. */
 size_t hci_alloc_size_for(size_t size, size_t align);
+/* gperftools' usable size of a live block (GetAllocatedSize, tc_malloc_size):
+ * in checker mode its whole slot, which the block is then sized to. */
+size_t hci_usable_slot(void *p);
 /* Requested size of a live object (exact in checker mode and for large objects). */
 size_t hci_requested_size(const void *p);
 /* Recording state. 0 = off; otherwise every allocation records its stack. */

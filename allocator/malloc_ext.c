@@ -196,7 +196,9 @@ hc_public size_t tc_nallocx(size_t size, int flags) {
 }
 hc_public size_t nallocx(size_t size, int flags) __attribute__((alias("tc_nallocx")));
 
-hc_public size_t MallocExtension_GetAllocatedSize(const void *p) { return p ? hci_usable_size(p) : 0; }
+hc_public size_t MallocExtension_GetAllocatedSize(const void *p) { return p ? hci_usable_slot((void *)p) : 0; }
+/* tcmalloc's malloc_usable_size; not an alias of ours in checker mode (hci_usable_slot). */
+hc_public size_t tc_malloc_size(void *p) { return hci_usable_slot(p); }
 
 hc_public MallocExtension_Ownership MallocExtension_GetOwnership(const void *p) {
   return p && hci_pagemap_span((uintptr_t)p) ? MallocExtension_kOwned : MallocExtension_kNotOwned;

@@ -249,77 +249,9 @@ hc_public int malloc_info(int options, FILE *fp) {
   return 0;
 }
 
-// ---- C++ operators ----
-
 typedef void (*new_handler_t)(void);
-/* Weak references (not definitions): when the program has libstdc++ these
- * resolve to it; a weak definition here would win over the real one when
- * the library is preloaded. */
+/* A weak reference: the C++ runtime's, when the program has one. */
 extern new_handler_t _ZSt15get_new_handlerv(void) __attribute__((weak));
-extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
-/* std::nothrow is an empty object: any address stands for it. */
-static const char std_nothrow;
-
-/* The C++ runtime's own nothrow operator of that name, which is
- * `try { return ::operator new(size...); } catch (...) { return nullptr; }`
- * and so calls our throwing operator inside a catch: C cannot catch, and a
- * nothrow operator that calls the new-handler (as the standard says it
- * must) needs one, because the handler may throw.  The next definition
- * after ours (libstdc++'s or libc++'s: they come after a preloaded or
- * -lheapcheck library, and after an executable heapcheck is linked into);
- * NULL when there is none (static libstdc++) or it is ours.  dlsym may
- * allocate: we are on the failure path of a large request, with the
- * handler about to run, and an allocation that fails here only means NULL. */
-typedef void (*nothrow_fn)(void);
-typedef void *(*nothrow_plain_fn)(size_t, const void *);
-typedef void *(*nothrow_aligned_fn)(size_t, size_t, const void *);
-static nothrow_fn cxx_runtime_nothrow(const char *name, nothrow_fn self) {
-  nothrow_fn f = (nothrow_fn)(uintptr_t)dlsym(RTLD_NEXT, name);
-  return f == self ? NULL : f;
-}
-
-hc_public void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt);
-hc_public void *_ZnamRKSt9nothrow_t(size_t size, const void *nt);
-hc_public void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt);
-hc_public void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt);
-
-static hc_noinline void *new_slow(size_t size, size_t align, int nothrow_form, uintptr_t ra) {
-  static const char *const nothrow_names[] = {NULL, "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
-                                              "_ZnwmSt11align_val_tRKSt9nothrow_t",
-                                              "_ZnamSt11align_val_tRKSt9nothrow_t"};
-  static _Atomic(nothrow_fn) runtime_nothrow[5];
-  for (;;) {
-    void *p = align > 16 ? hci_memalign_ra(align, size, ra) : hci_malloc_ra(size, ra);
-    if (p) return p;
-    new_handler_t h = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
-    if (nothrow_form) {
-      /* [new.delete.single]: the nothrow forms behave as the throwing ones
-       * (the new-handler loop) and return nullptr where those throw. */
-      if (!h) return NULL;
-      nothrow_fn f = atomic_load_explicit(&runtime_nothrow[nothrow_form], memory_order_relaxed);
-      if (!f) {
-        static const nothrow_fn ours[] = {NULL, (nothrow_fn)(uintptr_t)_ZnwmRKSt9nothrow_t,
-                                          (nothrow_fn)(uintptr_t)_ZnamRKSt9nothrow_t,
-                                          (nothrow_fn)(uintptr_t)_ZnwmSt11align_val_tRKSt9nothrow_t,
-                                          (nothrow_fn)(uintptr_t)_ZnamSt11align_val_tRKSt9nothrow_t};
-        f = cxx_runtime_nothrow(nothrow_names[nothrow_form], ours[nothrow_form]);
-        atomic_store_explicit(&runtime_nothrow[nothrow_form], f, memory_order_relaxed);
-      }
-      if (f)
-        return nothrow_form >= 3 ? ((nothrow_aligned_fn)f)(size, align, &std_nothrow)
-                                 : ((nothrow_plain_fn)f)(size, &std_nothrow);
-      /* No runtime to catch for us (static libstdc++): the handler is
-       * called here, and an exception it throws goes to the caller. */
-      h();
-      continue;
-    }
-    if (!h) {
-      if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
-      hci_fatal("operator new(%zu): out of memory and no C++ runtime to throw std::bad_alloc", size);
-    }
-    h(); /* may throw, may free memory, may install another handler */
-  }
-}
 
 /* tc_set_new_mode(1): malloc, calloc, realloc and memalign call the C++
  * new-handler when they fail, as operator new does, until one succeeds or
@@ -359,56 +291,6 @@ hc_public void *tc_malloc_skip_new_handler(size_t size) {
   return p;
 }
 
-/* What operator new does when the slow path fails (hci_alloc_slow_or). */
-static void *new_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 0, ra); }
-
-/* operator new(size_t), new[](size_t): malloc's fast path, and its slow
- * path reached by a tail call as malloc's is, new_fail called from there:
- * in checker mode the stack capture finds the program's return address in
- * the slow path's frame record (alloc_inline.h, hci_alloc_slow_or). */
-hc_public void *_Znwm(size_t size) { return hc_malloc_fast_or(size, 0, new_fail); }
-hc_public void *_Znam(size_t size) { return hc_malloc_fast_or(size, 0, new_fail); }
-/* nothrow variants: the same, new_slow's nothrow forms when the slow path fails */
-static void *new_nothrow_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 1, ra); }
-static void *new_arr_nothrow_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 2, ra); }
-hc_public void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) {
-  (void)nt;
-  return hc_malloc_fast_or(size, 0, new_nothrow_fail);
-}
-hc_public void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) {
-  (void)nt;
-  return hc_malloc_fast_or(size, 0, new_arr_nothrow_fail);
-}
-/* aligned (std::align_val_t is a size_t enum) */
-hc_public void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, 0, HC_RA()); }
-hc_public void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, 0, HC_RA()); }
-hc_public void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
-  (void)nt;
-  return new_slow(size, align, 3, HC_RA());
-}
-hc_public void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
-  (void)nt;
-  return new_slow(size, align, 4, HC_RA());
-}
-
-/* operator delete: plain, array, sized, nothrow, aligned - all free(). */
-hc_public void _ZdlPv(void *p) { hc_free_fast(p, 0); }
-hc_public void _ZdaPv(void *p) { hc_free_fast(p, 0); }
-/* The other ten ignore what they are told besides the pointer. */
-#define HC_DELETE(name, ...) \
-  hc_public void name(void *p, __VA_ARGS__) { hc_free_fast(p, 0); }
-HC_DELETE(_ZdlPvm, size_t n hc_unused)
-HC_DELETE(_ZdaPvm, size_t n hc_unused)
-HC_DELETE(_ZdlPvRKSt9nothrow_t, const void *nt hc_unused)
-HC_DELETE(_ZdaPvRKSt9nothrow_t, const void *nt hc_unused)
-HC_DELETE(_ZdlPvSt11align_val_t, size_t a hc_unused)
-HC_DELETE(_ZdaPvSt11align_val_t, size_t a hc_unused)
-HC_DELETE(_ZdlPvmSt11align_val_t, size_t n hc_unused, size_t a hc_unused)
-HC_DELETE(_ZdaPvmSt11align_val_t, size_t n hc_unused, size_t a hc_unused)
-HC_DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, size_t a hc_unused, const void *nt hc_unused)
-HC_DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, size_t a hc_unused, const void *nt hc_unused)
-#undef HC_DELETE
-
 // ---- gperftools' tc_* entry points (<gperftools/tcmalloc.h>) ----
 /* The same functions under tcmalloc's names (aliases: one body, the same
  * recorded call sites).  tc_version: malloc_ext.c. */
@@ -428,28 +310,3 @@ HC_TC_ALIAS(void, tc_malloc_stats, malloc_stats, (void));
 HC_TC_ALIAS(int, tc_mallopt, mallopt, (int param, int value));
 HC_TC_ALIAS(struct mallinfo, tc_mallinfo, mallinfo, (void));
 HC_TC_ALIAS(struct mallinfo2, tc_mallinfo2, mallinfo2, (void));
-HC_TC_ALIAS(size_t, tc_malloc_size, malloc_usable_size, (void *p));
-HC_TC_ALIAS(void *, tc_new, _Znwm, (size_t size));
-HC_TC_ALIAS(void *, tc_newarray, _Znam, (size_t size));
-HC_TC_ALIAS(void *, tc_new_nothrow, _ZnwmRKSt9nothrow_t, (size_t size, const void *nt));
-HC_TC_ALIAS(void *, tc_newarray_nothrow, _ZnamRKSt9nothrow_t, (size_t size, const void *nt));
-HC_TC_ALIAS(void, tc_delete, _ZdlPv, (void *p));
-HC_TC_ALIAS(void, tc_deletearray, _ZdaPv, (void *p));
-HC_TC_ALIAS(void, tc_delete_sized, _ZdlPvm, (void *p, size_t n));
-HC_TC_ALIAS(void, tc_deletearray_sized, _ZdaPvm, (void *p, size_t n));
-HC_TC_ALIAS(void, tc_delete_nothrow, _ZdlPvRKSt9nothrow_t, (void *p, const void *nt));
-HC_TC_ALIAS(void, tc_deletearray_nothrow, _ZdaPvRKSt9nothrow_t, (void *p, const void *nt));
-HC_TC_ALIAS(void *, tc_new_aligned, _ZnwmSt11align_val_t, (size_t size, size_t align));
-HC_TC_ALIAS(void *, tc_newarray_aligned, _ZnamSt11align_val_t, (size_t size, size_t align));
-HC_TC_ALIAS(void *, tc_new_aligned_nothrow, _ZnwmSt11align_val_tRKSt9nothrow_t,
-            (size_t size, size_t align, const void *nt));
-HC_TC_ALIAS(void *, tc_newarray_aligned_nothrow, _ZnamSt11align_val_tRKSt9nothrow_t,
-            (size_t size, size_t align, const void *nt));
-HC_TC_ALIAS(void, tc_delete_aligned, _ZdlPvSt11align_val_t, (void *p, size_t a));
-HC_TC_ALIAS(void, tc_deletearray_aligned, _ZdaPvSt11align_val_t, (void *p, size_t a));
-HC_TC_ALIAS(void, tc_delete_sized_aligned, _ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a));
-HC_TC_ALIAS(void, tc_deletearray_sized_aligned, _ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a));
-HC_TC_ALIAS(void, tc_delete_aligned_nothrow, _ZdlPvSt11align_val_tRKSt9nothrow_t,
-            (void *p, size_t a, const void *nt));
-HC_TC_ALIAS(void, tc_deletearray_aligned_nothrow, _ZdaPvSt11align_val_tRKSt9nothrow_t,
-            (void *p, size_t a, const void *nt));

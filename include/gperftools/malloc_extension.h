@@ -24,7 +24,9 @@
  *  - Ranges: every run of heap pages (INUSE, FREE, UNMAPPED).
  *    MarkThreadIdle / MarkThreadTemporarilyIdle: this thread's cache goes
  *    back to the central lists; MarkThreadBusy: nothing to do.
- *  - GetAllocatedSize(p): malloc_usable_size(p); GetEstimatedAllocatedSize(n):
+ *  - GetAllocatedSize(p): tc_malloc_size(p) (in checker mode the block's
+ *    whole slot, as nallocx; malloc_usable_size says the requested size
+ *    there); GetEstimatedAllocatedSize(n):
  *    the size class (or page-rounded size) n would get; GetOwnership(p):
  *    kOwned when p lies in heapcheck's heap.
  *  - VerifyAllMemory and the Verify*Memory family: true (no debug

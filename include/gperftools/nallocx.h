@@ -1,8 +1,11 @@
 /* gperftools/nallocx.h - jemalloc's nallocx as gperftools 2.10 declares it,
- * served by libheapcheck: the usable size (malloc_usable_size) that
+ * served by libheapcheck: the usable size (tc_malloc_size) that
  * malloc(size), or with MALLOCX_LG_ALIGN(la) memalign(1 << la, size), would
  * give, allocating nothing.  Only MALLOCX_LG_ALIGN is understood.  In
- * checker mode usable sizes are the requested ones, and so is this. */
+ * checker mode too it is the slot the block takes (more than size: checker
+ * mode keeps a byte of room after every block), which tc_malloc_size and
+ * GetAllocatedSize then give, where malloc_usable_size gives the requested
+ * size. */
 #ifndef HEAPCHECK_GPERFTOOLS_NALLOCX_H
 #define HEAPCHECK_GPERFTOOLS_NALLOCX_H
 

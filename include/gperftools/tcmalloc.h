@@ -2,7 +2,8 @@
  * libheapcheck under the same names and signatures as gperftools 2.10.
  *
  * Each tc_* function is the corresponding standard one (tc_malloc is
- * malloc, tc_new is operator new, tc_malloc_size is malloc_usable_size...):
+ * malloc, tc_new is operator new, tc_malloc_size is malloc_usable_size
+ * but in checker mode, below...):
  * any pointer from any of them may be given to any of the others.
  * tc_version() reports the gperftools API level served (2.10).
  * tc_set_new_mode(1) makes malloc, calloc, realloc and memalign call the
@@ -66,7 +67,9 @@ PERFTOOLS_DLL_DECL struct mallinfo tc_mallinfo(void) PERFTOOLS_NOTHROW;
 PERFTOOLS_DLL_DECL struct mallinfo2 tc_mallinfo2(void) PERFTOOLS_NOTHROW;
 #endif
 #endif
-/* malloc_usable_size(ptr). */
+/* malloc_usable_size(ptr); in checker mode the block's whole slot, as
+ * nallocx (malloc_usable_size says the requested size there), and the
+ * block is that size from then on (scanned, copied by realloc, reported). */
 PERFTOOLS_DLL_DECL size_t tc_malloc_size(void *ptr) PERFTOOLS_NOTHROW;
 
 #ifdef __cplusplus

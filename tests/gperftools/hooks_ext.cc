@@ -154,19 +154,56 @@ static void test_hooks() {
 }
 
 static void test_nallocx() {
-  /* In checker mode usable sizes are the requested ones, aligned or not. */
+  /* tcmalloc's contract, checker mode included (gperftools'
+   * tcmalloc_unittest under HEAPCHECK=normal): nallocx is the usable size
+   * GetAllocatedSize then gives, a multiple of the alignment.  In checker
+   * mode a block takes a byte more than asked, so nallocx(n) > n. */
   const char *hc = getenv("HEAPCHECK");
   bool checker = hc && *hc;
+  EXPECT(nallocx(99, 0) > 99);
   for (size_t size = 0; size <= (2 << 20); size += 4093) {
     void *p = malloc(size);
-    EXPECT(nallocx(size, 0) >= size && nallocx(size, 0) == MallocExtension::instance()->GetAllocatedSize(p));
+    EXPECT(nallocx(size, 0) >= size + checker && nallocx(size, 0) == MallocExtension::instance()->GetAllocatedSize(p));
     free(p);
     for (int lg = 0; lg < 14; lg += 3) {
       p = tc_memalign((size_t)1 << lg, size);
       size_t n = tc_nallocx(size, MALLOCX_LG_ALIGN(lg));
-      EXPECT(n >= size && (checker || n % ((size_t)1 << lg) == 0) && n == MallocExtension::instance()->GetAllocatedSize(p));
+      EXPECT(n >= size + checker && n % ((size_t)1 << lg) == 0 && n == MallocExtension::instance()->GetAllocatedSize(p));
       free(p);
     }
+  }
+}
+
+/* The bytes GetAllocatedSize and tc_malloc_size give are the block's, in
+ * checker mode too: a pointer kept in the last word of them keeps its
+ * target alive, and realloc copies it.  (Before they are asked for,
+ * malloc_usable_size gives the requested size in checker mode, glibc's
+ * MALLOC_CHECK_ and LeakSanitizer's answer: test_sizes.) */
+static void *volatile tail_holders[5];
+static size_t tail_offsets[5];
+static void test_usable_tail() {
+  const char *hc = getenv("HEAPCHECK");
+  bool checker = hc && *hc;
+  static const size_t sizes[5] = {1, 99, 4096, 20000, 300000};
+  for (int i = 0; i < 5; i++) {
+    char *p = (char *)malloc(sizes[i]);
+    size_t n = i % 2 ? tc_malloc_size(p) : MallocExtension::instance()->GetAllocatedSize(p);
+    EXPECT(n == nallocx(sizes[i], 0) && n == MallocExtension::instance()->GetAllocatedSize(p) && n == tc_malloc_size(p));
+    EXPECT(malloc_usable_size(p) == n); /* the block is that size now */
+    size_t last = tail_offsets[i] = (n - sizeof(void *)) & ~(sizeof(void *) - 1);
+    void *child = malloc(24);
+    *(void **)(p + last) = child;
+    if (i == 3) {
+      p = (char *)realloc(p, n + 5000);
+      EXPECT(*(void **)(p + last) == child);
+    }
+    tail_holders[i] = p;
+  }
+  if (checker) EXPECT(HeapLeakChecker::NoGlobalLeaks());
+  for (int i = 0; i < 5; i++) {
+    char *p = (char *)tail_holders[i];
+    free(*(void **)(p + tail_offsets[i]));
+    free(p);
   }
 }
 
@@ -449,6 +486,7 @@ int main() {
   VerifyHeapProfileTableStackGet();
   test_hooks();
   test_nallocx();
+  test_usable_tail();
   test_release_and_ranges();
   test_sys_alloc();
   return failures != 0;

@@ -9,6 +9,7 @@
  * Argument "exact": the usable size must equal the requested size (what
  * heapcheck reports in checker mode, like LeakSanitizer and valgrind).
  * Exit status 0 when every check held; each failure prints one line. */
+#include <errno.h>
 #include <malloc.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -65,6 +66,12 @@ static void one_size(size_t n, bool exact, unsigned seed) {
   free(p);
 }
 
+static size_t intact_byte(const unsigned char *p, size_t n, unsigned char v) {
+  size_t i = 0;
+  while (i < n && p[i] == v) i++;
+  return i;
+}
+
 int main(int argc, char **argv) {
   bool exact = argc > 1 && strcmp(argv[1], "exact") == 0;
   static const size_t sizes[] = {1,     7,     16,    24,     100,    1000,   1500,    5000,   8192,
@@ -92,6 +99,20 @@ int main(int argc, char **argv) {
     void *a = malloc(100000), *b = realloc(a, malloc_usable_size(a));
     if (b != a) FAIL("realloc(p, malloc_usable_size(p) = %zu) of a 100000-byte block moved it", malloc_usable_size(b));
     free(b);
+  }
+  /* realloc to sizes no block can have fails and keeps the block, in
+   * checker mode too (room_for(SIZE_MAX) wrapped to 0: the block "fitted"
+   * and realloc cleared to the end of the address space). */
+  static const size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 4096, SIZE_MAX / 2};
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+    for (size_t n = 1; n <= 300000; n *= 17) {
+      unsigned char *a = malloc(n);
+      memset(a, 0x5a, n);
+      errno = 0;
+      if (realloc(a, huge[i]) != NULL || errno != ENOMEM) FAIL("realloc(%zu-byte block, %zu) did not fail with ENOMEM", n, huge[i]);
+      if (intact_byte(a, n, 0x5a) != n) FAIL("realloc(%zu-byte block, %zu) changed the block", n, huge[i]);
+      free(a);
+    }
   }
   /* A pointer in the last word of the usable size of a reachable block. */
   unsigned char *h = malloc(24);
