@@ -243,6 +243,13 @@ int hci_write_err(int fd, const char *buf, size_t len);
  * stopped: a new nonzero number each stop, 0 once they run.  A write to a
  * pipe whose reader is a thread of this process must not wait for it then. */
 extern _Atomic unsigned hci_out_world_stopped;
+/* Says how much of the report was dropped in a stop whose stream did not
+ * drain (output.c), once the threads run again; nothing when none was. */
+void hci_out_cut_notice(int fd);
+/* Whether this process holds the reading end of the FIFO or Unix socket fd
+ * (st: its fstat) other than fd itself (stream_reader.c); unknown is false. */
+struct stat;
+bool hci_stream_reader_is_ours(int fd, const struct stat *st);
 /* Writes to the report stream (hci_log_stream_fd); false when it has none
  * or the write failed. */
 bool hci_diag_write(const char *buf, size_t len);

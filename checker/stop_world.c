@@ -770,6 +770,8 @@ void hci_world_release(hci_world_t *w) {
   else if (w->method == HCI_STOP_SIGNAL) signal_resume(w);
   w->active = false;
   hci_exec_release();
+  /* A report cut because its reader was stopped says so now that it runs. */
+  hci_out_cut_notice(hci_log_stream_fd());
 }
 
 void hci_world_ending(hci_world_t *w) {

@@ -162,4 +162,8 @@ each 60 nonblock-stderr -- 0 'nonblock-stderr: child status 1, summary written'
 # threads are stopped, a pipe whose read end this process holds gets at most
 # 1 s to make room, then the rest of that report is dropped.
 each 60 self-drained -- 0 'self-drained: child status 1'
+# The same on a Unix socket with a 4 KiB send buffer (a logging thread
+# reading one end of a socketpair): hung for good before (137), the report
+# cut after 1 s without room and the child's status 1 kept.
+each 60 self-drained sock -- 0 'self-drained: child status 1'
 finish test_hostile

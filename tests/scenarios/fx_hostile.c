@@ -68,7 +68,9 @@
  *              a pipe whose only reader is a thread of the child (a logging
  *              thread); the child leaks from 60 stacks 1-60 frames deep (a
  *              report longer than the pipe holds) and returns 0.  Prints
- *              the child's status.
+ *              the child's status.  "self-drained sock": the same with
+ *              stderr one end of a Unix stream socketpair whose send
+ *              buffer is 4 KiB, the other end read by the child's thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -94,6 +96,7 @@
 #include <sys/epoll.h>
 #include <sys/ipc.h>
 #include <sys/sem.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -604,9 +607,16 @@ static int self_drained_child(const char *fd) {
   }
   return 0;
 }
-static int self_drained(void) {
+static int self_drained(bool sock) {
   int p[2];
-  if (pipe(p)) return 77;
+  if (sock) {
+    /* A small send buffer: the report outgrows it at once (with the
+     * default 208 KiB this report would fit). */
+    int sz = 4096;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, p) || setsockopt(p[1], SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz)) return 77;
+  } else if (pipe(p)) {
+    return 77;
+  }
   pid_t c = spawn_on_pipe(p, "self-drained-child", true);
   close(p[0]);
   close(p[1]);
@@ -618,7 +628,7 @@ static int self_drained(void) {
 
 int main(int argc, char **argv) {
   const char *s = argc > 1 ? argv[1] : "";
-  if (!strcmp(s, "self-drained")) return self_drained();
+  if (!strcmp(s, "self-drained")) return self_drained(argc > 2 && !strcmp(argv[2], "sock"));
   if (!strcmp(s, "self-drained-child")) return self_drained_child(argc > 2 ? argv[2] : "-1");
   if (!strcmp(s, "nonblock-stderr")) return nonblock_stderr();
   if (!strcmp(s, "nonblock-stderr-child")) return nonblock_stderr_child();
