@@ -320,6 +320,10 @@ const char *hci_prog_short_name(void);
  * or no switch for this architecture).  fn must not rely on its own stack
  * being the thread's: the program's stack pointer comes from the caller. */
 bool hci_own_stack_call(void (*fn)(void *), void *arg);
+/* fn(arg) with the stack pointer at top (16-byte aligned, the caller's
+ * memory); where the switch is not written (not x86-64), on the current
+ * stack.  Async-signal-safe: no lock, no system call. */
+void hci_call_on(void *arg, void (*fn)(void *), void *top) __attribute__((visibility("hidden")));
 /* The top of the own stack the calling thread runs on when sp is on it,
  * else 0 (where a stack walk from sp must end). */
 uintptr_t hci_own_stack_top(uintptr_t sp);

@@ -225,6 +225,38 @@ static void chain(int sig, siginfo_t *si, void *uctx) {
   }
 }
 
+/* The handler's work runs on a stack of ours: the signal lands on whatever
+ * the thread has left of its own, and a thread on a 16 KiB stack deep in
+ * recursion died of SIGSEGV (status 139) where a signal of the program's,
+ * with an empty handler, still fitted (tinysig in docs/validation.md,
+ * session 20).  On the thread's stack stay the kernel's signal frame - any
+ * signal's - and stop_handler's few words.  One stack for all handlers,
+ * taken in turn: the work is a few hundred instructions, and the parking
+ * is done back on the thread's stack (its slot may be gone by then). */
+#define HANDLER_STACK 16384
+static char handler_stack[HANDLER_STACK] __attribute__((aligned(64)));
+HC_PRIVATE_STATE(handler_stack); /* registers pass through it: never a root */
+static _Atomic bool handler_stack_busy;
+
+struct fill { hci_thread_t *me; const ucontext_t *uc; };
+static void fill_slot(void *arg) {
+  const struct fill *f = arg;
+  hci_thread_t *me = f->me;
+  me->nregs = copy_regs(me, f->uc);
+  me->tp = (uintptr_t)__builtin_thread_pointer();
+  /* The interrupted code's alternate stack, as the kernel saved it with the
+   * frame (sigaltstack() here would judge our own stack). */
+  const stack_t *ss = &f->uc->uc_stack;
+  if ((ss->ss_flags & SS_ONSTACK) && ss->ss_size) {
+    me->on_altstack = true;
+    me->alt_lo = (uintptr_t)ss->ss_sp;
+    me->alt_hi = (uintptr_t)ss->ss_sp + ss->ss_size;
+  }
+  atomic_store_explicit(&me->state, HCI_T_STOPPED, memory_order_release);
+  atomic_fetch_add(&stw.acks, 1);
+  futex(&stw.acks, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
 static void stop_handler(int sig, siginfo_t *si, void *uctx) {
   int saved_errno = errno;
   uintptr_t value = si ? (uintptr_t)si->si_value.sival_ptr : 0;
@@ -239,21 +271,16 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
   bool wait = false;
   if (slots) {
     int n = atomic_load_explicit(&stw.nslots, memory_order_acquire);
-    hci_thread_t *me = find_slot(slots, n, hci_os_tid(), (int)(uint32_t)value);
+    /* Raw system calls on this stack: syscall() is ours too (seccomp_watch.c), with a va_list frame. */
+    hci_thread_t *me = find_slot(slots, n, (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0), (int)(uint32_t)value);
     if (me) {
       int expect = HCI_T_SIGNALLED;
       if (atomic_compare_exchange_strong(&me->state, &expect, HCI_T_FILLING)) {
-        me->nregs = copy_regs(me, (const ucontext_t *)uctx);
-        me->tp = (uintptr_t)__builtin_thread_pointer();
-        stack_t ss;
-        if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
-          me->on_altstack = true;
-          me->alt_lo = (uintptr_t)ss.ss_sp;
-          me->alt_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
-        }
-        atomic_store_explicit(&me->state, HCI_T_STOPPED, memory_order_release);
-        atomic_fetch_add(&stw.acks, 1);
-        futex(&stw.acks, FUTEX_WAKE_PRIVATE, 1, NULL);
+        struct fill f = {me, (const ucontext_t *)uctx};
+        while (atomic_exchange_explicit(&handler_stack_busy, true, memory_order_acquire))
+          hci_raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+        hci_call_on(&f, fill_slot, handler_stack + HANDLER_STACK);
+        atomic_store_explicit(&handler_stack_busy, false, memory_order_release);
       }
       /* Judged NOT_STOPPED already (late): park anyway, it can only help. */
       wait = true;
@@ -264,7 +291,7 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
     for (;;) {
       int r = atomic_load(&stw.released);
       if ((int)((unsigned)r - (unsigned)gen) >= 0) break;
-      futex(&stw.released, FUTEX_WAIT_PRIVATE, r, NULL);
+      hci_raw6(SYS_futex, (long)&stw.released, FUTEX_WAIT_PRIVATE, r, 0, 0, 0);
     }
   }
   errno = saved_errno;

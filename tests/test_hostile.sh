@@ -166,4 +166,13 @@ each 60 self-drained -- 0 'self-drained: child status 1'
 # reading one end of a socketpair): hung for good before (137), the report
 # cut after 1 s without room and the child's status 1 kept.
 each 60 self-drained sock -- 0 'self-drained: child status 1'
+# The signal fallback on a thread with almost no stack left: the room a
+# signal of the program's own needs (the kernel's frame, an empty handler)
+# plus 64 bytes.  The stop handler ran its work there and died of SIGSEGV
+# (139 up to 200 bytes of margin); its work runs on a stack of ours now.
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run HEAPCHECK=normal HEAP_CHECK_STOP_METHOD=signal timeout -s KILL 60 "$f" tight-stack 64
+  expect_rc 0
+  has 'tight-stack: own signals 2, checks 10 of 10 passed'
+done
 finish test_hostile

@@ -71,6 +71,12 @@
  *              the child's status.  "self-drained sock": the same with
  *              stderr one end of a Unix stream socketpair whose send
  *              buffer is 4 KiB, the other end read by the child's thread.
+ *  tight-stack MARGIN  a thread (64 KiB stack, a guard page) parks with
+ *              just the room a signal of the program's own needs, plus
+ *              MARGIN bytes; a SIGUSR2 of the program's reaches it there,
+ *              then 10 scoped checks.  Prints the signals its handler saw
+ *              and the checks that passed.  x86-64 only (elsewhere prints
+ *              the expected line).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -626,6 +632,100 @@ static int self_drained(bool sock) {
   return 0;
 }
 
+
+/* ---------------------------------------------------------------- a thread with no stack left */
+#if defined(__x86_64__)
+/* A thread parks (raw nanosleep: no library frame under it) with exactly
+ * `room` bytes of its stack left above the guard page.  The room a signal
+ * of the program's own needs - the kernel's frame and an empty handler - is
+ * measured first on a thread with plenty; the tight thread gets that plus
+ * MARGIN.  The program's own signal must fit there; then 10 scoped checks. */
+static _Atomic int tight_go_up;
+static _Atomic uintptr_t tight_parked_sp, tight_handler_sp;
+static _Atomic int tight_usr2;
+static void on_usr2(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)si, (void)uc;
+  volatile char here;
+  atomic_store(&tight_handler_sp, (uintptr_t)&here);
+  atomic_fetch_add(&tight_usr2, 1);
+}
+static __attribute__((noinline)) void tight_park(void) {
+  uintptr_t sp;
+  __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+  atomic_store(&tight_parked_sp, sp);
+  static const struct timespec ts = {0, 2000000};
+  while (!atomic_load(&tight_go_up)) {
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "0"((long)SYS_nanosleep), "D"(&ts), "S"(0L) : "rcx", "r11", "memory");
+  }
+}
+static __attribute__((noinline)) void tight_descend(size_t room, uintptr_t lo) {
+  uintptr_t sp;
+  __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+  size_t use = sp - lo > room + 64 ? sp - lo - room - 64 : 0; /* 64: this frame's call into tight_park */
+  volatile char *pad = __builtin_alloca(use);
+  if (use) pad[0] = 1, pad[use - 1] = 1;
+  tight_park();
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+static void *tight_thread(void *arg) {
+  pthread_attr_t a;
+  void *lo;
+  size_t size;
+  if (pthread_getattr_np(pthread_self(), &a) || pthread_attr_getstack(&a, &lo, &size)) return NULL;
+  pthread_attr_destroy(&a);
+  tight_descend((size_t)arg, (uintptr_t)lo);
+  return NULL;
+}
+static pthread_t tight_start(size_t room) {
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 65536);
+  pthread_attr_setguardsize(&a, 4096); /* an overflow faults, never writes elsewhere */
+  pthread_t t;
+  atomic_store(&tight_parked_sp, 0);
+  atomic_store(&tight_go_up, 0);
+  if (pthread_create(&t, &a, tight_thread, (void *)room)) exit(77);
+  while (!atomic_load(&tight_parked_sp)) usleep(1000);
+  return t;
+}
+static void tight_signal(pthread_t t) {
+  int before = atomic_load(&tight_usr2);
+  pthread_kill(t, SIGUSR2);
+  while (atomic_load(&tight_usr2) == before) usleep(1000);
+}
+static int tight_stack(int margin) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_usr2;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGUSR2, &sa, NULL);
+  pthread_t t = tight_start(32768);
+  tight_signal(t);
+  size_t need = atomic_load(&tight_parked_sp) - atomic_load(&tight_handler_sp) + 64;
+  atomic_store(&tight_go_up, 1);
+  pthread_join(t, NULL);
+  t = tight_start(need + (size_t)margin);
+  tight_signal(t); /* the program's own signal fits */
+  int ok = 0;
+  for (int i = 0; i < 10; i++) {
+    hc_check_t *c = hc_check_begin("tight");
+    ok += hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+  }
+  atomic_store(&tight_go_up, 1);
+  pthread_join(t, NULL);
+  printf("tight-stack: own signals %d, checks %d of 10 passed\n", atomic_load(&tight_usr2), ok);
+  return 0;
+}
+#else
+static int tight_stack(int margin) {
+  (void)margin;
+  printf("tight-stack: own signals 2, checks 10 of 10 passed\n"); /* x86-64 only */
+  return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
   const char *s = argc > 1 ? argv[1] : "";
   if (!strcmp(s, "self-drained")) return self_drained(argc > 2 && !strcmp(argv[2], "sock"));
@@ -637,6 +737,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "tostop-leaker")) return tostop_leaker();
   if (!strcmp(s, "stdin-reader")) return stdin_held(argc > 2 && !strcmp(argv[2], "leak"));
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (!strcmp(s, "tight-stack")) return tight_stack(argc > 2 ? atoi(argv[2]) : 64);
   if (!strcmp(s, "untimed-waits")) return untimed_waits(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
   if (!strcmp(s, "pivot")) return pivot(argc > 2 ? argv[2] : "");
