@@ -236,7 +236,23 @@ static void chain(int sig, siginfo_t *si, void *uctx) {
 #define HANDLER_STACK 16384
 static char handler_stack[HANDLER_STACK] __attribute__((aligned(64)));
 HC_PRIVATE_STATE(handler_stack); /* registers pass through it: never a root */
-static _Atomic bool handler_stack_busy;
+/* The thread on handler_stack, 0 when free.  A fork child made while a
+ * handler was on it inherits the word: an owner that is no thread of this
+ * process (tgkill says ESRCH) is taken over, or the child's first signal
+ * stop would spin in every handler for good. */
+static _Atomic int handler_stack_owner;
+static void take_handler_stack(int self) {
+  for (;;) {
+    int owner = 0;
+    if (atomic_compare_exchange_weak_explicit(&handler_stack_owner, &owner, self, memory_order_acquire,
+                                              memory_order_relaxed))
+      return;
+    if (owner && hci_raw6(SYS_tgkill, atomic_load(&stw.pid), owner, 0, 0, 0, 0) == -ESRCH &&
+        atomic_compare_exchange_strong(&handler_stack_owner, &owner, self))
+      return;
+    hci_raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+  }
+}
 
 struct fill { hci_thread_t *me; const ucontext_t *uc; };
 static void fill_slot(void *arg) {
@@ -272,15 +288,15 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
   if (slots) {
     int n = atomic_load_explicit(&stw.nslots, memory_order_acquire);
     /* Raw system calls on this stack: syscall() is ours too (seccomp_watch.c), with a va_list frame. */
-    hci_thread_t *me = find_slot(slots, n, (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0), (int)(uint32_t)value);
+    int self = (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+    hci_thread_t *me = find_slot(slots, n, self, (int)(uint32_t)value);
     if (me) {
       int expect = HCI_T_SIGNALLED;
       if (atomic_compare_exchange_strong(&me->state, &expect, HCI_T_FILLING)) {
         struct fill f = {me, (const ucontext_t *)uctx};
-        while (atomic_exchange_explicit(&handler_stack_busy, true, memory_order_acquire))
-          hci_raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+        take_handler_stack(self);
         hci_call_on(&f, fill_slot, handler_stack + HANDLER_STACK);
-        atomic_store_explicit(&handler_stack_busy, false, memory_order_release);
+        atomic_store_explicit(&handler_stack_owner, 0, memory_order_release);
       }
       /* Judged NOT_STOPPED already (late): park anyway, it can only help. */
       wait = true;
