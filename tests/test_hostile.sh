@@ -175,4 +175,25 @@ for f in "$fx" ${sfx:+"$sfx"}; do
   expect_rc 0
   has 'tight-stack: own signals 2, checks 10 of 10 passed'
 done
+# An exit handler registered by a constructor (run after the check) writes
+# to stdout with write(2); main's printf line waits in stdout's buffer
+# (stdout a file, stderr another).  Plain: the handler's line, then main's
+# (libc flushes at the end of exit).  The check flushed every stream before
+# its report: main's line came first (dynamic); a static link ended with
+# _exit after the report and lost both lines.  Now only a stream that
+# shares the report's destination is flushed early, and a static link's
+# exit goes on as a dynamic one's.
+ord_out=$dump/order
+for f in "$fx" ${sfx:+"$sfx"}; do
+  cur="exit-order $f"
+  FX_HOSTILE_EXIT_ORDER=1 HEAPCHECK=normal timeout -s KILL 60 "$f" exit-order >"$ord_out" 2>"$ord_out.err"
+  rc=$?
+  out=$(cat "$ord_out")
+  expect_rc 1
+  checks=$((checks + 1))
+  [ "$out" = "exit-order: the handler's write
+exit-order: main's buffered line" ] || fail "stdout in the program's own order" "$out"
+  out=$(cat "$ord_out.err")
+  has 'SUMMARY: heapcheck: 77 bytes leaked in 1 allocations'
+done
 finish test_hostile

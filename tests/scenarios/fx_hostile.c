@@ -71,6 +71,10 @@
  *              the child's status.  "self-drained sock": the same with
  *              stderr one end of a Unix stream socketpair whose send
  *              buffer is 4 KiB, the other end read by the child's thread.
+ *  exit-order  (with FX_HOSTILE_EXIT_ORDER=1 in the environment) an exit
+ *              handler registered by a constructor writes a line to stdout
+ *              with write(2); main prints a line with printf (buffered when
+ *              stdout is a file), leaks 77 bytes and returns 0.
  *  tight-stack MARGIN  a thread (64 KiB stack, a guard page) parks with
  *              just the room a signal of the program's own needs, plus
  *              MARGIN bytes; a SIGUSR2 of the program's reaches it there,
@@ -726,8 +730,33 @@ static int tight_stack(int margin) {
 }
 #endif
 
+
+/* ---------------------------------------------------------------- exit handlers' order */
+static void order_handler(void) {
+  static const char line[] = "exit-order: the handler's write\n";
+  (void)!write(1, line, sizeof line - 1);
+}
+static bool order_armed;
+__attribute__((constructor)) static void order_ctor(void) {
+  /* Registered by a constructor: it runs after the library's exit check. */
+  const char *s = getenv("FX_HOSTILE_EXIT_ORDER");
+  if (s && *s) {
+    order_armed = true;
+    atexit(order_handler);
+  }
+}
+static int exit_order(void) {
+  if (!order_armed) return 77;
+  printf("exit-order: main's buffered line\n");
+  void *volatile q = leak_bytes(77);
+  q = NULL;
+  (void)q;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *s = argc > 1 ? argv[1] : "";
+  if (!strcmp(s, "exit-order")) return exit_order();
   if (!strcmp(s, "self-drained")) return self_drained(argc > 2 && !strcmp(argv[2], "sock"));
   if (!strcmp(s, "self-drained-child")) return self_drained_child(argc > 2 ? argv[2] : "-1");
   if (!strcmp(s, "nonblock-stderr")) return nonblock_stderr();
