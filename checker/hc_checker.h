@@ -511,6 +511,26 @@ long hci_exec_syscall(long n, long a, long b, long c, long d, long e);
 void hci_close_watch(unsigned lo, unsigned hi, unsigned flags);
 void hci_close_watch_resolve(void); /* libc's close (constructor) */
 
+/* ======================= timed_waits.c ======================= */
+/* A thread's timed wait (epoll_wait, epoll_pwait, epoll_pwait2, semtimedop,
+ * sigtimedwait): the call and its deadline, for the ptrace helper. */
+typedef struct {
+  long nr;               /* the system call being waited in, 0 if none */
+  int64_t deadline_ns;   /* CLOCK_MONOTONIC */
+  struct timespec left;  /* the time left, written by the helper */
+} hci_timed_rec_t;
+void hci_timed_waits_resolve(void); /* libc's functions (constructor, checker mode) */
+/* sigwait_watch.c's sigtimedwait: the record around libc's call. */
+bool hci_timed_sigwait_begin(const struct timespec *ts, hci_timed_rec_t *saved);
+void hci_timed_sigwait_end(bool on, const hci_timed_rec_t *saved);
+#if defined(__x86_64__)
+struct user_regs_struct;
+/* The helper (stop_ptrace.c): thread tid, stopped at our interrupt with EINTR
+ * from a timed wait whose record it finds, gets the time left and a restart
+ * in g; false (g untouched) otherwise. */
+bool hci_timed_restart(int tid, struct user_regs_struct *g);
+#endif
+
 /* ======================= sigwait_watch.c ======================= */
 void hci_sigwait_watch_resolve(void); /* libc's sigtimedwait (constructor) */
 /* stop_world.c: whether (sig, si) is a stop signal of the fallback's. */

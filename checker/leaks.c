@@ -332,6 +332,7 @@ __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_close_watch_resolve();
   hci_sigwait_watch_resolve();
   if (!hci_chk.active) return;
+  hci_timed_waits_resolve();
   hci_symbolizer_note_exe();
   hci_lock(&hci_chk_lock);
   hci_chk_setup_once();

@@ -71,6 +71,11 @@
  *              the child's status.  "self-drained sock": the same with
  *              stderr one end of a Unix stream socketpair whose send
  *              buffer is 4 KiB, the other end read by the child's thread.
+ *  timed-waits  five threads loop on 100 ms waits that nothing ends
+ *              (epoll_wait, epoll_pwait, epoll_pwait2, semtimedop,
+ *              sigtimedwait) while main runs scoped checks back to back
+ *              until each wait has timed out during them; prints the
+ *              EINTRs they saw.
  *  exit-order  (with FX_HOSTILE_EXIT_ORDER=1 in the environment) an exit
  *              handler registered by a constructor writes a line to stdout
  *              with write(2); main prints a line with printf (buffered when
@@ -754,6 +759,89 @@ static int exit_order(void) {
   return 0;
 }
 
+
+/* ---------------------------------------------------------------- timed waits that a stop answers with EINTR */
+enum { T_EPOLL, T_EPOLL_P, T_EPOLL_P2, T_SEMTIMEDOP, T_SIGTIMEDWAIT, T_N };
+static const char *const timed_names[T_N] = {"epoll_wait", "epoll_pwait", "epoll_pwait2", "semtimedop",
+                                             "sigtimedwait"};
+static _Atomic int timed_done, timed_checking, timed_eintr[T_N], timed_out_checking[T_N];
+static int timed_epfd, timed_semid;
+/* Each wait is 100 ms and nothing ever comes: a timeout (0, or EAGAIN). */
+static long timed_one(int k) {
+  struct epoll_event ev;
+  struct timespec ts = {0, 100000000};
+  sigset_t none, set;
+  sigemptyset(&none);
+  switch (k) {
+  case T_EPOLL: return epoll_wait(timed_epfd, &ev, 1, 100);
+  case T_EPOLL_P: return epoll_pwait(timed_epfd, &ev, 1, 100, &none);
+  case T_EPOLL_P2: return epoll_pwait2(timed_epfd, &ev, 1, &ts, &none);
+  case T_SEMTIMEDOP: {
+    struct sembuf op = {0, -1, 0};
+    return semtimedop(timed_semid, &op, 1, &ts);
+  }
+  default:
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    return sigtimedwait(&set, NULL, &ts);
+  }
+}
+static void *timed_waiter(void *arg) {
+  int k = (int)(long)arg;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  while (!atomic_load(&timed_done)) {
+    int checking = atomic_load(&timed_checking);
+    long r = timed_one(k);
+    if (r < 0 && errno == EINTR) atomic_fetch_add(&timed_eintr[k], 1);
+    else if ((r == 0 || (r < 0 && errno == EAGAIN)) && checking && atomic_load(&timed_checking))
+      atomic_fetch_add(&timed_out_checking[k], 1);
+  }
+  return NULL;
+}
+static int timed_waits(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr1; /* no SA_RESTART */
+  sigaction(SIGUSR1, &sa, NULL);
+  int pfd[2];
+  if (pipe(pfd) || (timed_epfd = epoll_create1(0)) < 0 || (timed_semid = semget(IPC_PRIVATE, 1, 0600)) < 0) {
+    perror("timed-waits: set-up");
+    return 77;
+  }
+  struct epoll_event ev = {.events = EPOLLIN};
+  epoll_ctl(timed_epfd, EPOLL_CTL_ADD, pfd[0], &ev);
+  pthread_t t[T_N];
+  for (int k = 0; k < T_N; k++) pthread_create(&t[k], NULL, timed_waiter, (void *)(long)k);
+  usleep(50000);
+  atomic_store(&timed_checking, 1);
+  /* Checks back to back until every wait has timed out while they ran
+   * (a restart with the whole timeout never would), 20 at least. */
+  int n = 0, all = 0;
+  for (; n < 3000 && (n < 20 || !all); n++) {
+    hc_check_t *c = hc_check_begin("timed");
+    hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+    all = 1;
+    for (int k = 0; k < T_N; k++) all &= atomic_load(&timed_out_checking[k]) > 0;
+  }
+  atomic_store(&timed_checking, 0);
+  atomic_store(&timed_done, 1);
+  int eintr = 0;
+  for (int k = 0; k < T_N; k++) {
+    pthread_join(t[k], NULL);
+    if (timed_eintr[k]) printf("timed-waits: %s saw EINTR %d times\n", timed_names[k], timed_eintr[k]);
+    if (!timed_out_checking[k]) printf("timed-waits: %s never timed out during the checks\n", timed_names[k]);
+    eintr += timed_eintr[k];
+  }
+  semctl(timed_semid, 0, IPC_RMID);
+  printf("timed-waits: %s, %d EINTR\n", all ? "every wait timed out during the checks" : "some waits never timed out",
+         eintr);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *s = argc > 1 ? argv[1] : "";
   if (!strcmp(s, "exit-order")) return exit_order();
@@ -767,6 +855,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "stdin-reader")) return stdin_held(argc > 2 && !strcmp(argv[2], "leak"));
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (!strcmp(s, "tight-stack")) return tight_stack(argc > 2 ? atoi(argv[2]) : 64);
+  if (!strcmp(s, "timed-waits")) return timed_waits();
   if (!strcmp(s, "untimed-waits")) return untimed_waits(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
   if (!strcmp(s, "pivot")) return pivot(argc > 2 ? argv[2] : "");
