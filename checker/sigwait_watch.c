@@ -54,7 +54,7 @@ static int wait_theirs(const sigset_t *set, siginfo_t *info, const struct timesp
   const struct timespec *t = ts;
   for (;;) {
     hci_timed_rec_t saved;
-    bool on = hci_timed_sigwait_begin(t, &saved); /* the ptrace stop's EINTR restarts with the time left */
+    bool on = hci_timed_sigwait_begin(set, info, t, &saved); /* the ptrace stop's EINTR restarts with the time left */
     int sig = timedwait(set, info, t);
     hci_timed_sigwait_end(on, &saved);
     if (sig <= 0 || !hci_stop_signal_ours(sig, info)) return sig;

@@ -259,6 +259,7 @@ static void fill_slot(void *arg) {
   const struct fill *f = arg;
   hci_thread_t *me = f->me;
   me->nregs = copy_regs(me, f->uc);
+  hci_timed_signal_seen(me);
   me->tp = (uintptr_t)__builtin_thread_pointer();
   /* The interrupted code's alternate stack, as the kernel saved it with the
    * frame (sigaltstack() here would judge our own stack). */
@@ -285,10 +286,10 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
   hci_thread_t *slots = atomic_load(&stw.slots);
   int gen = atomic_load(&stw.gen);
   bool wait = false;
+  /* Raw system calls on this stack: syscall() is ours too (seccomp_watch.c), with a va_list frame. */
+  int self = (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
   if (slots) {
     int n = atomic_load_explicit(&stw.nslots, memory_order_acquire);
-    /* Raw system calls on this stack: syscall() is ours too (seccomp_watch.c), with a va_list frame. */
-    int self = (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
     hci_thread_t *me = find_slot(slots, n, self, (int)(uint32_t)value);
     if (me) {
       int expect = HCI_T_SIGNALLED;
@@ -309,6 +310,10 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
       if ((int)((unsigned)r - (unsigned)gen) >= 0) break;
       hci_raw6(SYS_futex, (long)&stw.released, FUTEX_WAIT_PRIVATE, r, 0, 0, 0);
     }
+    /* Let go: a timed wait the signal ended restarts (timed_waits.c). */
+    take_handler_stack(self);
+    hci_call_on(uctx, hci_timed_signal_restart, handler_stack + HANDLER_STACK);
+    atomic_store_explicit(&handler_stack_owner, 0, memory_order_release);
   }
   errno = saved_errno;
 }
@@ -496,8 +501,35 @@ int hci_task_zombie(int taskfd, int tid) {
  * and fork block every signal for a moment), else it is NOT_STOPPED as
  * before.  Not known under another namespace's /proc (the names are not our
  * tids); a thread that blocks it between the read and the send still gets it. */
-static bool blocks_stop(int taskfd, int tid) {
+static uintptr_t hex_field(const char **c) {
+  uintptr_t v = 0;
+  while (**c == ' ') (*c)++;
+  if ((*c)[0] == '0' && (*c)[1] == 'x') *c += 2;
+  for (;; (*c)++) {
+    int d = **c >= '0' && **c <= '9' ? **c - '0' : **c >= 'a' && **c <= 'f' ? **c - 'a' + 10 : -1;
+    if (d < 0) break;
+    v = v << 4 | (unsigned)d;
+  }
+  return v;
+}
+
+/* "nr arg1 .. arg6 sp pc" of /proc/<tid>/syscall into t (timed_waits.c
+ * restarts a timed wait the signal interrupted when it is still this call). */
+static void note_syscall(hci_thread_t *t, const char *buf) {
+  const char *c = buf;
+  long nr = 0;
+  while (*c >= '0' && *c <= '9') nr = nr * 10 + (*c++ - '0');
+  if (c == buf || *c != ' ') return;
+  for (int i = 0; i < 6; i++) t->sys_args[i] = hex_field(&c);
+  t->sys_sp = hex_field(&c);
+  t->sys_pc = hex_field(&c);
+  if (t->sys_pc) t->sys_nr = nr;
+}
+
+static bool blocks_stop(int taskfd, hci_thread_t *t) {
   char task[16], buf[2048];
+  int tid = t->tid;
+  t->sys_nr = -1;
   if (taskfd < 0 || stw.translated) return false;
   if (tid == getpid()) hci_snprintf(task, sizeof task, "..");
   else hci_snprintf(task, sizeof task, "%d", tid);
@@ -508,6 +540,7 @@ static bool blocks_stop(int taskfd, int tid) {
    * wait (the kernel's real_blocked): the signal would be their result.
    * "number set-address ..." (unreadable: not dumpable; "running"). */
   if (hci_task_file(taskfd, task, "syscall", buf, sizeof buf) <= 0) return false;
+  note_syscall(t, buf);
   const char *c = buf;
   long nr = 0;
   while (*c >= '0' && *c <= '9') nr = nr * 10 + (*c++ - '0');
@@ -524,7 +557,7 @@ static bool blocks_stop(int taskfd, int tid) {
 
 static void send_stop(hci_world_t *w, int idx, int pid, int taskfd) {
   hci_thread_t *t = &w->threads[idx];
-  t->unsent = blocks_stop(taskfd, t->tid);
+  t->unsent = blocks_stop(taskfd, t);
   if (t->unsent) return; /* wait_acks asks again */
   siginfo_t si;
   memset(&si, 0, sizeof si);
