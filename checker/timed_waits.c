@@ -456,6 +456,10 @@ void hci_timed_signal_restart(void *ucv) {
     default:
       return;
   }
+  /* The restarted call's arguments are the record's now (a second check
+   * that finds it running would not know it otherwise). */
+  if (rec.nr == nr)
+    for (int i = 0; i < rec.nargs; i++) rec.args[i] = (long)g[arg[i]];
   g[REG_RAX] = nr;
   g[REG_RIP] -= 2; /* the syscall instruction */
 #else
