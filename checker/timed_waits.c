@@ -270,6 +270,13 @@ hc_public __attribute__((weak)) int clock_nanosleep(clockid_t clock, int flags, 
  * before it entered the wait.  (sem_timedwait, an absolute futex wait, is
  * not interposed: a static link has libc.a's only under a name that nothing
  * pulls in; it restarts when it was seen waiting.) */
+/* Our own call (a static link): the kernel writes the time left back into
+ * the timeout, which the caller gave as const - a copy, as glibc's. */
+static struct timespec *ts_copy(const struct timespec *ts, struct timespec *copy) {
+  if (!ts) return NULL;
+  *copy = *ts;
+  return copy;
+}
 typedef int (*select_fn)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
 typedef int (*ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
@@ -288,15 +295,10 @@ hc_public __attribute__((weak)) int pselect(int n, fd_set *r, fd_set *w, fd_set 
   timed_rec_t saved;
   bool on = timed_begin(SYS_pselect6, ts ? 0 : -1, &saved);
   pselect_fn f = (pselect_fn)(uintptr_t)real(F_PSELECT);
-  int res = -1;
-  if (f) {
-    res = f(n, r, w, e, ts, ss);
-  } else { /* the kernel writes the time left back: a copy, as glibc's */
-    struct timespec copy, *tp = NULL;
-    if (ts) copy = *ts, tp = &copy;
-    struct { const sigset_t *ss; size_t size; } data = {ss, _NSIG / 8};
-    res = (int)cancellable(SYS_pselect6, n, (long)r, (long)w, (long)e, (long)tp, (long)&data);
-  }
+  struct timespec copy;
+  struct { const sigset_t *ss; size_t size; } data = {ss, _NSIG / 8};
+  int res = f ? f(n, r, w, e, ts, ss)
+              : (int)cancellable(SYS_pselect6, n, (long)r, (long)w, (long)e, (long)ts_copy(ts, &copy), (long)&data);
   timed_end(on, &saved, errno);
   return res;
 }
@@ -306,14 +308,8 @@ hc_public __attribute__((weak)) int ppoll(struct pollfd *fds, nfds_t n, const st
   timed_rec_t saved;
   bool on = timed_begin(SYS_ppoll, ts ? 0 : -1, &saved);
   ppoll_fn f = (ppoll_fn)(uintptr_t)real(F_PPOLL);
-  int res = -1;
-  if (f) {
-    res = f(fds, n, ts, ss);
-  } else {
-    struct timespec copy, *tp = NULL;
-    if (ts) copy = *ts, tp = &copy;
-    res = (int)cancellable(SYS_ppoll, (long)fds, (long)n, (long)tp, (long)ss, _NSIG / 8, 0);
-  }
+  struct timespec copy;
+  int res = f ? f(fds, n, ts, ss) : (int)cancellable(SYS_ppoll, (long)fds, (long)n, (long)ts_copy(ts, &copy), (long)ss, _NSIG / 8, 0);
   timed_end(on, &saved, errno);
   return res;
 }

@@ -391,12 +391,16 @@ static long one_wait(int k) {
   }
   }
 }
-static void *waiter(void *arg) {
-  int k = (int)(long)arg;
+/* SIGUSR2 blocked: the sigwaitinfo / sigtimedwait waiters wait for it. */
+static void block_usr2(void) {
   sigset_t usr2;
   sigemptyset(&usr2);
   sigaddset(&usr2, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+}
+static void *waiter(void *arg) {
+  int k = (int)(long)arg;
+  block_usr2();
   for (;;) {
     long r = one_wait(k);
     if (atomic_load(&waits_done)) return NULL;
@@ -404,19 +408,23 @@ static void *waiter(void *arg) {
     else usleep(1000);
   }
 }
-static int untimed_waits(int n) {
+/* SIGUSR1 caught without SA_RESTART (a signal of the program's interrupts
+ * the waits), an epoll set on a pipe nobody writes, a semaphore at 0. */
+static bool waits_setup(int *epfd, int *semid) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_usr1; /* no SA_RESTART: a signal of the program's interrupts them */
+  sa.sa_handler = on_usr1;
   sigaction(SIGUSR1, &sa, NULL);
   int pfd[2];
-  if (pipe(pfd) || (wait_epfd = epoll_create1(0)) < 0 || (wait_semid = semget(IPC_PRIVATE, 1, 0600)) < 0 ||
-      syscall(SYS_io_setup, 4, &wait_aio)) {
+  if (pipe(pfd) || (*epfd = epoll_create1(0)) < 0 || (*semid = semget(IPC_PRIVATE, 1, 0600)) < 0) return false;
+  struct epoll_event ev = {.events = EPOLLIN};
+  return epoll_ctl(*epfd, EPOLL_CTL_ADD, pfd[0], &ev) == 0;
+}
+static int untimed_waits(int n) {
+  if (!waits_setup(&wait_epfd, &wait_semid) || syscall(SYS_io_setup, 4, &wait_aio)) {
     perror("untimed-waits: set-up");
     return 77;
   }
-  struct epoll_event ev = {.events = EPOLLIN};
-  epoll_ctl(wait_epfd, EPOLL_CTL_ADD, pfd[0], &ev);
   pthread_t t[W_N];
   for (int k = 0; k < W_N; k++) pthread_create(&t[k], NULL, waiter, (void *)(long)k);
   usleep(50000);
@@ -796,10 +804,7 @@ static long timed_one(int k) {
 }
 static void *timed_waiter(void *arg) {
   int k = (int)(long)arg;
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGUSR2);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  block_usr2();
   while (!atomic_load(&timed_done)) {
     int checking = atomic_load(&timed_checking);
     long r = timed_one(k);
@@ -810,17 +815,10 @@ static void *timed_waiter(void *arg) {
   return NULL;
 }
 static int timed_waits(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_usr1; /* no SA_RESTART */
-  sigaction(SIGUSR1, &sa, NULL);
-  int pfd[2];
-  if (pipe(pfd) || (timed_epfd = epoll_create1(0)) < 0 || (timed_semid = semget(IPC_PRIVATE, 1, 0600)) < 0) {
+  if (!waits_setup(&timed_epfd, &timed_semid)) {
     perror("timed-waits: set-up");
     return 77;
   }
-  struct epoll_event ev = {.events = EPOLLIN};
-  epoll_ctl(timed_epfd, EPOLL_CTL_ADD, pfd[0], &ev);
   pthread_t t[T_N];
   for (int k = 0; k < T_N; k++) pthread_create(&t[k], NULL, timed_waiter, (void *)(long)k);
   usleep(50000);
