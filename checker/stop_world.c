@@ -262,9 +262,10 @@ static void fill_slot(void *arg) {
   hci_timed_signal_seen(me);
   me->tp = (uintptr_t)__builtin_thread_pointer();
   /* The interrupted code's alternate stack, as the kernel saved it with the
-   * frame (sigaltstack() here would judge our own stack). */
+   * frame (sigaltstack() here would judge our own stack): its settings, not
+   * whether sp is on it (no SS_ONSTACK there), so sp is compared. */
   const stack_t *ss = &f->uc->uc_stack;
-  if ((ss->ss_flags & SS_ONSTACK) && ss->ss_size) {
+  if (!(ss->ss_flags & SS_DISABLE) && ss->ss_size && me->sp - (uintptr_t)ss->ss_sp < ss->ss_size) {
     me->on_altstack = true;
     me->alt_lo = (uintptr_t)ss->ss_sp;
     me->alt_hi = (uintptr_t)ss->ss_sp + ss->ss_size;
