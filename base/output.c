@@ -284,9 +284,12 @@ int hci_write_err(int fd, const char *buf, size_t len) {
       }
       if (fifo && piece > PIPE_BUF) piece = PIPE_BUF;
     }
+    bool dontwait = sock && ours != 0;
     ssize_t n = sock ? send_while_stopped(fd, buf, piece, ours) : syscall(SYS_write, fd, buf, piece);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN && sock && ours != 0) {
+    if (n < 0 && errno == EAGAIN && dontwait && ours < 0) ours = hci_stream_reader_is_ours(fd, &st);
+    if (n < 0 && errno == EAGAIN && dontwait && ours == 0) continue; /* a reader elsewhere: a blocking write */
+    if (n < 0 && errno == EAGAIN && dontwait) {
       /* POLLOUT said room, the send found none (a datagram peer's queue):
        * bounded as a stall, 10 ms a try. */
       struct timespec ten = {0, 10 * 1000000L};
