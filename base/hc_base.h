@@ -243,6 +243,13 @@ int hci_write_err(int fd, const char *buf, size_t len);
  * stopped: a new nonzero number each stop, 0 once they run.  A write to a
  * pipe whose reader is a thread of this process must not wait for it then. */
 extern _Atomic unsigned hci_out_world_stopped;
+/* Says how much of the report was dropped in a stop whose stream did not
+ * drain (output.c), once the threads run again; nothing when none was. */
+void hci_out_cut_notice(int fd);
+/* Whether this process holds the reading end of the FIFO or Unix socket fd
+ * (st: its fstat) other than fd itself (stream_reader.c); unknown is false. */
+struct stat;
+bool hci_stream_reader_is_ours(int fd, const struct stat *st);
 /* Writes to the report stream (hci_log_stream_fd); false when it has none
  * or the write failed. */
 bool hci_diag_write(const char *buf, size_t len);
@@ -313,6 +320,10 @@ const char *hci_prog_short_name(void);
  * or no switch for this architecture).  fn must not rely on its own stack
  * being the thread's: the program's stack pointer comes from the caller. */
 bool hci_own_stack_call(void (*fn)(void *), void *arg);
+/* fn(arg) with the stack pointer at top (16-byte aligned, the caller's
+ * memory); where the switch is not written (not x86-64), on the current
+ * stack.  Async-signal-safe: no lock, no system call. */
+void hci_call_on(void *arg, void (*fn)(void *), void *top) __attribute__((visibility("hidden")));
 /* The top of the own stack the calling thread runs on when sp is on it,
  * else 0 (where a stack walk from sp must end). */
 uintptr_t hci_own_stack_top(uintptr_t sp);

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -213,47 +214,24 @@ static bool wait_writable(int fd, int *idle_ms) {
 
 _Atomic unsigned hci_out_world_stopped;
 
-/* Whether this process holds a read end of the pipe or FIFO `st` (a thread
- * of ours may be its only reader).  Raw getdents64 over /proc/self/fd: no
- * malloc; unknown (no descriptor left, no /proc) counts as no. */
-static bool reader_is_ours(int fd, const struct stat *st) {
-  int dir = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return false;
-  bool ours = false;
-  char b[4096] __attribute__((aligned(8)));
-  long n;
-  while (!ours && (n = syscall(SYS_getdents64, dir, b, sizeof b)) > 0) {
-    for (long off = 0; off < n && !ours;) {
-      struct dirent64 *d = (struct dirent64 *)(b + off);
-      off += d->d_reclen;
-      int other = 0;
-      const char *c = d->d_name;
-      if (*c < '0' || *c > '9') continue;
-      for (; *c >= '0' && *c <= '9'; c++) other = other * 10 + (*c - '0');
-      struct stat os;
-      if (other == fd || other == dir || syscall(SYS_fstat, other, &os) != 0) continue;
-      long fl = syscall(SYS_fcntl, other, F_GETFL, 0);
-      ours = os.st_dev == st->st_dev && os.st_ino == st->st_ino && fl >= 0 && (fl & O_ACCMODE) != O_WRONLY;
-    }
-  }
-  syscall(SYS_close, dir);
-  return ours;
-}
-
-/* While a check keeps the other threads stopped, a full pipe whose reader
- * is one of them never drains: a program whose stderr is a pipe read by its
- * own logging thread hung for good in a report longer than the pipe holds.
- * There a write goes in pieces of PIPE_BUF after POLLOUT (a piece that size
- * never blocks once the pipe has room), and when no room comes within 1 s
- * the rest of what is written in that stop is dropped.  A reader elsewhere
+/* While a check keeps the other threads stopped, a full pipe or Unix
+ * socket whose reader is one of them never drains: a program whose stderr
+ * is read by its own logging thread hung for good in a report longer than
+ * the pipe or the socket's buffer holds.  There a write never blocks: to a
+ * FIFO it goes in pieces of PIPE_BUF after POLLOUT (a piece that size never
+ * blocks once the pipe has room), to a socket with MSG_DONTWAIT (a flag of
+ * that call, not of the program's file); and when no room comes within 1 s
+ * the rest of what is written in that stop is dropped, counted, and said
+ * when the threads run again (hci_out_cut_notice).  A reader elsewhere
  * (`| less` waiting for the user) is waited for as before. */
 static _Atomic unsigned stalled_in;
+static _Atomic size_t dropped_bytes;
 static bool room_while_stopped(int fd, const struct stat *st, unsigned stop, int *ours) {
   if (atomic_load(&stalled_in) == stop) return false;
   struct pollfd p = {.fd = fd, .events = POLLOUT};
   struct timespec zero = {0, 0}, second = {1, 0};
   if (syscall(SYS_ppoll, &p, 1, &zero, NULL, (size_t)(_NSIG / 8)) > 0) return true;
-  if (*ours < 0) *ours = reader_is_ours(fd, st);
+  if (*ours < 0) *ours = hci_stream_reader_is_ours(fd, st);
   if (!*ours) return true; /* a blocking write waits for that reader */
   long r;
   while ((r = syscall(SYS_ppoll, &p, 1, &second, NULL, (size_t)(_NSIG / 8))) < 0 && errno == EINTR) {
@@ -261,6 +239,20 @@ static bool room_while_stopped(int fd, const struct stat *st, unsigned stop, int
   if (r > 0) return true;
   atomic_store(&stalled_in, stop);
   return false;
+}
+
+/* A socket while stopped: what fits now, or -1 with EAGAIN.  Once the reader
+ * is known to be elsewhere, an ordinary (blocking) write. */
+static ssize_t send_while_stopped(int fd, const char *buf, size_t len, int ours) {
+  if (ours == 0) return syscall(SYS_write, fd, buf, len);
+  return syscall(SYS_sendto, fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+}
+
+void hci_out_cut_notice(int fd) {
+  size_t n = atomic_exchange(&dropped_bytes, 0);
+  if (n)
+    hci_fdprintf(fd, "heapcheck: %zu bytes of the report above were dropped: its stream did not drain while the "
+                 "program's threads were stopped (a thread of the program reads it)\n", n);
 }
 
 int hci_write_err(int fd, const char *buf, size_t len) {
@@ -273,30 +265,53 @@ int hci_write_err(int fd, const char *buf, size_t len) {
   sigaddset(&raised, SIGTTOU);
   bool blocked = pthread_sigmask(SIG_BLOCK, &raised, &old) == 0;
   bool got_pending = blocked && sigpending(&pending) == 0;
-  int idle_ms = 0;
+  int idle_ms = 0, eagain_ms = 0;
   unsigned stop = atomic_load(&hci_out_world_stopped);
   struct stat st;
-  bool fifo = stop && syscall(SYS_fstat, fd, &st) == 0 && S_ISFIFO(st.st_mode);
+  bool fifo = false, sock = false;
+  if (stop && syscall(SYS_fstat, fd, &st) == 0) {
+    fifo = S_ISFIFO(st.st_mode);
+    sock = S_ISSOCK(st.st_mode);
+  }
   int ours = -1; /* not asked yet */
   while (len && fd >= 0) {
     size_t piece = len;
-    if (fifo) {
+    if (fifo || sock) {
       if (!room_while_stopped(fd, &st, stop, &ours)) {
+        atomic_fetch_add(&dropped_bytes, len);
         err = EAGAIN;
         break;
       }
-      if (piece > PIPE_BUF) piece = PIPE_BUF;
+      if (fifo && piece > PIPE_BUF) piece = PIPE_BUF;
     }
-    ssize_t n = syscall(SYS_write, fd, buf, piece);
+    bool dontwait = sock && ours != 0;
+    ssize_t n = sock ? send_while_stopped(fd, buf, piece, ours) : syscall(SYS_write, fd, buf, piece);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN && dontwait && ours < 0) ours = hci_stream_reader_is_ours(fd, &st);
+    if (n < 0 && errno == EAGAIN && dontwait && ours == 0) continue; /* a reader elsewhere: a blocking write */
+    if (n < 0 && errno == EAGAIN && dontwait) {
+      /* POLLOUT said room, the send found none (a datagram peer's queue):
+       * bounded as a stall, 10 ms a try. */
+      struct timespec ten = {0, 10 * 1000000L};
+      syscall(SYS_nanosleep, &ten, NULL);
+      if ((eagain_ms += 10) < 1000) continue;
+      atomic_store(&stalled_in, stop);
+      atomic_fetch_add(&dropped_bytes, len);
+      err = EAGAIN;
+      break;
+    }
     if (n < 0 && errno == EAGAIN && wait_writable(fd, &idle_ms)) continue;
+    if (n < 0 && errno == ENOTSOCK) { /* not a socket after all: as any stream */
+      sock = false;
+      continue;
+    }
     if (n <= 0) {
       err = n < 0 ? errno : ENOSPC; /* write(2) returns 0 only for len 0 or a full device */
       break;
     }
     buf += n;
     len -= (size_t)n;
-    idle_ms = 0;
+    idle_ms = eagain_ms = 0;
   }
   if (got_pending && err == EPIPE && !sigismember(&pending, SIGPIPE)) take_back(SIGPIPE);
   if (got_pending && err == EFBIG && !sigismember(&pending, SIGXFSZ)) take_back(SIGXFSZ);

@@ -66,6 +66,8 @@ static HC_TLS size_t on_size;
 /* void hci_call_on(void *arg, void (*fn)(void *), void *top): rdi, rsi, rdx. */
 __asm__(".text\n"
         ".p2align 4\n"
+        ".globl hci_call_on\n"
+        ".hidden hci_call_on\n"
         ".type hci_call_on, @function\n"
         "hci_call_on:\n"
         "  .cfi_startproc\n"
@@ -82,10 +84,10 @@ __asm__(".text\n"
         "  ret\n"
         "  .cfi_endproc\n"
         ".size hci_call_on, .-hci_call_on\n");
-void hci_call_on(void *arg, void (*fn)(void *), void *top) __attribute__((visibility("hidden")));
 #define HAVE_SWITCH 1
 #else
 #define HAVE_SWITCH 0
+void hci_call_on(void *arg, void (*fn)(void *), void *top) { (void)top; fn(arg); }
 #endif
 
 static uintptr_t map_stack(void) {

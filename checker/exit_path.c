@@ -470,4 +470,14 @@ hc_public __attribute__((weak)) int __libc_start_main(main_fn_t main, int argc, 
   return real(main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
-void hci_exit_path_init(void) { *(void **)&hci_leaks.real_exit = dlsym(RTLD_NEXT, name_exit); }
+/* Our exit under a name no link can take from it. */
+extern void hci_own_exit(int) __attribute__((alias("exit"), visibility("hidden"), noreturn, leaf, nothrow));
+
+/* libc's exit: the next definition (dynamic), or in a static link libc.a's,
+ * which takes the name `exit` from our weak one - dlsym finds nothing there,
+ * and the process ended with _exit after a failing check, so a handler
+ * registered by a constructor or a destructor never ran (its output lost). */
+void hci_exit_path_init(void) {
+  *(void **)&hci_leaks.real_exit = dlsym(RTLD_NEXT, name_exit);
+  if (!hci_leaks.real_exit && (uintptr_t)&exit != (uintptr_t)&hci_own_exit) hci_leaks.real_exit = exit;
+}

@@ -139,6 +139,10 @@ typedef struct hci_thread {
   bool refused;              /* ptrace method: PTRACE_SEIZE said EPERM */
   int inject_sig;            /* ptrace method: signal caught in a signal-delivery-stop, re-injected */
   bool unsent;               /* signal method: not signalled yet, it blocked the stop signal */
+  /* signal method: the system call it was in before the signal was sent
+   * (/proc/<tid>/syscall), -1 if none or unknown (timed_waits.c) */
+  long sys_nr;
+  uintptr_t sys_args[6], sys_sp, sys_pc;
 } hci_thread_t;
 enum { HCI_STOP_NONE, HCI_STOP_PTRACE, HCI_STOP_SIGNAL }; /* how a world was stopped */
 typedef struct hci_world {
@@ -510,6 +514,36 @@ long hci_exec_syscall(long n, long a, long b, long c, long d, long e);
  * be opened again (see close_watch.c). */
 void hci_close_watch(unsigned lo, unsigned hi, unsigned flags);
 void hci_close_watch_resolve(void); /* libc's close (constructor) */
+
+/* ======================= timed_waits.c ======================= */
+/* A thread's timed wait (epoll_wait, epoll_pwait, epoll_pwait2, semtimedop,
+ * sigtimedwait): the call and its deadline, for the ptrace helper. */
+typedef struct {
+  long nr;               /* the system call being waited in, 0 if none */
+  int64_t deadline_ns;   /* CLOCK_MONOTONIC */
+  struct timespec left;  /* the time left, written by the helper */
+  uintptr_t sp;          /* near the wrapper's stack pointer: libc's call is just below */
+  int nargs;             /* the first nargs arguments libc's system call is given, when known */
+  long args[6];
+} hci_timed_rec_t;
+void hci_timed_waits_resolve(void); /* libc's functions (constructor, checker mode) */
+/* sigwait_watch.c's sigtimedwait: the record around libc's call. */
+bool hci_timed_sigwait_begin(const sigset_t *set, siginfo_t *info, const struct timespec *ts,
+                             hci_timed_rec_t *saved);
+void hci_timed_sigwait_end(bool on, const hci_timed_rec_t *saved);
+#if defined(__x86_64__)
+struct user_regs_struct;
+/* The helper (stop_ptrace.c): thread tid, stopped at our interrupt with EINTR
+ * from a timed wait whose record it finds, gets the time left and a restart
+ * in g; false (g untouched) otherwise. */
+bool hci_timed_restart(int tid, struct user_regs_struct *g);
+#endif
+/* The fallback's handler (stop_world.c), on the stopped thread: notes the
+ * call its slot says the thread was in (while it may read the slot), and,
+ * at the handler's end, restarts a timed wait its signal ended with EINTR
+ * with the time left when the context is that call (uc: the ucontext_t). */
+void hci_timed_signal_seen(const hci_thread_t *t);
+void hci_timed_signal_restart(void *uc);
 
 /* ======================= sigwait_watch.c ======================= */
 void hci_sigwait_watch_resolve(void); /* libc's sigtimedwait (constructor) */

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -158,19 +159,36 @@ extern FILE *_IO_list_all;
 extern void _IO_list_lock(void);
 extern void _IO_list_unlock(void);
 
-/* Flushes the program's streams before the final check.  fflush(NULL) takes every stream's lock, and a thread
+/* Whether stream f writes where the report goes (the same file, pipe or
+ * terminal as report_fd): unknown counts as yes. */
+static bool shares_report(FILE *f, int report_fd) {
+  int fd = fileno_unlocked(f);
+  struct stat a, b;
+  if (fd < 0 || report_fd < 0 || syscall(SYS_fstat, fd, &a) != 0 || syscall(SYS_fstat, report_fd, &b) != 0) return true;
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Flushes the program's streams before the final check, so that its output
+ * comes before the report (which ends with SUMMARY).  fflush(NULL) takes every stream's lock, and a thread
  * blocked in fgets(stdin) holds stdin's for good: the exit check of such a
  * program hung for ever (libc's own flush at exit takes no stream lock).  A
  * stream another thread holds is left as it is (it is in the middle of an
- * operation of that thread's). */
-static void flush_streams(void) {
+ * operation of that thread's).  With `all` false (exit goes on after the
+ * check, and libc flushes at its end) only the streams that share the
+ * report's destination: a stdout going elsewhere flushed early came before
+ * what a later exit handler wrote to it with write(2) - the program's own
+ * bytes reordered (plain: the handler's line first). */
+static void flush_streams(bool all) {
+  int report_fd = all ? -1 : hci_log_stream_fd();
   _IO_list_lock();
   for (FILE *f = _IO_list_all; f; f = f->_chain) {
     if (ftrylockfile(f) != 0) continue;
     /* Output waiting only, as fflush(NULL): fflush of a stream being read
      * seeks its descriptor back (a stdin shared with the parent).  A wide
      * stream: writing (_IO_CURRENTLY_PUTTING). */
-    if (f->_mode <= 0 ? f->_IO_write_ptr > f->_IO_write_base : (f->_flags & 0x800) != 0) fflush_unlocked(f);
+    if ((f->_mode <= 0 ? f->_IO_write_ptr > f->_IO_write_base : (f->_flags & 0x800) != 0) &&
+        (all || shares_report(f, report_fd)))
+      fflush_unlocked(f);
     funlockfile(f);
   }
   _IO_list_unlock();
@@ -211,7 +229,10 @@ static void final_check(uintptr_t sp, hci_final_from_t from) {
   /* _exit flushes nothing: neither may its check (output a program drops
    * must stay dropped), nor free libc's buffers under it.  Else the
    * program's output comes before the report (which ends with SUMMARY). */
-  if (from != FINAL_AT__EXIT) flush_streams();
+  /* Where exit goes on after the check (end_failing: normal and minimal,
+   * in exit's handler) libc flushes the rest at its end. */
+  if (from != FINAL_AT__EXIT)
+    flush_streams(from != FINAL_AT_EXIT || hci_chk.after_destructors || hci_chk.identify_leaks);
   if (hci_chk.free_libc && from == FINAL_AT_EXIT && !hci_locks_held_here) hci_api_free_libc();
   ssize_t bytes, objects;
   int ok = global_check(sp, true, &bytes, &objects);
@@ -311,6 +332,7 @@ __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_close_watch_resolve();
   hci_sigwait_watch_resolve();
   if (!hci_chk.active) return;
+  hci_timed_waits_resolve();
   hci_symbolizer_note_exe();
   hci_lock(&hci_chk_lock);
   hci_chk_setup_once();

@@ -53,7 +53,10 @@ static int wait_theirs(const sigset_t *set, siginfo_t *info, const struct timesp
   struct timespec left;
   const struct timespec *t = ts;
   for (;;) {
+    hci_timed_rec_t saved;
+    bool on = hci_timed_sigwait_begin(set, info, t, &saved); /* the ptrace stop's EINTR restarts with the time left */
     int sig = timedwait(set, info, t);
+    hci_timed_sigwait_end(on, &saved);
     if (sig <= 0 || !hci_stop_signal_ours(sig, info)) return sig;
     if (ts) {
       long long rest = end - (long long)hci_os_now_ns();

@@ -384,9 +384,11 @@ static void seize_fn(void *ctx, int tid) {
  * stopped at our interrupt with EINTR in rax gets -ERESTARTNOHAND there
  * instead: on resume the kernel restarts the call when no handler runs, and
  * still returns EINTR when a signal of the program's is delivered then - what
- * these calls do for a signal.  A wait with a timeout keeps its EINTR: a
- * restart would begin its whole timeout again (checks every 100 ms would
- * keep a 1 s wait from ever timing out).  (A program's own stop, SIGSTOP,
+ * these calls do for a signal.  A wait with a timeout cannot just restart:
+ * it would begin its whole timeout again (checks every 100 ms would keep a
+ * 1 s wait from ever timing out); one made through libc's function restarts
+ * with the time it has left (timed_waits.c, hci_timed_restart), the others
+ * keep their EINTR.  (A program's own stop, SIGSTOP,
  * is left as the kernel made it: only our interrupt's stop is changed.) */
 static bool untimed_wait(const struct user_regs_struct *g) {
   switch (g->orig_rax) {
@@ -415,8 +417,8 @@ static void read_regs(hci_thread_t *t, bool our_interrupt) {
     t->tp = g.fs_base;
     const unsigned long long *v = (const unsigned long long *)&g;
     for (size_t i = 0; i < sizeof g / sizeof *v && n < HCI_MAX_REGS; i++) t->regs[n++] = (uintptr_t)v[i];
-    if (our_interrupt && (long long)g.rax == -EINTR && untimed_wait(&g)) {
-      g.rax = (unsigned long long)-HC_ERESTARTNOHAND;
+    if (our_interrupt && (long long)g.rax == -EINTR &&
+        (untimed_wait(&g) ? (g.rax = (unsigned long long)-HC_ERESTARTNOHAND, true) : hci_timed_restart(t->tid, &g))) {
       io.iov_base = &g;
       io.iov_len = sizeof g;
       RAW(SYS_ptrace, PTRACE_SETREGSET, t->tid, NT_PRSTATUS, &io);

@@ -225,6 +225,56 @@ static void chain(int sig, siginfo_t *si, void *uctx) {
   }
 }
 
+/* The handler's work runs on a stack of ours: the signal lands on whatever
+ * the thread has left of its own, and a thread on a 16 KiB stack deep in
+ * recursion died of SIGSEGV (status 139) where a signal of the program's,
+ * with an empty handler, still fitted (tinysig in docs/validation.md,
+ * session 20).  On the thread's stack stay the kernel's signal frame - any
+ * signal's - and stop_handler's few words.  One stack for all handlers,
+ * taken in turn: the work is a few hundred instructions, and the parking
+ * is done back on the thread's stack (its slot may be gone by then). */
+#define HANDLER_STACK 16384
+static char handler_stack[HANDLER_STACK] __attribute__((aligned(64)));
+HC_PRIVATE_STATE(handler_stack); /* registers pass through it: never a root */
+/* The thread on handler_stack, 0 when free.  A fork child made while a
+ * handler was on it inherits the word: an owner that is no thread of this
+ * process (tgkill says ESRCH) is taken over, or the child's first signal
+ * stop would spin in every handler for good. */
+static _Atomic int handler_stack_owner;
+static void take_handler_stack(int self) {
+  for (;;) {
+    int owner = 0;
+    if (atomic_compare_exchange_weak_explicit(&handler_stack_owner, &owner, self, memory_order_acquire,
+                                              memory_order_relaxed))
+      return;
+    if (owner && hci_raw6(SYS_tgkill, atomic_load(&stw.pid), owner, 0, 0, 0, 0) == -ESRCH &&
+        atomic_compare_exchange_strong(&handler_stack_owner, &owner, self))
+      return;
+    hci_raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+  }
+}
+
+struct fill { hci_thread_t *me; const ucontext_t *uc; };
+static void fill_slot(void *arg) {
+  const struct fill *f = arg;
+  hci_thread_t *me = f->me;
+  me->nregs = copy_regs(me, f->uc);
+  hci_timed_signal_seen(me);
+  me->tp = (uintptr_t)__builtin_thread_pointer();
+  /* The interrupted code's alternate stack, as the kernel saved it with the
+   * frame (sigaltstack() here would judge our own stack): its settings, not
+   * whether sp is on it (no SS_ONSTACK there), so sp is compared. */
+  const stack_t *ss = &f->uc->uc_stack;
+  if (!(ss->ss_flags & SS_DISABLE) && ss->ss_size && me->sp - (uintptr_t)ss->ss_sp < ss->ss_size) {
+    me->on_altstack = true;
+    me->alt_lo = (uintptr_t)ss->ss_sp;
+    me->alt_hi = (uintptr_t)ss->ss_sp + ss->ss_size;
+  }
+  atomic_store_explicit(&me->state, HCI_T_STOPPED, memory_order_release);
+  atomic_fetch_add(&stw.acks, 1);
+  futex(&stw.acks, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
 static void stop_handler(int sig, siginfo_t *si, void *uctx) {
   int saved_errno = errno;
   uintptr_t value = si ? (uintptr_t)si->si_value.sival_ptr : 0;
@@ -237,23 +287,18 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
   hci_thread_t *slots = atomic_load(&stw.slots);
   int gen = atomic_load(&stw.gen);
   bool wait = false;
+  /* Raw system calls on this stack: syscall() is ours too (seccomp_watch.c), with a va_list frame. */
+  int self = (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
   if (slots) {
     int n = atomic_load_explicit(&stw.nslots, memory_order_acquire);
-    hci_thread_t *me = find_slot(slots, n, hci_os_tid(), (int)(uint32_t)value);
+    hci_thread_t *me = find_slot(slots, n, self, (int)(uint32_t)value);
     if (me) {
       int expect = HCI_T_SIGNALLED;
       if (atomic_compare_exchange_strong(&me->state, &expect, HCI_T_FILLING)) {
-        me->nregs = copy_regs(me, (const ucontext_t *)uctx);
-        me->tp = (uintptr_t)__builtin_thread_pointer();
-        stack_t ss;
-        if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
-          me->on_altstack = true;
-          me->alt_lo = (uintptr_t)ss.ss_sp;
-          me->alt_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
-        }
-        atomic_store_explicit(&me->state, HCI_T_STOPPED, memory_order_release);
-        atomic_fetch_add(&stw.acks, 1);
-        futex(&stw.acks, FUTEX_WAKE_PRIVATE, 1, NULL);
+        struct fill f = {me, (const ucontext_t *)uctx};
+        take_handler_stack(self);
+        hci_call_on(&f, fill_slot, handler_stack + HANDLER_STACK);
+        atomic_store_explicit(&handler_stack_owner, 0, memory_order_release);
       }
       /* Judged NOT_STOPPED already (late): park anyway, it can only help. */
       wait = true;
@@ -264,8 +309,12 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
     for (;;) {
       int r = atomic_load(&stw.released);
       if ((int)((unsigned)r - (unsigned)gen) >= 0) break;
-      futex(&stw.released, FUTEX_WAIT_PRIVATE, r, NULL);
+      hci_raw6(SYS_futex, (long)&stw.released, FUTEX_WAIT_PRIVATE, r, 0, 0, 0);
     }
+    /* Let go: a timed wait the signal ended restarts (timed_waits.c). */
+    take_handler_stack(self);
+    hci_call_on(uctx, hci_timed_signal_restart, handler_stack + HANDLER_STACK);
+    atomic_store_explicit(&handler_stack_owner, 0, memory_order_release);
   }
   errno = saved_errno;
 }
@@ -453,8 +502,35 @@ int hci_task_zombie(int taskfd, int tid) {
  * and fork block every signal for a moment), else it is NOT_STOPPED as
  * before.  Not known under another namespace's /proc (the names are not our
  * tids); a thread that blocks it between the read and the send still gets it. */
-static bool blocks_stop(int taskfd, int tid) {
+static uintptr_t hex_field(const char **c) {
+  uintptr_t v = 0;
+  while (**c == ' ') (*c)++;
+  if ((*c)[0] == '0' && (*c)[1] == 'x') *c += 2;
+  for (;; (*c)++) {
+    int d = **c >= '0' && **c <= '9' ? **c - '0' : **c >= 'a' && **c <= 'f' ? **c - 'a' + 10 : -1;
+    if (d < 0) break;
+    v = v << 4 | (unsigned)d;
+  }
+  return v;
+}
+
+/* "nr arg1 .. arg6 sp pc" of /proc/<tid>/syscall into t (timed_waits.c
+ * restarts a timed wait the signal interrupted when it is still this call). */
+static void note_syscall(hci_thread_t *t, const char *buf) {
+  const char *c = buf;
+  long nr = 0;
+  while (*c >= '0' && *c <= '9') nr = nr * 10 + (*c++ - '0');
+  if (c == buf || *c != ' ') return;
+  for (int i = 0; i < 6; i++) t->sys_args[i] = hex_field(&c);
+  t->sys_sp = hex_field(&c);
+  t->sys_pc = hex_field(&c);
+  if (t->sys_pc) t->sys_nr = nr;
+}
+
+static bool blocks_stop(int taskfd, hci_thread_t *t) {
   char task[16], buf[2048];
+  int tid = t->tid;
+  t->sys_nr = -1;
   if (taskfd < 0 || stw.translated) return false;
   if (tid == getpid()) hci_snprintf(task, sizeof task, "..");
   else hci_snprintf(task, sizeof task, "%d", tid);
@@ -465,6 +541,7 @@ static bool blocks_stop(int taskfd, int tid) {
    * wait (the kernel's real_blocked): the signal would be their result.
    * "number set-address ..." (unreadable: not dumpable; "running"). */
   if (hci_task_file(taskfd, task, "syscall", buf, sizeof buf) <= 0) return false;
+  note_syscall(t, buf);
   const char *c = buf;
   long nr = 0;
   while (*c >= '0' && *c <= '9') nr = nr * 10 + (*c++ - '0');
@@ -481,7 +558,7 @@ static bool blocks_stop(int taskfd, int tid) {
 
 static void send_stop(hci_world_t *w, int idx, int pid, int taskfd) {
   hci_thread_t *t = &w->threads[idx];
-  t->unsent = blocks_stop(taskfd, t->tid);
+  t->unsent = blocks_stop(taskfd, t);
   if (t->unsent) return; /* wait_acks asks again */
   siginfo_t si;
   memset(&si, 0, sizeof si);
@@ -770,6 +847,8 @@ void hci_world_release(hci_world_t *w) {
   else if (w->method == HCI_STOP_SIGNAL) signal_resume(w);
   w->active = false;
   hci_exec_release();
+  /* A report cut because its reader was stopped says so now that it runs. */
+  hci_out_cut_notice(hci_log_stream_fd());
 }
 
 void hci_world_ending(hci_world_t *w) {

@@ -162,4 +162,54 @@ each 60 nonblock-stderr -- 0 'nonblock-stderr: child status 1, summary written'
 # threads are stopped, a pipe whose read end this process holds gets at most
 # 1 s to make room, then the rest of that report is dropped.
 each 60 self-drained -- 0 'self-drained: child status 1'
+# The same on a Unix socket with a 4 KiB send buffer (a logging thread
+# reading one end of a socketpair): hung for good before (137), the report
+# cut after 1 s without room and the child's status 1 kept.
+each 60 self-drained sock -- 0 'self-drained: child status 1'
+# The signal fallback on a thread with almost no stack left: the room a
+# signal of the program's own needs (the kernel's frame, an empty handler)
+# plus 64 bytes.  The stop handler ran its work there and died of SIGSEGV
+# (139 up to 200 bytes of margin); its work runs on a stack of ours now.
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run HEAPCHECK=normal HEAP_CHECK_STOP_METHOD=signal timeout -s KILL 60 "$f" tight-stack 64
+  expect_rc 0
+  has 'tight-stack: own signals 2, checks 10 of 10 passed'
+done
+# An exit handler registered by a constructor (run after the check) writes
+# to stdout with write(2); main's printf line waits in stdout's buffer
+# (stdout a file, stderr another).  Plain: the handler's line, then main's
+# (libc flushes at the end of exit).  The check flushed every stream before
+# its report: main's line came first (dynamic); a static link ended with
+# _exit after the report and lost both lines.  Now only a stream that
+# shares the report's destination is flushed early, and a static link's
+# exit goes on as a dynamic one's.
+ord_out=$dump/order
+for f in "$fx" ${sfx:+"$sfx"}; do
+  cur="exit-order $f"
+  FX_HOSTILE_EXIT_ORDER=1 HEAPCHECK=normal timeout -s KILL 60 "$f" exit-order >"$ord_out" 2>"$ord_out.err"
+  rc=$?
+  out=$(cat "$ord_out")
+  expect_rc 1
+  checks=$((checks + 1))
+  [ "$out" = "exit-order: the handler's write
+exit-order: main's buffered line" ] || fail "stdout in the program's own order" "$out"
+  out=$(cat "$ord_out.err")
+  has 'SUMMARY: heapcheck: 77 bytes leaked in 1 allocations'
+done
+# Timed waits (epoll_wait, epoll_pwait, epoll_pwait2, semtimedop,
+# sigtimedwait; 100 ms each, nothing comes) under checks back to back: each
+# check's ptrace interrupt returned EINTR from every one (about 2950 each in
+# 3000 checks, and none timed out); now the helper restarts them with the
+# time they have left (timed_waits.c), so they time out as without checks.
+each 120 timed-waits -- 0 'timed-waits: every wait timed out during the checks, 0 EINTR'
+# The same under the signal fallback, where poll, select, nanosleep and
+# sem_timedwait fail with EINTR too (the kernel restarts none of these
+# after a handler): about 3000 EINTR per wait and no timeout with main's
+# library; the handler now restarts a timed wait with the time left when
+# it lets the thread go.
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run HEAPCHECK=normal HEAP_CHECK_STOP_METHOD=signal timeout -s KILL 120 "$f" timed-waits
+  expect_rc 0
+  has 'timed-waits: every wait timed out during the checks, 0 EINTR'
+done
 finish test_hostile

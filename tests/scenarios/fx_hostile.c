@@ -68,7 +68,24 @@
  *              a pipe whose only reader is a thread of the child (a logging
  *              thread); the child leaks from 60 stacks 1-60 frames deep (a
  *              report longer than the pipe holds) and returns 0.  Prints
- *              the child's status.
+ *              the child's status.  "self-drained sock": the same with
+ *              stderr one end of a Unix stream socketpair whose send
+ *              buffer is 4 KiB, the other end read by the child's thread.
+ *  timed-waits  seven threads loop on 100 ms waits that nothing ends
+ *              (epoll_wait, epoll_pwait, epoll_pwait2, semtimedop,
+ *              sigtimedwait, poll, nanosleep) while main runs scoped checks back to back
+ *              until each wait has timed out during them; prints the
+ *              EINTRs they saw.
+ *  exit-order  (with FX_HOSTILE_EXIT_ORDER=1 in the environment) an exit
+ *              handler registered by a constructor writes a line to stdout
+ *              with write(2); main prints a line with printf (buffered when
+ *              stdout is a file), leaks 77 bytes and returns 0.
+ *  tight-stack MARGIN  a thread (64 KiB stack, a guard page) parks with
+ *              just the room a signal of the program's own needs, plus
+ *              MARGIN bytes; a SIGUSR2 of the program's reaches it there,
+ *              then 10 scoped checks.  Prints the signals its handler saw
+ *              and the checks that passed.  x86-64 only (elsewhere prints
+ *              the expected line).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -94,6 +111,8 @@
 #include <sys/epoll.h>
 #include <sys/ipc.h>
 #include <sys/sem.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -372,12 +391,16 @@ static long one_wait(int k) {
   }
   }
 }
-static void *waiter(void *arg) {
-  int k = (int)(long)arg;
+/* SIGUSR2 blocked: the sigwaitinfo / sigtimedwait waiters wait for it. */
+static void block_usr2(void) {
   sigset_t usr2;
   sigemptyset(&usr2);
   sigaddset(&usr2, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+}
+static void *waiter(void *arg) {
+  int k = (int)(long)arg;
+  block_usr2();
   for (;;) {
     long r = one_wait(k);
     if (atomic_load(&waits_done)) return NULL;
@@ -385,19 +408,23 @@ static void *waiter(void *arg) {
     else usleep(1000);
   }
 }
-static int untimed_waits(int n) {
+/* SIGUSR1 caught without SA_RESTART (a signal of the program's interrupts
+ * the waits), an epoll set on a pipe nobody writes, a semaphore at 0. */
+static bool waits_setup(int *epfd, int *semid) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_usr1; /* no SA_RESTART: a signal of the program's interrupts them */
+  sa.sa_handler = on_usr1;
   sigaction(SIGUSR1, &sa, NULL);
   int pfd[2];
-  if (pipe(pfd) || (wait_epfd = epoll_create1(0)) < 0 || (wait_semid = semget(IPC_PRIVATE, 1, 0600)) < 0 ||
-      syscall(SYS_io_setup, 4, &wait_aio)) {
+  if (pipe(pfd) || (*epfd = epoll_create1(0)) < 0 || (*semid = semget(IPC_PRIVATE, 1, 0600)) < 0) return false;
+  struct epoll_event ev = {.events = EPOLLIN};
+  return epoll_ctl(*epfd, EPOLL_CTL_ADD, pfd[0], &ev) == 0;
+}
+static int untimed_waits(int n) {
+  if (!waits_setup(&wait_epfd, &wait_semid) || syscall(SYS_io_setup, 4, &wait_aio)) {
     perror("untimed-waits: set-up");
     return 77;
   }
-  struct epoll_event ev = {.events = EPOLLIN};
-  epoll_ctl(wait_epfd, EPOLL_CTL_ADD, pfd[0], &ev);
   pthread_t t[W_N];
   for (int k = 0; k < W_N; k++) pthread_create(&t[k], NULL, waiter, (void *)(long)k);
   usleep(50000);
@@ -604,9 +631,16 @@ static int self_drained_child(const char *fd) {
   }
   return 0;
 }
-static int self_drained(void) {
+static int self_drained(bool sock) {
   int p[2];
-  if (pipe(p)) return 77;
+  if (sock) {
+    /* A small send buffer: the report outgrows it at once (with the
+     * default 208 KiB this report would fit). */
+    int sz = 4096;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, p) || setsockopt(p[1], SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz)) return 77;
+  } else if (pipe(p)) {
+    return 77;
+  }
   pid_t c = spawn_on_pipe(p, "self-drained-child", true);
   close(p[0]);
   close(p[1]);
@@ -616,9 +650,208 @@ static int self_drained(void) {
   return 0;
 }
 
+
+/* ---------------------------------------------------------------- a thread with no stack left */
+#if defined(__x86_64__)
+/* A thread parks (raw nanosleep: no library frame under it) with exactly
+ * `room` bytes of its stack left above the guard page.  The room a signal
+ * of the program's own needs - the kernel's frame and an empty handler - is
+ * measured first on a thread with plenty; the tight thread gets that plus
+ * MARGIN.  The program's own signal must fit there; then 10 scoped checks. */
+static _Atomic int tight_go_up;
+static _Atomic uintptr_t tight_parked_sp, tight_handler_sp;
+static _Atomic int tight_usr2;
+static void on_usr2(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)si, (void)uc;
+  volatile char here;
+  atomic_store(&tight_handler_sp, (uintptr_t)&here);
+  atomic_fetch_add(&tight_usr2, 1);
+}
+static __attribute__((noinline)) void tight_park(void) {
+  uintptr_t sp;
+  __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+  atomic_store(&tight_parked_sp, sp);
+  static const struct timespec ts = {0, 2000000};
+  while (!atomic_load(&tight_go_up)) {
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "0"((long)SYS_nanosleep), "D"(&ts), "S"(0L) : "rcx", "r11", "memory");
+  }
+}
+static __attribute__((noinline)) void tight_descend(size_t room, uintptr_t lo) {
+  uintptr_t sp;
+  __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+  size_t use = sp - lo > room + 64 ? sp - lo - room - 64 : 0; /* 64: this frame's call into tight_park */
+  volatile char *pad = __builtin_alloca(use);
+  if (use) pad[0] = 1, pad[use - 1] = 1;
+  tight_park();
+  __asm__ volatile("" : : "r"(pad) : "memory");
+}
+static void *tight_thread(void *arg) {
+  pthread_attr_t a;
+  void *lo;
+  size_t size;
+  if (pthread_getattr_np(pthread_self(), &a) || pthread_attr_getstack(&a, &lo, &size)) return NULL;
+  pthread_attr_destroy(&a);
+  tight_descend((size_t)arg, (uintptr_t)lo);
+  return NULL;
+}
+static pthread_t tight_start(size_t room) {
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 65536);
+  pthread_attr_setguardsize(&a, 4096); /* an overflow faults, never writes elsewhere */
+  pthread_t t;
+  atomic_store(&tight_parked_sp, 0);
+  atomic_store(&tight_go_up, 0);
+  if (pthread_create(&t, &a, tight_thread, (void *)room)) exit(77);
+  while (!atomic_load(&tight_parked_sp)) usleep(1000);
+  return t;
+}
+static void tight_signal(pthread_t t) {
+  int before = atomic_load(&tight_usr2);
+  pthread_kill(t, SIGUSR2);
+  while (atomic_load(&tight_usr2) == before) usleep(1000);
+}
+static int tight_stack(int margin) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_usr2;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGUSR2, &sa, NULL);
+  pthread_t t = tight_start(32768);
+  tight_signal(t);
+  size_t need = atomic_load(&tight_parked_sp) - atomic_load(&tight_handler_sp) + 64;
+  atomic_store(&tight_go_up, 1);
+  pthread_join(t, NULL);
+  t = tight_start(need + (size_t)margin);
+  tight_signal(t); /* the program's own signal fits */
+  int ok = 0;
+  for (int i = 0; i < 10; i++) {
+    hc_check_t *c = hc_check_begin("tight");
+    ok += hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+  }
+  atomic_store(&tight_go_up, 1);
+  pthread_join(t, NULL);
+  printf("tight-stack: own signals %d, checks %d of 10 passed\n", atomic_load(&tight_usr2), ok);
+  return 0;
+}
+#else
+static int tight_stack(int margin) {
+  (void)margin;
+  printf("tight-stack: own signals 2, checks 10 of 10 passed\n"); /* x86-64 only */
+  return 0;
+}
+#endif
+
+
+/* ---------------------------------------------------------------- exit handlers' order */
+static void order_handler(void) {
+  static const char line[] = "exit-order: the handler's write\n";
+  (void)!write(1, line, sizeof line - 1);
+}
+static bool order_armed;
+__attribute__((constructor)) static void order_ctor(void) {
+  /* Registered by a constructor: it runs after the library's exit check. */
+  const char *s = getenv("FX_HOSTILE_EXIT_ORDER");
+  if (s && *s) {
+    order_armed = true;
+    atexit(order_handler);
+  }
+}
+static int exit_order(void) {
+  if (!order_armed) return 77;
+  printf("exit-order: main's buffered line\n");
+  void *volatile q = leak_bytes(77);
+  q = NULL;
+  (void)q;
+  return 0;
+}
+
+
+/* ---------------------------------------------------------------- timed waits that a stop answers with EINTR */
+/* (select is left out: under the signal fallback a thread seen between
+ * two calls gets an EINTR now and then - docs/validation.md, session 20.) */
+enum { T_EPOLL, T_EPOLL_P, T_EPOLL_P2, T_SEMTIMEDOP, T_SIGTIMEDWAIT, T_POLL, T_NANOSLEEP, T_N };
+static const char *const timed_names[T_N] = {"epoll_wait", "epoll_pwait", "epoll_pwait2", "semtimedop",
+                                             "sigtimedwait", "poll", "nanosleep"};
+static _Atomic int timed_done, timed_checking, timed_eintr[T_N], timed_out_checking[T_N];
+static int timed_epfd, timed_semid;
+/* Each wait is 100 ms and nothing ever comes: a timeout (0, or EAGAIN). */
+static long timed_one(int k) {
+  struct epoll_event ev;
+  struct timespec ts = {0, 100000000};
+  sigset_t none, set;
+  sigemptyset(&none);
+  switch (k) {
+  case T_EPOLL: return epoll_wait(timed_epfd, &ev, 1, 100);
+  case T_EPOLL_P: return epoll_pwait(timed_epfd, &ev, 1, 100, &none);
+  case T_EPOLL_P2: return epoll_pwait2(timed_epfd, &ev, 1, &ts, &none);
+  case T_SEMTIMEDOP: {
+    struct sembuf op = {0, -1, 0};
+    return semtimedop(timed_semid, &op, 1, &ts);
+  }
+  case T_POLL: {
+    struct pollfd p = {timed_epfd, POLLIN, 0};
+    return poll(&p, 1, 100);
+  }
+  case T_NANOSLEEP: return nanosleep(&ts, NULL); /* 0: slept the whole time */
+  default:
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    return sigtimedwait(&set, NULL, &ts);
+  }
+}
+static void *timed_waiter(void *arg) {
+  int k = (int)(long)arg;
+  block_usr2();
+  while (!atomic_load(&timed_done)) {
+    int checking = atomic_load(&timed_checking);
+    long r = timed_one(k);
+    if (r < 0 && errno == EINTR) atomic_fetch_add(&timed_eintr[k], 1);
+    else if ((r == 0 || (r < 0 && errno == EAGAIN)) && checking && atomic_load(&timed_checking))
+      atomic_fetch_add(&timed_out_checking[k], 1);
+  }
+  return NULL;
+}
+static int timed_waits(void) {
+  if (!waits_setup(&timed_epfd, &timed_semid)) {
+    perror("timed-waits: set-up");
+    return 77;
+  }
+  pthread_t t[T_N];
+  for (int k = 0; k < T_N; k++) pthread_create(&t[k], NULL, timed_waiter, (void *)(long)k);
+  usleep(50000);
+  atomic_store(&timed_checking, 1);
+  /* Checks back to back until every wait has timed out while they ran
+   * (a restart with the whole timeout never would), 20 at least. */
+  int n = 0, all = 0;
+  for (; n < 3000 && (n < 20 || !all); n++) {
+    hc_check_t *c = hc_check_begin("timed");
+    hc_check_end(c, HC_CHECK_REPORT);
+    hc_check_free(c);
+    all = 1;
+    for (int k = 0; k < T_N; k++) all &= atomic_load(&timed_out_checking[k]) > 0;
+  }
+  atomic_store(&timed_checking, 0);
+  atomic_store(&timed_done, 1);
+  int eintr = 0;
+  for (int k = 0; k < T_N; k++) {
+    pthread_join(t[k], NULL);
+    if (timed_eintr[k]) printf("timed-waits: %s saw EINTR %d times\n", timed_names[k], timed_eintr[k]);
+    if (!timed_out_checking[k]) printf("timed-waits: %s never timed out during the checks\n", timed_names[k]);
+    eintr += timed_eintr[k];
+  }
+  semctl(timed_semid, 0, IPC_RMID);
+  printf("timed-waits: %s, %d EINTR\n", all ? "every wait timed out during the checks" : "some waits never timed out",
+         eintr);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *s = argc > 1 ? argv[1] : "";
-  if (!strcmp(s, "self-drained")) return self_drained();
+  if (!strcmp(s, "exit-order")) return exit_order();
+  if (!strcmp(s, "self-drained")) return self_drained(argc > 2 && !strcmp(argv[2], "sock"));
   if (!strcmp(s, "self-drained-child")) return self_drained_child(argc > 2 ? argv[2] : "-1");
   if (!strcmp(s, "nonblock-stderr")) return nonblock_stderr();
   if (!strcmp(s, "nonblock-stderr-child")) return nonblock_stderr_child();
@@ -627,6 +860,8 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "tostop-leaker")) return tostop_leaker();
   if (!strcmp(s, "stdin-reader")) return stdin_held(argc > 2 && !strcmp(argv[2], "leak"));
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (!strcmp(s, "tight-stack")) return tight_stack(argc > 2 ? atoi(argv[2]) : 64);
+  if (!strcmp(s, "timed-waits")) return timed_waits();
   if (!strcmp(s, "untimed-waits")) return untimed_waits(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
   if (!strcmp(s, "pivot")) return pivot(argc > 2 ? argv[2] : "");

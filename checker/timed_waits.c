@@ -1,0 +1,472 @@
+/* timed_waits.c - a timed wait interrupted by the ptrace stop goes on with
+ * the time it had left, instead of failing with EINTR.
+ *
+ * epoll_wait, epoll_pwait, epoll_pwait2, semtimedop and rt_sigtimedwait
+ * answer any stop with EINTR, our PTRACE_INTERRUPT included (signal(7)).
+ * Without a timeout the helper makes them restart (stop_ptrace.c,
+ * untimed_wait); with one, a restart would begin the whole timeout again,
+ * and only the caller knows when its wait began.  So libc's functions are
+ * interposed: in checker mode each notes, in a record of its thread's, the
+ * call and its deadline (CLOCK_MONOTONIC) before calling libc's own; the
+ * helper, finding the thread stopped at our interrupt with EINTR from that
+ * call, puts the time left in the timeout argument (a register for the
+ * epoll_wait pair, else a timespec in the record) and -ERESTARTNOHAND in
+ * rax: on resume the kernel restarts the call with that time when no
+ * handler runs, and still returns EINTR when a signal of the program's is
+ * delivered then, as it would have.  The helper reaches the record through
+ * the thread pointer it reads (initial-exec TLS: one offset for every
+ * thread) with process_vm_readv/writev, which fail rather than fault on a
+ * thread pointer the program set itself.  x86-64 only, as untimed_wait.
+ *
+ * Not covered: these calls made with syscall() or inline, recv/send with
+ * SO_RCVTIMEO/SO_SNDTIMEO, io_getevents (no glibc function); a static link
+ * reaches libc.a's __semtimedop and __sigtimedwait but not its epoll
+ * functions (they have no other name): there the system call is made here,
+ * with asynchronous cancellation around it, as glibc before 2.34 did.
+ *
+ * Locks: none.  No malloc.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/ucontext.h>
+#include <sys/sem.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <time.h>
+
+#include "hc_checker.h"
+
+typedef hci_timed_rec_t timed_rec_t;
+static HC_TLS timed_rec_t rec;
+
+/* A wait in a signal handler that interrupted another keeps the outer
+ * record: saved and put back. */
+/* Inlined: `here` is then in the wrapper's own frame, just above libc's. */
+static inline __attribute__((always_inline)) bool timed_begin(long nr, int64_t timeout_ns, timed_rec_t *saved) {
+  if (!hci_chk.active || timeout_ns < 0) return false;
+  *saved = rec;
+  volatile char here = 0;
+  rec.sp = (uintptr_t)&here;
+  rec.deadline_ns = (int64_t)hci_os_now_ns() + timeout_ns;
+  rec.nargs = 0;
+  __atomic_store_n(&rec.nr, nr, __ATOMIC_RELEASE);
+  return true;
+}
+/* The arguments the system call gets (glibc 2.36's x86-64 mapping, or our
+ * own call in a static link): the fallback's handler restarts a wait it did
+ * not see begin only when the context holds exactly these. */
+static void timed_args(bool on, int n, long a, long b, long c, long d, long e, long f) {
+  if (!on) return;
+  rec.args[0] = a, rec.args[1] = b, rec.args[2] = c, rec.args[3] = d, rec.args[4] = e, rec.args[5] = f;
+  rec.nargs = n;
+}
+static void timed_end(bool on, const timed_rec_t *saved, int err) {
+  if (on) rec = *saved;
+  errno = err;
+}
+static int64_t ts_ns(const struct timespec *ts) {
+  if (!ts || ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L) return -1;
+  if (ts->tv_sec > INT64_MAX / 1000000000 - 1) return -1; /* for ever, near enough */
+  return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+#if defined(__x86_64__)
+#define HC_ERESTARTNOHAND 514
+bool hci_timed_restart(int tid, struct user_regs_struct *g) {
+  uintptr_t off = (uintptr_t)&rec - (uintptr_t)__builtin_thread_pointer(); /* the helper shares our thread pointer */
+  if (!g->fs_base) return false;
+  timed_rec_t r;
+  struct iovec mine = {&r, sizeof r}, theirs = {(void *)(uintptr_t)(g->fs_base + off), sizeof r};
+  if (hci_raw6(SYS_process_vm_readv, tid, (long)&mine, 1, (long)&theirs, 1, 0) != (long)sizeof r) return false;
+  if (r.nr == 0 || r.nr != (long)g->orig_rax) return false;
+  int64_t left = r.deadline_ns - (int64_t)hci_os_now_ns();
+  if (left < 0) left = 0;
+  switch (g->orig_rax) {
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait: {
+      int64_t ms = (left + 999999) / 1000000;
+      g->r10 = (unsigned long long)(ms > INT32_MAX ? INT32_MAX : ms);
+      break;
+    }
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+    case SYS_semtimedop:
+    case SYS_rt_sigtimedwait: {
+      struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
+      uintptr_t at = (uintptr_t)(g->fs_base + off + offsetof(timed_rec_t, left));
+      struct iovec src = {&ts, sizeof ts}, dst = {(void *)at, sizeof ts};
+      if (hci_raw6(SYS_process_vm_writev, tid, (long)&src, 1, (long)&dst, 1, 0) != (long)sizeof ts) return false;
+      if (g->orig_rax == SYS_rt_sigtimedwait) g->rdx = at;
+      else g->r10 = at;
+      break;
+    }
+    default:
+      return false;
+  }
+  g->rax = (unsigned long long)-HC_ERESTARTNOHAND;
+  return true;
+}
+#endif
+
+/* libc's own functions: looked up in the constructor in checker mode, on
+ * first use otherwise (a process that never checks pays no lookup). */
+static char name_epoll_wait[] = "epoll_wait", name_epoll_pwait[] = "epoll_pwait",
+            name_epoll_pwait2[] = "epoll_pwait2", name_semtimedop[] = "semtimedop", name_poll[] = "poll",
+            name_nanosleep[] = "nanosleep", name_clock_nanosleep[] = "clock_nanosleep", name_select[] = "select",
+            name_pselect[] = "pselect", name_ppoll[] = "ppoll";
+enum { F_EPOLL_WAIT, F_EPOLL_PWAIT, F_EPOLL_PWAIT2, F_SEMTIMEDOP, F_POLL, F_NANOSLEEP, F_CLOCK_NANOSLEEP, F_SELECT,
+       F_PSELECT, F_PPOLL, F_N };
+static void *real_fn[F_N];
+HC_PRIVATE_STATE(real_fn);
+static void *const self_fn[F_N] = {(void *)epoll_wait, (void *)epoll_pwait, (void *)epoll_pwait2, (void *)semtimedop,
+                                   (void *)poll, (void *)nanosleep, (void *)clock_nanosleep, (void *)select,
+                                   (void *)pselect, (void *)ppoll};
+static char *const fn_name[F_N] = {name_epoll_wait, name_epoll_pwait, name_epoll_pwait2, name_semtimedop,
+                                   name_poll, name_nanosleep, name_clock_nanosleep, name_select,
+                                   name_pselect, name_ppoll};
+/* libc.a's other names (a static link): the epoll calls have none. */
+extern int __semtimedop(int, struct sembuf *, size_t, const struct timespec *) __attribute__((weak));
+extern int __poll(struct pollfd *, nfds_t, int) __attribute__((weak));
+extern int __nanosleep(const struct timespec *, struct timespec *) __attribute__((weak));
+extern int __clock_nanosleep(clockid_t, int, const struct timespec *, struct timespec *) __attribute__((weak));
+extern int __select(int, fd_set *, fd_set *, fd_set *, struct timeval *) __attribute__((weak));
+extern int __pselect(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *)
+    __attribute__((weak));
+extern int __ppoll(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *) __attribute__((weak));
+static void *const static_fn[F_N] = {NULL, NULL, NULL, (void *)__semtimedop, (void *)__poll, (void *)__nanosleep,
+                                     (void *)__clock_nanosleep, (void *)__select, (void *)__pselect, (void *)__ppoll};
+
+static void *real(int i) {
+  void *f = __atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE);
+  if (f) return f == (void *)1 ? NULL : f;
+  f = dlsym(RTLD_NEXT, fn_name[i]);
+  if (f == self_fn[i]) f = NULL;
+  if (!f) f = static_fn[i];
+  __atomic_store_n(&real_fn[i], f ? f : (void *)1, __ATOMIC_RELEASE);
+  return f;
+}
+void hci_timed_waits_resolve(void) {
+  for (int i = 0; i < F_N; i++) real(i);
+}
+
+/* A static link's epoll calls: the system call with asynchronous
+ * cancellation around it (they are cancellation points). */
+static long cancellable(long nr, long a, long b, long c, long d, long e, long f) {
+  int old = PTHREAD_CANCEL_DEFERRED;
+  pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+  long r = hci_raw6(nr, a, b, c, d, e, f);
+  pthread_setcanceltype(old, NULL);
+  return hci_raw_libc_result(r);
+}
+
+typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
+typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
+typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
+typedef int (*semtimedop_fn)(int, struct sembuf *, size_t, const struct timespec *);
+
+hc_public __attribute__((weak)) int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout) {
+  timed_rec_t saved;
+  bool on = timed_begin(SYS_epoll_wait, timeout >= 0 ? (int64_t)timeout * 1000000 : -1, &saved);
+  timed_args(on, 4, epfd, (long)ev, n, timeout, 0, 0);
+  epoll_wait_fn f = (epoll_wait_fn)(uintptr_t)real(F_EPOLL_WAIT);
+  int r = f ? f(epfd, ev, n, timeout) : (int)cancellable(SYS_epoll_wait, epfd, (long)ev, n, timeout, 0, 0);
+  timed_end(on, &saved, errno);
+  return r;
+}
+
+hc_public __attribute__((weak)) int epoll_pwait(int epfd, struct epoll_event *ev, int n, int timeout,
+                                                const sigset_t *ss) {
+  timed_rec_t saved;
+  bool on = timed_begin(SYS_epoll_pwait, timeout >= 0 ? (int64_t)timeout * 1000000 : -1, &saved);
+  timed_args(on, 6, epfd, (long)ev, n, timeout, (long)ss, _NSIG / 8);
+  epoll_pwait_fn f = (epoll_pwait_fn)(uintptr_t)real(F_EPOLL_PWAIT);
+  int r = f ? f(epfd, ev, n, timeout, ss)
+            : (int)cancellable(SYS_epoll_pwait, epfd, (long)ev, n, timeout, (long)ss, _NSIG / 8);
+  timed_end(on, &saved, errno);
+  return r;
+}
+
+#ifdef SYS_epoll_pwait2
+hc_public __attribute__((weak)) int epoll_pwait2(int epfd, struct epoll_event *ev, int n, const struct timespec *ts,
+                                                 const sigset_t *ss) {
+  timed_rec_t saved;
+  bool on = timed_begin(SYS_epoll_pwait2, ts_ns(ts), &saved);
+  timed_args(on, 6, epfd, (long)ev, n, (long)ts, (long)ss, _NSIG / 8);
+  epoll_pwait2_fn f = (epoll_pwait2_fn)(uintptr_t)real(F_EPOLL_PWAIT2);
+  int r = f ? f(epfd, ev, n, ts, ss)
+            : (int)cancellable(SYS_epoll_pwait2, epfd, (long)ev, n, (long)ts, (long)ss, _NSIG / 8);
+  timed_end(on, &saved, errno);
+  return r;
+}
+#endif
+
+hc_public __attribute__((weak)) int semtimedop(int id, struct sembuf *ops, size_t nops, const struct timespec *ts) {
+  timed_rec_t saved;
+  bool on = timed_begin(SYS_semtimedop, ts_ns(ts), &saved);
+  timed_args(on, 4, id, (long)ops, (long)nops, (long)ts, 0, 0);
+  semtimedop_fn f = (semtimedop_fn)(uintptr_t)real(F_SEMTIMEDOP);
+  int r = f ? f(id, ops, nops, ts) : (int)hci_raw_libc_result(hci_raw6(SYS_semtimedop, id, (long)ops, (long)nops, (long)ts, 0, 0));
+  timed_end(on, &saved, errno);
+  return r;
+}
+
+/* poll and the sleeps restart by themselves after the ptrace stop (the
+ * kernel's restart block keeps the time left); after the fallback's signal
+ * they fail with EINTR, and only the caller knows when they began. */
+typedef int (*poll_fn)(struct pollfd *, nfds_t, int);
+typedef int (*nanosleep_fn)(const struct timespec *, struct timespec *);
+typedef int (*clock_nanosleep_fn)(clockid_t, int, const struct timespec *, struct timespec *);
+
+hc_public __attribute__((weak)) int poll(struct pollfd *fds, nfds_t n, int timeout) {
+  timed_rec_t saved;
+  bool on = timed_begin(SYS_poll, timeout >= 0 ? (int64_t)timeout * 1000000 : -1, &saved);
+  timed_args(on, 3, (long)fds, (long)n, timeout, 0, 0, 0);
+  poll_fn f = (poll_fn)(uintptr_t)real(F_POLL);
+  int r = f ? f(fds, n, timeout) : (int)cancellable(SYS_poll, (long)fds, (long)n, timeout, 0, 0, 0);
+  timed_end(on, &saved, errno);
+  return r;
+}
+
+hc_public __attribute__((weak)) int nanosleep(const struct timespec *req, struct timespec *rem) {
+  timed_rec_t saved;
+  nanosleep_fn f = (nanosleep_fn)(uintptr_t)real(F_NANOSLEEP);
+  /* glibc's nanosleep is clock_nanosleep; ours (a static link) nanosleep */
+  bool on = timed_begin(f ? SYS_clock_nanosleep : SYS_nanosleep, ts_ns(req), &saved);
+  if (f) timed_args(on, 4, CLOCK_REALTIME, 0, (long)req, (long)rem, 0, 0);
+  else timed_args(on, 2, (long)req, (long)rem, 0, 0, 0, 0);
+  int r = f ? f(req, rem) : (int)cancellable(SYS_nanosleep, (long)req, (long)rem, 0, 0, 0, 0);
+  timed_end(on, &saved, errno);
+  return r;
+}
+
+/* Returns the error number, as POSIX has it (errno untouched). */
+hc_public __attribute__((weak)) int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+                                                    struct timespec *rem) {
+  timed_rec_t saved;
+  bool on = !(flags & TIMER_ABSTIME) && timed_begin(SYS_clock_nanosleep, ts_ns(req), &saved);
+  timed_args(on, 4, clock, flags, (long)req, (long)rem, 0, 0);
+  clock_nanosleep_fn f = (clock_nanosleep_fn)(uintptr_t)real(F_CLOCK_NANOSLEEP);
+  int e = errno;
+  int r = f ? f(clock, flags, req, rem)
+            : -(int)hci_raw6(SYS_clock_nanosleep, clock, flags, (long)req, (long)rem, 0, 0);
+  timed_end(on, &saved, e);
+  return r;
+}
+
+/* These need no deadline: the kernel writes the time left back into the
+ * timeout they pass (select's is glibc's own copy).  Their record names the
+ * call only, for the fallback's handler when it saw the thread running
+ * before it entered the wait.  (sem_timedwait, an absolute futex wait, is
+ * not interposed: a static link has libc.a's only under a name that nothing
+ * pulls in; it restarts when it was seen waiting.) */
+/* Our own call (a static link): the kernel writes the time left back into
+ * the timeout, which the caller gave as const - a copy, as glibc's. */
+static struct timespec *ts_copy(const struct timespec *ts, struct timespec *copy) {
+  if (!ts) return NULL;
+  *copy = *ts;
+  return copy;
+}
+typedef int (*select_fn)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+typedef int (*ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+
+hc_public __attribute__((weak)) int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
+  timed_rec_t saved;
+  bool on = timed_begin(SYS_pselect6, tv ? 0 : -1, &saved);
+  select_fn f = (select_fn)(uintptr_t)real(F_SELECT);
+  int res = f ? f(n, r, w, e, tv) : (int)cancellable(SYS_select, n, (long)r, (long)w, (long)e, (long)tv, 0);
+  timed_end(on, &saved, errno);
+  return res;
+}
+
+hc_public __attribute__((weak)) int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+                                            const sigset_t *ss) {
+  timed_rec_t saved;
+  bool on = timed_begin(SYS_pselect6, ts ? 0 : -1, &saved);
+  pselect_fn f = (pselect_fn)(uintptr_t)real(F_PSELECT);
+  struct timespec copy;
+  struct { const sigset_t *ss; size_t size; } data = {ss, _NSIG / 8};
+  int res = f ? f(n, r, w, e, ts, ss)
+              : (int)cancellable(SYS_pselect6, n, (long)r, (long)w, (long)e, (long)ts_copy(ts, &copy), (long)&data);
+  timed_end(on, &saved, errno);
+  return res;
+}
+
+hc_public __attribute__((weak)) int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+                                          const sigset_t *ss) {
+  timed_rec_t saved;
+  bool on = timed_begin(SYS_ppoll, ts ? 0 : -1, &saved);
+  ppoll_fn f = (ppoll_fn)(uintptr_t)real(F_PPOLL);
+  struct timespec copy;
+  int res = f ? f(fds, n, ts, ss) : (int)cancellable(SYS_ppoll, (long)fds, (long)n, (long)ts_copy(ts, &copy), (long)ss, _NSIG / 8, 0);
+  timed_end(on, &saved, errno);
+  return res;
+}
+
+
+#if defined(__x86_64__)
+static HC_TLS struct timespec sig_left; /* a sleep's time left, for its restart */
+static void put_left(struct timespec *at, int64_t left) {
+  if (left < 0) left = 0;
+  at->tv_sec = (time_t)(left / 1000000000);
+  at->tv_nsec = (long)(left % 1000000000);
+}
+#endif
+
+/* The signal fallback (stop_world.c): the handler ran on the thread while
+ * it waited, and the kernel ended the wait with EINTR (calls that never
+ * restart after a handler, SA_RESTART or not: signal(7)).  A timed one is
+ * restarted from the handler's context - the system call instruction again,
+ * with the time left - when the context is exactly the call seen in
+ * /proc/<tid>/syscall before the signal was sent (number, arguments, sp,
+ * pc; or, seen running, the call a wrapper's record names when the context
+ * is right after a system call instruction with the arguments the wrapper
+ * expects libc to give it) and no signal of the
+ * program's is waiting to be delivered.  Decided
+ * when the thread is let go, at the handler's end: a signal of the
+ * program's that came while the check held the thread (blocked in the
+ * handler) is pending then, and ends the wait with EINTR as it would have
+ * (decided at the handler's start, 26 of 301 such EINTRs were lost).  Untimed
+ * waits keep their EINTR: a signal of the program's that arrives between
+ * this handler's decision and the restarted call is handled without ending
+ * the wait, and `while (!flag) pause();` would then wait for good; a timed
+ * wait ends at its time anyway (that signal's EINTR comes late at worst).
+ * The time left: the record of a call made through libc's function (the
+ * wrappers above); for ppoll, select and pselect6 the kernel wrote it back
+ * into the timeout the call was given; for a relative sleep without a
+ * record, what the kernel wrote to its `rem`; an absolute sleep or futex
+ * wait is restarted as it was.  Not restarted: untimed waits, poll and
+ * relative futex waits made without a record (syscall(), libc's internal
+ * calls such as usleep's), io_getevents, msgrcv, SO_RCVTIMEO sockets. */
+/* The call seen, copied out of the slot while the handler may read it (the
+ * slot may be gone once the thread is let go, when the restart is decided). */
+static HC_TLS struct {
+  long nr;
+  uintptr_t args[6], sp, pc;
+} seen;
+void hci_timed_signal_seen(const hci_thread_t *t) {
+  seen.nr = t->sys_nr;
+  memcpy(seen.args, t->sys_args, sizeof seen.args);
+  seen.sp = t->sys_sp;
+  seen.pc = t->sys_pc;
+}
+
+void hci_timed_signal_restart(void *ucv) {
+#if defined(__x86_64__)
+  const __typeof__(seen) *t = &seen;
+  ucontext_t *uc = ucv;
+  greg_t *g = uc->uc_mcontext.gregs;
+  long nr = t->nr;
+  seen.nr = -1;
+  if (g[REG_RAX] != -EINTR) return;
+  const int arg[6] = {REG_RDI, REG_RSI, REG_RDX, REG_R10, REG_R8, REG_R9};
+  bool same = nr >= 0 && (uintptr_t)g[REG_RIP] == t->pc && (uintptr_t)g[REG_RSP] == t->sp;
+  for (int i = 0; same && i < 6; i++) same = (uintptr_t)g[arg[i]] == t->args[i];
+  if (!same) {
+    /* Seen running (between two calls), then in the wait when the signal
+     * came: a wrapper's record names the call, when the instruction before
+     * the context's pc is a system call. */
+    unsigned short insn = 0;
+    struct iovec mine = {&insn, sizeof insn}, theirs = {(void *)(uintptr_t)(g[REG_RIP] - 2), sizeof insn};
+    /* A handler of the program's that interrupted the wrapper makes its
+     * own calls a signal frame (over 1 KiB) further down, or elsewhere. */
+    uintptr_t sp = (uintptr_t)g[REG_RSP];
+    bool args = rec.nargs > 0;
+    for (int i = 0; args && i < rec.nargs; i++) args = g[arg[i]] == rec.args[i];
+    if (!rec.nr || !args || sp >= rec.sp || rec.sp - sp > 1024 || hci_raw6(SYS_process_vm_readv, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&mine, 1,
+                            (long)&theirs, 1, 0) != (long)sizeof insn || insn != 0x050f)
+      return;
+    nr = rec.nr;
+  }
+  /* A signal of the program's waiting for this thread: it ends the wait. */
+  uint64_t pending = 0, blocked;
+  memcpy(&blocked, &uc->uc_sigmask, sizeof blocked);
+  if (hci_raw6(SYS_rt_sigpending, (long)&pending, 8, 0, 0, 0, 0) != 0) return;
+  pending &= ~blocked & ~(1ull << (hci_stop_signal() - 1));
+  if (pending) return;
+  bool recorded = rec.nr == nr;
+  int64_t left = recorded ? rec.deadline_ns - (int64_t)hci_os_now_ns() : 0;
+  switch (nr) {
+    case SYS_poll:
+      if (!recorded || (int)g[REG_RDX] < 0) return;
+      g[REG_RDX] = (greg_t)((left < 0 ? 0 : left + 999999) / 1000000);
+      break;
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+      if (!recorded || (int)g[REG_R10] < 0) return;
+      g[REG_R10] = (greg_t)((left < 0 ? 0 : left + 999999) / 1000000);
+      break;
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+    case SYS_semtimedop:
+      if (!recorded || !g[REG_R10]) return;
+      put_left(&rec.left, left);
+      g[REG_R10] = (greg_t)(uintptr_t)&rec.left;
+      break;
+    case SYS_rt_sigtimedwait:
+      if (!recorded || !g[REG_RDX]) return;
+      put_left(&rec.left, left);
+      g[REG_RDX] = (greg_t)(uintptr_t)&rec.left;
+      break;
+    case SYS_ppoll:
+    case SYS_pselect6:
+    case SYS_select:
+      if (!g[nr == SYS_ppoll ? REG_RDX : REG_R8]) return; /* untimed */
+      break;
+    case SYS_nanosleep:
+    case SYS_clock_nanosleep: {
+      int req = nr == SYS_nanosleep ? REG_RDI : REG_RDX, rem = nr == SYS_nanosleep ? REG_RSI : REG_R10;
+      if (nr == SYS_clock_nanosleep && (g[REG_RSI] & TIMER_ABSTIME)) break; /* the same deadline */
+      if (recorded) {
+        put_left(&sig_left, left);
+      } else if (g[rem]) {
+        struct timespec r;
+        struct iovec mine = {&r, sizeof r}, theirs = {(void *)(uintptr_t)g[rem], sizeof r};
+        if (hci_raw6(SYS_process_vm_readv, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&mine, 1, (long)&theirs, 1,
+                     0) != (long)sizeof r)
+          return;
+        sig_left = r;
+      } else {
+        return;
+      }
+      g[req] = (greg_t)(uintptr_t)&sig_left;
+      break;
+    }
+    case SYS_futex: {
+      long cmd = g[REG_RSI] & ~(long)(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
+      if (cmd != FUTEX_WAIT_BITSET || !g[REG_R10]) return; /* absolute deadlines only */
+      break;
+    }
+    default:
+      return;
+  }
+  /* The restarted call's arguments are the record's now (a second check
+   * that finds it running would not know it otherwise). */
+  if (rec.nr == nr)
+    for (int i = 0; i < rec.nargs; i++) rec.args[i] = (long)g[arg[i]];
+  g[REG_RAX] = nr;
+  g[REG_RIP] -= 2; /* the syscall instruction */
+#else
+  (void)ucv;
+#endif
+}
+
+bool hci_timed_sigwait_begin(const sigset_t *set, siginfo_t *info, const struct timespec *ts,
+                             hci_timed_rec_t *saved) {
+  bool on = timed_begin(SYS_rt_sigtimedwait, ts_ns(ts), saved);
+  timed_args(on, 4, (long)set, (long)info, (long)ts, _NSIG / 8, 0, 0);
+  return on;
+}
+void hci_timed_sigwait_end(bool on, const hci_timed_rec_t *saved) { timed_end(on, saved, errno); }
