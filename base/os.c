@@ -339,7 +339,13 @@ size_t hci_os_read(void *dst, uintptr_t src, size_t n) {
   int saved = errno;
   size_t done = 0;
   if (atomic_load_explicit(&vm_readv_ok, memory_order_relaxed) >= 0) {
-    pid_t pid = (pid_t)syscall(SYS_getpid);
+    /* The calling thread's id, not the process's: process_vm_readv looks
+     * the task up by id and reads through its mm, and once the main thread
+     * has called pthread_exit the group leader (getpid) has none: every
+     * read failed with ESRCH, a module's headers read that way counted as
+     * unusable and the stacks through it ended at their first frame
+     * (docs/validation.md, "Session 20: the pexit flake"). */
+    pid_t pid = (pid_t)syscall(SYS_gettid);
     while (done < n) {
       struct iovec l = {(char *)dst + done, n - done}, r = {(void *)(src + done), n - done};
       ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);

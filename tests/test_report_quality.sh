@@ -13,7 +13,8 @@
 #  - a module loaded where a dlclose'd one was, with other unwind rules at
 #    the same pcs: its allocations get their whole stack;
 #  - after pthread_exit from main, the executable's frames are symbolized
-#    (/proc/self/exe is gone then);
+#    (/proc/self/exe is gone then), and a module first met then is walked
+#    through (its headers read with the calling thread's id);
 #  - inlined frames: the inlined functions with their lines, then the
 #    function they were inlined into at the call's line, same pc; a
 #    suppression naming an inlined function matches;
@@ -207,6 +208,42 @@ has "Leak of 77 bytes in 1 objects"
 has_re "^	@ [0-9a-f]+ thread_leak_site .*pexit\.c:5 \($tmp/pexit\+0x[0-9a-f]+\)$"
 has_re "^	@ [0-9a-f]+ worker "
 lacks "/proc/self/exe+"
+
+# ... and a module no stack went through before main's pthread_exit: its
+# headers are read for the unwinder (process_vm_readv on ourselves) only
+# then; read through the process id they were not (the group leader has no
+# mm left), the module counted as unusable and the stack ended at its first
+# frame.  pexit above met it when its executable shared a module-cache slot
+# with ld.so (1 run in 100); here every run does (docs/validation.md,
+# "Session 20: the pexit flake").
+cat >"$tmp/latemod.c" <<'EOF'
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static void *worker(void *a) {
+  char b[16];
+  for (int i = 0; i < 20000 && readlink("/proc/self/exe", b, sizeof b) > 0; i++) usleep(1000);
+  void *h = dlopen(a, RTLD_NOW);
+  if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return NULL; }
+  void (*entry)(void) = (void (*)(void))dlsym(h, "module_entry");
+  entry();
+  return NULL;
+}
+int main(int argc, char **argv) {
+  pthread_t t;
+  if (argc < 2) return 2;
+  pthread_create(&t, NULL, worker, argv[1]);
+  pthread_exit(NULL);
+}
+EOF
+cc_fixture -pthread -o "$tmp/latemod" "$tmp/latemod.c" -ldl
+run "$tmp/latemod" "$tmp/module.so"
+expect_rc 1
+has "Leak of 66 bytes in 1 objects"
+has_re "^	@ [0-9a-f]+ module_leak_site .*module\.c:3 \($tmp/module\.so\+0x[0-9a-f]+\)$"
+has_re "^	@ [0-9a-f]+ module_entry "
+has_re "^	@ [0-9a-f]+ worker .*latemod\.c:11 "
 
 # ---- inlined frames (DWARF inline ranges and call sites) ----
 cat >"$tmp/inlined.c" <<'EOF'
