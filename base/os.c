@@ -3,6 +3,7 @@
  * Every wrapper preserves errno, because free() must not change it and
  * malloc() may only set it to ENOMEM. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -327,6 +328,18 @@ bool hci_os_probe(uintptr_t addr) {
   bool ok = r == -1 && errno == EINVAL;
   errno = saved;
   return ok;
+}
+
+int hci_os_open_proc(const char *name, int flags) {
+  char path[64];
+  int saved = errno, fd = -1;
+  for (int i = 0; i < 2 && fd < 0; i++) {
+    if (hci_snprintf(path, sizeof path, "%s/%s", i ? "/proc/self" : "/proc/thread-self", name) >= (int)sizeof path)
+      break;
+    fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, 0);
+  }
+  errno = saved;
+  return fd < 0 ? -1 : fd;
 }
 
 /* 0 unknown, 1 process_vm_readv works, -1 refused (seccomp, old kernel). */

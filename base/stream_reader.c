@@ -65,9 +65,9 @@ static unsigned long unix_peer_ino(unsigned long ino) {
 }
 
 /* Whether a descriptor of this process other than fd is (dev, ino) and can
- * read.  Raw getdents64 over /proc/self/fd. */
+ * read.  Raw getdents64 over /proc/thread-self/fd. */
 static bool held_here(int fd, bool sock, dev_t dev, unsigned long ino) {
-  int dir = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dir = hci_os_open_proc("fd", O_RDONLY | O_DIRECTORY);
   if (dir < 0) return false;
   bool ours = false;
   char b[4096] __attribute__((aligned(8)));

@@ -166,7 +166,7 @@ static void flood_all(hci_world_t *w, flood_t *f) {
   f->heap_span = heap_hi - f->heap_lo;
   f->maxoff = p->max_offset < 0 ? UINTPTR_MAX : (uintptr_t)p->max_offset;
   hci_fl_setup_readable(f, &w->maps);
-  int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  int pm = hci_os_open_proc("pagemap", O_RDONLY);
   f->pagemap_fd = pm >= 0 ? pm + 1 : 0;
   f->track_possible = p->max_offset < 0;
   f->live_mark = M_LIVE;

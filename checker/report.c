@@ -151,7 +151,7 @@ static void profile_path(char *buf, size_t size, const char *name) {
 }
 
 static void copy_maps(hci_out_t *o) {
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  int fd = hci_os_open_proc("maps", O_RDONLY);
   if (fd < 0) return;
   hci_out_flush(o);
   char chunk[4096];

@@ -115,7 +115,7 @@ __attribute__((format(printf, 2, 3))) static void pw_printf(pw_t *w, const char 
 
 /* /proc/self/maps as it is: pprof parses the kernel's format. */
 static void pw_maps(pw_t *w) {
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  int fd = hci_os_open_proc("maps", O_RDONLY);
   if (fd < 0) return;
   for (;;) {
     if (w->len == PW_BUF) pw_flush(w);

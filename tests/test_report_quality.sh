@@ -202,12 +202,17 @@ int main(void) {
 }
 EOF
 cc_fixture -pthread -o "$tmp/pexit" "$tmp/pexit.c"
-run "$tmp/pexit"
+mkdir "$tmp/pexit_dumps"
+run HEAP_CHECK_DUMP_DIRECTORY="$tmp/pexit_dumps" "$tmp/pexit"
 expect_rc 1
 has "Leak of 77 bytes in 1 objects"
 has_re "^	@ [0-9a-f]+ thread_leak_site .*pexit\.c:5 \($tmp/pexit\+0x[0-9a-f]+\)$"
 has_re "^	@ [0-9a-f]+ worker "
 lacks "/proc/self/exe+"
+# The leak profile's maps, read after main's pthread_exit: through the
+# checking thread (/proc/thread-self), not the group leader, whose maps read
+# empty then (pprof could not symbolize: 0 lines before session 20).
+file_has "$(ls "$tmp"/pexit_dumps/pexit.*._main_-end.heap)" "r-xp .*$tmp/pexit\$"
 
 # ... and a module no stack went through before main's pthread_exit: its
 # headers are read for the unwinder (process_vm_readv on ourselves) only
