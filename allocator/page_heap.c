@@ -138,10 +138,14 @@ void hci_ph_set_sys_alloc(hci_sys_alloc_fn fn, void *ctx) {
 /* requires: lock.  Memory for the heap: `*bytes` or more (updated), aligned. */
 static void *sys_map(size_t *bytes, size_t need, size_t align) {
   if (!sys_alloc) {
-    void *mem = hci_os_map_aligned(*bytes, align);
+    /* Right below the heap's lowest mapping, where the kernel's top-down
+     * placement usually puts it anyway: there its free run merges with the
+     * heap's (hci_os_map_near). */
+    uintptr_t hint = ph->lo > *bytes ? ph->lo - *bytes : 0;
+    void *mem = hci_os_map_near(*bytes, align, hint);
     if (!mem && *bytes > need) { /* near an address-space limit: only what is needed */
       *bytes = need;
-      mem = hci_os_map_aligned(*bytes, align);
+      mem = hci_os_map_near(*bytes, align, ph->lo > need ? ph->lo - need : 0);
     }
     return mem;
   }

@@ -354,6 +354,7 @@ void *hci_os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 int hci_os_munmap(void *p, size_t len);
 void *hci_os_map(size_t size);                 /* anonymous RW mapping or NULL; errno preserved */
 void *hci_os_map_aligned(size_t size, size_t align); /* aligned anonymous RW mapping or NULL */
+void *hci_os_map_near(size_t size, size_t align, uintptr_t hint); /* the same, at hint when it is free */
 void hci_os_unmap(void *p, size_t size);
 void *hci_os_reserve(size_t size);             /* PROT_NONE address space (remembered), or NULL */
 bool hci_os_commit(void *p, size_t size);      /* part of a reservation made RW */

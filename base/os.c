@@ -113,7 +113,27 @@ void *hci_os_map(size_t size) {
  * heap can merge free runs across mappings (trimming the top would leave a
  * hole between every two of them). */
 /* For the heap only (its pages are in the pagemap, not in the registry). */
-void *hci_os_map_aligned(size_t size, size_t align) {
+void *hci_os_map_aligned(size_t size, size_t align) { return hci_os_map_near(size, align, 0); }
+
+/* hint: where the mapping should start (the page heap's: right below its
+ * lowest mapping), or 0.  The kernel places a mapping without MAP_FIXED at
+ * a free hint and ignores one that is taken, so this never replaces
+ * anything.  Without the hint a growth lands in the highest hole that fits
+ * it, which may be one above the heap (between the libraries, ASLR's): a
+ * free run there never merges with the heap's.  bench_large's 1.6 MB
+ * growth landed in such a hole in some runs and not in others, and the
+ * rest of the run's placements followed (docs/performance.md, "Memory,
+ * eighth pass"). */
+void *hci_os_map_near(size_t size, size_t align, uintptr_t hint) {
+  if (hint && (hint & (align - 1)) == 0) {
+    int saved = errno;
+    void *p = hci_os_mmap((void *)hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    errno = saved;
+    if (p != MAP_FAILED) {
+      if (((uintptr_t)p & (align - 1)) == 0) return p; /* the hint, or an aligned place elsewhere */
+      raw_unmap(p, size);
+    }
+  }
   if (align <= 4096) return raw_map(size);
   if (size + align < size) return NULL;
   uint8_t *p = raw_map(size);

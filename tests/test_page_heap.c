@@ -174,6 +174,29 @@ static void test_growth_contiguous(void) {
   check_accounting("after the contiguous growths");
 }
 
+/* hci_os_map_near maps at a free hint, and elsewhere, replacing nothing,
+ * when the hint is taken; the page heap's growths ask for the place right
+ * below its lowest mapping (grow), where their free runs merge with the
+ * heap's.  Two holes in a mapping of ours: the kernel's own choice would be
+ * the higher hole (or one above it), the hint names the lower. */
+static void test_map_near(void) {
+  const size_t pg = HC_PAGE_SIZE, len = 64 * pg;
+  char *r = hci_os_mmap(NULL, len + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(r != MAP_FAILED, "mmap");
+  if (r == MAP_FAILED) return;
+  char *base = (char *)(((uintptr_t)r + pg - 1) & ~(uintptr_t)(pg - 1));
+  munmap(base + 8 * pg, 16 * pg);  /* the lower hole */
+  munmap(base + 40 * pg, 16 * pg); /* the higher one */
+  base[0] = 42;
+  char *p = hci_os_map_near(16 * pg, pg, (uintptr_t)(base + 8 * pg));
+  CHECK(p == base + 8 * pg, "hci_os_map_near(hint %p) mapped at %p", (void *)(base + 8 * pg), (void *)p);
+  char *q = hci_os_map_near(8 * pg, pg, (uintptr_t)base);
+  CHECK(q && q != base && ((uintptr_t)q & (pg - 1)) == 0 && base[0] == 42,
+        "a taken hint: mapped at %p (the hint %p), its contents %d", (void *)q, (void *)base, base[0]);
+  if (q) munmap(q, 8 * pg);
+  munmap(r, len + pg); /* the holes and p with it */
+}
+
 /* Three adjacent spans; free the middle, then the sides: one free span of
  * 15 pages.  Everything free is released first, so a free run beside them
  * is released and stays apart (free_checked checks it keeps its extent). */
@@ -691,6 +714,7 @@ int main(int argc, char **argv) {
   check_accounting("start");
   test_alloc_free();
   test_growth_contiguous();
+  test_map_near();
   test_grow();
   test_coalesce();
   test_mixed_states();
