@@ -212,8 +212,20 @@ static void free_spans(hc_span_t *list) {
  * longest time to leave that core's caches (docs/performance.md, "Chains
  * by CPU (xmalloc, session 11)").  A single thread finds its own newest
  * chain, as before; without the CPU (no rseq area) the newest is taken. */
+/* The CPU a chain is handed over or taken on, for the two choices above
+ * and below; 0 (not known: the newest chain, always into the slots) while
+ * one thread cache is live.  A single thread has no other CPU's cache to
+ * spare, and by its CPU, which the scheduler changes under it, the same
+ * program sent chains back into their spans at different points from run
+ * to run: their emptied spans went back to the page heap at different
+ * times, and malloc_large's peak RSS (its 64-256 KiB blocks, one object a
+ * span) read 159-180 MB over runs of one sampling seed (docs/performance.md,
+ * "Memory, eighth pass").  Refills are still noted by CPU: a second
+ * thread finds the classes' CPUs known. */
+static unsigned chain_cpu(void) { return hci_tc_count() < 2 ? 0 : hci_os_cpu(); }
+
 static uint32_t pick_slot(const hc_central_t *c, const uint16_t *cpus) {
-  unsigned cpu = hci_os_cpu();
+  unsigned cpu = chain_cpu();
   if (!cpu) return c->nchains - 1;
   for (uint32_t j = c->nchains; j-- > 0;)
     if (cpus[j] == cpu) return j;
@@ -390,7 +402,7 @@ void hci_central_insert(unsigned cls, const hc_chain_t *chain) {
   if (!chain->n) return;
   hc_central_t *c = &hci_central[cls];
   size_t bytes = (size_t)chain->n * hci_classes[cls].size;
-  unsigned cpu = hci_os_cpu();
+  unsigned cpu = chain_cpu();
   hci_lock(&c->lock);
   if (refilled_on(c, cpu) && c->nchains < HC_TRANSFER_SLOTS &&
       c->slot_objs * hci_classes[cls].size + bytes <= HC_SLOT_BYTES_CLASS_MAX &&
