@@ -165,3 +165,26 @@ __attribute__((noinline)) void *nofp_new(int form, __SIZE_TYPE__ size, uintptr_t
   __asm__ volatile("" : : "r"(p) : "memory");
   return p;
 }
+
+/* nofp_press(d, path, cb, arg): d levels of one recursive function, then
+ * cb(arg).  The level with d calls the next through one of two call sites
+ * (bit d - 1 of path), with seven values live across the call (as
+ * nofp_b), so rbp is saved and holds data: a step out of each frame reads
+ * two words, the return address and rbp's, and only the first matters.
+ * Paths that differ in bit k part k + 3 frames above cb's call of its
+ * callee. */
+__attribute__((noinline)) void nofp_press(int d, unsigned path, nofp_cb cb, void *arg) {
+  volatile uintptr_t vals[7];
+  for (int i = 0; i < 7; i++) vals[i] = (uintptr_t)d * (uintptr_t)(i + 3) + path;
+  uintptr_t a = vals[0], b = vals[1], c = vals[2], e = vals[3], f = vals[4], g = vals[5], h = vals[6];
+  if (d == 0) {
+    cb(arg);
+  } else if ((path >> (d - 1)) & 1) {
+    nofp_press(d - 1, path, cb, arg);
+    __asm__ volatile("nop" ::: "memory");
+  } else {
+    nofp_press(d - 1, path, cb, arg);
+    __asm__ volatile("nop; nop" ::: "memory");
+  }
+  __asm__ volatile("" : : "r"(a), "r"(b), "r"(c), "r"(e), "r"(f), "r"(g), "r"(h) : "memory");
+}
