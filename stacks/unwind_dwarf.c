@@ -509,7 +509,7 @@ static int splice(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, const regs_t *r
 }
 
 /* The entry of hc_unwind_memo_t.first for start pc ra. */
-static inline int first_slot(uintptr_t ra) { return (int)((ra * 0x9e3779b97f4a7c15ull) >> 60) % HC_UNWIND_MEMO_FIRST; }
+static inline int first_slot(uintptr_t ra) { return (int)((ra * 0x9e3779b97f4a7c15ull) >> (64 - HC_UNWIND_MEMO_FIRST_BITS)); }
 
 /* The walk from r0 with the memo of the last one: up to PRE_FRAMES fresh
  * steps, each followed by a look for the same frame in the memo.  Returns
