@@ -125,43 +125,25 @@ __attribute__((noinline)) void *nofp_via2(__SIZE_TYPE__ size, uintptr_t *ras) {
   return p;
 }
 
-/* nofp_new -> nofp_new2 -> operator new, form 0-7 (new, new[], their
- * nothrow forms, then the same four aligned to 64): operator new called
- * from code without frame pointers, as from any of Debian's C++ programs.
- * The library's operators, by their mangled names (std::align_val_t is a
- * size_t, std::nothrow_t passed by address).  ras[1]: nofp_new2 ->
- * nofp_new, ras[2]: nofp_new -> caller. */
-void *_Znwm(__SIZE_TYPE__ size);
-void *_Znam(__SIZE_TYPE__ size);
-void *_ZnwmRKSt9nothrow_t(__SIZE_TYPE__ size, const void *nt);
-void *_ZnamRKSt9nothrow_t(__SIZE_TYPE__ size, const void *nt);
-void *_ZnwmSt11align_val_t(__SIZE_TYPE__ size, __SIZE_TYPE__ align);
-void *_ZnamSt11align_val_t(__SIZE_TYPE__ size, __SIZE_TYPE__ align);
-void *_ZnwmSt11align_val_tRKSt9nothrow_t(__SIZE_TYPE__ size, __SIZE_TYPE__ align, const void *nt);
-void *_ZnamSt11align_val_tRKSt9nothrow_t(__SIZE_TYPE__ size, __SIZE_TYPE__ align, const void *nt);
+/* nofp_new -> nofp_new2 -> f(size) or fa(size, 64): an operator new
+ * (test_unwind.c passes the library's, by their mangled names) called from
+ * code without frame pointers, as from any of Debian's C++ programs; given
+ * as pointers, so that the other tests linking this file do not pull in
+ * the C++ operators.  ras[1]: nofp_new2 -> nofp_new, ras[2]: nofp_new ->
+ * caller. */
+typedef void *(*nofp_new_fn)(__SIZE_TYPE__ size);
+typedef void *(*nofp_new_al_fn)(__SIZE_TYPE__ size, __SIZE_TYPE__ align);
 
-static const char nothrow_tag;
-
-__attribute__((noinline)) static void *nofp_new2(int form, __SIZE_TYPE__ size, uintptr_t *ras) {
+__attribute__((noinline)) static void *nofp_new2(nofp_new_fn f, nofp_new_al_fn fa, __SIZE_TYPE__ size, uintptr_t *ras) {
   ras[1] = (uintptr_t)__builtin_return_address(0);
-  void *p;
-  switch (form) {
-  case 0: p = _Znwm(size); break;
-  case 1: p = _Znam(size); break;
-  case 2: p = _ZnwmRKSt9nothrow_t(size, &nothrow_tag); break;
-  case 3: p = _ZnamRKSt9nothrow_t(size, &nothrow_tag); break;
-  case 4: p = _ZnwmSt11align_val_t(size, 64); break;
-  case 5: p = _ZnamSt11align_val_t(size, 64); break;
-  case 6: p = _ZnwmSt11align_val_tRKSt9nothrow_t(size, 64, &nothrow_tag); break;
-  default: p = _ZnamSt11align_val_tRKSt9nothrow_t(size, 64, &nothrow_tag); break;
-  }
+  void *p = f ? f(size) : fa(size, 64);
   __asm__ volatile("" : : "r"(p) : "memory"); /* not a tail call */
   return p;
 }
 
-__attribute__((noinline)) void *nofp_new(int form, __SIZE_TYPE__ size, uintptr_t *ras) {
+__attribute__((noinline)) void *nofp_new(nofp_new_fn f, nofp_new_al_fn fa, __SIZE_TYPE__ size, uintptr_t *ras) {
   ras[2] = (uintptr_t)__builtin_return_address(0);
-  void *p = nofp_new2(form, size, ras);
+  void *p = nofp_new2(f, fa, size, ras);
   __asm__ volatile("" : : "r"(p) : "memory");
   return p;
 }
