@@ -585,7 +585,19 @@ void *hci_alloc_slow_or(size_t size, int flags, hc_alloc_fail_fn fail) {
   /* Reached by a tail call from operator new: as hci_alloc_slow from malloc. */
   uintptr_t ra = (uintptr_t)__builtin_return_address(0);
   void *p = alloc_slow_at(size, ra, (uintptr_t)__builtin_frame_address(0), flags);
-  if (hc_unlikely(!p)) p = fail(size, ra); /* may throw: through our frame (CFI) to operator new's caller */
+  if (hc_unlikely(!p)) p = fail(size, 0, ra); /* may throw: through our frame (CFI) to operator new's caller */
+  __asm__ volatile("" ::: "memory"); /* not a tail call: our frame holds ra while the stack is taken */
+  return p;
+}
+
+void *hci_memalign_slow_or(size_t size, size_t align, hc_alloc_fail_fn fail) {
+  /* Reached by a tail call from an aligned operator new: as hci_alloc_slow_or. */
+  uintptr_t ra = (uintptr_t)__builtin_return_address(0), rec = (uintptr_t)__builtin_frame_address(0);
+  void *p;
+  if (align <= 16) p = alloc_slow_at(size, ra, rec, 0);
+  else if (size > HC_MAX_REQUEST || align > HC_MAX_REQUEST) p = enomem(size, align, false); /* hci_memalign_ra */
+  else p = alloc_generic(size, align, ra, rec, 0, false);
+  if (hc_unlikely(!p)) p = fail(size, align, ra); /* may throw: through our frame (CFI) to operator new's caller */
   __asm__ volatile("" ::: "memory"); /* not a tail call: our frame holds ra while the stack is taken */
   return p;
 }

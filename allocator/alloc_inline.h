@@ -28,8 +28,14 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) hc_noinline;
  * hci_alloc_slow and then fail itself: a frameless caller with ra in rbp,
  * whose checked captures had to find malloc's caller by a frame-record
  * search and a CFI step (stacks/unwind_dwarf.c's caller_regs_cfi). */
-typedef void *(*hc_alloc_fail_fn)(size_t size, uintptr_t ra);
+typedef void *(*hc_alloc_fail_fn)(size_t size, size_t align, uintptr_t ra);
 void *hci_alloc_slow_or(size_t size, int flags, hc_alloc_fail_fn fail) hc_noinline;
+/* The aligned operator new forms' whole allocation, reached by a tail call
+ * as hci_alloc_slow_or (they have no fast path: align_val_t is used for
+ * alignments above 16), fail(size, align, ra) called when it gives NULL.
+ * They used to call new_slow, which kept ra in rbp: every checked capture
+ * through them took caller_regs_cfi's CFI step. */
+void *hci_memalign_slow_or(size_t size, size_t align, hc_alloc_fail_fn fail) hc_noinline;
 void hci_free_slow(void *p, uintptr_t ra) hc_noinline;
 void hci_free_miss(void *p, uintptr_t ra) hc_noinline;
 

@@ -63,14 +63,17 @@ HC_NOTHROW_DECL void *_ZnamRKSt9nothrow_t(size_t size, const void *nt);
 HC_NOTHROW_DECL void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt);
 HC_NOTHROW_DECL void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt);
 
+/* What the operators new do when their allocation has failed (the fail
+ * argument of hci_alloc_slow_or and hci_memalign_slow_or, which made the
+ * first attempt): the new-handler loop, std::bad_alloc or the nothrow
+ * forms' nullptr.  Not a second attempt before the handler: a request
+ * above LSAN_OPTIONS max_allocation_size_mb warned twice for one failure. */
 static hc_noinline void *new_slow(size_t size, size_t align, int nothrow_form, uintptr_t ra) {
   static const char *const nothrow_names[] = {NULL, "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
                                               "_ZnwmSt11align_val_tRKSt9nothrow_t",
                                               "_ZnamSt11align_val_tRKSt9nothrow_t"};
   static _Atomic(nothrow_fn) runtime_nothrow[5];
   for (;;) {
-    void *p = align > 16 ? hci_memalign_ra(align, size, ra) : hci_malloc_ra(size, ra);
-    if (p) return p;
     new_handler_t h = HC_HAS_CXX(_ZSt15get_new_handlerv) ? _ZSt15get_new_handlerv() : NULL;
     if (nothrow_form) {
       /* [new.delete.single]: the nothrow forms behave as the throwing ones
@@ -92,19 +95,18 @@ static hc_noinline void *new_slow(size_t size, size_t align, int nothrow_form, u
        * that calls tc_new_nothrow but never the runtime's own nothrow
        * operator, which is then not linked): the handler is called here,
        * and an exception it throws goes to the caller. */
-      h();
-      continue;
-    }
-    if (!h) {
+    } else if (!h) {
       if (HC_HAS_CXX(_ZSt17__throw_bad_allocv)) _ZSt17__throw_bad_allocv();
       hci_fatal("operator new(%zu): out of memory and no C++ runtime to throw std::bad_alloc", size);
     }
     h(); /* may throw, may free memory, may install another handler */
+    void *p = align > 16 ? hci_memalign_ra(align, size, ra) : hci_malloc_ra(size, ra);
+    if (p) return p;
   }
 }
 
 /* What operator new does when the slow path fails (hci_alloc_slow_or). */
-static void *new_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 0, ra); }
+static void *new_fail(size_t size, size_t align, uintptr_t ra) { return new_slow(size, align, 0, ra); }
 
 /* operator new(size_t), new[](size_t): malloc's fast path, and its slow
  * path reached by a tail call as malloc's is, new_fail called from there:
@@ -113,8 +115,13 @@ static void *new_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 0, r
 hc_public void *_Znwm(size_t size) { return hc_malloc_fast_or(size, 0, new_fail); }
 hc_public void *_Znam(size_t size) { return hc_malloc_fast_or(size, 0, new_fail); }
 /* nothrow variants: the same, new_slow's nothrow forms when the slow path fails */
-static void *new_nothrow_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 1, ra); }
-static void *new_arr_nothrow_fail(size_t size, uintptr_t ra) { return new_slow(size, 0, 2, ra); }
+static void *new_nothrow_fail(size_t size, size_t align, uintptr_t ra) { return new_slow(size, align, 1, ra); }
+static void *new_arr_nothrow_fail(size_t size, size_t align, uintptr_t ra) { return new_slow(size, align, 2, ra); }
+/* The aligned forms: no fast path (a program asks for alignments above 16
+ * only), the allocation tail-called for the same frame record as above
+ * (alloc_inline.h, hci_memalign_slow_or); their nothrow forms' failure. */
+static void *new_al_nothrow_fail(size_t size, size_t align, uintptr_t ra) { return new_slow(size, align, 3, ra); }
+static void *new_arr_al_nothrow_fail(size_t size, size_t align, uintptr_t ra) { return new_slow(size, align, 4, ra); }
 #ifndef HC_ARCHIVE
 hc_public void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) {
   (void)nt;
@@ -126,11 +133,11 @@ hc_public void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) {
 }
 hc_public void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
   (void)nt;
-  return new_slow(size, align, 3, HC_RA());
+  return hci_memalign_slow_or(size, align, new_al_nothrow_fail);
 }
 hc_public void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
   (void)nt;
-  return new_slow(size, align, 4, HC_RA());
+  return hci_memalign_slow_or(size, align, new_arr_al_nothrow_fail);
 }
 #else
 /* tcmalloc's names for them: the C++ runtime's when the program has one,
@@ -143,16 +150,16 @@ hc_public void *tc_newarray_nothrow(size_t size, const void *nt) {
 }
 hc_public void *tc_new_aligned_nothrow(size_t size, size_t align, const void *nt) {
   return _ZnwmSt11align_val_tRKSt9nothrow_t ? _ZnwmSt11align_val_tRKSt9nothrow_t(size, align, nt)
-                                            : new_slow(size, align, 3, HC_RA());
+                                            : hci_memalign_slow_or(size, align, new_al_nothrow_fail);
 }
 hc_public void *tc_newarray_aligned_nothrow(size_t size, size_t align, const void *nt) {
   return _ZnamSt11align_val_tRKSt9nothrow_t ? _ZnamSt11align_val_tRKSt9nothrow_t(size, align, nt)
-                                            : new_slow(size, align, 4, HC_RA());
+                                            : hci_memalign_slow_or(size, align, new_arr_al_nothrow_fail);
 }
 #endif
 /* aligned (std::align_val_t is a size_t enum) */
-hc_public void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, 0, HC_RA()); }
-hc_public void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, 0, HC_RA()); }
+hc_public void *_ZnwmSt11align_val_t(size_t size, size_t align) { return hci_memalign_slow_or(size, align, new_fail); }
+hc_public void *_ZnamSt11align_val_t(size_t size, size_t align) { return hci_memalign_slow_or(size, align, new_fail); }
 
 /* operator delete: plain, array, sized, nothrow, aligned - all free(). */
 hc_public void _ZdlPv(void *p) { hc_free_fast(p, 0); }

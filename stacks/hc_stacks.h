@@ -84,7 +84,12 @@ typedef struct hc_unwind_memo_way {
  * call site in turn, under outer frames that stay: the way's last frames
  * are another caller's, the site's are its own. */
 #define HC_UNWIND_MEMO_SITES 32 /* sets of 4 */
-#define HC_UNWIND_MEMO_FIRST 16
+/* Start pcs whose first step's word sites_early knows (first[] below): 16
+ * held too few of yosys's malloc callers (330 000 of its 2.29 M captures
+ * found their pc's entry taken by another, and asked the sites a step
+ * later or not at all); 128 (2 KiB): 27 000. */
+#define HC_UNWIND_MEMO_FIRST_BITS 7
+#define HC_UNWIND_MEMO_FIRST (1 << HC_UNWIND_MEMO_FIRST_BITS)
 #define HC_UNWIND_MEMO_SITE_FRAMES 6
 #define HC_UNWIND_MEMO_SITE_WORDS 8
 typedef struct hc_unwind_memo_site {
@@ -105,6 +110,7 @@ typedef struct hc_unwind_memo {
   uint64_t vnext; /* the last stamp given (hc_unwind_memo_way_t.ver), in all ways: stamps are unique per memo */
   uint64_t site_hits; /* captures a site answered (tests, counting builds) */
   uint64_t site_early; /* of which before any step (unwind_dwarf.c's sites_early; tests) */
+  uint64_t cfi_starts; /* captures whose start took CFI steps: no frame record held ra (caller_regs; tests, gdb) */
   int site_new;       /* the site the last walk made (its id is filled in by hci_unwind_memo_id), -1: none */
   uint32_t site_clock; /* picks the site replaced in a full set */
   /* Site lookups left before sites stop being asked: a site given an id
@@ -136,8 +142,8 @@ int hci_unwind_dwarf(uintptr_t *pcs, int max, int skip);
 /* The stack from the frame that returns to ra: pcs[0] = ra, then its
  * callers by DWARF.  The frame is found through the allocator's own frame
  * pointers (a few steps, no CFI lookups), and a CFI step from where their
- * chain ends (a frameless entry point that calls the slow path: the aligned
- * operator new forms through new_slow); when it is not
+ * chain ends (a frameless entry point that calls the slow path: none of
+ * ours since session 20); when it is not
  * found, a whole DWARF walk from here, in which the caller looks for ra.  memo (may
  * be NULL): the calling thread's last walk, checked and replaced. */
 int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_unwind_memo_t *memo);

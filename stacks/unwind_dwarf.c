@@ -509,7 +509,7 @@ static int splice(hc_unwind_memo_t *mm, hc_unwind_memo_way_t *m, const regs_t *r
 }
 
 /* The entry of hc_unwind_memo_t.first for start pc ra. */
-static inline int first_slot(uintptr_t ra) { return (int)((ra * 0x9e3779b97f4a7c15ull) >> 60) % HC_UNWIND_MEMO_FIRST; }
+static inline int first_slot(uintptr_t ra) { return (int)((ra * 0x9e3779b97f4a7c15ull) >> (64 - HC_UNWIND_MEMO_FIRST_BITS)); }
 
 /* The walk from r0 with the memo of the last one: up to PRE_FRAMES fresh
  * steps, each followed by a look for the same frame in the memo.  Returns
@@ -578,8 +578,8 @@ static inline bool rec_holds(uintptr_t rec, uintptr_t ra, uintptr_t fp, uintptr_
  * allocator).  A frameless entry point that calls the slow path instead of
  * tail-calling it, with ra itself in rbp (gcc keeps it there), breaks the
  * record chain: operator new did until session 19 (now it tail-calls
- * hci_alloc_slow_or, alloc_inline.h), the aligned forms still do (through
- * new_slow).  Without this, every such capture walked the whole stack
+ * hci_alloc_slow_or, alloc_inline.h), the aligned forms until session 20
+ * (now hci_memalign_slow_or).  Without this, every such capture walked the whole stack
  * afresh, memo unused (fish, yosys: 70 % of their checked runs in session
  * 18).  Rules are cached. */
 static inline __attribute__((always_inline)) bool entry_by_cfi(regs_t r, uintptr_t hi, uintptr_t ra, regs_t *out) {
@@ -621,13 +621,14 @@ static hc_noinline bool caller_regs_cfi(uintptr_t ra, uintptr_t last, uintptr_t 
  * where that chain ends (the frameless entry point's callee: one step), or
  * from our own registers.  False when none reaches ra. */
 static inline __attribute__((always_inline)) bool caller_regs(uintptr_t ra, uintptr_t rec, uintptr_t fp,
-                                                               uintptr_t hi, regs_t *r) {
+                                                               uintptr_t hi, regs_t *r, uint64_t *cfi_starts) {
   uintptr_t last = 0;
   if (rec == 0 || !rec_holds(rec, ra, fp, hi)) rec = hci_unwind_fp_find(ra, ALLOCATOR_FRAMES, fp, fp, &last);
   if (hc_likely(rec != 0)) {
     *r = (regs_t){.rip = ra, .rsp = rec + 2 * sizeof(uintptr_t), .rbp = ((const uintptr_t *)rec)[0], .exact = false};
     return true;
   }
+  if (cfi_starts) (*cfi_starts)++;
   return caller_regs_cfi(ra, last, hi, r);
 }
 
@@ -643,7 +644,7 @@ static inline __attribute__((always_inline)) hc_unwind_memo_way_t *memo_start(hc
   if (*max > HC_MAX_STACK_DEPTH) *max = HC_MAX_STACK_DEPTH;
   if (*max <= 0 || !eh_ok()) return NULL;
   *hi = hci_unwind_stack_hi(fp);
-  if (!caller_regs(ra, rec, fp, *hi, r)) return NULL;
+  if (!caller_regs(ra, rec, fp, *hi, r, &mm->cfi_starts)) return NULL;
   /* The way of ra's group: the top bits of a multiplicative hash. */
   mm->cur = (int)((ra * 0x9e3779b97f4a7c15ull) >> 62) % HC_UNWIND_MEMO_WAYS;
   return &mm->way[mm->cur];
@@ -781,7 +782,7 @@ hc_noinline int hci_unwind_dwarf_at(uintptr_t *pcs, int max, uintptr_t ra, hc_un
   } else if (hci_eh_available()) {
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     regs_t r;
-    if (caller_regs(ra, 0, fp, hci_unwind_stack_hi(fp), &r)) {
+    if (caller_regs(ra, 0, fp, hci_unwind_stack_hi(fp), &r, NULL)) {
       int end;
       pcs[0] = ra;
       n = 1 + dwarf_walk(pcs + 1, max - 1, 0, r, NULL, 1, &end);

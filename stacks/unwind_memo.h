@@ -113,6 +113,22 @@ static inline int prefix_words(const prefix_t *p, int c, int nl, uintptr_t *dadd
   return w;
 }
 
+/* How many words prefix_words keeps of the prefix's steps c - 1 down to 0
+ * (nl words logged in all), live: whether rbp matters past frame c.  A
+ * step that reads rbp's word after the return address keeps it only where
+ * rbp matters, so the count can be well below nl. */
+static inline int prefix_kept(const prefix_t *p, int c, int nl, bool live) {
+  int e = nl, n = 0;
+  for (int k = c - 1; k >= 0; k--) {
+    int cnt = e - p->li[k];
+    if ((p->fl[k] & STEP_LOADS) && cnt == 2 && !live) cnt = 1;
+    n += cnt;
+    e = p->li[k];
+    live = rbp_live(p->fl[k], live);
+  }
+  return n;
+}
+
 /* Site lookups are asked only while they answer (hc_unwind_memo_t.site_credit):
  * sqlite3's 200 000 captures asked and none was answered (its walks made no
  * site).  An answer saves the fresh steps, the splice and the depot lookup,

@@ -431,9 +431,51 @@ static void test_new_handler() {
   std::set_new_handler(nullptr);
 }
 
-int main() {
+// ---- one warning per failed request (run as `test_cxx_new limit`) ----
+
+/* Under HEAPCHECK=normal and LSAN_OPTIONS=max_allocation_size_mb=1:
+ * allocator_may_return_null=1, a request of 2 MB by each form fails, then
+ * bad_alloc or nullptr; each prints "limit: <form>" first, and the test
+ * (tests/meson.build, test_cxx_new_limit) counts the checker's warnings
+ * after each: one per failure, as LSan's.  operator new's slow path tried
+ * again before the handler loop from session 19 on: two warnings for new
+ * and new[] (and the aligned forms once they tail-called theirs). */
+static void test_limit() {
+  static const char *const names[8] = {"new", "new[]", "new nothrow", "new[] nothrow", "new align 64",
+                                        "new[] align 64", "new align 64 nothrow", "new[] align 64 nothrow"};
+  const size_t n = 2u << 20;
+  for (int form = 0; form < 8; form++) {
+    std::printf("limit: %s\n", names[form]);
+    void *p = reinterpret_cast<void *>(1);
+    bool thrown = false;
+    try {
+      switch (form) {
+      case 0: p = ::operator new(opaque(n)); break;
+      case 1: p = ::operator new[](opaque(n)); break;
+      case 2: p = ::operator new(opaque(n), std::nothrow); break;
+      case 3: p = ::operator new[](opaque(n), std::nothrow); break;
+      case 4: p = ::operator new(opaque(n), std::align_val_t{64}); break;
+      case 5: p = ::operator new[](opaque(n), std::align_val_t{64}); break;
+      case 6: p = ::operator new(opaque(n), std::align_val_t{64}, std::nothrow); break;
+      default: p = ::operator new[](opaque(n), std::align_val_t{64}, std::nothrow); break;
+      }
+    } catch (const std::bad_alloc &) {
+      thrown = true;
+    }
+    if (form % 4 < 2) CHECK(thrown, "%s(2 MB) above the limit did not throw", names[form]);
+    else CHECK(!thrown && p == nullptr, "%s(2 MB) above the limit: %p, thrown %d", names[form], p, thrown);
+  }
+  std::printf("limit: end\n");
+}
+
+int main(int argc, char **argv) {
   std::setvbuf(stdout, nullptr, _IONBF, 0);
   std::setvbuf(stderr, nullptr, _IONBF, 0);
+  if (argc > 1 && !std::strcmp(argv[1], "limit")) {
+    test_limit();
+    std::printf(failures ? "%d failures\n" : "one warning per failed request: OK\n", failures);
+    return failures != 0;
+  }
   /* the sampler moves some objects to page-granular spans: in_use still
    * grows by at least the size, which is all check_new asks */
   free(malloc(1));

@@ -347,6 +347,49 @@ NOINL static void test_checked_fp_into_nofp(void) {
   CHECK(bad == 0, "checker mode: %d of 20 stacks through a caller without frame pointers stop early", bad);
 }
 
+/* Checker mode, every operator new form called from code without frame
+ * pointers (nofp_new: plain, array, aligned to 64; the nothrow forms take
+ * the same paths, test_cxx_new): each recorded
+ * stack is operator new's caller, ras[1], ras[2] (the return into this
+ * function), then the frames a fresh DWARF walk from here finds; and no
+ * capture starts with CFI steps (the memo's cfi_starts): every form
+ * tail-calls its slow path, whose frame record holds the program's return
+ * address.  The aligned forms called new_slow until session 20, which kept
+ * that address in rbp: their captures found no record and took the steps. */
+void *nofp_new(void *(*f)(size_t), void *(*fa)(size_t, size_t), size_t size, uintptr_t *ras);
+void *_Znwm(size_t size);
+void *_Znam(size_t size);
+void *_ZnwmSt11align_val_t(size_t size, size_t align);
+void *_ZnamSt11align_val_t(size_t size, size_t align);
+
+NOINL static void test_checked_nofp_new(void) {
+  static const char *const names[4] = {"new", "new[]", "new align 64", "new[] align 64"};
+  uintptr_t outer[HC_MAX_STACK_DEPTH];
+  int nout = checked_mode_outer(outer);
+  hc_unwind_memo_t *memo = &hci_tc_memo(hci_tc_get())->memo;
+  uint64_t cfi0 = memo->cfi_starts;
+  int bad = 0, checked = 0, cfi_forms = 0;
+  for (int k = 0; k < 32; k++) {
+    uintptr_t ras[3] = {0, 0, 0};
+    uint64_t c0 = memo->cfi_starts;
+    int form = k % 4;
+    void *p = nofp_new(form == 0 ? _Znwm : form == 1 ? _Znam : NULL,
+                       form == 2 ? _ZnwmSt11align_val_t : _ZnamSt11align_val_t, 3000, ras);
+    int n = 0;
+    const uintptr_t *got = checked_stack(p, &n);
+    checked += got != NULL;
+    if (got && !(n >= 3 && got[2] == ras[2]) && bad++ < 3) dump(names[k % 4], got, n);
+    stack_goes_out(p, ras[1], outer, nout, &bad, names[k % 4], k);
+    if (memo->cfi_starts != c0 && cfi_forms++ < 8)
+      fprintf(stderr, "  %s: the capture took CFI steps to operator new's caller\n", names[k % 4]);
+    free(p);
+  }
+  CHECK(checked == 32, "checker mode: %d of 32 objects from operator new have a record", checked);
+  CHECK(bad == 0, "checker mode: %d of 32 stacks through operator new differ from the call path", bad);
+  CHECK(memo->cfi_starts == cfi0, "checker mode: %llu of 32 captures through operator new took CFI steps",
+        (unsigned long long)(memo->cfi_starts - cfi0));
+}
+
 /* A return address just past the end of a function (noreturn call). */
 void nofp_noreturn(nofp_cb cb, void *arg, uintptr_t *ras);
 static jmp_buf nr_env;
@@ -678,6 +721,7 @@ int main(void) {
   test_env();
   test_checked_nofp();
   test_checked_fp_into_nofp();
+  test_checked_nofp_new();
   if (failures) {
     fprintf(stderr, "test_unwind: %d failures\n", failures);
     return 1;

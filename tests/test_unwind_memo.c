@@ -286,6 +286,49 @@ static void test_memo(void) {
   CHECK(hci_unwind_memo_cur(&memo_t)->gen != 0 && hci_unwind_memo_cur(&memo_t)->n > 0, "the memo holds a walk");
 }
 
+/* Sites for walks whose steps each read a word that does not matter:
+ * four call paths through nofp_press (tests/unwind_nofp.c) that part 5 and
+ * 6 frames above the capture, in turn.  Each step out of nofp_press reads
+ * the return address and rbp's word (rbp holds data there: only the first
+ * matters), so a walk that meets the memo after 5 or 6 steps read 10 or 12
+ * words, keeping 5 or 6; a site keeps 8 (HC_UNWIND_MEMO_SITE_WORDS).  Sites
+ * were made only when the words read fitted (none here: every capture
+ * walked, as 162 000 of yosys's); now when the words kept do. */
+void nofp_press(int d, unsigned path, void (*cb)(void *), void *arg);
+
+NOINL static void press_cb(void *arg) {
+  rbp_run_t *r = arg;
+  r->n[0] = memo_capture(r->got[0], &memo_t);
+  r->n[1] = memo_capture(r->got[1], NULL);
+  BARRIER();
+}
+
+NOINL static void test_memo_site_words(void) {
+  rbp_run_t r;
+  int bad = 0;
+  memo_max = HC_MAX_STACK_DEPTH;
+  memo_by_id = true;
+  memo_badref = 0;
+  uint64_t hits0 = memo_t.site_hits;
+  for (int t = 0; t < 100; t++) {
+    nofp_press(8, (unsigned)(t & 3) << 2, press_cb, &r);
+    if (r.n[0] != r.n[1] || r.n[0] < 3 || memcmp(r.got[0] + 1, r.got[1] + 1, (size_t)(r.n[0] - 1) * sizeof(uintptr_t))) {
+      if (bad++ == 0) {
+        dump("with the memo", r.got[0], r.n[0]);
+        dump("fresh", r.got[1], r.n[1]);
+      }
+    }
+  }
+  memo_by_id = false;
+  CHECK(bad == 0, "four paths through nofp_press: %d of 100 memo captures differ from fresh walks", bad);
+  CHECK(memo_t.site_hits - hits0 >= 60, "four paths through nofp_press: %llu of 100 captures answered by a site",
+        (unsigned long long)(memo_t.site_hits - hits0));
+  CHECK(memo_badid == 0, "four paths through nofp_press: %d memo walks got a depot id that names other frames",
+        memo_badid);
+  CHECK(memo_badref == 0, "four paths through nofp_press: %d fresh walks did not start at their return address",
+        memo_badref);
+}
+
 /* ---- a frameless entry point (runtime/override.c's operator new until
  * session 19, its aligned forms still: gcc keeps the return address in rbp,
  * pushed as a callee-saved register, and calls the slow path with it): no
@@ -382,6 +425,7 @@ int main(void) {
   CHECK(hci_unwind_dwarf_available(), "_dl_find_object is present on glibc >= 2.35");
   test_memo();
   test_memo_dead_rbp();
+  test_memo_site_words();
   test_memo_frameless_entry();
   if (failures) {
     fprintf(stderr, "test_unwind_memo: %d failures\n", failures);

@@ -124,3 +124,51 @@ __attribute__((noinline)) void *nofp_via2(__SIZE_TYPE__ size, uintptr_t *ras) {
   __asm__ volatile("" : : "r"(p) : "memory");
   return p;
 }
+
+/* nofp_new -> nofp_new2 -> f(size) or fa(size, 64): an operator new
+ * (test_unwind.c passes the library's, by their mangled names) called from
+ * code without frame pointers, as from any of Debian's C++ programs; given
+ * as pointers, so that the other tests linking this file do not pull in
+ * the C++ operators.  ras[1]: nofp_new2 -> nofp_new, ras[2]: nofp_new ->
+ * caller. */
+typedef void *(*nofp_new_fn)(__SIZE_TYPE__ size);
+typedef void *(*nofp_new_al_fn)(__SIZE_TYPE__ size, __SIZE_TYPE__ align);
+
+__attribute__((noinline)) static void *nofp_new2(nofp_new_fn f, nofp_new_al_fn fa, __SIZE_TYPE__ size, uintptr_t *ras) {
+  ras[1] = (uintptr_t)__builtin_return_address(0);
+  void *p = f ? f(size) : fa(size, 64);
+  __asm__ volatile("" : : "r"(p) : "memory"); /* not a tail call */
+  return p;
+}
+
+__attribute__((noinline)) void *nofp_new(nofp_new_fn f, nofp_new_al_fn fa, __SIZE_TYPE__ size, uintptr_t *ras) {
+  ras[2] = (uintptr_t)__builtin_return_address(0);
+  void *p = nofp_new2(f, fa, size, ras);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+/* nofp_press(d, path, cb, arg): d levels of one recursive function, then
+ * cb(arg).  The level with d calls the next through one of two call sites
+ * (bit d - 1 of path), with seven values live across the call (as
+ * nofp_b), so rbp is saved and holds data: a step out of each frame reads
+ * two words, the return address and rbp's, and only the first matters.
+ * Paths that differ in bit k part k + 3 frames above cb's call of its
+ * callee. */
+__attribute__((noinline)) void nofp_press(int d, unsigned path, nofp_cb cb, void *arg) {
+  volatile uintptr_t vals[7];
+  for (int i = 0; i < 7; i++) vals[i] = (uintptr_t)d * (uintptr_t)(i + 3) + path;
+  uintptr_t a = vals[0], b = vals[1], c = vals[2], e = vals[3], f = vals[4], g = vals[5], h = vals[6];
+  if (d == 0) {
+    cb(arg);
+  } else if ((path >> (d - 1)) & 1) {
+    /* Bit 31 is never read (d <= 31): another argument, so that clang
+     * does not hoist the two calls into one before the branch. */
+    nofp_press(d - 1, path ^ 1u << 31, cb, arg);
+    __asm__ volatile("nop" ::: "memory");
+  } else {
+    nofp_press(d - 1, path, cb, arg);
+    __asm__ volatile("nop; nop" ::: "memory");
+  }
+  __asm__ volatile("" : : "r"(a), "r"(b), "r"(c), "r"(e), "r"(f), "r"(g), "r"(h) : "memory");
+}
