@@ -400,8 +400,9 @@ size_t hci_os_read(void *dst, uintptr_t src, size_t n);
 /* Never process_vm_readv from now on (a seccomp filter kills it). */
 void hci_os_read_no_vm_readv(void);
 bool hci_os_probe(uintptr_t addr);
-/* /proc/thread-self/<name> (else, before Linux 3.17, /proc/self/<name>)
- * opened with flags | O_CLOEXEC by a raw openat: -1 on failure.  Not
+/* /proc/thread-self/<name> (else, where it does not exist: Linux before
+ * 3.17, /proc/self/<name>) opened with flags | O_CLOEXEC by a raw openat,
+ * EINTR retried: -1 on failure.  Not
  * /proc/self: it names the group leader, and once the main thread has
  * called pthread_exit its maps, pagemap and fd read as empty or fail. */
 int hci_os_open_proc(const char *name, int flags);

@@ -353,10 +353,12 @@ bool hci_os_probe(uintptr_t addr) {
 int hci_os_open_proc(const char *name, int flags) {
   char path[64];
   int saved = errno, fd = -1;
-  for (int i = 0; i < 2 && fd < 0; i++) {
+  for (int i = 0; i < 2; i++) {
     if (hci_snprintf(path, sizeof path, "%s/%s", i ? "/proc/self" : "/proc/thread-self", name) >= (int)sizeof path)
       break;
-    fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, 0);
+    do fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, 0);
+    while (fd < 0 && errno == EINTR);
+    if (fd >= 0 || errno != ENOENT) break; /* ENOENT: no /proc/thread-self (Linux < 3.17) */
   }
   errno = saved;
   return fd < 0 ? -1 : fd;

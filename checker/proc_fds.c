@@ -45,14 +45,6 @@
 
 #define KEEP_FROM 100
 
-/* The maps through the calling thread: /proc/self/maps is empty once the
- * main thread has called pthread_exit (it names the group leader, whose mm
- * is gone); /proc/thread-self needs Linux 3.17, else the old path. */
-static const char *const paths[HCI_PROC_N] = {"/proc/self/task", "/proc/thread-self/maps",
-                                              "/proc/thread-self/status"};
-static const char *const old_paths[HCI_PROC_N] = {"/proc/self/task", "/proc/self/maps", "/proc/self/status"};
-static const int flags[HCI_PROC_N] = {O_RDONLY | O_DIRECTORY | O_CLOEXEC, O_RDONLY | O_CLOEXEC, O_RDONLY | O_CLOEXEC};
-
 static struct {
   int fd[HCI_PROC_N];
   dev_t dev[HCI_PROC_N];
@@ -67,14 +59,14 @@ static long start_filters = -2;
 HC_PRIVATE_STATE(status_fresh);
 HC_PRIVATE_STATE(start_filters);
 
+/* The maps and status through the calling thread (hci_os_open_proc:
+ * /proc/self/maps is empty once the main thread has called pthread_exit);
+ * the task list is the process's. */
 static int open_retry(int which) {
+  if (which != HCI_PROC_TASK) return hci_os_open_proc(which == HCI_PROC_MAPS ? "maps" : "status", O_RDONLY);
   int fd;
-  do fd = open(paths[which], flags[which]);
+  do fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   while (fd < 0 && errno == EINTR);
-  if (fd < 0 && errno == ENOENT) {
-    do fd = open(old_paths[which], flags[which]);
-    while (fd < 0 && errno == EINTR);
-  }
   return fd;
 }
 
