@@ -9,9 +9,10 @@
  * space; 10 MiB and 2 GiB until session 20: with the zero leaf and the
  * heap's first leaf the library took 20 MiB of address space a program
  * under `ulimit -v` could not have, python under `ulimit -v 30000` could
- * not start where glibc's malloc runs it in 20 MB), mapped from the metadata arena on demand, read-only but for
- * the granules whose pages were set (make_writable), and never freed, so
- * a lock-free reader can never see a leaf disappear.
+ * not start where glibc's malloc runs it in 20 MB), mapped from the
+ * metadata arena on demand, read-only but for the granules whose pages
+ * were set (make_writable), and never freed, so a lock-free reader can
+ * never see a leaf disappear.
  * Entries are written under the page-heap lock, field by field with
  * relaxed atomic stores, or whole as two aligned 16-byte stores (each
  * 8-byte field lands whole: aligned 8-byte stores are single-copy atomic,
@@ -36,11 +37,11 @@ HC_PRIVATE_STATE(hci_pagemap); /* metadata offsets and a leaf of zeros: not a ro
 #define HC_PM_USED_LEAVES 128
 /* A leaf is mapped read-only and made writable a granule at a time, as
  * pages are first set: a data limit (RLIMIT_DATA) counts writable private
- * memory, and each leaf (10 MiB then) counted whole although a small heap writes
- * a few KiB of it (python under `ulimit -d 30000` failed at start-up where
- * glibc's malloc runs it).  A granule: the entries of 2048 pages (16 MiB of
- * heap), 64 KiB, and their 16 KiB of fast entries.  128 slots: 64 GiB.  A leaf without a used
- * slot is made writable whole. */
+ * memory, and each leaf (10 MiB then) counted whole although a small heap
+ * writes a few KiB of it (python under `ulimit -d 30000` failed at
+ * start-up where glibc's malloc runs it).  A granule: the entries of 2048
+ * pages (16 MiB of heap), 64 KiB, and their 16 KiB of fast entries.  A
+ * leaf without a used slot is made writable whole. */
 #define PM_GRAN_PAGES ((size_t)2048)
 #define PM_GRANS (HC_PM_LEAF_LEN / PM_GRAN_PAGES)
 _Static_assert(HC_PM_LEAF_LEN % PM_GRAN_PAGES == 0 && PM_GRAN_PAGES * sizeof(hc_pm_fast_t) % 4096 == 0, "granules");

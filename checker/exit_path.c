@@ -172,7 +172,8 @@ void hci_exit_path_register(void) {
     on_exit(note_status, NULL);
     return;
   }
-  _Atomic bool *registered = &check_registered[registrations < EXIT_REGISTRATIONS - 1 ? registrations++ : EXIT_REGISTRATIONS - 1];
+  int k = registrations < EXIT_REGISTRATIONS ? registrations++ : EXIT_REGISTRATIONS - 1;
+  _Atomic bool *registered = &check_registered[k];
   for (int i = EXIT_BARRIERS; i > 0; i--) on_exit(exit_barrier, (void *)registered);
   if (on_exit(exit_check, NULL) == 0) {
     atomic_store(registered, true);
