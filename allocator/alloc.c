@@ -563,8 +563,12 @@ static inline __attribute__((always_inline)) void *alloc_checked_small(size_t si
 static inline __attribute__((always_inline)) void *alloc_slow_at(size_t size, uintptr_t ra, uintptr_t rec,
                                                                  int flags) {
   void *p = NULL; /* hci_record_all: the allocator is initialised (alloc_ctl.c) */
-  if (hci_record_all && size < HC_MAX_SMALL && !hci_hooks_on) p = alloc_checked_small(size, ra, rec); /* room_for */
-  if (!p) p = alloc_generic(size, 0, ra, rec, flags, false);
+  bool zero = flags & HC_SLOW_ZERO;
+  if (hci_record_all && size < HC_MAX_SMALL && !hci_hooks_on) { /* room_for */
+    p = alloc_checked_small(size, ra, rec);
+    if (p && zero) memset(p, 0, size);
+  }
+  if (!p) p = alloc_generic(size, 0, ra, rec, flags, zero);
   return p;
 }
 
@@ -1056,7 +1060,7 @@ void *hci_malloc_ra(size_t size, uintptr_t ra) { return hc_malloc_fast(size, ra)
 void *hci_calloc_ra(size_t n, size_t size, uintptr_t ra) {
   size_t total;
   if (__builtin_mul_overflow(n, size, &total)) return enomem(SIZE_MAX, 0, true);
-  return alloc_generic(total, 0, ra, 0, 0, true);
+  return hc_calloc_fast(total, ra);
 }
 
 void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra) {

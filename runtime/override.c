@@ -37,7 +37,11 @@ hc_public void free(void *p) { hc_free_fast(p, 0); }
 
 hc_public void cfree(void *p) { hc_free_fast(p, 0); }
 
-hc_public void *calloc(size_t n, size_t size) { return hci_calloc_ra(n, size, HC_RA()); }
+hc_public void *calloc(size_t n, size_t size) {
+  size_t total;
+  if (hc_unlikely(__builtin_mul_overflow(n, size, &total))) return hci_calloc_ra(n, size, HC_RA());
+  return hc_calloc_fast(total, 0); /* the slow path by a tail call, as malloc's */
+}
 
 hc_public void *realloc(void *p, size_t size) { return hci_realloc_ra(p, size, HC_RA()); }
 
