@@ -11,6 +11,10 @@
 # median wall times.  Exit statuses are not checked: a leak check that
 # fails a program (gcc's `as` and driver leak) still did the program's work;
 # a run killed by a signal (status >= 128) shows as "crashed".
+# --peers runs the allocator beside the others instead (glibc, jemalloc,
+# tcmalloc_minimal and mimalloc preloaded, as tests/bench/run.sh finds them;
+# a missing one is left out with a message), ratios against glibc; add
+# --check to keep the HEAPCHECK=normal column too.
 # Programs and workloads (all real programs of the distribution):
 #   python3  /usr/bin/python3 (PYTHON=...), PYTHONMALLOC=malloc: json, re and
 #            Counter on 20 000 dict entries, a 100 000-term sum
@@ -19,14 +23,18 @@
 #   tclsh    a 100 000-key dict of lists, lsort, join and a regexp
 #   gcc      gcc -O2 -c symbolizer/dwarf_line.c (cc1, as and the driver)
 #   node     200 000 objects through JSON.stringify/parse
+#   g++      g++ -O1 -c of a file using <regex>, <map>, <string> (cc1plus;
+#            not in the default set: --only "g++")
 # Usage: tests/bench/real_cost.sh [--reps N] [--lib PATH] [--base PATH]
-#          [--lsan] [--valgrind] [--only "python3 perl ..."]
+#          [--lsan] [--valgrind] [--peers [--check]] [--only "python3 perl ..."]
 set -u
 REPS=5
 LIB=""
 BASE=""
 LSAN=0
 VG=0
+PEERS=0
+CHECK=0
 ONLY="python3 perl sqlite3 tclsh gcc node"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -35,8 +43,10 @@ while [ $# -gt 0 ]; do
     --base) BASE=$2; shift 2 ;;
     --lsan) LSAN=1; shift ;;
     --valgrind) VG=1; shift ;;
+    --peers) PEERS=1; shift ;;
+    --check) CHECK=1; shift ;;
     --only) ONLY=$2; shift 2 ;;
-    *) sed -n '2,23p' "$0"; exit 2 ;;
+    *) sed -n '2,27p' "$0"; exit 2 ;;
   esac
 done
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -52,6 +62,15 @@ for d in build-bench build; do [ -x "$root/$d/tests/bench/runstat" ] && RUNSTAT=
 LSAN_LIB=$(ls /usr/lib/*/liblsan.so.0 2>/dev/null | head -1)
 [ "$LSAN" = 0 ] || [ -n "$LSAN_LIB" ] || { echo "no liblsan.so.0" >&2; exit 2; }
 PYTHON=${PYTHON:-/usr/bin/python3}
+declare -A PEER_LIB=()
+if [ "$PEERS" = 1 ]; then
+  HEAPCHECK_LIB=$LIB
+  BENCH_NO_INSTALL=1
+  . "$root/tests/bench/lib.sh"
+  for a in jemalloc tcmalloc mimalloc; do
+    if l=$(allocator_lib $a); then PEER_LIB[$a]=$l; else echo "no $a library: left out" >&2; fi
+  done
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/hc_rcost.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 cat >"$work/w.py" <<'EOF'
@@ -87,6 +106,20 @@ set l [lsort [dict keys $d]]
 set j [join $l ,]
 puts "$s [llength $l] [string length $j] [llength [regexp -all -inline {k1[0-9]+} $j]]"
 EOF
+cat >"$work/w.cc" <<'EOF'
+#include <iostream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+int main() {
+  std::map<std::string, std::vector<int>> m;
+  std::regex re("([a-z]+)=([0-9]+)");
+  for (std::string line; std::getline(std::cin, line);)
+    for (std::sregex_iterator i(line.begin(), line.end(), re), e; i != e; ++i) m[(*i)[1]].push_back(std::stoi((*i)[2]));
+  for (auto &kv : m) std::cout << kv.first << ' ' << kv.second.size() << '\n';
+}
+EOF
 JS='let a = []; for (let i = 0; i < 200000; i++) a.push({k: "v" + i, n: i});
 const s = JSON.stringify(a); console.log(JSON.parse(s).length, s.length);'
 # cmd NAME: the program's command line (words in the array CMD)
@@ -99,6 +132,7 @@ cmd() {
     gcc) CMD=(gcc -O2 -I"$root/base" -I"$root/stacks" -I"$root/allocator" -I"$root/symbolizer"
               -c "$root/symbolizer/dwarf_line.c" -o "$work/x.o") ;;
     node) CMD=(node -e "$JS") ;;
+    g++) CMD=(g++ -O1 -c "$work/w.cc" -o "$work/w.o") ;;
   esac
 }
 # one NAME CONFIG -> "wall cpu" seconds
@@ -113,12 +147,20 @@ one() {
     base) env+=(-e LD_PRELOAD="$BASE" -e HEAPCHECK=normal) ;;
     lsan) env+=(-e LD_PRELOAD="$LSAN_LIB") ;;
     valgrind) pre=(valgrind -q --leak-check=full --trace-children=yes) ;;
+    glibc) ;;
+    *) env+=(-e LD_PRELOAD="${PEER_LIB[$conf]}") ;;
   esac
   (cd "$work" && "$RUNSTAT" -o "$out" -t 600 "${env[@]}" -- "${pre[@]}" "${CMD[@]}" >/dev/null 2>&1)
   awk '{ printf "%s %s %s\n", $1, $4, $3 }' "$out"
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-confs="plain normal"
+confs="plain normal" ref=plain
+if [ "$PEERS" = 1 ]; then
+  confs=glibc ref=glibc
+  for a in jemalloc tcmalloc mimalloc; do [ -n "${PEER_LIB[$a]:-}" ] && confs="$confs $a"; done
+  confs="$confs plain"
+  [ "$CHECK" = 1 ] && confs="$confs normal"
+fi
 [ -n "$BASE" ] && confs="$confs base"
 [ "$LSAN" = 1 ] && confs="$confs lsan"
 [ "$VG" = 1 ] && confs="$confs valgrind"
@@ -134,7 +176,7 @@ for name in $ONLY; do
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%H:%M) UTC" >&2
 title() {
-  case $1 in plain) echo "allocator only" ;; normal) echo "HEAPCHECK=normal" ;; base) echo "HEAPCHECK=normal, --base" ;;
+  case $1 in plain) [ "$PEERS" = 1 ] && echo heapcheck || echo "allocator only" ;; glibc | jemalloc | tcmalloc | mimalloc) echo "$1" ;; normal) echo "HEAPCHECK=normal" ;; base) echo "HEAPCHECK=normal, --base" ;;
     lsan) echo "LeakSanitizer" ;; valgrind) echo "valgrind (1 run)" ;; esac
 }
 for col in 2 1; do
@@ -143,13 +185,13 @@ for col in 2 1; do
   for c in $confs; do hdr="$hdr $(title "$c") |"; sep="$sep ---: |"; done
   echo "$hdr"; echo "$sep"
   for name in $ONLY; do
-    p=$(cut -d' ' -f"$col" "$work/$name.plain" | median)
+    p=$(cut -d' ' -f"$col" "$work/$name.$ref" | median)
     line="| $name |"
     for c in $confs; do
       v=$(cut -d' ' -f"$col" "$work/$name.$c" | median)
       st=$(awk '$3 >= 128 { s = $3 } END { print s + 0 }' "$work/$name.$c")
       if [ "$st" != 0 ]; then line="$line crashed (status $st) |"; continue; fi
-      if [ "$c" = plain ]; then line="$line $(printf '%.3f s' "$v") |"
+      if [ "$c" = "$ref" ]; then line="$line $(printf '%.3f s' "$v") |"
       else line="$line $(awk -v v="$v" -v p="$p" 'BEGIN { printf "%.3f s (%.2fx)", v, (p > 0 ? v / p : 0) }') |"; fi
     done
     echo "$line"
