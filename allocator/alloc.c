@@ -1077,7 +1077,65 @@ static bool same_class(const hc_span_t *s, unsigned cls, bool sampled, size_t si
   return now_cls && room <= HC_MAX_SMALL && hci_size_class(room) == now_cls;
 }
 
+static void *realloc_general(void *p, size_t size, uintptr_t ra) hc_noinline;
+
+/* A small block that grows gets a class an eighth above the request: a
+ * buffer grown step by step (a string builder reallocs on every append)
+ * otherwise moves at every class, an eighth apart; this way at every
+ * other one (mimalloc's bins are a quarter apart).  Not in checker mode,
+ * where the block's record keeps the requested size and slack, nor with
+ * malloc hooks, which are told the size of the new block (the callers
+ * check).  Only a step (at most a quarter of the block): a block that
+ * doubles is a vector whose next growth doubles again, and headroom there
+ * was an eighth of its memory wasted (bench_realloc's peak RSS,
+ * docs/performance.md). */
+static inline size_t realloc_want(size_t size, size_t usable) {
+  return size > usable && size - usable <= usable / 4 && size < HC_MAX_SMALL - (size >> 3) ? size + (size >> 3) : size;
+}
+
+/* The move: a new block of want bytes (size when that fails), the first
+ * min(old, size) bytes copied, p freed.  NULL (p kept) when there is no
+ * memory. */
+static inline void *realloc_move(void *p, size_t size, size_t want, size_t old, uintptr_t ra) {
+  void *q = hc_malloc_fast(want, ra);
+  if (!q && want != size) q = hc_malloc_fast(want = size, ra);
+  if (!q) {
+    HC_USDT_MEMORY_REALLOC_RETRY(size, p);
+    return NULL;
+  }
+  if (want != size && !hci_pagemap_class((uintptr_t)q)) {
+    /* Sampled: the profile is told the requested size. */
+    hc_span_t *qs = hci_pagemap_span((uintptr_t)q);
+    if (qs->is_sampled) resample_in_place(qs, size, true); /* told `want` a moment ago */
+  }
+  memcpy(q, p, old < size ? old : size);
+  hc_free_fast(p, ra);
+  return q;
+}
+
+/* realloc's common cases up front: a small object, outside checker mode
+ * and without hooks, found by the free fast path's pagemap lookup, that
+ * keeps its block (the new size fits and wastes at most half of it, or a
+ * fresh block would be of the same class) or moves to a small block.  In
+ * one function with every other case a kept block took 76 instructions
+ * (the general path's frame and tests), about 45 here.  Anything else, a
+ * freed or foreign pointer included, is realloc_general's, which reports
+ * it; so is a one-object class's block, which may grow in place. */
 void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
+  uintptr_t lofs, off, otag;
+  if (hc_likely(p && size && !(hci_record_all | hci_hooks_on) && hc_pm_free_lookup(p, &lofs, &off, &otag) && lofs)) {
+    unsigned cls = (unsigned)(lofs / sizeof(hc_tc_list_t));
+    const hc_class_info_t *ci = &hci_classes[cls];
+    size_t usable = ci->size;
+    if (hc_is_object_start(off, ci) && !hc_fl_is_free(p)) {
+      if (size <= usable && (size >= usable / 2 || hci_size_class(size) == cls)) return p;
+      if (ci->objs > 1) return realloc_move(p, size, realloc_want(size, usable), usable, ra);
+    }
+  }
+  return realloc_general(p, size, ra);
+}
+
+static void *realloc_general(void *p, size_t size, uintptr_t ra) {
   if (!p) return hc_malloc_fast(size, ra);
   if (size == 0) {
     hc_free_fast(p, ra);
@@ -1161,19 +1219,8 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     else set_requested_size(p, size);
     return p;
   }
-  /* A small block that grows gets a class an eighth above the request: a
-   * buffer grown step by step (a string builder reallocs on every append)
-   * otherwise moves at every class, an eighth apart; this way at every
-   * other one (mimalloc's bins are a quarter apart).  Not in checker mode,
-   * where the block's record keeps the requested size and slack, nor with
-   * malloc hooks, which are told the size of the new block.  Only a step
-   * (at most a quarter of the block): a block that doubles is a vector
-   * whose next growth doubles again, and headroom there was an eighth of
-   * its memory wasted (bench_realloc's peak RSS, docs/performance.md). */
-  size_t want = size;
-  if (cls && size > usable && size - usable <= usable / 4 && !(hci_record_all | hci_hooks_on) &&
-      size < HC_MAX_SMALL - (size >> 3))
-    want = size + (size >> 3);
+  /* Headroom for a growing small block (realloc_want). */
+  size_t want = cls && !(hci_record_all | hci_hooks_on) ? realloc_want(size, usable) : size;
   /* A one-object class's block (36 KiB and up) grows in place too, into
    * the free pages after its span, and takes the class of the new size:
    * a string builder passed through a span of every such class, each
@@ -1184,19 +1231,5 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
     unsigned to = hci_size_class(want);
     if (hci_classes[to].objs == 1 && hci_central_regrow(hci_pagemap_span((uintptr_t)p), cls, to)) return p;
   }
-  void *q = hc_malloc_fast(want, ra);
-  if (!q && want != size) q = hc_malloc_fast(want = size, ra);
-  if (!q) {
-    HC_USDT_MEMORY_REALLOC_RETRY(size, p);
-    return NULL;
-  }
-  if (want != size && !hci_pagemap_class((uintptr_t)q)) {
-    /* Sampled: the profile is told the requested size. */
-    hc_span_t *qs = hci_pagemap_span((uintptr_t)q);
-    if (qs->is_sampled) resample_in_place(qs, size, true); /* told `want` a moment ago */
-  }
-  size_t old = hci_record_all ? hci_requested_size(p) : usable;
-  memcpy(q, p, old < size ? old : size);
-  hc_free_fast(p, ra);
-  return q;
+  return realloc_move(p, size, want, hci_record_all ? hci_requested_size(p) : usable, ra);
 }
