@@ -422,6 +422,21 @@ static void test_posix_memalign(void) {
       free(p);
     }
   }
+  /* Every small size under the alignments malloc's fast path may serve
+   * (the size rounded up, its class a multiple of the alignment), each
+   * block kept until the next of its alignment so the lists are reused. */
+  for (size_t a = 32; a <= 1024; a <<= 1) {
+    void *keep = NULL;
+    for (size_t n = 1; n <= 4096; n++) {
+      void *p = NULL;
+      int rc = posix_memalign(&p, a, n);
+      CHECK(rc == 0 && p && addr(p) % a == 0 && malloc_usable_size(p) >= n, "posix_memalign(%zu, %zu): rc %d, %p", a,
+            n, rc, p);
+      free(keep);
+      keep = p;
+    }
+    free(keep);
+  }
 }
 
 static void test_aligned(void) {
