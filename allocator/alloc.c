@@ -1066,18 +1066,8 @@ void *hci_calloc_ra(size_t n, size_t size, uintptr_t ra) {
 void *hci_memalign_ra(size_t align, size_t size, uintptr_t ra) {
   if (align <= 16) return hc_malloc_fast(size, ra);
   if (size > HC_MAX_REQUEST || align > HC_MAX_REQUEST) return enomem(size, align, false);
-  /* A small block of a small alignment: the size rounded up to a multiple
-   * of it, by malloc's fast path when that size's class is a multiple too
-   * (its objects are then aligned: spans start on pages), as gperftools'
-   * memalign (the profile sees the rounded size there too).  Not in
-   * checker mode, whose block takes a byte more (room_for), nor with
-   * hooks, which are told the size asked for.  It took
-   * alloc_object's whole way: posix_memalign(64)+free 219 instructions,
-   * tcmalloc_minimal 113 (docs/performance.md, "Session 21 (lead)"). */
-  size_t up = (size + align - 1) & ~(align - 1);
-  if (align <= HC_TC_DIRECT_MAX && up <= HC_MAX_SMALL && !(hci_record_all | hci_hooks_on) &&
-      (hci_classes[hci_size_class(up)].size & (align - 1)) == 0)
-    return hc_malloc_fast(up, ra);
+  size_t up = hc_aligned_fast_size(size, align);
+  if (up) return hc_malloc_fast(up, ra);
   return alloc_generic(size, align, ra, 0, 0, false);
 }
 

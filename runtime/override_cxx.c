@@ -117,9 +117,17 @@ hc_public void *_Znam(size_t size) { return hc_malloc_fast_or(size, 0, new_fail)
 /* nothrow variants: the same, new_slow's nothrow forms when the slow path fails */
 static void *new_nothrow_fail(size_t size, size_t align, uintptr_t ra) { return new_slow(size, align, 1, ra); }
 static void *new_arr_nothrow_fail(size_t size, size_t align, uintptr_t ra) { return new_slow(size, align, 2, ra); }
-/* The aligned forms: no fast path (a program asks for alignments above 16
- * only), the allocation tail-called for the same frame record as above
- * (alloc_inline.h, hci_memalign_slow_or); their nothrow forms' failure. */
+/* The aligned forms (a program asks for alignments above 16 only): a
+ * small block of an alignment up to 1 KiB by malloc's fast path at the
+ * rounded size (hc_aligned_fast_size), its failure fail's at that size,
+ * whose retries are then of an aligned class too; else the allocation
+ * tail-called for the same frame record as above (alloc_inline.h,
+ * hci_memalign_slow_or).  Their nothrow forms' failure. */
+#define HC_NEW_ALIGNED(size, align, fail)                                                                     \
+  do {                                                                                                        \
+    size_t up_ = (align) > 16 ? hc_aligned_fast_size(size, align) : 0;                                        \
+    return up_ ? hc_malloc_fast_or(up_, 0, fail) : hci_memalign_slow_or(size, align, fail);                  \
+  } while (0)
 static void *new_al_nothrow_fail(size_t size, size_t align, uintptr_t ra) { return new_slow(size, align, 3, ra); }
 static void *new_arr_al_nothrow_fail(size_t size, size_t align, uintptr_t ra) { return new_slow(size, align, 4, ra); }
 #ifndef HC_ARCHIVE
@@ -133,11 +141,11 @@ hc_public void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) {
 }
 hc_public void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
   (void)nt;
-  return hci_memalign_slow_or(size, align, new_al_nothrow_fail);
+  HC_NEW_ALIGNED(size, align, new_al_nothrow_fail);
 }
 hc_public void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
   (void)nt;
-  return hci_memalign_slow_or(size, align, new_arr_al_nothrow_fail);
+  HC_NEW_ALIGNED(size, align, new_arr_al_nothrow_fail);
 }
 #else
 /* tcmalloc's names for them: the C++ runtime's when the program has one,
@@ -158,8 +166,8 @@ hc_public void *tc_newarray_aligned_nothrow(size_t size, size_t align, const voi
 }
 #endif
 /* aligned (std::align_val_t is a size_t enum) */
-hc_public void *_ZnwmSt11align_val_t(size_t size, size_t align) { return hci_memalign_slow_or(size, align, new_fail); }
-hc_public void *_ZnamSt11align_val_t(size_t size, size_t align) { return hci_memalign_slow_or(size, align, new_fail); }
+hc_public void *_ZnwmSt11align_val_t(size_t size, size_t align) { HC_NEW_ALIGNED(size, align, new_fail); }
+hc_public void *_ZnamSt11align_val_t(size_t size, size_t align) { HC_NEW_ALIGNED(size, align, new_fail); }
 
 /* operator delete: plain, array, sized, nothrow, aligned - all free(). */
 hc_public void _ZdlPv(void *p) { hc_free_fast(p, 0); }
