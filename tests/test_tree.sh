@@ -471,7 +471,14 @@ else
 fi
 
 # ---- build trees: a leaking wrapper compiler ----
-real_cc=${CC_CMD%% *}
+# The compiler itself, without a compiler launcher meson found (ccache cc:
+# ccache would take the wrapper's -o as its own option).
+compiler_of() {
+  case $1 in ccache | sccache | */ccache | */sccache) [ $# -gt 1 ] && shift ;; esac
+  echo "$1"
+}
+# shellcheck disable=SC2086 # HC_CC may hold several words
+real_cc=$(compiler_of $CC_CMD)
 mkdir -p "$tmp/proj"
 cat >"$tmp/proj/hello.c" <<'EOF'
 #include <stdio.h>
