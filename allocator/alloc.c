@@ -863,6 +863,10 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
  * cache, hooks, a large or foreign pointer, a double free) goes on to
  * hci_free_slow. */
 void hci_free_miss(void *p, uintptr_t ra) {
+  /* free(NULL), common in cleanup code, done at once: through the lookups
+   * below it took 98 instructions (glibc 9, tcmalloc_minimal 37).  Delete
+   * hooks are told of it too (hci_free_slow). */
+  if (!p && !hci_hooks_on) return;
   /* Reached by a tail call from free(): our frame record holds ra, where
    * the free's stack is walked from (free_stack). */
   uintptr_t rec = 0;
