@@ -357,18 +357,18 @@ size_t hci_requested_size(const void *p);
 /* Recording state. 0 = off; otherwise every allocation records its stack. */
 extern int hci_record_all;
 extern _Atomic uint16_t hci_epoch;            /* current checker epoch */
-/* The live sampled spans (for profiles) and the stash of free one-page
- * sample spans, on one cache line with their lock: every sample and every
- * sampled free touches all three.  Guarded by lock. */
+/* The live sampled spans (for profiles) and the stash of free sample
+ * spans, by their pages, with their lock: every sample and every sampled
+ * free touches the lock, the head and one stash list.  Guarded by lock. */
 typedef struct hci_samples {
   hci_lock_t lock;
-  hc_span_t *head;   /* live sampled spans, doubly linked through snext/sprev, NULL-terminated */
-  hc_span_t *stash;  /* free sample spans (HC_SPAN_STASHED), linked through next */
-  size_t stash_len;
+  hc_span_t *head;        /* live sampled spans, doubly linked through snext/sprev, NULL-terminated */
+  size_t stash_pages;     /* pages on the stash lists, at most HC_SAMPLE_STASH_PAGES */
+  hc_span_t *stash[HC_SAMPLE_STASH_SPAN_PAGES + 1]; /* [n]: free sample spans of n pages (HC_SPAN_STASHED), through next */
 } __attribute__((aligned(64))) hci_samples_t;
 extern hci_samples_t hci_samples;
-/* Free one-page spans kept for sampled objects: give them all back to the
- * page heap (malloc_trim; returns the bytes), and their size (stats). */
+/* Free spans kept for sampled objects: give them all back to the page
+ * heap (malloc_trim; returns the bytes), and their size (stats). */
 size_t hci_sample_stash_drain(void);
 size_t hci_sample_stash_bytes(void);
 /* Stack id of the current call stack, starting at the frame whose return
