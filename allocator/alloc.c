@@ -327,19 +327,20 @@ static void sampled_link(hc_span_t *s) {
   hci_unlock(&hci_samples.lock);
 }
 
-/* One-page spans of freed sampled objects, kept for the next sample
- * (state HC_SPAN_STASHED, linked through next).  A sampled small object
- * gets a span of its own; taking it from the page heap and giving it back
- * sent every sample through the page-heap lock twice, from two threads at
- * once when one thread allocates and another frees.  Bounded by
- * HC_SAMPLE_STASH spans; malloc_trim gives them back.  In hci_samples. */
+/* Spans of freed sampled objects, kept for the next sample of as many
+ * pages (state HC_SPAN_STASHED, on stash[npages] through next).  A sampled
+ * small object gets a span of its own; taking it from the page heap and
+ * giving it back sent every sample through the page-heap lock twice, from
+ * two threads at once when one thread allocates and another frees.
+ * Bounded by HC_SAMPLE_STASH_PAGES; malloc_trim gives them back.  In
+ * hci_samples. */
 
-static hc_span_t *stash_pop(void) {
+static hc_span_t *stash_pop(size_t npages) {
   hci_lock(&hci_samples.lock);
-  hc_span_t *s = hci_samples.stash;
+  hc_span_t *s = hci_samples.stash[npages];
   if (s) {
-    hci_samples.stash = s->next;
-    hci_samples.stash_len--;
+    hci_samples.stash[npages] = s->next;
+    hci_samples.stash_pages -= npages;
     s->next = NULL;
     s->state = HC_SPAN_LARGE;
     s->is_zeroed = 0;
@@ -356,14 +357,14 @@ static bool sampled_unlink(hc_span_t *s) {
   else hci_samples.head = s->snext;
   if (s->snext) s->snext->sprev = s->sprev;
   s->snext = s->sprev = NULL;
-  bool keep = s->npages == 1 && hci_samples.stash_len < HC_SAMPLE_STASH;
+  bool keep = s->npages <= HC_SAMPLE_STASH_SPAN_PAGES && hci_samples.stash_pages + s->npages <= HC_SAMPLE_STASH_PAGES;
   if (keep) {
     s->is_sampled = 0;
     s->req_size = 0;
     s->state = HC_SPAN_STASHED;
-    s->next = hci_samples.stash;
-    hci_samples.stash = s;
-    hci_samples.stash_len++;
+    s->next = hci_samples.stash[s->npages];
+    hci_samples.stash[s->npages] = s;
+    hci_samples.stash_pages += s->npages;
   }
   hci_unlock(&hci_samples.lock);
   return keep;
@@ -372,22 +373,24 @@ static bool sampled_unlink(hc_span_t *s) {
 size_t hci_sample_stash_drain(void) {
   size_t n = 0;
   hci_lock(&hci_samples.lock); /* before the page heap: lock order */
-  while (hci_samples.stash) {
-    hc_span_t *s = hci_samples.stash;
-    hci_samples.stash = s->next;
-    s->next = NULL;
-    s->state = HC_SPAN_LARGE;
-    hci_ph_free(s);
-    n++;
+  for (size_t k = 1; k <= HC_SAMPLE_STASH_SPAN_PAGES; k++) {
+    while (hci_samples.stash[k]) {
+      hc_span_t *s = hci_samples.stash[k];
+      hci_samples.stash[k] = s->next;
+      s->next = NULL;
+      s->state = HC_SPAN_LARGE;
+      hci_ph_free(s);
+      n += k;
+    }
   }
-  hci_samples.stash_len = 0;
+  hci_samples.stash_pages = 0;
   hci_unlock(&hci_samples.lock);
   return n << HC_PAGE_SHIFT;
 }
 
 size_t hci_sample_stash_bytes(void) {
   hci_lock(&hci_samples.lock);
-  size_t n = hci_samples.stash_len;
+  size_t n = hci_samples.stash_pages;
   hci_unlock(&hci_samples.lock);
   return n << HC_PAGE_SHIFT;
 }
@@ -432,7 +435,7 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
   size_t span_bytes = weight && size <= HC_MAX_SMALL && align <= HC_PAGE_SIZE ? hci_alloc_size_for(size, align) : room_for(size);
   size_t npages = (span_bytes + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
   if (npages == 0) npages = 1;
-  hc_span_t *s = weight && npages == 1 && align <= HC_PAGE_SIZE ? stash_pop() : NULL;
+  hc_span_t *s = weight && npages <= HC_SAMPLE_STASH_SPAN_PAGES && align <= HC_PAGE_SIZE ? stash_pop(npages) : NULL;
   if (!s) s = align > HC_PAGE_SIZE ? hci_ph_alloc_aligned(npages, align) : hci_ph_alloc(npages);
   if (!s) return enomem(size, align, zero);
   s->req_size = size;

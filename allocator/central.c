@@ -150,20 +150,10 @@ static void take_from_spans(hc_central_t *c, unsigned cls, uint32_t n, uint32_t 
 static hc_span_t *new_span(unsigned cls) {
   const hc_class_info_t *ci = &hci_classes[cls];
   hci_fl_ensure(); /* the key exists before the first object is linked */
-  hc_span_t *s = hci_ph_alloc(ci->pages);
-  if (!s) return NULL;
-  s->freelist = NULL; /* state and class: hci_ph_set_class, below */
-  s->allocated = 0;
-  s->carved = 0;
-  s->owner = NULL; /* as the pagemap's owner words (hci_pagemap_set) */
-  if (hci_record_all) {
-    s->objmeta = hci_meta_alloc(ci->objs * sizeof(hc_objmeta_t));
-    if (!s->objmeta) {
-      hci_ph_free(s);
-      return NULL;
-    }
-  }
-  hci_ph_set_class(s, cls);
+  hc_objmeta_t *records = NULL;
+  if (hci_record_all && !(records = hci_meta_alloc(ci->objs * sizeof(hc_objmeta_t)))) return NULL;
+  hc_span_t *s = hci_ph_alloc_small(ci->pages, cls, records);
+  if (!s && records) hci_meta_free(records, ci->objs * sizeof(hc_objmeta_t));
   return s;
 }
 
@@ -185,8 +175,7 @@ static void free_span(hc_span_t *s) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     hci_meta_free(records, hci_classes[s->cls].objs * sizeof(hc_objmeta_t));
   }
-  hci_ph_set_class(s, 0); /* LARGE, no class: hci_ph_free takes it */
-  hci_ph_free(s);
+  hci_ph_free_small(s);
 }
 
 /* A list of emptied spans (linked through next, gathered under the central

@@ -51,7 +51,7 @@ enum {
   HC_SPAN_FREE = 0,   /* in the page heap */
   HC_SPAN_SMALL = 1,  /* carved into objects of one class, owned by central[cls] */
   HC_SPAN_LARGE = 2,  /* one object (large, sampled or over-aligned) */
-  HC_SPAN_STASHED = 3, /* free one-page span kept for the next sampled object (alloc.c) */
+  HC_SPAN_STASHED = 3, /* free span kept for the next sampled object of its pages (alloc.c) */
 };
 
 /* A run of pages.  Lives in the metadata arena, never in the user heap.

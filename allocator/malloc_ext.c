@@ -214,7 +214,7 @@ hc_public size_t MallocExtension_GetThreadCacheSize(void) {
 
 /* The heap's page runs in address order: in use (small-object spans with
  * the fraction of their bytes allocated), free, free and given back.  The
- * stash of one-page sample spans counts as free.  Read under the page-heap
+ * stash of sample spans counts as free.  Read under the page-heap
  * lock 16 at a time, fn called without it (as tcmalloc). */
 static int next_ranges(uintptr_t *page, hc_malloc_range_t *out, int max) {
   int n = 0;

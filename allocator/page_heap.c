@@ -323,13 +323,38 @@ static void alloc_tick(void) {
   release_excess();
 }
 
-hc_span_t *hci_ph_alloc(size_t npages) {
-  hci_lock(&ph->lock);
+/* requires: lock.  An in-use span of npages pages, NULL when the heap
+ * cannot grow; the bytes a growth mapped are added to *grown (told to the
+ * growth listener after the lock is dropped). */
+static hc_span_t *alloc_locked(size_t npages, size_t *grown) {
   alloc_tick();
   hc_span_t *s = find_fit(npages);
+  if (!s && grow(npages, 0, grown)) s = find_fit(npages);
+  return s ? carve_at(s, 0, npages) : NULL;
+}
+
+hc_span_t *hci_ph_alloc(size_t npages) {
   size_t grown = 0;
-  if (!s && grow(npages, 0, &grown)) s = find_fit(npages);
-  if (s) s = carve_at(s, 0, npages);
+  hci_lock(&ph->lock);
+  hc_span_t *s = alloc_locked(npages, &grown);
+  hci_unlock(&ph->lock);
+  if (grown) growth_notify(grown);
+  return s;
+}
+
+static void set_class_locked(hc_span_t *s, unsigned cls);
+
+hc_span_t *hci_ph_alloc_small(size_t npages, unsigned cls, hc_objmeta_t *records) {
+  size_t grown = 0;
+  hci_lock(&ph->lock);
+  hc_span_t *s = alloc_locked(npages, &grown);
+  if (s) {
+    s->freelist = NULL;
+    s->allocated = s->carved = 0;
+    s->owner = NULL; /* as the pagemap's owner words (hci_pagemap_set) */
+    s->objmeta = records;
+    set_class_locked(s, cls);
+  }
   hci_unlock(&ph->lock);
   if (grown) growth_notify(grown);
   return s;
@@ -509,8 +534,8 @@ void hci_ph_forget_demand(void) {
   hci_unlock(&ph->lock);
 }
 
-void hci_ph_free(hc_span_t *s) {
-  hci_lock(&ph->lock);
+/* requires: lock.  hci_ph_free's work. */
+static void free_in_use(hc_span_t *s) {
   roll_epoch(hci_os_now_coarse_ns()); /* first: s was in use until now */
   ph->inuse_bytes -= s->npages << HC_PAGE_SHIFT;
   uintptr_t start = s->start;
@@ -518,6 +543,18 @@ void hci_ph_free(hc_span_t *s) {
   hc_span_t *f = aggressive ? hci_pagemap_span(start) : NULL; /* the run holding it now */
   if (f && f->state == HC_SPAN_FREE && !f->is_released) release_span(f); /* aggressive decommit: this run, at once */
   else release_excess();
+}
+
+void hci_ph_free(hc_span_t *s) {
+  hci_lock(&ph->lock);
+  free_in_use(s);
+  hci_unlock(&ph->lock);
+}
+
+void hci_ph_free_small(hc_span_t *s) {
+  hci_lock(&ph->lock);
+  set_class_locked(s, 0);
+  free_in_use(s);
   hci_unlock(&ph->lock);
 }
 
@@ -558,19 +595,18 @@ size_t hci_ph_release(size_t max_bytes) {
   return n;
 }
 
-void hci_ph_set_class(hc_span_t *s, unsigned cls) {
-  hci_lock(&ph->lock);
-  /* The span's state and class change with its pages' entries, in one
-   * critical section: VerifyAllMemory (every lock held) saw a SMALL span
-   * whose pages had no class yet (new_span) or no longer (free_span), and
-   * reported "page with a wrong class" while other threads allocated.
-   * The entries first when the class goes: a SMALL span's fast entries
-   * are cleared (hci_pagemap_set). */
+/* requires: lock.  Makes the allocated span s SMALL of class cls, or LARGE
+ * with no class (0).  The span's state and class change with its pages'
+ * entries, in one critical section: VerifyAllMemory (every lock held) saw
+ * a SMALL span whose pages had no class yet (new_span) or no longer
+ * (free_span), and reported "page with a wrong class" while other threads
+ * allocated.  The entries first when the class goes: a SMALL span's fast
+ * entries are cleared (hci_pagemap_set). */
+static void set_class_locked(hc_span_t *s, unsigned cls) {
   if (cls) {
     s->state = HC_SPAN_SMALL;
     s->cls = (uint8_t)cls;
   }
   hci_pagemap_set(s->start >> HC_PAGE_SHIFT, s->npages, s, cls);
   if (!cls) s->state = HC_SPAN_LARGE;
-  hci_unlock(&ph->lock);
 }

@@ -106,7 +106,18 @@
  * with 256, 99 with 64, xmalloc's time the same (docs/performance.md,
  * "Merged main, end of session 12"). */
 #define HC_CENTRAL_EMPTY_BYTES ((size_t)64 << 10)
-#define HC_SAMPLE_STASH 16                      /* free one-page spans kept for samples (128 KiB) */
+/* Free spans of sampled objects kept for the next sample of as many pages
+ * (alloc.c): spans of up to 8 pages (64 KiB objects), 16 pages (128 KiB)
+ * in all; one-page spans only, 16 of them, before session 21.  A sampled
+ * object of 8-64 KiB took its span from the page heap and gave it back
+ * (two page-heap locks, the merge's cold reads of its neighbours): on
+ * random_live, whose objects average 8 KiB, 0.8 % of its instructions.
+ * Kept out of the page heap, stashed spans split its free runs: with spans
+ * of up to 32 pages malloc_large (64 KiB-16 MiB blocks) peaked 9 MB
+ * higher, and with 32 pages in all realloc 0.7 MB (docs/performance.md,
+ * "random_live and xfree (session 21, branch live21)"). */
+#define HC_SAMPLE_STASH_SPAN_PAGES 8
+#define HC_SAMPLE_STASH_PAGES 16
 /* Checker mode's quarantine (quarantine.c): a thread hands its frees to the
  * global FIFO in batches of this many bytes (or an eighth of the budget when
  * smaller); blocks over HC_QUARANTINE_BIG leave it first (valgrind's

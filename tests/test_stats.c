@@ -200,12 +200,50 @@ int main(void) {
         s2.sampled_objects, s0.sampled_objects);
   /* Their one-page spans wait in the stash for the next samples: free
    * memory (page heap freelist), not in use, and malloc_trim returns them. */
-  CHECK(hci_sample_stash_bytes() == (sampled < HC_SAMPLE_STASH ? sampled : HC_SAMPLE_STASH) * HC_PAGE_SIZE,
+  CHECK(hci_sample_stash_bytes() == (sampled < HC_SAMPLE_STASH_PAGES ? sampled : HC_SAMPLE_STASH_PAGES) * HC_PAGE_SIZE,
         "stash holds %zu bytes after freeing %zu sampled objects", hci_sample_stash_bytes(), sampled);
   CHECK(s2.in_use == s0.in_use, "in_use %zu after freeing the samples, %zu before", s2.in_use, s0.in_use);
   CHECK(s2.page_heap_free >= hci_sample_stash_bytes(), "page heap free %zu < stash %zu", s2.page_heap_free,
         hci_sample_stash_bytes());
   check_identity("sample spans stashed");
+  malloc_trim(0);
+  CHECK(hci_sample_stash_bytes() == 0, "stash holds %zu bytes after malloc_trim", hci_sample_stash_bytes());
+
+  /* Sampled objects of a few pages: a 20 000-byte one spans its class's
+   * 20 480 bytes, 3 pages.  Freed, their spans wait in the stash too (one
+   * page only before session 21), and the next sample of 3 pages takes
+   * one back instead of carving the page heap. */
+  atomic_store(&hci_sample_interval, 1);
+  hci_tc->smp.left = -1;
+  void *mid[5];
+  size_t nmid = 0;
+  for (int i = 0; i < 5; i++) {
+    void *p = malloc(20000);
+    hc_span_t *sp = hci_pagemap_span((uintptr_t)p);
+    if (hci_pagemap_class((uintptr_t)p) == 0 && sp->is_sampled && sp->npages == 3) mid[nmid++] = p;
+    else free(p);
+  }
+  CHECK(nmid >= 4, "only %zu of 5 allocations of 20000 bytes sampled in 3-page spans", nmid);
+  atomic_store(&hci_sample_interval, 0);
+  for (size_t i = 0; i < nmid; i++) free(mid[i]);
+  CHECK(hci_sample_stash_bytes() == nmid * 3 * HC_PAGE_SIZE, "stash holds %zu bytes after freeing %zu 3-page samples",
+        hci_sample_stash_bytes(), nmid);
+  check_identity("3-page sample spans stashed");
+  atomic_store(&hci_sample_interval, 1);
+  hci_tc->smp.left = -1;
+  void *again = NULL;
+  for (int i = 0; i < 2 && !again; i++) {
+    void *p = malloc(20000);
+    if (hci_pagemap_class((uintptr_t)p) == 0) again = p;
+    else free(p);
+  }
+  atomic_store(&hci_sample_interval, 0);
+  bool reused = false;
+  for (size_t i = 0; i < nmid; i++) reused |= again == mid[i];
+  CHECK(again && reused, "the next 3-page sample (%p) did not take a stashed span", again);
+  CHECK(hci_sample_stash_bytes() == (nmid - 1) * 3 * HC_PAGE_SIZE, "stash holds %zu bytes after one was taken back",
+        hci_sample_stash_bytes());
+  free(again);
   malloc_trim(0);
   CHECK(hci_sample_stash_bytes() == 0, "stash holds %zu bytes after malloc_trim", hci_sample_stash_bytes());
   hc_get_stats(&s2);

@@ -4,7 +4,7 @@
  * VerifyAllMemory holds every allocator lock, so what it walks must be
  * consistent at every point where the page-heap lock is free: a span's
  * state, class and its pages' pagemap entries change together
- * (hci_ph_set_class), and so does a one-object class's span that realloc
+ * (hci_ph_alloc_small, hci_ph_free_small), and so does a one-object class's span that realloc
  * grows in place (hci_ph_grow_class).  Before session 15 new_span set a
  * span SMALL before its pages had their class, and free_span cleared the
  * class of a span still SMALL: a verifier running beside threads that
