@@ -31,9 +31,10 @@ void *hci_alloc_slow(size_t size, uintptr_t ra, int flags) hc_noinline;
  * search and a CFI step (stacks/unwind_dwarf.c's caller_regs_cfi). */
 typedef void *(*hc_alloc_fail_fn)(size_t size, size_t align, uintptr_t ra);
 void *hci_alloc_slow_or(size_t size, int flags, hc_alloc_fail_fn fail) hc_noinline;
-/* The aligned operator new forms' whole allocation, reached by a tail call
- * as hci_alloc_slow_or (they have no fast path: align_val_t is used for
- * alignments above 16), fail(size, align, ra) called when it gives NULL.
+/* The aligned operator new forms' allocation when malloc's fast path
+ * cannot serve it (hc_aligned_fast_size: an alignment above 1 KiB, a large
+ * block, checker mode, hooks), reached by a tail call as
+ * hci_alloc_slow_or, fail(size, align, ra) called when it gives NULL.
  * They used to call new_slow, which kept ra in rbp: every checked capture
  * through them took caller_regs_cfi's CFI step. */
 void *hci_memalign_slow_or(size_t size, size_t align, hc_alloc_fail_fn fail) hc_noinline;
