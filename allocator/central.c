@@ -48,13 +48,19 @@ static bool owned_by_other(const hc_span_t *s, const void *owner) {
 
 /* Links up to n objects of s not carved yet (from its `carved` on) onto
  * the chain *head (*tail: its last object); returns how many.  Carved
- * objects are free objects: linked and marked.  The caller adds the
- * count to s->carved and s->allocated under the lock, so the counters
- * stay consistent for readers that hold every lock (VerifyAllMemory)
- * even while a new span is carved without it. */
+ * objects are free objects: linked and marked.  They are linked from the
+ * last down, so that the chain hands them out in address order: a program
+ * that reads what it allocated in the order it allocated it (python's
+ * json.dumps joining the strings it built) then walks memory upward,
+ * the direction the L1 next-line prefetcher follows; linked upward, the
+ * chain handed out the highest address first (docs/performance.md,
+ * "Session 22 (lead)").  The caller adds the count to s->carved and
+ * s->allocated under the lock, so the counters stay consistent for
+ * readers that hold every lock (VerifyAllMemory) even while a new span is
+ * carved without it. */
 static uint32_t carve(const hc_span_t *s, const hc_class_info_t *ci, uint32_t n, void **head, void **tail) {
-  uint32_t got = 0;
-  for (uint32_t i = s->carved; got < n && i < ci->objs; i++, got++) {
+  uint32_t left = ci->objs - s->carved, got = n < left ? n : left;
+  for (uint32_t i = s->carved + got; i-- > s->carved;) {
     void *p = (void *)(s->start + (uintptr_t)i * ci->size);
     hc_fl_link(p, *head);
     if (!*head) *tail = p;

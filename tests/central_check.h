@@ -82,7 +82,8 @@ static __attribute__((unused)) size_t take_n(unsigned c, void **v, size_t n) {
 }
 
 /* Checks that chain ch is the objs objects of one span carved from its
- * start: the carve links them last first, so addresses fall by the size. */
+ * start: the carve links them last first, so the chain hands them out
+ * in address order, rising by the size (central.c, carve). */
 static __attribute__((unused)) void check_carved_span(unsigned c, const hc_chain_t *ch, const char *when) {
   const hc_class_info_t *ci = &hci_classes[c];
   CHECK(ch->n == ci->objs, "class %u %s: took %u objects, want the whole empty span carved again (%u)", c, when, ch->n,
@@ -90,9 +91,9 @@ static __attribute__((unused)) void check_carved_span(unsigned c, const hc_chain
   hc_span_t *s = ch->head ? hci_pagemap_span((uintptr_t)ch->head) : NULL;
   uint32_t i = 0;
   for (void *p = ch->head; p && s; p = hc_fl_next(p, 0), i++)
-    if ((uintptr_t)p != s->start + (uintptr_t)(ci->objs - 1 - i) * ci->size) {
+    if ((uintptr_t)p != s->start + (uintptr_t)i * ci->size) {
       CHECK(0, "class %u %s: object %u of the chain is %p, want %p (carved in address order)", c, when, i, p,
-            (void *)(s->start + (uintptr_t)(ci->objs - 1 - i) * ci->size));
+            (void *)(s->start + (uintptr_t)i * ci->size));
       break;
     }
 }
