@@ -59,8 +59,8 @@ static bool owned_by_other(const hc_span_t *s, const void *owner) {
  * readers that hold every lock (VerifyAllMemory) even while a new span is
  * carved without it. */
 static uint32_t carve(const hc_span_t *s, const hc_class_info_t *ci, uint32_t n, void **head, void **tail) {
-  uint32_t left = ci->objs - s->carved, got = n < left ? n : left;
-  for (uint32_t i = s->carved + got; i-- > s->carved;) {
+  uint32_t first = s->carved, left = ci->objs - first, got = n < left ? n : left;
+  for (uint32_t i = first + got; i-- > first;) { /* first in a register: the links' stores may alias s */
     void *p = (void *)(s->start + (uintptr_t)i * ci->size);
     hc_fl_link(p, *head);
     if (!*head) *tail = p;
