@@ -407,6 +407,22 @@ bool hci_os_probe(uintptr_t addr);
  * called pthread_exit its maps, pagemap and fd read as empty or fail. */
 int hci_os_open_proc(const char *name, int flags);
 
+/* The entries of the directory open at fd whose names are decimal
+ * numbers (/proc's tasks and descriptors), from the directory's
+ * start: fn(ctx, number, name) for each; fn returns 0 to go on, anything
+ * else stops the walk and is returned.  0 when every entry was seen, -1
+ * when the directory cannot be read.  Raw system calls only (EINTR
+ * retried): usable from the stop-the-world helper task. */
+int hci_os_dir_numbers(int fd, int (*fn)(void *ctx, int n, const char *name), void *ctx);
+
+/* ======================= raw_syscall.c ======================= */
+/* A system call, raw: the kernel's result (-errno on failure), no errno,
+ * no libc (usable from the helper task and from the libc interposers). */
+long hci_raw6(long n, long a, long b, long c, long d, long e, long f);
+/* A raw call's result as libc returns it (the libc interposers: -1 and
+ * errno on failure). */
+long hci_raw_libc_result(long r);
+
 /* ======================= meta.c ======================= */
 /* Metadata arena: zeroed, 16-byte aligned memory that never comes from the
  * user heap.  Small sizes are recycled through size-binned free lists. */

@@ -364,6 +364,38 @@ int hci_os_open_proc(const char *name, int flags) {
   return fd < 0 ? -1 : fd;
 }
 
+/* getdents64's record (the kernel's layout; glibc's struct dirent64 is
+ * the same, but this file uses no libc to read it). */
+struct dirent64_raw {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+int hci_os_dir_numbers(int fd, int (*fn)(void *ctx, int number, const char *name), void *ctx) {
+  if (hci_raw6(SYS_lseek, fd, 0, SEEK_SET, 0, 0, 0) < 0) return -1;
+  char buf[4096] __attribute__((aligned(8)));
+  for (;;) {
+    long n = hci_raw6(SYS_getdents64, fd, (long)buf, sizeof buf, 0, 0, 0);
+    if (n == -EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) return 0;
+    for (long off = 0; off < n;) {
+      const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + off);
+      off += d->d_reclen;
+      int number = 0;
+      const char *c = d->d_name;
+      if (*c < '0' || *c > '9') continue;
+      while (*c >= '0' && *c <= '9') number = number * 10 + (*c++ - '0');
+      if (*c) continue;
+      int r = fn(ctx, number, d->d_name);
+      if (r) return r;
+    }
+  }
+}
+
 /* 0 unknown, 1 process_vm_readv works, -1 refused (seccomp, old kernel). */
 static _Atomic int vm_readv_ok;
 void hci_os_read_no_vm_readv(void) { atomic_store(&vm_readv_ok, -1); }

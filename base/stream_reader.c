@@ -9,7 +9,6 @@
  * returning.  Unknown (no descriptor left, no /proc, no sock_diag) counts as
  * not ours. */
 #include <fcntl.h>
-#include <dirent.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -64,32 +63,33 @@ static unsigned long unix_peer_ino(unsigned long ino) {
   return peer;
 }
 
+/* What held_here looks for, and the directory it walks. */
+struct held_want {
+  int fd, dir;
+  bool sock;
+  dev_t dev;
+  unsigned long ino;
+};
+
+/* 1 when descriptor `other` is the one held_here looks for. */
+static int held_entry(void *arg, int other, const char *name) {
+  (void)name;
+  const struct held_want *w = arg;
+  struct stat os;
+  if (other == w->fd || other == w->dir || syscall(SYS_fstat, other, &os) != 0) return 0;
+  if (w->sock) /* the peer socket: any descriptor of it reads (shutdown aside) */
+    return S_ISSOCK(os.st_mode) && os.st_ino == w->ino;
+  long fl = syscall(SYS_fcntl, other, F_GETFL, 0);
+  return os.st_dev == w->dev && os.st_ino == w->ino && fl >= 0 && (fl & O_ACCMODE) != O_WRONLY;
+}
+
 /* Whether a descriptor of this process other than fd is (dev, ino) and can
- * read.  Raw getdents64 over /proc/thread-self/fd. */
+ * read: a walk of /proc/thread-self/fd. */
 static bool held_here(int fd, bool sock, dev_t dev, unsigned long ino) {
   int dir = hci_os_open_proc("fd", O_RDONLY | O_DIRECTORY);
   if (dir < 0) return false;
-  bool ours = false;
-  char b[4096] __attribute__((aligned(8)));
-  long n;
-  while (!ours && (n = syscall(SYS_getdents64, dir, b, sizeof b)) > 0) {
-    for (long off = 0; off < n && !ours;) {
-      struct dirent64 *d = (struct dirent64 *)(b + off);
-      off += d->d_reclen;
-      int other = 0;
-      const char *c = d->d_name;
-      if (*c < '0' || *c > '9') continue;
-      for (; *c >= '0' && *c <= '9'; c++) other = other * 10 + (*c - '0');
-      struct stat os;
-      if (other == fd || other == dir || syscall(SYS_fstat, other, &os) != 0) continue;
-      if (sock) { /* the peer socket: any descriptor of it reads (shutdown aside) */
-        ours = S_ISSOCK(os.st_mode) && os.st_ino == ino;
-        continue;
-      }
-      long fl = syscall(SYS_fcntl, other, F_GETFL, 0);
-      ours = os.st_dev == dev && os.st_ino == ino && fl >= 0 && (fl & O_ACCMODE) != O_WRONLY;
-    }
-  }
+  struct held_want w = {fd, dir, sock, dev, ino};
+  bool ours = hci_os_dir_numbers(dir, held_entry, &w) == 1;
   syscall(SYS_close, dir);
   return ours;
 }

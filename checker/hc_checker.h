@@ -228,12 +228,7 @@ int hci_adopter_reaps(int pid);
 unsigned long long hci_status_mask(const char *buf, const char *key);
 
 /* ======================= stop_ptrace.c ======================= */
-/* A system call, raw: the kernel's result (-errno on failure), no errno,
- * no libc (usable from the helper task and from the libc interposers). */
-long hci_raw6(long n, long a, long b, long c, long d, long e, long f);
-/* A raw call's result as libc returns it (the libc interposers: -1 and
- * errno on failure). */
-long hci_raw_libc_result(long r);
+/* hci_raw6, hci_raw_libc_result: hc_base.h (raw_syscall.c). */
 /* CLOCK_MONOTONIC in ns by the raw system call (no vDSO, no libc): the
  * helper task's and the exec gate's deadlines. */
 long long hci_raw_now_ns(void);

@@ -142,39 +142,7 @@ HC_PRIVATE_STATE(par);
 
 /* ---------------------------------------------------------------- raw system calls */
 
-long hci_raw6(long n, long a, long b, long c, long d, long e, long f) {
-#if defined(__x86_64__)
-  long ret;
-  register long r10 __asm__("r10") = d;
-  register long r8 __asm__("r8") = e;
-  register long r9 __asm__("r9") = f;
-  __asm__ __volatile__("syscall"
-                       : "=a"(ret)
-                       : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                       : "rcx", "r11", "memory");
-  return ret;
-#elif defined(__aarch64__)
-  register long x8 __asm__("x8") = n;
-  register long x0 __asm__("x0") = a;
-  register long x1 __asm__("x1") = b;
-  register long x2 __asm__("x2") = c;
-  register long x3 __asm__("x3") = d;
-  register long x4 __asm__("x4") = e;
-  register long x5 __asm__("x5") = f;
-  __asm__ __volatile__("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
-  return x0;
-#else
-#error "stop_ptrace.c: system calls of this architecture"
-#endif
-}
-long hci_raw_libc_result(long r) {
-  if (r < 0 && r > -4096) {
-    errno = (int)-r;
-    return -1;
-  }
-  return r;
-}
-
+/* hci_raw6 and hci_raw_libc_result: base/raw_syscall.c. */
 #define RAW(n, a, b, c, d) hci_raw6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 
 long long hci_raw_now_ns(void) {
@@ -196,14 +164,6 @@ static void futex_wait(_Atomic int *w, int val, long long ns) {
 static void futex_wake(_Atomic int *w) { RAW(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, 0); }
 
 /* ---------------------------------------------------------------- task lists */
-
-struct dirent64_raw {
-  uint64_t d_ino;
-  int64_t d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
 
 /* PF_IO_WORKER (include/linux/sched.h; not in the user-space headers). */
 #define TASK_IO_WORKER 0x10u
@@ -293,34 +253,29 @@ int hci_tasks_probe_ns(int fd, int self) {
   return 1;
 }
 
-int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx) {
-  if (fd < 0 || RAW(SYS_lseek, fd, 0, SEEK_SET, 0) < 0) return -1;
-  char buf[4096] __attribute__((aligned(8)));
-  int count = 0;
-  for (;;) {
-    long n = RAW(SYS_getdents64, fd, buf, sizeof buf, 0);
-    if (n == -EINTR) continue;
-    if (n < 0) return -1;
-    if (n == 0) break;
-    for (long off = 0; off < n;) {
-      const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + off);
-      off += d->d_reclen;
-      int tid = 0;
-      const char *c = d->d_name;
-      if (*c < '0' || *c > '9') continue;
-      while (*c >= '0' && *c <= '9') tid = tid * 10 + (*c++ - '0');
-      if (*c || tid <= 0) continue;
-      if (io_worker(fd, d->d_name)) continue;
-      if (tasks_translate) {
-        tid = nspid_of(fd, d->d_name);
-        if (tid == -1 && RAW(SYS_faccessat, fd, d->d_name, F_OK, 0) != 0) continue; /* it exited meanwhile */
-        if (tid <= 0) return -1; /* a thread we cannot name: the list is not whole */
-      }
-      count++;
-      if (fn) fn(ctx, tid);
-    }
+/* One entry of hci_tasks_read's walk (hci_os_dir_numbers). */
+struct tasks_walk {
+  int fd, count;
+  void (*fn)(void *, int);
+  void *ctx;
+};
+
+static int tasks_entry(void *arg, int tid, const char *name) {
+  struct tasks_walk *w = arg;
+  if (tid <= 0 || io_worker(w->fd, name)) return 0;
+  if (tasks_translate) {
+    tid = nspid_of(w->fd, name);
+    if (tid == -1 && RAW(SYS_faccessat, w->fd, name, F_OK, 0) != 0) return 0; /* it exited meanwhile */
+    if (tid <= 0) return -1; /* a thread we cannot name: the list is not whole */
   }
-  return count;
+  w->count++;
+  if (w->fn) w->fn(w->ctx, tid);
+  return 0;
+}
+
+int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx) {
+  struct tasks_walk w = {fd, 0, fn, ctx};
+  return fd < 0 || hci_os_dir_numbers(fd, tasks_entry, &w) != 0 ? -1 : w.count;
 }
 
 /* ---------------------------------------------------------------- the helper */
