@@ -935,9 +935,13 @@ void hci_free_slow(void *p, uintptr_t ra) {
  * realloc copies whole. */
 size_t hci_usable_size(const void *p) {
   if (!p) return 0;
-  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
-  unsigned cls = hci_pagemap_class((uintptr_t)p);
+  /* A small object's class from the page's fast entry, as free's: one
+   * lookup, no span record (programs that count their memory call this
+   * at every malloc and free: Redis built with glibc). */
+  const hc_pm_fast_t *f = hci_pagemap_fast_entry((uintptr_t)p);
+  unsigned cls = f ? (unsigned)(f->lofs / sizeof(hc_tc_list_t)) : 0;
   if (cls) return hci_record_all ? hci_requested_size(p) : hci_classes[cls].size;
+  hc_span_t *s = hci_pagemap_span((uintptr_t)p);
   if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
     bad_pointer("malloc_usable_size", p, HC_RA(), "not allocated by heapcheck");
   if (hci_record_all) return s->req_size;
