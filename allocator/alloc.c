@@ -1151,8 +1151,8 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   return realloc_general(p, size, ra);
 }
 
+/* p is not NULL (hci_realloc_ra took that case). */
 static void *realloc_general(void *p, size_t size, uintptr_t ra) {
-  if (!p) return hc_malloc_fast(size, ra);
   if (size == 0) {
     hc_free_fast(p, ra);
     return NULL;
