@@ -887,7 +887,7 @@ void hci_free_miss(void *p, uintptr_t ra) {
   /* Else the fast entry the fast path read ("larson and random_live (session 13)") */
   const hc_pm_fast_t *f = hci_hooks_on || hci_record_all ? NULL : hci_pagemap_fast_entry((uintptr_t)p);
   if (hc_likely(f != NULL)) {
-    unsigned cls = (unsigned)(f->lofs / sizeof(hc_tc_list_t));
+    unsigned cls = hci_lofs_class(f->lofs);
     if (cls) {
       hc_tcache_t *tc = hci_tc;
       hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
@@ -939,7 +939,7 @@ size_t hci_usable_size(const void *p) {
    * lookup, no span record (programs that count their memory call this
    * at every malloc and free: Redis built with glibc). */
   const hc_pm_fast_t *f = hci_pagemap_fast_entry((uintptr_t)p);
-  unsigned cls = f ? (unsigned)(f->lofs / sizeof(hc_tc_list_t)) : 0;
+  unsigned cls = f ? hci_lofs_class(f->lofs) : 0;
   if (cls) return hci_record_all ? hci_requested_size(p) : hci_classes[cls].size;
   hc_span_t *s = hci_pagemap_span((uintptr_t)p);
   if (!s || s->state != HC_SPAN_LARGE || s->start != (uintptr_t)p)
@@ -1140,7 +1140,7 @@ void *hci_realloc_ra(void *p, size_t size, uintptr_t ra) {
   if (!p) return hc_malloc_fast(size, ra);
   uintptr_t lofs, off, otag;
   if (hc_likely(size && !(hci_record_all | hci_hooks_on) && hc_pm_free_lookup(p, &lofs, &off, &otag) && lofs)) {
-    unsigned cls = (unsigned)(lofs / sizeof(hc_tc_list_t));
+    unsigned cls = hci_lofs_class(lofs);
     const hc_class_info_t *ci = &hci_classes[cls];
     size_t usable = ci->size;
     if (hc_is_object_start(off, ci) && !hc_fl_is_free(p)) {
@@ -1165,7 +1165,7 @@ static void *realloc_general(void *p, size_t size, uintptr_t ra) {
    * "larson and random_live (session 13)").  The record is read only for a
    * large block, and in checker mode for the object's record. */
   const hc_pm_fast_t *f = hci_pagemap_fast_entry((uintptr_t)p);
-  unsigned cls = f ? (unsigned)(f->lofs / sizeof(hc_tc_list_t)) : 0;
+  unsigned cls = f ? hci_lofs_class(f->lofs) : 0;
   hc_span_t *s = NULL;
   size_t usable;
   if (cls) {

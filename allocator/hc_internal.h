@@ -66,6 +66,8 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
 void hci_pagemap_relabel(uintptr_t first_page, size_t n, hc_span_t *s);
 /* A pagemap entry's lofs for class cls: its list's byte offset in lists[]. */
 static inline uint32_t hci_pagemap_lofs(unsigned cls) { return (uint32_t)(cls * sizeof(hc_tc_list_t)); }
+/* The class a lofs names, back (0: not a small-object page's). */
+static inline unsigned hci_lofs_class(uintptr_t lofs) { return (unsigned)(lofs / sizeof(hc_tc_list_t)); }
 _Static_assert(HC_NUM_CLASSES * sizeof(hc_tc_list_t) <= UINT16_MAX, "lofs fits a fast entry's 16 bits");
 /* The 16-bit tag of a thread cache in the pagemap's fast entries (the
  * owner word's stand-in on the free fast path; hc_pm_fast_t), also kept in
