@@ -50,13 +50,17 @@ typedef hci_timed_rec_t timed_rec_t;
 static HC_TLS timed_rec_t rec;
 
 /* A wait in a signal handler that interrupted another keeps the outer
- * record: saved and put back. */
-/* Inlined: `here` is then in the wrapper's own frame, just above libc's. */
+ * record: saved and put back.  saved is a local of the wrapper that calls
+ * libc's function (or makes the call itself), so its address is above the
+ * frames the system call is made from: the fallback's handler takes a
+ * stack pointer below it, and within 1 KiB, for this wait.  (A local of
+ * this function's was not: hci_timed_sigwait_begin is called, not inlined,
+ * and a static link's raw call sat above its frame - one EINTR in about
+ * 100 runs of test_hostile's signal-fallback sigtimedwait.) */
 static inline __attribute__((always_inline)) bool timed_begin(long nr, int64_t timeout_ns, timed_rec_t *saved) {
   if (!hci_chk.active || timeout_ns < 0) return false;
   *saved = rec;
-  volatile char here = 0;
-  rec.sp = (uintptr_t)&here;
+  rec.sp = (uintptr_t)saved;
   rec.deadline_ns = (int64_t)hci_os_now_ns() + timeout_ns;
   rec.nargs = 0;
   __atomic_store_n(&rec.nr, nr, __ATOMIC_RELEASE);

@@ -71,10 +71,11 @@
  *              the child's status.  "self-drained sock": the same with
  *              stderr one end of a Unix stream socketpair whose send
  *              buffer is 4 KiB, the other end read by the child's thread.
- *  timed-waits  seven threads loop on 100 ms waits that nothing ends
+ *  timed-waits [MS [N]]  seven threads loop on waits of MS ms (100) that nothing ends
  *              (epoll_wait, epoll_pwait, epoll_pwait2, semtimedop,
  *              sigtimedwait, poll, nanosleep) while main runs scoped checks back to back
- *              until each wait has timed out during them; prints the
+ *              until each wait has timed out during them (N checks at
+ *              least, 20 by default); prints the
  *              EINTRs they saw.
  *  exit-order  (with FX_HOSTILE_EXIT_ORDER=1 in the environment) an exit
  *              handler registered by a constructor writes a line to stdout
@@ -777,15 +778,19 @@ static const char *const timed_names[T_N] = {"epoll_wait", "epoll_pwait", "epoll
                                              "sigtimedwait", "poll", "nanosleep"};
 static _Atomic int timed_done, timed_checking, timed_eintr[T_N], timed_out_checking[T_N];
 static int timed_epfd, timed_semid;
-/* Each wait is 100 ms and nothing ever comes: a timeout (0, or EAGAIN). */
+/* Each wait is timed_ms (100 by default) and nothing ever comes: a
+ * timeout (0, or EAGAIN).  Short waits put a thread between two waits, seen
+ * running by the fallback and then waiting when its signal comes, far more
+ * often. */
+static int timed_ms = 100;
 static long timed_one(int k) {
   struct epoll_event ev;
-  struct timespec ts = {0, 100000000};
+  struct timespec ts = {timed_ms / 1000, timed_ms % 1000 * 1000000L};
   sigset_t none, set;
   sigemptyset(&none);
   switch (k) {
-  case T_EPOLL: return epoll_wait(timed_epfd, &ev, 1, 100);
-  case T_EPOLL_P: return epoll_pwait(timed_epfd, &ev, 1, 100, &none);
+  case T_EPOLL: return epoll_wait(timed_epfd, &ev, 1, timed_ms);
+  case T_EPOLL_P: return epoll_pwait(timed_epfd, &ev, 1, timed_ms, &none);
   case T_EPOLL_P2: return epoll_pwait2(timed_epfd, &ev, 1, &ts, &none);
   case T_SEMTIMEDOP: {
     struct sembuf op = {0, -1, 0};
@@ -793,7 +798,7 @@ static long timed_one(int k) {
   }
   case T_POLL: {
     struct pollfd p = {timed_epfd, POLLIN, 0};
-    return poll(&p, 1, 100);
+    return poll(&p, 1, timed_ms);
   }
   case T_NANOSLEEP: return nanosleep(&ts, NULL); /* 0: slept the whole time */
   default:
@@ -814,7 +819,9 @@ static void *timed_waiter(void *arg) {
   }
   return NULL;
 }
-static int timed_waits(void) {
+static int timed_waits(int ms, int least) {
+  if (ms > 0) timed_ms = ms;
+  if (least < 20) least = 20;
   if (!waits_setup(&timed_epfd, &timed_semid)) {
     perror("timed-waits: set-up");
     return 77;
@@ -824,9 +831,9 @@ static int timed_waits(void) {
   usleep(50000);
   atomic_store(&timed_checking, 1);
   /* Checks back to back until every wait has timed out while they ran
-   * (a restart with the whole timeout never would), 20 at least. */
+   * (a restart with the whole timeout never would), 20 at least (or N). */
   int n = 0, all = 0;
-  for (; n < 3000 && (n < 20 || !all); n++) {
+  for (; n < 3000 && (n < least || !all); n++) {
     hc_check_t *c = hc_check_begin("timed");
     hc_check_end(c, HC_CHECK_REPORT);
     hc_check_free(c);
@@ -861,7 +868,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "stdin-reader")) return stdin_held(argc > 2 && !strcmp(argv[2], "leak"));
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (!strcmp(s, "tight-stack")) return tight_stack(argc > 2 ? atoi(argv[2]) : 64);
-  if (!strcmp(s, "timed-waits")) return timed_waits();
+  if (!strcmp(s, "timed-waits")) return timed_waits(argc > 2 ? atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : 0);
   if (!strcmp(s, "untimed-waits")) return untimed_waits(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
   if (!strcmp(s, "pivot")) return pivot(argc > 2 ? argv[2] : "");
