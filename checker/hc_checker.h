@@ -519,6 +519,8 @@ typedef struct {
   struct timespec left;  /* the time left, written by the helper */
   uintptr_t sp;          /* near the wrapper's stack pointer: libc's call is just below */
   int nargs;             /* the first nargs arguments libc's system call is given, when known */
+  unsigned stack_args;   /* bit i: args[i] is unknown, the address of a copy in libc's own frame
+                            (select, pselect, ppoll: their timeout, pselect's sigmask pair) */
   long args[6];
 } hci_timed_rec_t;
 void hci_timed_waits_resolve(void); /* libc's functions (constructor, checker mode) */

@@ -63,6 +63,7 @@ static inline __attribute__((always_inline)) bool timed_begin(long nr, int64_t t
   rec.sp = (uintptr_t)saved;
   rec.deadline_ns = (int64_t)hci_os_now_ns() + timeout_ns;
   rec.nargs = 0;
+  rec.stack_args = 0;
   __atomic_store_n(&rec.nr, nr, __ATOMIC_RELEASE);
   return true;
 }
@@ -73,6 +74,12 @@ static void timed_args(bool on, int n, long a, long b, long c, long d, long e, l
   if (!on) return;
   rec.args[0] = a, rec.args[1] = b, rec.args[2] = c, rec.args[3] = d, rec.args[4] = e, rec.args[5] = f;
   rec.nargs = n;
+}
+/* Arguments of glibc's call that point into its own frame (a copy of the
+ * timeout it was given): the handler takes any address between the
+ * context's stack pointer and the record's mark for them. */
+static void timed_stack_args(bool on, unsigned mask) {
+  if (on) rec.stack_args = mask;
 }
 static void timed_end(bool on, const timed_rec_t *saved, int err) {
   if (on) rec = *saved;
@@ -269,9 +276,14 @@ hc_public __attribute__((weak)) int clock_nanosleep(clockid_t clock, int flags, 
 }
 
 /* These need no deadline: the kernel writes the time left back into the
- * timeout they pass (select's is glibc's own copy).  Their record names the
- * call only, for the fallback's handler when it saw the thread running
- * before it entered the wait.  (sem_timedwait, an absolute futex wait, is
+ * timeout they pass (glibc's own copy, or ours).  Their record names the
+ * call and its arguments, for the fallback's handler when it saw the thread
+ * running before it entered the wait: glibc 2.34 and later make select a
+ * pselect6 with a timespec built in its frame, and copy pselect's and
+ * ppoll's timeout there (pselect's {sigmask, size} pair too), so those
+ * arguments are known only as addresses in that frame (timed_stack_args);
+ * an older glibc's select passes the caller's timeval to SYS_select, above
+ * the wrapper's frame: not matched, the EINTR stays.  (sem_timedwait, an absolute futex wait, is
  * not interposed: a static link has libc.a's only under a name that nothing
  * pulls in; it restarts when it was seen waiting.) */
 /* Our own call (a static link): the kernel writes the time left back into
@@ -287,8 +299,10 @@ typedef int (*ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const 
 
 hc_public __attribute__((weak)) int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
   timed_rec_t saved;
-  bool on = timed_begin(SYS_pselect6, tv ? 0 : -1, &saved);
   select_fn f = (select_fn)(uintptr_t)real(F_SELECT);
+  bool on = timed_begin(f ? SYS_pselect6 : SYS_select, tv ? 0 : -1, &saved);
+  timed_args(on, 6, n, (long)r, (long)w, (long)e, (long)tv, 0);
+  timed_stack_args(on, f ? 1u << 4 : 0);
   int res = f ? f(n, r, w, e, tv) : (int)cancellable(SYS_select, n, (long)r, (long)w, (long)e, (long)tv, 0);
   timed_end(on, &saved, errno);
   return res;
@@ -301,6 +315,8 @@ hc_public __attribute__((weak)) int pselect(int n, fd_set *r, fd_set *w, fd_set 
   pselect_fn f = (pselect_fn)(uintptr_t)real(F_PSELECT);
   struct timespec copy;
   struct { const sigset_t *ss; size_t size; } data = {ss, _NSIG / 8};
+  timed_args(on, 6, n, (long)r, (long)w, (long)e, (long)&copy, (long)&data);
+  timed_stack_args(on, f ? 3u << 4 : 0);
   int res = f ? f(n, r, w, e, ts, ss)
               : (int)cancellable(SYS_pselect6, n, (long)r, (long)w, (long)e, (long)ts_copy(ts, &copy), (long)&data);
   timed_end(on, &saved, errno);
@@ -313,6 +329,8 @@ hc_public __attribute__((weak)) int ppoll(struct pollfd *fds, nfds_t n, const st
   bool on = timed_begin(SYS_ppoll, ts ? 0 : -1, &saved);
   ppoll_fn f = (ppoll_fn)(uintptr_t)real(F_PPOLL);
   struct timespec copy;
+  timed_args(on, 5, (long)fds, (long)n, (long)&copy, (long)ss, _NSIG / 8, 0);
+  timed_stack_args(on, f ? 1u << 2 : 0);
   int res = f ? f(fds, n, ts, ss) : (int)cancellable(SYS_ppoll, (long)fds, (long)n, (long)ts_copy(ts, &copy), (long)ss, _NSIG / 8, 0);
   timed_end(on, &saved, errno);
   return res;
@@ -387,7 +405,9 @@ void hci_timed_signal_restart(void *ucv) {
      * own calls a signal frame (over 1 KiB) further down, or elsewhere. */
     uintptr_t sp = (uintptr_t)g[REG_RSP];
     bool args = rec.nargs > 0;
-    for (int i = 0; args && i < rec.nargs; i++) args = g[arg[i]] == rec.args[i];
+    for (int i = 0; args && i < rec.nargs; i++)
+      args = rec.stack_args >> i & 1 ? (uintptr_t)g[arg[i]] >= sp && (uintptr_t)g[arg[i]] < rec.sp
+                                     : g[arg[i]] == rec.args[i];
     if (!rec.nr || !args || sp >= rec.sp || rec.sp - sp > 1024 || hci_raw6(SYS_process_vm_readv, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&mine, 1,
                             (long)&theirs, 1, 0) != (long)sizeof insn || insn != 0x050f)
       return;

@@ -71,9 +71,9 @@
  *              the child's status.  "self-drained sock": the same with
  *              stderr one end of a Unix stream socketpair whose send
  *              buffer is 4 KiB, the other end read by the child's thread.
- *  timed-waits [MS [N]]  seven threads loop on waits of MS ms (100) that nothing ends
+ *  timed-waits [MS [N]]  ten threads loop on waits of MS ms (100) that nothing ends
  *              (epoll_wait, epoll_pwait, epoll_pwait2, semtimedop,
- *              sigtimedwait, poll, nanosleep) while main runs scoped checks back to back
+ *              sigtimedwait, poll, nanosleep, select, pselect, ppoll) while main runs scoped checks back to back
  *              until each wait has timed out during them (N checks at
  *              least, 20 by default); prints the
  *              EINTRs they saw.
@@ -771,11 +771,10 @@ static int exit_order(void) {
 
 
 /* ---------------------------------------------------------------- timed waits that a stop answers with EINTR */
-/* (select is left out: under the signal fallback a thread seen between
- * two calls gets an EINTR now and then - docs/validation.md, session 20.) */
-enum { T_EPOLL, T_EPOLL_P, T_EPOLL_P2, T_SEMTIMEDOP, T_SIGTIMEDWAIT, T_POLL, T_NANOSLEEP, T_N };
+enum { T_EPOLL, T_EPOLL_P, T_EPOLL_P2, T_SEMTIMEDOP, T_SIGTIMEDWAIT, T_POLL, T_NANOSLEEP, T_SELECT, T_PSELECT,
+       T_PPOLL, T_N };
 static const char *const timed_names[T_N] = {"epoll_wait", "epoll_pwait", "epoll_pwait2", "semtimedop",
-                                             "sigtimedwait", "poll", "nanosleep"};
+                                             "sigtimedwait", "poll", "nanosleep", "select", "pselect", "ppoll"};
 static _Atomic int timed_done, timed_checking, timed_eintr[T_N], timed_out_checking[T_N];
 static int timed_epfd, timed_semid;
 /* Each wait is timed_ms (100 by default) and nothing ever comes: a
@@ -801,6 +800,19 @@ static long timed_one(int k) {
     return poll(&p, 1, timed_ms);
   }
   case T_NANOSLEEP: return nanosleep(&ts, NULL); /* 0: slept the whole time */
+  case T_SELECT:
+  case T_PSELECT: {
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(timed_epfd, &r);
+    struct timeval tv = {timed_ms / 1000, timed_ms % 1000 * 1000};
+    return k == T_SELECT ? select(timed_epfd + 1, &r, NULL, NULL, &tv)
+                         : pselect(timed_epfd + 1, &r, NULL, NULL, &ts, &none);
+  }
+  case T_PPOLL: {
+    struct pollfd p = {timed_epfd, POLLIN, 0};
+    return ppoll(&p, 1, &ts, &none);
+  }
   default:
     sigemptyset(&set);
     sigaddset(&set, SIGUSR2);
