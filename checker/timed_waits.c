@@ -43,6 +43,7 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hc_checker.h"
 
@@ -135,18 +136,19 @@ bool hci_timed_restart(int tid, struct user_regs_struct *g) {
 static char name_epoll_wait[] = "epoll_wait", name_epoll_pwait[] = "epoll_pwait",
             name_epoll_pwait2[] = "epoll_pwait2", name_semtimedop[] = "semtimedop", name_poll[] = "poll",
             name_nanosleep[] = "nanosleep", name_clock_nanosleep[] = "clock_nanosleep", name_select[] = "select",
-            name_pselect[] = "pselect", name_ppoll[] = "ppoll";
+            name_pselect[] = "pselect", name_ppoll[] = "ppoll", name_usleep[] = "usleep", name_sleep[] = "sleep";
 enum { F_EPOLL_WAIT, F_EPOLL_PWAIT, F_EPOLL_PWAIT2, F_SEMTIMEDOP, F_POLL, F_NANOSLEEP, F_CLOCK_NANOSLEEP, F_SELECT,
-       F_PSELECT, F_PPOLL, F_N };
+       F_PSELECT, F_PPOLL, F_USLEEP, F_SLEEP, F_N };
 static void *real_fn[F_N];
 HC_PRIVATE_STATE(real_fn);
 static void *const self_fn[F_N] = {(void *)epoll_wait, (void *)epoll_pwait, (void *)epoll_pwait2, (void *)semtimedop,
                                    (void *)poll, (void *)nanosleep, (void *)clock_nanosleep, (void *)select,
-                                   (void *)pselect, (void *)ppoll};
+                                   (void *)pselect, (void *)ppoll, (void *)usleep, (void *)sleep};
 static char *const fn_name[F_N] = {name_epoll_wait, name_epoll_pwait, name_epoll_pwait2, name_semtimedop,
                                    name_poll, name_nanosleep, name_clock_nanosleep, name_select,
-                                   name_pselect, name_ppoll};
-/* libc.a's other names (a static link): the epoll calls have none. */
+                                   name_pselect, name_ppoll, name_usleep, name_sleep};
+/* libc.a's other names (a static link): the epoll calls, usleep and sleep
+ * have none. */
 extern int __semtimedop(int, struct sembuf *, size_t, const struct timespec *) __attribute__((weak));
 extern int __poll(struct pollfd *, nfds_t, int) __attribute__((weak));
 extern int __nanosleep(const struct timespec *, struct timespec *) __attribute__((weak));
@@ -156,7 +158,8 @@ extern int __pselect(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
     __attribute__((weak));
 extern int __ppoll(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *) __attribute__((weak));
 static void *const static_fn[F_N] = {NULL, NULL, NULL, (void *)__semtimedop, (void *)__poll, (void *)__nanosleep,
-                                     (void *)__clock_nanosleep, (void *)__select, (void *)__pselect, (void *)__ppoll};
+                                     (void *)__clock_nanosleep, (void *)__select, (void *)__pselect, (void *)__ppoll,
+                                     NULL, NULL};
 
 static void *real(int i) {
   void *f = __atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE);
@@ -272,6 +275,51 @@ hc_public __attribute__((weak)) int clock_nanosleep(clockid_t clock, int flags, 
   int r = f ? f(clock, flags, req, rem)
             : -(int)hci_raw6(SYS_clock_nanosleep, clock, flags, (long)req, (long)rem, 0, 0);
   timed_end(on, &saved, e);
+  return r;
+}
+
+/* usleep and sleep: glibc's call its own nanosleep, not ours, with a
+ * timespec built in their frame (sleep's also receives the time left): the
+ * record gives the deadline, and the handler takes that timespec by its
+ * place (timed_stack_args).  Without a record, usleep's EINTR reached the
+ * program at every check of the fallback (its rem is NULL: no time left to
+ * read), returning early; sleep's when it was seen running.  A static link
+ * has no other name for them: ours go through our nanosleep (glibc's
+ * sleep's arithmetic, which returns the whole seconds left, errno kept on
+ * success). */
+typedef int (*usleep_fn)(useconds_t);
+typedef unsigned (*sleep_fn)(unsigned);
+
+hc_public __attribute__((weak)) int usleep(useconds_t us) {
+  usleep_fn f = (usleep_fn)(uintptr_t)real(F_USLEEP);
+  if (!f) {
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    return nanosleep(&ts, NULL);
+  }
+  timed_rec_t saved;
+  bool on = timed_begin(SYS_clock_nanosleep, (int64_t)us * 1000, &saved);
+  timed_args(on, 4, CLOCK_REALTIME, 0, 0, 0, 0, 0);
+  timed_stack_args(on, 1u << 2);
+  int r = f(us);
+  timed_end(on, &saved, errno);
+  return r;
+}
+
+hc_public __attribute__((weak)) unsigned sleep(unsigned s) {
+  sleep_fn f = (sleep_fn)(uintptr_t)real(F_SLEEP);
+  if (!f) {
+    int e = errno;
+    struct timespec ts = {(time_t)s, 0};
+    if (nanosleep(&ts, &ts) < 0) return (unsigned)ts.tv_sec;
+    errno = e;
+    return 0;
+  }
+  timed_rec_t saved;
+  bool on = timed_begin(SYS_clock_nanosleep, (int64_t)s * 1000000000, &saved);
+  timed_args(on, 4, CLOCK_REALTIME, 0, 0, 0, 0, 0);
+  timed_stack_args(on, 3u << 2);
+  unsigned r = f(s);
+  timed_end(on, &saved, errno);
   return r;
 }
 

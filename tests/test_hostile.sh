@@ -197,8 +197,9 @@ exit-order: main's buffered line" ] || fail "stdout in the program's own order" 
   has 'SUMMARY: heapcheck: 77 bytes leaked in 1 allocations'
 done
 # Timed waits (epoll_wait, epoll_pwait, epoll_pwait2, semtimedop,
-# sigtimedwait, and poll, nanosleep, select, pselect, ppoll that the kernel
-# restarts itself after a ptrace stop; 100 ms each, nothing comes) under checks back to back: each
+# sigtimedwait, and poll, nanosleep, select, pselect, ppoll, usleep, sleep
+# that the kernel restarts itself after a ptrace stop; 100 ms each, sleep
+# 1 s, nothing comes) under checks back to back: each
 # check's ptrace interrupt returned EINTR from every one (about 2950 each in
 # 3000 checks, and none timed out); now the helper restarts them with the
 # time they have left (timed_waits.c), so they time out as without checks.
@@ -215,7 +216,8 @@ each 120 timed-waits 1 2000 -- 0 'timed-waits: every wait timed out during the c
 # sigtimedwait (our own raw call) for a frame outside the wrapper and left
 # its EINTR (in 5 of 12 runs; 1 in about 100 of the 100 ms runs above);
 # select, pselect and ppoll, whose timeout glibc copies into its frame, had
-# about 120 each in every run.
+# about 120 each in every run; usleep (glibc's own nanosleep, rem NULL)
+# returned early at every check, 30 757 times in one 100 ms run.
 for f in "$fx" ${sfx:+"$sfx"}; do
   for w in "" "1 2000"; do
     # shellcheck disable=SC2086 # the wait's length and checks, two words

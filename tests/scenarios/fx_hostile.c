@@ -71,9 +71,10 @@
  *              the child's status.  "self-drained sock": the same with
  *              stderr one end of a Unix stream socketpair whose send
  *              buffer is 4 KiB, the other end read by the child's thread.
- *  timed-waits [MS [N]]  ten threads loop on waits of MS ms (100) that nothing ends
+ *  timed-waits [MS [N]]  twelve threads loop on waits of MS ms (100) that nothing ends
  *              (epoll_wait, epoll_pwait, epoll_pwait2, semtimedop,
- *              sigtimedwait, poll, nanosleep, select, pselect, ppoll) while main runs scoped checks back to back
+ *              sigtimedwait, poll, nanosleep, select, pselect, ppoll,
+ *              usleep; sleep of the whole seconds above MS) while main runs scoped checks back to back
  *              until each wait has timed out during them (N checks at
  *              least, 20 by default); prints the
  *              EINTRs they saw.
@@ -772,9 +773,10 @@ static int exit_order(void) {
 
 /* ---------------------------------------------------------------- timed waits that a stop answers with EINTR */
 enum { T_EPOLL, T_EPOLL_P, T_EPOLL_P2, T_SEMTIMEDOP, T_SIGTIMEDWAIT, T_POLL, T_NANOSLEEP, T_SELECT, T_PSELECT,
-       T_PPOLL, T_N };
+       T_PPOLL, T_USLEEP, T_SLEEP, T_N };
 static const char *const timed_names[T_N] = {"epoll_wait", "epoll_pwait", "epoll_pwait2", "semtimedop",
-                                             "sigtimedwait", "poll", "nanosleep", "select", "pselect", "ppoll"};
+                                             "sigtimedwait", "poll", "nanosleep", "select", "pselect", "ppoll",
+                                             "usleep", "sleep"};
 static _Atomic int timed_done, timed_checking, timed_eintr[T_N], timed_out_checking[T_N];
 static int timed_epfd, timed_semid;
 /* Each wait is timed_ms (100 by default) and nothing ever comes: a
@@ -809,6 +811,8 @@ static long timed_one(int k) {
     return k == T_SELECT ? select(timed_epfd + 1, &r, NULL, NULL, &tv)
                          : pselect(timed_epfd + 1, &r, NULL, NULL, &ts, &none);
   }
+  case T_USLEEP: return usleep((useconds_t)timed_ms * 1000); /* 0: slept the whole time */
+  case T_SLEEP: return sleep((unsigned)(timed_ms + 999) / 1000) ? -1 : 0; /* the seconds left, EINTR */
   case T_PPOLL: {
     struct pollfd p = {timed_epfd, POLLIN, 0};
     return ppoll(&p, 1, &ts, &none);
@@ -843,9 +847,14 @@ static int timed_waits(int ms, int least) {
   usleep(50000);
   atomic_store(&timed_checking, 1);
   /* Checks back to back until every wait has timed out while they ran
-   * (a restart with the whole timeout never would), 20 at least (or N). */
+   * (a restart with the whole timeout never would), 20 at least (or N),
+   * for 30 s at most (sleep's whole second needs a few hundred checks). */
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   int n = 0, all = 0;
-  for (; n < 3000 && (n < least || !all); n++) {
+  for (; n < least || !all; n++) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - t0.tv_sec >= 30) break;
     hc_check_t *c = hc_check_begin("timed");
     hc_check_end(c, HC_CHECK_REPORT);
     hc_check_free(c);
