@@ -521,6 +521,7 @@ typedef struct {
   int nargs;             /* the first nargs arguments libc's system call is given, when known */
   unsigned stack_args;   /* bit i: args[i] is unknown, the address of a copy in libc's own frame
                             (select, pselect, ppoll: their timeout, pselect's sigmask pair) */
+  unsigned loose_args;   /* bit i: args[i] is libc's to compute, not compared (a futex word, op, value) */
   long args[6];
 } hci_timed_rec_t;
 void hci_timed_waits_resolve(void); /* libc's functions (constructor, checker mode) */
@@ -528,6 +529,10 @@ void hci_timed_waits_resolve(void); /* libc's functions (constructor, checker mo
 bool hci_timed_sigwait_begin(const sigset_t *set, siginfo_t *info, const struct timespec *ts,
                              hci_timed_rec_t *saved);
 void hci_timed_sigwait_end(bool on, const hci_timed_rec_t *saved);
+/* timed_sem.c's sem_timedwait and sem_clockwait: the record around libc's
+ * futex wait to the absolute deadline abs (NULL: none, no record). */
+bool hci_timed_futex_begin(const struct timespec *abs, hci_timed_rec_t *saved);
+void hci_timed_futex_end(bool on, const hci_timed_rec_t *saved);
 #if defined(__x86_64__)
 struct user_regs_struct;
 /* The helper (stop_ptrace.c): thread tid, stopped at our interrupt with EINTR

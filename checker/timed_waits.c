@@ -65,6 +65,7 @@ static inline __attribute__((always_inline)) bool timed_begin(long nr, int64_t t
   rec.deadline_ns = (int64_t)hci_os_now_ns() + timeout_ns;
   rec.nargs = 0;
   rec.stack_args = 0;
+  rec.loose_args = 0;
   __atomic_store_n(&rec.nr, nr, __ATOMIC_RELEASE);
   return true;
 }
@@ -81,6 +82,11 @@ static void timed_args(bool on, int n, long a, long b, long c, long d, long e, l
  * context's stack pointer and the record's mark for them. */
 static void timed_stack_args(bool on, unsigned mask) {
   if (on) rec.stack_args = mask;
+}
+/* Arguments libc computes from the object it was given (a futex word's
+ * address, operation and value): not compared. */
+static void timed_loose_args(bool on, unsigned mask) {
+  if (on) rec.loose_args = mask;
 }
 static void timed_end(bool on, const timed_rec_t *saved, int err) {
   if (on) rec = *saved;
@@ -331,9 +337,9 @@ hc_public __attribute__((weak)) unsigned sleep(unsigned s) {
  * ppoll's timeout there (pselect's {sigmask, size} pair too), so those
  * arguments are known only as addresses in that frame (timed_stack_args);
  * an older glibc's select passes the caller's timeval to SYS_select, above
- * the wrapper's frame: not matched, the EINTR stays.  (sem_timedwait, an absolute futex wait, is
- * not interposed: a static link has libc.a's only under a name that nothing
- * pulls in; it restarts when it was seen waiting.) */
+ * the wrapper's frame: not matched, the EINTR stays.  (sem_timedwait and
+ * sem_clockwait, absolute futex waits, are wrapped by the shared library
+ * only, timed_sem.c; a static link's restart when they were seen waiting.) */
 /* Our own call (a static link): the kernel writes the time left back into
  * the timeout, which the caller gave as const - a copy, as glibc's. */
 static struct timespec *ts_copy(const struct timespec *ts, struct timespec *copy) {
@@ -454,8 +460,9 @@ void hci_timed_signal_restart(void *ucv) {
     uintptr_t sp = (uintptr_t)g[REG_RSP];
     bool args = rec.nargs > 0;
     for (int i = 0; args && i < rec.nargs; i++)
-      args = rec.stack_args >> i & 1 ? (uintptr_t)g[arg[i]] >= sp && (uintptr_t)g[arg[i]] < rec.sp
-                                     : g[arg[i]] == rec.args[i];
+      args = rec.loose_args >> i & 1   ? true
+             : rec.stack_args >> i & 1 ? (uintptr_t)g[arg[i]] >= sp && (uintptr_t)g[arg[i]] < rec.sp
+                                       : g[arg[i]] == rec.args[i];
     if (!rec.nr || !args || sp >= rec.sp || rec.sp - sp > 1024 || hci_raw6(SYS_process_vm_readv, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&mine, 1,
                             (long)&theirs, 1, 0) != (long)sizeof insn || insn != 0x050f)
       return;
@@ -534,6 +541,19 @@ void hci_timed_signal_restart(void *ucv) {
   (void)ucv;
 #endif
 }
+
+/* timed_sem.c's: a futex wait to an absolute deadline abs (sem_timedwait,
+ * sem_clockwait).  libc computes the word, the operation and the value:
+ * only the deadline's pointer (r10) is compared; the handler's futex case
+ * wants FUTEX_WAIT_BITSET and a deadline, and restarts such a wait as it
+ * was. */
+bool hci_timed_futex_begin(const struct timespec *abs, hci_timed_rec_t *saved) {
+  bool on = abs && timed_begin(SYS_futex, 0, saved);
+  timed_args(on, 4, 0, 0, 0, (long)abs, 0, 0);
+  timed_loose_args(on, 7u);
+  return on;
+}
+void hci_timed_futex_end(bool on, const hci_timed_rec_t *saved) { timed_end(on, saved, errno); }
 
 bool hci_timed_sigwait_begin(const sigset_t *set, siginfo_t *info, const struct timespec *ts,
                              hci_timed_rec_t *saved) {
