@@ -132,8 +132,52 @@ bool hci_elf_open_file(hci_elf_t *e, const char *path, uint64_t *dev, uint64_t *
 }
 
 void hci_elf_close(hci_elf_t *e) {
+  for (unsigned k = 0; k < e->ninflated; k++)
+    if (e->inflated[k].buf) hci_os_munmap(e->inflated[k].buf, e->inflated[k].map_size);
   if (e->map) hci_os_munmap(e->map, e->map_size);
   memset(e, 0, sizeof *e);
+}
+
+/* The most a compressed section may decode to (libxul-sized debug info). */
+#define HC_INFLATE_MAX ((size_t)1 << 30)
+
+/* An SHF_COMPRESSED section's decoded copy: ELF's compression header
+ * (Elf64_Chdr: zlib only; zstd is left alone), then a zlib stream decoded
+ * into an anonymous mapping of exactly ch_size bytes.  Decoded once per
+ * image: the copy (or the failure) is kept in e->inflated. */
+static bool inflated_contents(const hci_elf_t *ec, unsigned index, const Elf64_Shdr *sh, const uint8_t **data,
+                              size_t *size) {
+  hci_elf_t *e = (hci_elf_t *)(uintptr_t)ec; /* the cache: see hci_elf_t */
+  for (unsigned k = 0; k < e->ninflated; k++) {
+    if (e->inflated[k].index != index) continue;
+    *data = e->inflated[k].buf;
+    *size = e->inflated[k].size;
+    return e->inflated[k].buf != NULL;
+  }
+  const uint8_t *raw;
+  size_t raw_size;
+  Elf64_Chdr ch;
+  if (e->ninflated == sizeof e->inflated / sizeof *e->inflated || !shdr_contents(e, sh, &raw, &raw_size) ||
+      raw_size < sizeof ch)
+    return false;
+  memcpy(&ch, raw, sizeof ch);
+  struct hci_elf_inflated *slot = &e->inflated[e->ninflated++];
+  memset(slot, 0, sizeof *slot);
+  slot->index = index;
+  if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size == 0 || ch.ch_size > HC_INFLATE_MAX) return false;
+  size_t len = (size_t)ch.ch_size, map_len = (len + 4095) & ~(size_t)4095;
+  void *buf = hci_os_mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (buf == MAP_FAILED) return false;
+  if (!hci_inflate_zlib(raw + sizeof ch, raw_size - sizeof ch, buf, len)) {
+    hci_os_munmap(buf, map_len);
+    return false;
+  }
+  slot->buf = buf;
+  slot->size = len;
+  slot->map_size = map_len;
+  *data = buf;
+  *size = len;
+  return true;
 }
 
 bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out) {
@@ -143,10 +187,9 @@ bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out) 
     Elf64_Shdr sh;
     read_shdr(e, i, &sh);
     if (sh.sh_name >= e->shstr_size || strcmp(e->shstr + sh.sh_name, name) != 0) continue;
-    /* Compressed sections (SHF_COMPRESSED, .zdebug) would need zlib, which
-     * heapcheck does not depend on: treat them as absent. */
-    if (sh.sh_flags & SHF_COMPRESSED) return false;
-    if (!shdr_contents(e, &sh, &out->data, &out->size)) return false;
+    if (sh.sh_flags & SHF_COMPRESSED ? !inflated_contents(e, i, &sh, &out->data, &out->size)
+                                     : !shdr_contents(e, &sh, &out->data, &out->size))
+      return false;
     out->addr = sh.sh_addr;
     out->index = i;
     return true;

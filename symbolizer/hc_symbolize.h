@@ -110,6 +110,15 @@ typedef struct hci_elf {
   uint16_t type;              /* e_type */
   void *map;                  /* mmap'ed file (NULL for a buffer) */
   size_t map_size;
+  /* SHF_COMPRESSED sections decoded on first use (hci_elf_section), kept
+   * until hci_elf_close: the one part that changes after opening, through
+   * a const image (a failed one is kept too, with buf NULL: not retried). */
+  struct hci_elf_inflated {
+    unsigned index;
+    uint8_t *buf;             /* anonymous mapping of map_size bytes */
+    size_t size, map_size;
+  } inflated[12];
+  unsigned ninflated;
 } hci_elf_t;
 
 typedef struct hci_elf_sect {
@@ -125,8 +134,9 @@ bool hci_elf_open_buffer(hci_elf_t *e, const void *data, size_t size);
  * *ino (may be NULL) to recognise the same file reached by two names. */
 bool hci_elf_open_file(hci_elf_t *e, const char *path, uint64_t *dev, uint64_t *ino);
 void hci_elf_close(hci_elf_t *e);
-/* Section by name with contents inside the image (not NOBITS, not
- * SHF_COMPRESSED: compressed debug sections are skipped, no zlib). */
+/* Section by name with contents (not NOBITS): inside the image, or for an
+ * SHF_COMPRESSED section (zlib; not zstd) its decoded copy, made on the
+ * first call and kept until hci_elf_close. */
 bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out);
 /* True when a section of that type with contents exists (SHT_SYMTAB...). */
 bool hci_elf_has_type(const hci_elf_t *e, uint32_t sh_type);
@@ -143,6 +153,9 @@ struct hci_dwarf_sects;
 /* Fills *out with the image's .debug_line and the sections it refers to;
  * false (and *out zeroed) when there is no usable .debug_line. */
 bool hci_elf_dwarf_sections(const hci_elf_t *e, struct hci_dwarf_sects *out);
+/* inflate.c: decodes a zlib stream into exactly out_len bytes at out;
+ * false for anything malformed, short, long or failing its Adler-32. */
+bool hci_inflate_zlib(const uint8_t *in, size_t in_len, uint8_t *out, size_t out_len);
 /* CRC-32 (IEEE, as zlib and .gnu_debuglink use it). */
 uint32_t hci_crc32(uint32_t crc, const void *buf, size_t len);
 

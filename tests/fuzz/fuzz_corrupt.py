@@ -17,7 +17,8 @@ Cases (deterministic: case k uses seed + k):
           the section table or of the ELF header's section fields;
   debug   the same for the debug file of the stripped program, found
           through its build-id under HEAPCHECK_DEBUG_DIR (no CRC to stop it);
-  zdebug  the debug file with compressed sections (rejected, still parsed).
+  zdebug  the debug file with compressed sections (zlib: decoded by
+          symbolizer/inflate.c, so its corrupted copies test the decoder).
 
 Usage: fuzz_corrupt.py TARGET LIBHEAPCHECK [--cases N] [--seed S] [--keep DIR]
 Prints one line per failure and a closing "N passed, N failed" line.
@@ -155,7 +156,7 @@ def main():
         zdbg_data = open(zdbg, 'rb').read()
         exe_secs, dbg_secs, zdbg_secs = sections(exe_data), sections(dbg_data), sections(zdbg_data)
 
-        def check(label, prog, env, want_report):
+        def check(label, prog, env, want_report, need=None):
             nonlocal passed, failed
             b = run(prog, plain)
             c = run(prog, env)
@@ -164,6 +165,8 @@ def main():
                 text = c[2].decode('latin-1')
                 if 'SUMMARY: heapcheck:' not in text or ' fz_make ' not in text:
                     bad = True  # the control must show a symbolized report
+                if need and need not in text:
+                    bad = True  # and the line, read from the debug file
             if bad:
                 failed += 1
                 name = 'case%d' % (passed + failed)
@@ -178,7 +181,14 @@ def main():
         shutil.copy(dbg, dbgpath)
         for u in ('dwarf', 'auto'):
             check('control exe %s' % u, exe, dict(checked, HEAPCHECK_UNWINDER=u), True)
-            check('control stripped+debug %s' % u, stripped, dict(checked, HEAPCHECK_UNWINDER=u), True)
+            check('control stripped+debug %s' % u, stripped, dict(checked, HEAPCHECK_UNWINDER=u), True,
+                  'fuzz_target.c:')
+        # The same debug file with zlib-compressed sections: lines too.
+        shutil.copy(zdbg, dbgpath)
+        for u in ('dwarf', 'auto'):
+            check('control stripped+zdebug %s' % u, stripped, dict(checked, HEAPCHECK_UNWINDER=u), True,
+                  'fuzz_target.c:')
+        shutil.copy(dbg, dbgpath)
 
         def emit(path, data):
             with open(path, 'wb') as f:
