@@ -316,8 +316,9 @@ uint32_t hci_crc32(uint32_t crc, const void *buf, size_t len) {
 
 /* ---- symbol tables ---- */
 
-/* Preference among symbols at one address: sized before unsized, global
- * before weak before local (an exported name reads best in a report). */
+/* Preference among symbols at one address (with sym_before's underscores):
+ * sized before unsized, global before weak before local (an exported name
+ * reads best in a report). */
 static unsigned sym_rank(const Elf64_Sym *s) {
   unsigned r = s->st_size ? 8 : 0;
   unsigned bind = ELF64_ST_BIND(s->st_info);
@@ -331,11 +332,16 @@ static unsigned leading_underscores(const char *s) {
   return n;
 }
 
-/* Whether a comes before b: address ascending, then the preferred name first. */
+/* Whether a comes before b: address ascending, then the preferred name
+ * first: sized, then fewer leading underscores (the name the program
+ * calls: glibc's weak `strdup` before its global `__strdup`, as valgrind
+ * names it), then global, weak, local. */
 static bool sym_before(const hci_sym_t *a, const hci_sym_t *b) {
   if (a->addr != b->addr) return a->addr < b->addr;
-  if (a->rank != b->rank) return a->rank > b->rank;
-  return leading_underscores(a->name) < leading_underscores(b->name);
+  if ((a->rank & 8) != (b->rank & 8)) return a->rank > b->rank;
+  unsigned ua = leading_underscores(a->name), ub = leading_underscores(b->name);
+  if (ua != ub) return ua < ub;
+  return a->rank > b->rank;
 }
 
 static int cmp_sym(const void *a, const void *b) {
