@@ -296,6 +296,15 @@ hc_public __attribute__((weak)) int clock_nanosleep(clockid_t clock, int flags, 
 typedef int (*usleep_fn)(useconds_t);
 typedef unsigned (*sleep_fn)(unsigned);
 
+/* glibc's clock_nanosleep(CLOCK_REALTIME, 0, &ts, rem) for ns: stack names
+ * the arguments that point into its frame (ts; sleep's rem too). */
+static bool glibc_sleep_begin(int64_t ns, unsigned stack, timed_rec_t *saved) {
+  bool on = timed_begin(SYS_clock_nanosleep, ns, saved);
+  timed_args(on, 4, CLOCK_REALTIME, 0, 0, 0, 0, 0);
+  timed_stack_args(on, stack);
+  return on;
+}
+
 hc_public __attribute__((weak)) int usleep(useconds_t us) {
   usleep_fn f = (usleep_fn)(uintptr_t)real(F_USLEEP);
   if (!f) {
@@ -303,9 +312,7 @@ hc_public __attribute__((weak)) int usleep(useconds_t us) {
     return nanosleep(&ts, NULL);
   }
   timed_rec_t saved;
-  bool on = timed_begin(SYS_clock_nanosleep, (int64_t)us * 1000, &saved);
-  timed_args(on, 4, CLOCK_REALTIME, 0, 0, 0, 0, 0);
-  timed_stack_args(on, 1u << 2);
+  bool on = glibc_sleep_begin((int64_t)us * 1000, 1u << 2, &saved);
   int r = f(us);
   timed_end(on, &saved, errno);
   return r;
@@ -321,9 +328,7 @@ hc_public __attribute__((weak)) unsigned sleep(unsigned s) {
     return 0;
   }
   timed_rec_t saved;
-  bool on = timed_begin(SYS_clock_nanosleep, (int64_t)s * 1000000000, &saved);
-  timed_args(on, 4, CLOCK_REALTIME, 0, 0, 0, 0, 0);
-  timed_stack_args(on, 3u << 2);
+  bool on = glibc_sleep_begin((int64_t)s * 1000000000, 3u << 2, &saved);
   unsigned r = f(s);
   timed_end(on, &saved, errno);
   return r;
