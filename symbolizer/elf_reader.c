@@ -138,8 +138,12 @@ void hci_elf_close(hci_elf_t *e) {
   memset(e, 0, sizeof *e);
 }
 
-/* The most a compressed section may decode to (libxul-sized debug info). */
+/* The most a compressed section may decode to (libxul-sized debug info),
+ * and for each compressed byte: DEFLATE cannot exceed 1032 (a size above
+ * that is refused before anything is mapped).  Not lower: installed debug
+ * files have .debug_abbrev sections 83 times their compressed size. */
 #define HC_INFLATE_MAX ((size_t)1 << 30)
+#define HC_INFLATE_RATIO 1032
 
 /* An SHF_COMPRESSED section's decoded copy: ELF's compression header
  * (Elf64_Chdr: zlib only; zstd is left alone), then a zlib stream decoded
@@ -164,7 +168,9 @@ static bool inflated_contents(const hci_elf_t *ec, unsigned index, const Elf64_S
   struct hci_elf_inflated *slot = &e->inflated[e->ninflated++];
   memset(slot, 0, sizeof *slot);
   slot->index = index;
-  if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size == 0 || ch.ch_size > HC_INFLATE_MAX) return false;
+  if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size == 0 || ch.ch_size > HC_INFLATE_MAX ||
+      ch.ch_size / HC_INFLATE_RATIO > raw_size - sizeof ch)
+    return false;
   size_t len = (size_t)ch.ch_size, map_len = (len + 4095) & ~(size_t)4095;
   void *buf = hci_os_mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (buf == MAP_FAILED) return false;
