@@ -145,12 +145,13 @@ void hci_elf_close(hci_elf_t *e) {
 #define HC_INFLATE_MAX ((size_t)1 << 30)
 #define HC_INFLATE_RATIO 1032
 
-/* An SHF_COMPRESSED section's decoded copy: ELF's compression header
- * (Elf64_Chdr: zlib only; zstd is left alone), then a zlib stream decoded
- * into an anonymous mapping of exactly ch_size bytes.  Decoded once per
- * image: the copy (or the failure) is kept in e->inflated. */
-static bool inflated_contents(const hci_elf_t *ec, unsigned index, const Elf64_Shdr *sh, const uint8_t **data,
-                              size_t *size) {
+/* A compressed section's decoded copy, made once per image and kept (or
+ * its failure) in e->inflated.  Two forms: SHF_COMPRESSED, an Elf64_Chdr
+ * (zlib only; zstd is left alone) before the zlib stream; and the older
+ * GNU .zdebug_* sections (gnu): "ZLIB", the size in 8 big-endian bytes,
+ * the stream.  Decoded into an anonymous mapping of exactly that size. */
+static bool inflated_contents(const hci_elf_t *ec, unsigned index, const Elf64_Shdr *sh, bool gnu,
+                              const uint8_t **data, size_t *size) {
   hci_elf_t *e = (hci_elf_t *)(uintptr_t)ec; /* the cache: see hci_elf_t */
   for (unsigned k = 0; k < e->ninflated; k++) {
     if (e->inflated[k].index != index) continue;
@@ -159,22 +160,28 @@ static bool inflated_contents(const hci_elf_t *ec, unsigned index, const Elf64_S
     return e->inflated[k].buf != NULL;
   }
   const uint8_t *raw;
-  size_t raw_size;
-  Elf64_Chdr ch;
+  size_t raw_size, head = gnu ? 12 : sizeof(Elf64_Chdr);
   if (e->ninflated == sizeof e->inflated / sizeof *e->inflated || !shdr_contents(e, sh, &raw, &raw_size) ||
-      raw_size < sizeof ch)
+      raw_size < head)
     return false;
-  memcpy(&ch, raw, sizeof ch);
   struct hci_elf_inflated *slot = &e->inflated[e->ninflated++];
   memset(slot, 0, sizeof *slot);
   slot->index = index;
-  if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size == 0 || ch.ch_size > HC_INFLATE_MAX ||
-      ch.ch_size / HC_INFLATE_RATIO > raw_size - sizeof ch)
-    return false;
-  size_t len = (size_t)ch.ch_size, map_len = (len + 4095) & ~(size_t)4095;
+  uint64_t want = 0;
+  if (gnu) {
+    if (memcmp(raw, "ZLIB", 4) != 0) return false;
+    for (int i = 4; i < 12; i++) want = want << 8 | raw[i];
+  } else {
+    Elf64_Chdr ch;
+    memcpy(&ch, raw, sizeof ch);
+    if (ch.ch_type != ELFCOMPRESS_ZLIB) return false;
+    want = ch.ch_size;
+  }
+  if (want == 0 || want > HC_INFLATE_MAX || want / HC_INFLATE_RATIO > raw_size - head) return false;
+  size_t len = (size_t)want, map_len = (len + 4095) & ~(size_t)4095;
   void *buf = hci_os_mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (buf == MAP_FAILED) return false;
-  if (!hci_inflate_zlib(raw + sizeof ch, raw_size - sizeof ch, buf, len)) {
+  if (!hci_inflate_zlib(raw + head, raw_size - head, buf, len)) {
     hci_os_munmap(buf, map_len);
     return false;
   }
@@ -186,21 +193,32 @@ static bool inflated_contents(const hci_elf_t *ec, unsigned index, const Elf64_S
   return true;
 }
 
-bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out) {
-  memset(out, 0, sizeof *out);
-  if (e->shstr == NULL) return false;
+/* Section i of e named name, or its GNU-compressed form (.zdebug_X for
+ * .debug_X) when gnu. */
+static bool find_section(const hci_elf_t *e, const char *name, bool gnu, hci_elf_sect_t *out) {
   for (unsigned i = 1; i < e->shnum; i++) {
     Elf64_Shdr sh;
     read_shdr(e, i, &sh);
-    if (sh.sh_name >= e->shstr_size || strcmp(e->shstr + sh.sh_name, name) != 0) continue;
-    if (sh.sh_flags & SHF_COMPRESSED ? !inflated_contents(e, i, &sh, &out->data, &out->size)
-                                     : !shdr_contents(e, &sh, &out->data, &out->size))
+    if (sh.sh_name >= e->shstr_size) continue;
+    const char *have = e->shstr + sh.sh_name;
+    if (gnu ? strncmp(have, ".z", 2) != 0 || strcmp(have + 2, name + 1) != 0 : strcmp(have, name) != 0) continue;
+    bool packed = gnu || (sh.sh_flags & SHF_COMPRESSED);
+    if (packed ? !inflated_contents(e, i, &sh, gnu, &out->data, &out->size)
+               : !shdr_contents(e, &sh, &out->data, &out->size))
       return false;
     out->addr = sh.sh_addr;
     out->index = i;
     return true;
   }
   return false;
+}
+
+bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out) {
+  memset(out, 0, sizeof *out);
+  if (e->shstr == NULL) return false;
+  if (find_section(e, name, false, out)) return true;
+  memset(out, 0, sizeof *out);
+  return strncmp(name, ".debug_", 7) == 0 && find_section(e, name, true, out);
 }
 
 bool hci_elf_has_type(const hci_elf_t *e, uint32_t sh_type) {

@@ -11,8 +11,9 @@ symbolizer/inflate.c against Python's zlib (the reference encoder):
                refused (exit 1), never accepted with other bytes and
                never a crash;
   report       a copy of FIXTURE with its .debug_* sections made
-               SHF_COMPRESSED (zlib) leaks under HEAPCHECK=normal with LIB
-               preloaded: its report names inflate_fixture.c and the leak's
+               SHF_COMPRESSED (zlib), and one with GNU .zdebug_* sections
+               (objcopy's zlib-gnu), leak under HEAPCHECK=normal with LIB
+               preloaded: each report names inflate_fixture.c and the leak's
                line, read from the compressed .debug_line.
 
 Usage: test_inflate.py TOOL [FIXTURE LIB]
@@ -163,12 +164,18 @@ def report(fixture, lib, work):
     sections = subprocess.run(['readelf', '-S', '-W', packed], capture_output=True, text=True).stdout
     compressed = [s for s in sections.splitlines() if '.debug_line ' in s and ' C ' in s]
     result(bool(compressed), 'readelf sees a compressed .debug_line:\n' + sections)
-    fixture = packed
+    # The older GNU form: .zdebug_* sections ("ZLIB", a big-endian size).
+    gnu = os.path.join(work, 'inflate_fixture_gnu')
+    subprocess.check_call(['objcopy', '--compress-debug-sections=zlib-gnu', fixture, gnu])
+    sections = subprocess.run(['readelf', '-S', '-W', gnu], capture_output=True, text=True).stdout
+    result('.zdebug_line' in sections, 'objcopy made .zdebug_line:\n' + sections)
     env = dict(os.environ, HEAPCHECK='normal', LD_PRELOAD=lib)
-    p = subprocess.run([fixture], env=env, capture_output=True, text=True, timeout=120)
     want = 'inflate_fixture.c:%d' % line
-    result(p.returncode == 1 and want in p.stderr and 'inflate_fixture_leak' in p.stderr,
-           'report of the -gz fixture: exit %d, wants %s:\n%s' % (p.returncode, want, p.stderr[-2000:]))
+    for prog, form in ((packed, 'SHF_COMPRESSED'), (gnu, '.zdebug')):
+        p = subprocess.run([prog], env=env, capture_output=True, text=True, timeout=120)
+        result(p.returncode == 1 and want in p.stderr and 'inflate_fixture_leak' in p.stderr,
+               'report of the fixture with %s sections: exit %d, wants %s:\n%s' %
+               (form, p.returncode, want, p.stderr[-2000:]))
 
 
 def main():

@@ -18,7 +18,8 @@ Cases (deterministic: case k uses seed + k):
   debug   the same for the debug file of the stripped program, found
           through its build-id under HEAPCHECK_DEBUG_DIR (no CRC to stop it);
   zdebug  the debug file with compressed sections (zlib: decoded by
-          symbolizer/inflate.c, so its corrupted copies test the decoder).
+          symbolizer/inflate.c, so its corrupted copies test the decoder);
+  gnudebug  the same with GNU .zdebug_* sections (objcopy's zlib-gnu).
 
 Usage: fuzz_corrupt.py TARGET LIBHEAPCHECK [--cases N] [--seed S] [--keep DIR]
 Prints one line per failure and a closing "N passed, N failed" line.
@@ -131,9 +132,11 @@ def main():
         stripped = os.path.join(work, 'stripped')
         dbg = os.path.join(work, 'prog.debug')
         zdbg = os.path.join(work, 'prog.zdebug')
+        gdbg = os.path.join(work, 'prog.gnudebug')
         subprocess.check_call(['objcopy', '--only-keep-debug', exe, dbg])
         subprocess.check_call(['objcopy', '--strip-all', exe, stripped])
         subprocess.check_call(['objcopy', '--compress-debug-sections=zlib', dbg, zdbg])
+        subprocess.check_call(['objcopy', '--compress-debug-sections=zlib-gnu', dbg, gdbg])
         build_id = None
         out = subprocess.check_output(['readelf', '-n', exe]).decode()
         for line in out.splitlines():
@@ -154,7 +157,9 @@ def main():
         exe_data = open(exe, 'rb').read()
         dbg_data = open(dbg, 'rb').read()
         zdbg_data = open(zdbg, 'rb').read()
+        gdbg_data = open(gdbg, 'rb').read()
         exe_secs, dbg_secs, zdbg_secs = sections(exe_data), sections(dbg_data), sections(zdbg_data)
+        gdbg_secs = sections(gdbg_data)
 
         def check(label, prog, env, want_report, need=None):
             nonlocal passed, failed
@@ -183,11 +188,12 @@ def main():
             check('control exe %s' % u, exe, dict(checked, HEAPCHECK_UNWINDER=u), True)
             check('control stripped+debug %s' % u, stripped, dict(checked, HEAPCHECK_UNWINDER=u), True,
                   'fuzz_target.c:')
-        # The same debug file with zlib-compressed sections: lines too.
-        shutil.copy(zdbg, dbgpath)
-        for u in ('dwarf', 'auto'):
-            check('control stripped+zdebug %s' % u, stripped, dict(checked, HEAPCHECK_UNWINDER=u), True,
-                  'fuzz_target.c:')
+        # The same debug file with zlib-compressed sections, both forms: lines too.
+        for z, zname in ((zdbg, 'zdebug'), (gdbg, 'gnudebug')):
+            shutil.copy(z, dbgpath)
+            for u in ('dwarf', 'auto'):
+                check('control stripped+%s %s' % (zname, u), stripped, dict(checked, HEAPCHECK_UNWINDER=u), True,
+                      'fuzz_target.c:')
         shutil.copy(dbg, dbgpath)
 
         def emit(path, data):
@@ -207,7 +213,7 @@ def main():
         prog = os.path.join(work, 'case')
         for k in range(a.cases):
             rng = random.Random(a.seed + k)
-            kind = ('exe', 'exe', 'debug', 'zdebug')[k % 4]
+            kind = ('exe', 'exe', 'debug', 'zdebug', 'exe', 'debug', 'gnudebug', 'zdebug')[k % 8]
             env = dict(checked, HEAPCHECK_UNWINDER='dwarf' if k % 2 else 'auto')
             if kind == 'exe':
                 data, what = mutate(exe_data, exe_secs, rng)
@@ -215,7 +221,8 @@ def main():
                 shutil.copy(dbg, dbgpath)
                 check('case %d exe %s' % (k, what), prog, env, False)
             else:
-                src, secs = (dbg_data, dbg_secs) if kind == 'debug' else (zdbg_data, zdbg_secs)
+                src, secs = {'debug': (dbg_data, dbg_secs), 'zdebug': (zdbg_data, zdbg_secs),
+                             'gnudebug': (gdbg_data, gdbg_secs)}[kind]
                 data, what = mutate(src, secs, rng)
                 emit(dbgpath, data)
                 check('case %d %s %s' % (k, kind, what), stripped, env, False)
