@@ -11,8 +11,8 @@ symbolizer/inflate.c against Python's zlib (the reference encoder):
                refused (exit 1), never accepted with other bytes and
                never a crash;
   report       a copy of FIXTURE with its .debug_* sections made
-               SHF_COMPRESSED (zlib), and one with GNU .zdebug_* sections
-               (objcopy's zlib-gnu), leak under HEAPCHECK=normal with LIB
+               SHF_COMPRESSED (zlib), and one with GNU .zdebug_* sections,
+               leak under HEAPCHECK=normal with LIB
                preloaded: each report names inflate_fixture.c and the leak's
                line, read from the compressed .debug_line.
 
@@ -120,34 +120,47 @@ def refusals(tool, work, rng):
         result(rc == 1 or (rc == 0 and out is not None), 'mutation %d: rc %d' % (k, rc))
 
 
-def compress_debug(src, dst):
+def compress_debug(src, dst, gnu=False):
     """Copies ELF64 file src to dst with every .debug_* section but the
-    string tables SHF_COMPRESSED (zlib), whatever their size (the linker
-    and objcopy leave a section alone when compression does not pay, and a
-    small program's all are): each new body appended, its header updated."""
+    string tables compressed (zlib), whatever their size (the linker and
+    objcopy leave a section alone when compression does not pay, and a
+    small program's all are): SHF_COMPRESSED with an Elf64_Chdr, or with
+    gnu the older form, renamed .zdebug_* ("ZLIB", the size in 8 big-endian
+    bytes, the stream).  Each new body, the section-name table (with gnu)
+    and the section headers are appended to the file."""
     d = bytearray(open(src, 'rb').read())
     shoff, = struct.unpack_from('<Q', d, 0x28)
     shnum, shstrndx = struct.unpack_from('<HH', d, 0x3c)
     hdrs = [list(struct.unpack_from('<IIQQQQIIQQ', d, shoff + i * 64)) for i in range(shnum)]
-    stroff = hdrs[shstrndx][4]
+    stroff, strsize = hdrs[shstrndx][4], hdrs[shstrndx][5]
+    names = bytearray(d[stroff:stroff + strsize])
     done = []
-    for i, h in enumerate(hdrs):
-        name = d[stroff + h[0]:d.index(b'\0', stroff + h[0])].decode()
+
+    def append(body):
+        while len(d) % 8:
+            d.append(0)
+        at = len(d)
+        d.extend(body)
+        return at
+
+    for h in hdrs:
+        name = names[h[0]:names.index(b'\0', h[0])].decode()
         if not name.startswith('.debug_') or name.endswith('str') or h[2] & 0x800 or h[1] == 8:
             continue
         body = bytes(d[h[4]:h[4] + h[5]])
-        packed = struct.pack('<IIQQ', 1, 0, len(body), max(h[8], 1)) + zlib.compress(body, 9)
-        while len(d) % 8:
-            d.append(0)
-        h[2] |= 0x800  # SHF_COMPRESSED
-        h[4], h[5], h[8] = len(d), len(packed), 8
-        d += packed
+        if gnu:
+            packed = b'ZLIB' + struct.pack('>Q', len(body)) + zlib.compress(body, 9)
+            h[0] = len(names)
+            names.extend(b'.z' + name[1:].encode() + b'\0')
+        else:
+            packed = struct.pack('<IIQQ', 1, 0, len(body), max(h[8], 1)) + zlib.compress(body, 9)
+            h[2] |= 0x800  # SHF_COMPRESSED
+            h[8] = 8
+        h[4], h[5] = append(packed), len(packed)
         done.append(name)
-    while len(d) % 8:
-        d.append(0)
-    new_shoff = len(d)
-    for h in hdrs:
-        d += struct.pack('<IIQQQQIIQQ', *h)
+    if gnu:
+        hdrs[shstrndx][4], hdrs[shstrndx][5] = append(bytes(names)), len(names)
+    new_shoff = append(b''.join(struct.pack('<IIQQQQIIQQ', *h) for h in hdrs))
     struct.pack_into('<Q', d, 0x28, new_shoff)
     with open(dst, 'wb') as f:
         f.write(d)
@@ -166,9 +179,10 @@ def report(fixture, lib, work):
     result(bool(compressed), 'readelf sees a compressed .debug_line:\n' + sections)
     # The older GNU form: .zdebug_* sections ("ZLIB", a big-endian size).
     gnu = os.path.join(work, 'inflate_fixture_gnu')
-    subprocess.check_call(['objcopy', '--compress-debug-sections=zlib-gnu', fixture, gnu])
+    done = compress_debug(fixture, gnu, gnu=True)
     sections = subprocess.run(['readelf', '-S', '-W', gnu], capture_output=True, text=True).stdout
-    result('.zdebug_line' in sections, 'objcopy made .zdebug_line:\n' + sections)
+    result('.debug_line' in done and '.zdebug_line' in sections and '.debug_line ' not in sections,
+           'sections renamed .zdebug_* and compressed: %s\n%s' % (done, sections))
     env = dict(os.environ, HEAPCHECK='normal', LD_PRELOAD=lib)
     want = 'inflate_fixture.c:%d' % line
     for prog, form in ((packed, 'SHF_COMPRESSED'), (gnu, '.zdebug')):
