@@ -111,16 +111,26 @@ static bool caller_needs_dwarf(uintptr_t ra) {
 }
 
 /* The frame-pointer walk pcs[0..n) from malloc's caller pcs[0] (which
- * keeps a frame pointer) stopped after two frames, in a function of the
- * same module that has none (per its CFI): its rbp held a number, not a
- * frame (LuaJIT's FFI calls: lj_vm_ffi_call keeps rbp frames, the C code
- * that calls it does not).  Two frames ending in another module are the
- * usual end of a complete walk (main, then libc's start; a thread's start
- * routine, then libc's start_thread): those keep their frame-pointer walk. */
-static bool chain_broke_uncached(uintptr_t pc0, uintptr_t pc1) {
+ * keeps a frame pointer) stopped after two frames in a function pcs[1]
+ * that has none (per its CFI): its rbp held a number, not a frame, and the
+ * walk lost every caller above it.  In the same module: LuaJIT's FFI calls
+ * (lj_vm_ffi_call keeps rbp frames, the C code that calls it does not).
+ * In another module this is also the usual end of a complete walk (main,
+ * then libc's start; a thread's start routine, then libc's start_thread),
+ * but not always: glibc's __gconv_open keeps a frame pointer and iconv's
+ * main, which calls it, keeps argv in rbp.  There the DWARF walk from
+ * malloc's caller decides: a start sequence is at most HC_START_FRAMES
+ * frames (main, __libc_start_call_main, __libc_start_main, _start); a
+ * longer walk means the frame-pointer one stopped short.  Done once per
+ * pair (the verdicts are cached below). */
+#define HC_START_FRAMES 4
+static bool chain_broke_uncached(uintptr_t pc0, uintptr_t pc1, uintptr_t ra, hc_unwind_memo_t *memo) {
   hci_eh_obj_t a, b;
-  if (!hci_eh_find(pc0, &a) || !hci_eh_find(pc1, &b) || a.map_lo != b.map_lo) return false;
-  return !hci_unwind_keeps_fp(pc1);
+  if (!hci_eh_find(pc0, &a) || !hci_eh_find(pc1, &b) || hci_unwind_keeps_fp(pc1)) return false;
+  if (a.map_lo == b.map_lo) return true;
+  uintptr_t dw[HC_MAX_STACK_DEPTH];
+  int m = hci_unwind_dwarf_at(dw, HC_MAX_STACK_DEPTH, ra, memo);
+  return m - find_pc(dw, m, ra) > HC_START_FRAMES;
 }
 
 /* Its verdicts by (pcs[0], pcs[1]): every allocation from a function that
@@ -132,13 +142,13 @@ static bool chain_broke_uncached(uintptr_t pc0, uintptr_t pc1) {
 #define BROKE_HINTS 256
 static _Atomic uint64_t broke_hint[BROKE_HINTS];
 
-static bool chain_broke_after_caller(const uintptr_t *pcs, int n) {
+static bool chain_broke_after_caller(const uintptr_t *pcs, int n, uintptr_t ra, hc_unwind_memo_t *memo) {
   if (n != 2) return false;
   uint64_t key = (pcs[0] * 0x9e3779b97f4a7c15ull) ^ (pcs[1] * 0xc2b2ae3d27d4eb4full);
   _Atomic uint64_t *e = &broke_hint[key >> 56];
   uint64_t v = atomic_load_explicit(e, memory_order_relaxed);
   if (hc_likely((v | 1) == (key | 1))) return v & 1;
-  bool broke = chain_broke_uncached(pcs[0], pcs[1]);
+  bool broke = chain_broke_uncached(pcs[0], pcs[1], ra, memo);
   atomic_store_explicit(e, (key & ~(uint64_t)1) | broke, memory_order_relaxed);
   return broke;
 }
@@ -204,7 +214,7 @@ static hc_noinline uint32_t capture_walk(uintptr_t ra, uintptr_t rec, hc_unwind_
   if (memo)
     for (int k = 0; k < HC_UNWIND_MEMO_WAYS; k++) memo->way[k].id = 0;
   i = find_pc(pcs, n, ra);
-  if (can_dwarf && !dwarf && (n - i <= 1 || chain_broke_after_caller(pcs + i, n - i))) {
+  if (can_dwarf && !dwarf && (n - i <= 1 || chain_broke_after_caller(pcs + i, n - i, ra, memo))) {
     /* The frame-pointer chain ends at the caller of malloc (its caller
      * clobbered rbp), or one frame later: the DWARF walk sees further. */
     uintptr_t dw[HC_MAX_STACK_DEPTH];
@@ -737,7 +747,7 @@ static hc_noinline uint32_t free_stack_walk(hc_tc_memo_t *mt, uintptr_t ra, uint
     /* At least 3 frames walked: n then tells a chain of 1 or 2 frames
      * (capture_walk's tests) from a longer one. */
     int n = rec ? hci_unwind_fp_from(pcs, stack_depth_max, rec, ra) : 0;
-    if (n >= 2 && !(hci_unwind_fallback && hci_unwind_dwarf_available() && chain_broke_after_caller(pcs, n))) {
+    if (n >= 2 && !(hci_unwind_fallback && hci_unwind_dwarf_available() && chain_broke_after_caller(pcs, n, ra, &mt->memo))) {
       id = hci_depot_put(pcs, n);
       hci_unwind_fp_memo_put(&mt->frees, ra, rec, n, id);
       return id;
