@@ -194,8 +194,9 @@ static bool inflated_contents(const hci_elf_t *ec, unsigned index, const Elf64_S
 }
 
 /* Section i of e named name, or its GNU-compressed form (.zdebug_X for
- * .debug_X) when gnu. */
-static bool find_section(const hci_elf_t *e, const char *name, bool gnu, hci_elf_sect_t *out) {
+ * .debug_X) when gnu; peek: whether it is there with contents, a
+ * compressed one not decoded (out->data stays NULL). */
+static bool find_section(const hci_elf_t *e, const char *name, bool gnu, bool peek, hci_elf_sect_t *out) {
   for (unsigned i = 1; i < e->shnum; i++) {
     Elf64_Shdr sh;
     read_shdr(e, i, &sh);
@@ -203,6 +204,9 @@ static bool find_section(const hci_elf_t *e, const char *name, bool gnu, hci_elf
     const char *have = e->shstr + sh.sh_name;
     if (gnu ? strncmp(have, ".z", 2) != 0 || strcmp(have + 2, name + 1) != 0 : strcmp(have, name) != 0) continue;
     bool packed = gnu || (sh.sh_flags & SHF_COMPRESSED);
+    const uint8_t *raw;
+    size_t raw_size;
+    if (peek) return shdr_contents(e, &sh, &raw, &raw_size);
     if (packed ? !inflated_contents(e, i, &sh, gnu, &out->data, &out->size)
                : !shdr_contents(e, &sh, &out->data, &out->size))
       return false;
@@ -213,12 +217,21 @@ static bool find_section(const hci_elf_t *e, const char *name, bool gnu, hci_elf
   return false;
 }
 
-bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out) {
+static bool section_lookup(const hci_elf_t *e, const char *name, bool peek, hci_elf_sect_t *out) {
   memset(out, 0, sizeof *out);
   if (e->shstr == NULL) return false;
-  if (find_section(e, name, false, out)) return true;
+  if (find_section(e, name, false, peek, out)) return true;
   memset(out, 0, sizeof *out);
-  return strncmp(name, ".debug_", 7) == 0 && find_section(e, name, true, out);
+  return strncmp(name, ".debug_", 7) == 0 && find_section(e, name, true, peek, out);
+}
+
+bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out) {
+  return section_lookup(e, name, false, out);
+}
+
+bool hci_elf_section_present(const hci_elf_t *e, const char *name) {
+  hci_elf_sect_t s;
+  return section_lookup(e, name, true, &s);
 }
 
 bool hci_elf_has_type(const hci_elf_t *e, uint32_t sh_type) {

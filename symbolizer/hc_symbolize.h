@@ -138,6 +138,9 @@ void hci_elf_close(hci_elf_t *e);
  * SHF_COMPRESSED section (zlib; not zstd) its decoded copy, made on the
  * first call and kept until hci_elf_close. */
 bool hci_elf_section(const hci_elf_t *e, const char *name, hci_elf_sect_t *out);
+/* Whether hci_elf_section would look at such a section (with contents),
+ * without decoding a compressed one. */
+bool hci_elf_section_present(const hci_elf_t *e, const char *name);
 /* True when a section of that type with contents exists (SHT_SYMTAB...). */
 bool hci_elf_has_type(const hci_elf_t *e, uint32_t sh_type);
 /* The value of the defined .symtab symbol called name, of any type (data

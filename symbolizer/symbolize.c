@@ -558,8 +558,7 @@ void hci_symbolizer_premap(void) {
     if (m->loaded || m->is_vdso || m->elf.map) continue;
     if (!open_module_file(m, &m->premapped_dev, &m->premapped_ino)) continue;
     /* Its separate debug file too, where load_module would look for one. */
-    hci_elf_sect_t sect;
-    if (hci_elf_section(&m->elf, ".symtab", &sect) && hci_elf_section(&m->elf, ".debug_line", &sect)) continue;
+    if (hci_elf_section_present(&m->elf, ".symtab") && hci_elf_section_present(&m->elf, ".debug_line")) continue;
     find_debug_file(m, m->premapped_dev, m->premapped_ino);
   }
   hci_unlock(&S.lock);
