@@ -525,6 +525,10 @@ typedef struct {
   long args[6];
 } hci_timed_rec_t;
 void hci_timed_waits_resolve(void); /* libc's functions (constructor, checker mode) */
+/* The next definition of name after ours (self), looked up once into
+ * *slot (a failure too: NULL, or fallback, a static link's other name),
+ * for the wrappers of timed_waits.c and timed_sem.c. */
+void *hci_timed_next(void **slot, const char *name, void *self, void *fallback);
 /* sigwait_watch.c's sigtimedwait: the record around libc's call. */
 bool hci_timed_sigwait_begin(const sigset_t *set, siginfo_t *info, const struct timespec *ts,
                              hci_timed_rec_t *saved);

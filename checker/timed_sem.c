@@ -12,9 +12,8 @@
  * so a definition of ours there could not reach libc's.  A static link
  * keeps that EINTR (docs/leak-checking.md, "The signal fallback").
  *
- * Locks: none.  No malloc (dlsym at the first call).
+ * Locks: none.  No malloc (dlsym at the first call: hci_timed_next).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <semaphore.h>
 #include <stdint.h>
@@ -29,14 +28,8 @@ HC_PRIVATE_STATE(real_timedwait);
 HC_PRIVATE_STATE(real_clockwait);
 static char name_timedwait[] = "sem_timedwait", name_clockwait[] = "sem_clockwait";
 
-static void *real(void **slot, const char *name, void *self) {
-  void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (f) return f;
-  f = dlsym(RTLD_NEXT, name);
-  if (!f || f == self) return NULL; /* not found: ENOSYS below */
-  __atomic_store_n(slot, f, __ATOMIC_RELEASE);
-  return f;
-}
+/* libc's, NULL when not found (ENOSYS below). */
+static void *real(void **slot, const char *name, void *self) { return hci_timed_next(slot, name, self, NULL); }
 
 hc_public int sem_timedwait(sem_t *sem, const struct timespec *abs) {
   sem_timedwait_fn f = (sem_timedwait_fn)(uintptr_t)real(&real_timedwait, name_timedwait, (void *)sem_timedwait);

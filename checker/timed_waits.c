@@ -167,15 +167,16 @@ static void *const static_fn[F_N] = {NULL, NULL, NULL, (void *)__semtimedop, (vo
                                      (void *)__clock_nanosleep, (void *)__select, (void *)__pselect, (void *)__ppoll,
                                      NULL, NULL};
 
-static void *real(int i) {
-  void *f = __atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE);
+void *hci_timed_next(void **slot, const char *name, void *self, void *fallback) {
+  void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
   if (f) return f == (void *)1 ? NULL : f;
-  f = dlsym(RTLD_NEXT, fn_name[i]);
-  if (f == self_fn[i]) f = NULL;
-  if (!f) f = static_fn[i];
-  __atomic_store_n(&real_fn[i], f ? f : (void *)1, __ATOMIC_RELEASE);
+  f = dlsym(RTLD_NEXT, name);
+  if (f == self) f = NULL;
+  if (!f) f = fallback;
+  __atomic_store_n(slot, f ? f : (void *)1, __ATOMIC_RELEASE);
   return f;
 }
+static void *real(int i) { return hci_timed_next(&real_fn[i], fn_name[i], self_fn[i], static_fn[i]); }
 void hci_timed_waits_resolve(void) {
   for (int i = 0; i < F_N; i++) real(i);
 }
