@@ -747,7 +747,8 @@ static hc_noinline uint32_t free_stack_walk(hc_tc_memo_t *mt, uintptr_t ra, uint
     /* At least 3 frames walked: n then tells a chain of 1 or 2 frames
      * (capture_walk's tests) from a longer one. */
     int n = rec ? hci_unwind_fp_from(pcs, stack_depth_max, rec, ra) : 0;
-    if (n >= 2 && !(hci_unwind_fallback && hci_unwind_dwarf_available() && chain_broke_after_caller(pcs, n, ra, &mt->memo))) {
+    if (n >= 2 &&
+        !(hci_unwind_fallback && hci_unwind_dwarf_available() && chain_broke_after_caller(pcs, n, ra, &mt->memo))) {
       id = hci_depot_put(pcs, n);
       hci_unwind_fp_memo_put(&mt->frees, ra, rec, n, id);
       return id;

@@ -334,42 +334,30 @@ NOINL static void fp_alloc_cb(void *arg) {
   BARRIER();
 }
 
-NOINL static void test_checked_fp_into_nofp(void) {
+/* cb (fp_alloc_cb, or unwind_fp_module.c's fp_module_alloc_cb, a shared
+ * library with frame pointers: the walk's two frames are then in two
+ * modules, as a complete walk's - main, then libc's start - and the stack
+ * stopped there, as iconv's from glibc's __gconv_open, whose caller keeps
+ * argv in rbp) called by nofp_rbp 20 times. */
+NOINL static void fp_cb_into_nofp(nofp_cb cb, const char *what) {
   uintptr_t outer[HC_MAX_STACK_DEPTH];
   int nout = checked_mode_outer(outer);
   int bad = 0;
   for (int k = 0; k < 20; k++) {
     fp_alloc_arg_t a = {NULL, 0};
-    nofp_rbp(fp_alloc_cb, &a, 5 + (uintptr_t)k); /* rbp: a multiple of 5 + k, never a frame */
-    stack_goes_out(a.p, a.ra, outer, nout, &bad, "from fp code called by nofp_rbp", k);
+    nofp_rbp(cb, &a, 5 + (uintptr_t)k); /* rbp: a multiple of 5 + k, never a frame */
+    stack_goes_out(a.p, a.ra, outer, nout, &bad, what, k);
     free(a.p);
   }
-  CHECK(bad == 0, "checker mode: %d of 20 stacks through a caller without frame pointers stop early", bad);
+  CHECK(bad == 0, "checker mode: %d of 20 stacks %s stop early", bad, what);
 }
 
-/* The same with the callback in another module (unwind_fp_module.c, a
- * shared library with frame pointers): the walk's two frames are in two
- * modules, as a complete walk's (main, then libc's start), and the stack
- * stopped there (iconv's from glibc's __gconv_open, whose caller keeps
- * argv in rbp).  Every recorded stack must go on to the frames a fresh
- * DWARF walk from here finds. */
-typedef struct fp_module_arg {
-  void *p;
-  uintptr_t ra;
-} fp_module_arg_t;
+/* Takes an fp_alloc_arg_t (unwind_fp_module.c's fp_module_arg_t, the same layout). */
 void fp_module_alloc_cb(void *arg);
 
-NOINL static void test_checked_fp_module_into_nofp(void) {
-  uintptr_t outer[HC_MAX_STACK_DEPTH];
-  int nout = checked_mode_outer(outer);
-  int bad = 0;
-  for (int k = 0; k < 20; k++) {
-    fp_module_arg_t a = {NULL, 0};
-    nofp_rbp(fp_module_alloc_cb, &a, 5 + (uintptr_t)k);
-    stack_goes_out(a.p, a.ra, outer, nout, &bad, "from another module's fp code called by nofp_rbp", k);
-    free(a.p);
-  }
-  CHECK(bad == 0, "checker mode: %d of 20 stacks through another module's fp code stop early", bad);
+NOINL static void test_checked_fp_into_nofp(void) {
+  fp_cb_into_nofp(fp_alloc_cb, "from fp code called by nofp_rbp");
+  fp_cb_into_nofp(fp_module_alloc_cb, "from another module's fp code called by nofp_rbp");
 }
 
 /* Checker mode, every operator new form called from code without frame
@@ -746,7 +734,6 @@ int main(void) {
   test_env();
   test_checked_nofp();
   test_checked_fp_into_nofp();
-  test_checked_fp_module_into_nofp();
   test_checked_nofp_new();
   if (failures) {
     fprintf(stderr, "test_unwind: %d failures\n", failures);
