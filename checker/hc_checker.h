@@ -515,7 +515,7 @@ void hci_close_watch_resolve(void); /* libc's close (constructor) */
  * sigtimedwait): the call and its deadline, for the ptrace helper. */
 typedef struct {
   long nr;               /* the system call being waited in, 0 if none */
-  int64_t deadline_ns;   /* CLOCK_MONOTONIC */
+  int64_t deadline_ns;   /* CLOCK_MONOTONIC; HCI_UNTIMED for a wait without a timeout */
   struct timespec left;  /* the time left, written by the helper */
   uintptr_t sp;          /* near the wrapper's stack pointer: libc's call is just below */
   int nargs;             /* the first nargs arguments libc's system call is given, when known */
@@ -524,6 +524,7 @@ typedef struct {
   unsigned loose_args;   /* bit i: args[i] is libc's to compute, not compared (a futex word, op, value) */
   long args[6];
 } hci_timed_rec_t;
+#define HCI_UNTIMED INT64_MAX
 void hci_timed_waits_resolve(void); /* libc's functions (constructor, checker mode) */
 /* The next definition of name after ours (self), looked up once into
  * *slot (a failure too: NULL, or fallback, a static link's other name),
@@ -547,9 +548,26 @@ bool hci_timed_restart(int tid, struct user_regs_struct *g);
 /* The fallback's handler (stop_world.c), on the stopped thread: notes the
  * call its slot says the thread was in (while it may read the slot), and,
  * at the handler's end, restarts a timed wait its signal ended with EINTR
- * with the time left when the context is that call (uc: the ucontext_t). */
+ * with the time left when the context is that call, an untimed one
+ * through untimed_restart.c's trampoline (arg: a hci_signal_ctx_t). */
+typedef struct {
+  void *uc; /* the handler's ucontext_t */
+  void *si; /* its siginfo_t, in the signal frame (read already) */
+} hci_signal_ctx_t;
 void hci_timed_signal_seen(const hci_thread_t *t);
-void hci_timed_signal_restart(void *uc);
+void hci_timed_signal_restart(void *arg);
+
+/* ======================= untimed_restart.c ======================= */
+/* An untimed wait (epoll_wait, epoll_pwait(2), poll, ppoll, select,
+ * pselect6, pause, rt_sigsuspend; nr, in the context uc) that the
+ * fallback's signal ended with EINTR: uc made to return into a trampoline
+ * that waits again in the call's p-variant under the program's mask, its
+ * data written over the frame's siginfo si.  False (uc untouched) for a
+ * wait with a timeout or without a p-variant. */
+bool hci_untimed_restart(void *uc, void *si, long nr);
+/* uc interrupted the trampoline: true, with its wait restarted when the
+ * signal ended it with EINTR (the trampoline's mask blocks every signal). */
+bool hci_untimed_again(void *uc);
 
 /* ======================= sigwait_watch.c ======================= */
 void hci_sigwait_watch_resolve(void); /* libc's sigtimedwait (constructor) */

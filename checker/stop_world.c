@@ -311,9 +311,10 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
       if ((int)((unsigned)r - (unsigned)gen) >= 0) break;
       hci_raw6(SYS_futex, (long)&stw.released, FUTEX_WAIT_PRIVATE, r, 0, 0, 0);
     }
-    /* Let go: a timed wait the signal ended restarts (timed_waits.c). */
+    /* Let go: a wait the signal ended restarts (timed_waits.c, untimed_restart.c). */
+    hci_signal_ctx_t ctx = {uctx, si};
     take_handler_stack(self);
-    hci_call_on(uctx, hci_timed_signal_restart, handler_stack + HANDLER_STACK);
+    hci_call_on(&ctx, hci_timed_signal_restart, handler_stack + HANDLER_STACK);
     atomic_store_explicit(&handler_stack_owner, 0, memory_order_release);
   }
   errno = saved_errno;
@@ -339,6 +340,13 @@ static void install_handler(void) {
   /* Nothing else may run on this thread while it is parked: a handler of
    * the program's could move a pointer out of the scanned range. */
   sigfillset(&sa.sa_mask);
+  /* glibc's sigfillset leaves out its own SIGCANCEL and SIGSETXID (32 and
+   * 33), and sigaddset refuses them; the kernel blocks what the mask says.
+   * A thread cancelled while its handler was in the slot section (its wait,
+   * a cancellation point, runs with asynchronous cancellation) unwound out
+   * of it without leaving stw.inside: the checker waited for it for good
+   * (signal_resume; a pthread_cancel beside back-to-back checks). */
+  ((unsigned long *)(void *)&sa.sa_mask)[0] |= 3ul << 31;
   if (sigaction(stw.signo, &sa, &stw.saved) == 0) stw.installed = true;
 }
 
