@@ -568,6 +568,9 @@ bool hci_untimed_restart(void *uc, void *si, long nr);
 /* uc interrupted the trampoline: true, with its wait restarted when the
  * signal ended it with EINTR (the trampoline's mask blocks every signal). */
 bool hci_untimed_again(void *uc);
+/* A seccomp filter kills one of the trampoline's calls (seccomp_probe.c):
+ * no more restarts of untimed waits. */
+void hci_untimed_forbid(void);
 
 /* ======================= sigwait_watch.c ======================= */
 void hci_sigwait_watch_resolve(void); /* libc's sigtimedwait (constructor) */

@@ -69,8 +69,10 @@
 
 #define RAW(n, a, b, c, d) hci_raw6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 
-/* What a killing call takes away. */
-enum { K_CORE, K_PTRACE, K_VMREADV, K_WAIT };
+/* What a killing call takes away (K_RESTART: the fallback's restart of
+ * untimed waits, untimed_restart.c, which makes these calls on the
+ * program's threads). */
+enum { K_CORE, K_PTRACE, K_VMREADV, K_RESTART, K_WAIT };
 
 struct call { long nr; const char *name; int kind; };
 
@@ -96,6 +98,11 @@ static const struct call calls[] = {
     C(readlink, CORE),
 #endif
     C(close, CORE), C(write, CORE), C(tgkill, CORE), C(rt_tgsigqueueinfo, CORE),
+    C(epoll_pwait, RESTART),
+#ifdef SYS_epoll_pwait2
+    C(epoll_pwait2, RESTART),
+#endif
+    C(ppoll, RESTART), C(pselect6, RESTART), C(rt_sigsuspend, RESTART),
     C(prctl, PTRACE), C(unshare, PTRACE), C(close_range, PTRACE), C(ptrace, PTRACE), C(wait4, WAIT),
 };
 #undef C
@@ -174,6 +181,15 @@ static void one(int i, long *page, int *fd) {
     RAW(nr, me, RAW(SYS_gettid, 0, 0, 0, 0), 0, &si);
     break;
   }
+  /* The restart's waits, made so that they return at once: no such
+   * descriptor, a zero timeout, a mask size the kernel refuses. */
+  case SYS_epoll_pwait: hci_raw6(nr, -1, 0, 1, 0, 0, 8); break;
+#ifdef SYS_epoll_pwait2
+  case SYS_epoll_pwait2: { struct timespec ts = {0, 0}; hci_raw6(nr, -1, 0, 1, (long)&ts, 0, 8); break; }
+#endif
+  case SYS_ppoll: { struct timespec ts = {0, 0}; hci_raw6(nr, 0, 0, (long)&ts, 0, 8, 0); break; }
+  case SYS_pselect6: { struct timespec ts = {0, 0}; hci_raw6(nr, 0, 0, 0, 0, (long)&ts, 0); break; }
+  case SYS_rt_sigsuspend: RAW(nr, NULL, 0, 0, 0); break; /* EINVAL before any wait */
   case SYS_prctl: RAW(nr, PR_SET_PDEATHSIG, SIGKILL, 0, 0); break;
   case SYS_unshare: RAW(nr, 0, 0, 0, 0); break; /* nothing unshared */
   case SYS_close_range: RAW(nr, ~0u, ~0u, 0, 0); break; /* no such descriptor */
@@ -350,6 +366,8 @@ static const char *gate(void) {
                             "ptrace, wait4, prctl, unshare or close_range");
       } else if (calls[i].kind == K_VMREADV) {
         hci_os_read_no_vm_readv();
+      } else if (calls[i].kind == K_RESTART) {
+        hci_untimed_forbid(); /* the fallback's untimed waits keep their EINTR */
       } else if (!verdict) {
         hci_snprintf(why, sizeof why,
                 "a seccomp filter the program inherited or installed by a direct system call kills or traps %s, "

@@ -35,12 +35,19 @@
  * 2.36 cancels such a wait asynchronously, from SIGCANCEL's handler) and
  * debuggers unwind through it into the program's frames.
  *
+ * A seccomp filter: the trampoline's calls are in seccomp_probe.c's list,
+ * so a filter the checker did not see installed that kills one of them
+ * turns the restarts off (hci_untimed_forbid); one that answers with an
+ * errno gets the call's EINTR back, as without us; one that refuses
+ * rt_sigprocmask (the mask's restore) on the thread keeps the EINTR.
+ *
  * Not covered (keep their EINTR): waits without a p-variant (semop,
  * sigwaitinfo, msgrcv, io_getevents), and a wait whose mask pointer could
  * not be read.  Locks: none.  No malloc.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,6 +99,17 @@ __asm__(".text\n"
         "  .cfi_escape 0x10, 0x10, 0x02, 0x77, 0x10\n" /* DW_CFA_expression rip: rsp + 16 */
         "  syscall\n"
         "hci_untimed_tramp_after:\n"
+        /* EPERM, EACCES, ENOSYS: a seccomp filter's answer (none of these
+         * calls fails so otherwise): the call's EINTR, as without us. */
+        "  cmpq $-1, %rax\n"
+        "  je 1f\n"
+        "  cmpq $-13, %rax\n"
+        "  je 1f\n"
+        "  cmpq $-38, %rax\n"
+        "  jne 2f\n"
+        "1:\n"
+        "  movq $-4, %rax\n"
+        "2:\n"
         "  movq %rax, 0x28(%rsp)\n"
         "  movl $14, %eax\n" /* rt_sigprocmask(SIG_SETMASK, &area->mask, NULL, 8) */
         "  movl $2, %edi\n"
@@ -121,6 +139,10 @@ static bool read_own(void *dst, uintptr_t src, size_t n) {
                   0) == (long)n;
 }
 
+static _Atomic bool forbidden;
+HC_PRIVATE_STATE(forbidden);
+void hci_untimed_forbid(void) { atomic_store(&forbidden, true); }
+
 bool hci_untimed_again(void *ucv) {
   ucontext_t *uc = ucv;
   greg_t *g = uc->uc_mcontext.gregs;
@@ -135,6 +157,10 @@ bool hci_untimed_again(void *ucv) {
 }
 
 bool hci_untimed_restart(void *ucv, void *si, long nr) {
+  /* The trampoline puts the thread's mask back with rt_sigprocmask: a
+   * filter that refuses it on this thread would leave every signal blocked. */
+  uint64_t cur;
+  if (atomic_load(&forbidden) || hci_raw6(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, 8, 0, 0) != 0) return false;
   ucontext_t *uc = ucv;
   greg_t *g = uc->uc_mcontext.gregs;
   const int arg[6] = {REG_RDI, REG_RSI, REG_RDX, REG_R10, REG_R8, REG_R9};
@@ -212,6 +238,7 @@ bool hci_untimed_restart(void *ucv, void *si, long nr) {
 }
 
 #else
+void hci_untimed_forbid(void) {}
 bool hci_untimed_again(void *uc) {
   (void)uc;
   return false;

@@ -24,6 +24,13 @@
  *         cancelled and ran their cleanup handler.
  * Exit 0 when quiet saw no EINTR, pinged none of ours, every thread woke
  * and every cancellation completed; 1 otherwise.
+ *
+ * "plain N": two threads wait in epoll_wait(-1) and poll(-1) (no p-variant
+ * of the program's own) while main runs N checks; prints the EINTRs and
+ * other errors they saw.  "filtered kill|errno N": installs a seccomp
+ * filter that kills (or answers EPERM to) epoll_pwait, epoll_pwait2,
+ * ppoll, pselect6 and rt_sigsuspend - the restart's calls - and execs
+ * "plain N": an inherited filter, which the checker probes.
  */
 #include <errno.h>
 #include <poll.h>
@@ -34,8 +41,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <heapcheck.h>
@@ -45,7 +57,7 @@ enum { K_EPOLL, K_EPOLL_P, K_EPOLL_PNULL, K_POLL, K_PPOLL, K_PPOLL_NULL, K_SELEC
 static const char *const names[K_N] = {"epoll_wait", "epoll_pwait", "epoll_pwait(NULL)", "poll", "ppoll",
                                        "ppoll(NULL)", "select", "pselect", "pause", "sigsuspend"};
 static const bool masked[K_N] = {false, true, false, false, true, false, false, true, false, true};
-static int epfd, rfd;
+static int epfd, rfd, wfd;
 static _Atomic int done, pinging, checking;
 static _Atomic long eintr[K_N], handled[K_N];
 static __thread int my_k = -1;
@@ -127,18 +139,68 @@ static void *checker(void *arg) {
   return NULL;
 }
 
+/* ---------------------------------------------------------------- plain, filtered */
+static _Atomic int plain_eintr[2], plain_other[2];
+static void *plain_waiter(void *arg) {
+  int k = (int)(long)arg;
+  while (!atomic_load(&done)) {
+    struct epoll_event ev;
+    struct pollfd pf = {rfd, POLLIN, 0};
+    int r = k ? poll(&pf, 1, -1) : epoll_wait(epfd, &ev, 1, -1);
+    if (r < 0 && errno == EINTR) atomic_fetch_add(&plain_eintr[k], 1);
+    else if (r < 0) atomic_fetch_add(&plain_other[k], 1), usleep(1000);
+  }
+  return NULL;
+}
+static int plain(int n) {
+  pthread_t t[2];
+  for (long k = 0; k < 2; k++) pthread_create(&t[k], NULL, plain_waiter, (void *)k);
+  usleep(50000);
+  checks(n);
+  atomic_store(&done, 1);
+  if (write(wfd, "x", 1) != 1) return 3;
+  for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
+  printf("plain: %d checks, epoll_wait EINTR %d, poll EINTR %d, other errors %d\n", n, (int)plain_eintr[0],
+         (int)plain_eintr[1], (int)(plain_other[0] + plain_other[1]));
+  return 0;
+}
+static int filtered(bool kill, const char *n) {
+  static const int nrs[] = {SYS_epoll_pwait,
+#ifdef SYS_epoll_pwait2
+                            SYS_epoll_pwait2,
+#endif
+                            SYS_ppoll, SYS_pselect6, SYS_rt_sigsuspend};
+  struct sock_filter f[16] = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))};
+  unsigned len = 1, nn = sizeof nrs / sizeof nrs[0];
+  for (unsigned i = 0; i < nn; i++)
+    f[len++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nrs[i], nn - i, 0);
+  f[len++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  f[len++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM);
+  struct sock_fprog prog = {(unsigned short)len, f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+    perror("filtered: seccomp");
+    return 77;
+  }
+  char *args[] = {(char *)"fx_fallback_waits", (char *)"plain", (char *)n, NULL};
+  execv("/proc/self/exe", args);
+  perror("filtered: execv");
+  return 9;
+}
+
 int main(int argc, char **argv) {
-  int n = argc > 1 ? atoi(argv[1]) : 200;
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc > 2 && !strcmp(argv[1], "filtered")) return filtered(!strcmp(argv[2], "kill"), argc > 3 ? argv[3] : "20");
+  int n = argc > 1 ? atoi(argv[argc > 2 ? 2 : 1]) : 200;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_usr1;
   sigaction(SIGUSR1, &sa, NULL);
   int p[2];
   if (pipe(p) || (epfd = epoll_create1(0)) < 0) return 77;
-  rfd = p[0];
+  rfd = p[0], wfd = p[1];
   struct epoll_event ev = {.events = EPOLLIN};
   if (epoll_ctl(epfd, EPOLL_CTL_ADD, rfd, &ev)) return 77;
+  if (argc > 1 && !strcmp(argv[1], "plain")) return plain(n);
   for (int k = 0; k < K_N; k++) pthread_create(&tids[k], NULL, waiter, (void *)(long)k);
   usleep(50000);
 
