@@ -32,9 +32,13 @@
  * checking thread's stack is scanned from its entry point up) takes it
  * from its caller, never from its own frame.
  *
+ * The work runs with the thread's cancellation disabled (see
+ * hci_own_stack_call).
+ *
  * Locks: none (one atomic exchange); no malloc.  Safe in a fork child
  * (the kept stack is inherited with the address space).
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,7 +109,7 @@ static bool limited(void) {
          (getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY);
 }
 
-bool hci_own_stack_call(void (*fn)(void *), void *arg) {
+static bool call_on_own(void (*fn)(void *), void *arg) {
   if (!HAVE_SWITCH) {
     fn(arg);
     return false;
@@ -138,6 +142,19 @@ bool hci_own_stack_call(void (*fn)(void *), void *arg) {
   if (!atomic_compare_exchange_strong_explicit(&kept, &none, s, memory_order_release, memory_order_relaxed))
     hci_os_unmap((void *)s, OWN_STACK);
   return true;
+}
+
+/* Cancellation waits for the work's end: its reports and dumps call
+ * libc's open, read and write, cancellation points, and a thread cancelled
+ * meanwhile unwound out of a check with the other threads still stopped
+ * (a thread running scoped checks, cancelled by main: the process hung in
+ * every run, both stop methods), or out of a dump holding its lock. */
+bool hci_own_stack_call(void (*fn)(void *), void *arg) {
+  int old = PTHREAD_CANCEL_ENABLE;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  bool r = call_on_own(fn, arg);
+  pthread_setcancelstate(old, NULL);
+  return r;
 }
 
 uintptr_t hci_own_stack_top(uintptr_t sp) {

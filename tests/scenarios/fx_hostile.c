@@ -89,6 +89,11 @@
  *              then 10 scoped checks.  Prints the signals its handler saw
  *              and the checks that passed.  x86-64 only (elsewhere prints
  *              the expected line).
+ *  cancel-checker N  N times: a thread runs scoped checks with a report
+ *              (each after a 77-byte leak) and pthread_testcancel() in a
+ *              loop; main cancels it at a varying time and joins it.
+ *              Prints how many ended cancelled; returns 0 (the leaks are
+ *              reported at exit).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -292,6 +297,36 @@ static int sandbox_min(const char *kind, const char *how, bool thread, int statu
   (void)kind, (void)how, (void)thread, (void)status;
   return 77;
 #endif
+}
+
+/* ---------------------------------------------------------------- a checking thread cancelled */
+static void *checking_loop(void *arg) {
+  (void)arg;
+  for (;;) {
+    hc_check_t *c = hc_check_begin("cancelled");
+    void *volatile q = leak_bytes(77);
+    q = NULL;
+    (void)q;
+    hc_check_end(c, HC_CHECK_REPORT | HC_CHECK_SYMBOLIZE);
+    hc_check_free(c);
+    pthread_testcancel();
+  }
+  return NULL;
+}
+static int cancel_checker(int n) {
+  int cancelled = 0;
+  for (int i = 0; i < n; i++) {
+    pthread_t t;
+    void *res = NULL;
+    pthread_create(&t, NULL, checking_loop, NULL);
+    usleep(2000 + (unsigned)(i * 1777) % 20000);
+    pthread_cancel(t);
+    pthread_join(t, &res);
+    cancelled += res == PTHREAD_CANCELED;
+    free(malloc(100)); /* the allocator's locks: free again */
+  }
+  printf("cancel-checker: %d of %d cancelled\n", cancelled, n);
+  return 0;
 }
 
 /* ---------------------------------------------------------------- sigwait race */
@@ -912,6 +947,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "untimed-waits")) return untimed_waits(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
   if (!strcmp(s, "pivot")) return pivot(argc > 2 ? argv[2] : "");
+  if (!strcmp(s, "cancel-checker")) return cancel_checker(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "sigwait-race")) return sigwait_race(argc > 2 ? atoi(argv[2]) : 200);
   if (!strcmp(s, "sandbox-min"))
     return sandbox_min(argc > 2 ? argv[2] : "kill", argc > 3 ? argv[3] : "prctl", argc > 4 && !strcmp(argv[4], "thread"),
