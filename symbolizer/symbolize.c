@@ -355,6 +355,8 @@ static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 /* Rebuilds the module list when the loader says objects came or went. */
+static void unload_module(module_t *m);
+
 static void refresh_modules(void) {
   counters_t c = {0, 0, false};
   dl_iterate_phdr(counters_cb, &c);
@@ -372,7 +374,7 @@ static void refresh_modules(void) {
       dup = same_module(r, m->name, m->base, m->lo) && r->build_id_len == m->build_id_len &&
             memcmp(r->build_id, m->build_id, m->build_id_len) == 0;
     if (dup && !m->loaded) {
-      hci_meta_free(m, sizeof *m);
+      unload_module(m); /* with its file, when premap mapped it (a chroot) */
       continue;
     }
     m->next = S.retired;
