@@ -807,5 +807,12 @@ void hci_sarif_run(hci_out_t *o, const hci_fmt_check_t *c);    /* one element of
 /* Reads the options and, when checking is on, turns recording on. */
 void hci_checker_init(void);
 void hci_checker_fork_locks(hci_lock_fn *each);
+void hci_checker_fork_child(void);
+/* The locks fork_prepare takes beside hci_chk_lock (stop_world.c,
+ * tls_geometry.c, roots.c) and the seccomp gate's reset (seccomp_probe.c). */
+void hci_stw_fork_locks(hci_lock_fn *each);
+void hci_tls_fork_locks(hci_lock_fn *each);
+void hci_roots_fork_locks(hci_lock_fn *each);
+void hci_seccomp_fork_child(void);
 
 #endif

@@ -358,4 +358,17 @@ __attribute__((constructor)) static void checker_late_ctor(void) {
 
 // ---- fork ----
 
-void hci_checker_fork_locks(hci_lock_fn *each) { each(&hci_chk_lock); }
+/* In rank order.  The set-up and root-table locks are taken outside the
+ * checker's: a fork beside another thread's first check or root
+ * registration left them held in the child (fork_gate2 in
+ * docs/validation.md, session 24). */
+void hci_checker_fork_locks(hci_lock_fn *each) {
+  each(&hci_chk_lock);
+  hci_stw_fork_locks(each);
+  hci_tls_fork_locks(each);
+  hci_roots_fork_locks(each);
+}
+
+/* The fork child: the seccomp gate's owner was another thread of the
+ * parent's (a check asked beside the fork): it spun in the child for good. */
+void hci_checker_fork_child(void) { hci_seccomp_fork_child(); }

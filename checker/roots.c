@@ -59,6 +59,7 @@ static struct {
    * main; see hci_roots_set_start_frames): tp 0 = unknown. */
   uintptr_t start_tp, start_lo, start_hi;
 } roots = {.lock = HCI_LOCK_INIT(HC_RANK_ROOTS)};
+void hci_roots_fork_locks(hci_lock_fn *each) { each(&roots.lock); } /* as stop_world.c's */
 HC_PRIVATE_STATE(roots);
 
 struct sink {

@@ -383,6 +383,10 @@ static const char *gate(void) {
   return verdict;
 }
 
+/* The child of a fork: no other thread, so no gate in progress (the
+ * parent's probe state is redone: pr.pid differs). */
+void hci_seccomp_fork_child(void) { atomic_store_explicit(&gate_owner, 0, memory_order_relaxed); }
+
 const char *hci_seccomp_gate(void) {
   uintptr_t me = (uintptr_t)__builtin_thread_pointer(), free_ = 0;
   while (!atomic_compare_exchange_weak_explicit(&gate_owner, &free_, me, memory_order_acquire,

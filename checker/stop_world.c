@@ -390,6 +390,11 @@ static void read_options(void) {
   }
 }
 
+/* fork: the set-up's lock, taken by fork_prepare (runtime/init.c) with
+ * the others: a child forked while another thread set up its first check
+ * inherited it held, and its own first check waited for good. */
+void hci_stw_fork_locks(hci_lock_fn *each) { each(&stw.init_lock); }
+
 static void stw_init_once(void) {
   if (atomic_load_explicit(&stw.ready, memory_order_acquire)) return;
   hci_lock(&stw.init_lock);

@@ -109,6 +109,8 @@ static void compute(hci_tls_geometry_t *g) {
 #endif
 }
 
+void hci_tls_fork_locks(hci_lock_fn *each) { each(&tls.init_lock); } /* as stop_world.c's */
+
 void hci_tls_init(void) {
   if (atomic_load_explicit(&tls.ready, memory_order_acquire)) return;
   hci_lock(&tls.init_lock);

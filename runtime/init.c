@@ -137,6 +137,7 @@ static void fork_child(void) {
   hci_log_stream_fork_child();
   hci_proc_fork_child();
   hci_exec_watch_fork_child();
+  hci_checker_fork_child();
   hci_profiler_fork_child();
 }
 
