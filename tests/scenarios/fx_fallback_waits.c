@@ -25,6 +25,12 @@
  * Exit 0 when quiet saw no EINTR, pinged none of ours, every thread woke
  * and every cancellation completed; 1 otherwise.
  *
+ * "same-signal SIGNO N": a thread pthread_sigqueue()s SIGNO (the stop
+ * signal's number, by default SIGRTMAX-3) N times, each with its own
+ * value, to another thread while main runs checks back to back; the
+ * program's handler counts them and sums the values.  Prints how many
+ * arrived and whether the sum is right.
+ *
  * "plain N": two threads wait in epoll_wait(-1) and poll(-1) (no p-variant
  * of the program's own) while main runs N checks; prints the EINTRs and
  * other errors they saw.  "filtered kill|errno N": installs a seccomp
@@ -139,6 +145,52 @@ static void *checker(void *arg) {
   return NULL;
 }
 
+/* ---------------------------------------------------------------- same-signal */
+static _Atomic long ss_got, ss_sum;
+static pthread_t ss_receiver;
+static void on_same(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)uc;
+  atomic_fetch_add(&ss_got, 1);
+  atomic_fetch_add(&ss_sum, si->si_value.sival_int);
+}
+static void *ss_receive(void *arg) {
+  (void)arg;
+  while (!atomic_load(&done)) usleep(1000);
+  return NULL;
+}
+static void *ss_send(void *arg) {
+  const int *sn = arg;
+  for (int i = 1; i <= sn[1]; i++) {
+    union sigval v;
+    memset(&v, 0, sizeof v);
+    v.sival_int = i;
+    int r;
+    while ((r = pthread_sigqueue(ss_receiver, sn[0], v)) == EAGAIN) usleep(100);
+    if (r) break;
+    if (i % 4 == 0) usleep(200);
+  }
+  return NULL;
+}
+static int same_signal(int signo, int n) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_same;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigaction(signo, &sa, NULL);
+  int sn[2] = {signo, n};
+  pthread_t s;
+  pthread_create(&ss_receiver, NULL, ss_receive, NULL);
+  pthread_create(&s, NULL, ss_send, sn);
+  int ran = 0;
+  for (; pthread_tryjoin_np(s, NULL) != 0; ran++) checks(1);
+  usleep(100000); /* the last ones' handler runs */
+  atomic_store(&done, 1);
+  pthread_join(ss_receiver, NULL);
+  long want = (long)n * (n + 1) / 2;
+  printf("same-signal: %d checks, %ld of %d arrived, sum %s\n", ran, (long)ss_got, n, ss_sum == want ? "right" : "wrong");
+  return 0;
+}
+
 /* ---------------------------------------------------------------- plain, filtered */
 static _Atomic int plain_eintr[2], plain_other[2];
 static void *plain_waiter(void *arg) {
@@ -189,6 +241,7 @@ static int filtered(bool kill, const char *n) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc > 3 && !strcmp(argv[1], "same-signal")) return same_signal(atoi(argv[2]), atoi(argv[3]));
   if (argc > 2 && !strcmp(argv[1], "filtered")) return filtered(!strcmp(argv[2], "kill"), argc > 3 ? argv[3] : "20");
   int n = argc > 1 ? atoi(argv[argc > 2 ? 2 : 1]) : 200;
   struct sigaction sa;
