@@ -556,7 +556,11 @@ static bool blocks_stop(int taskfd, hci_thread_t *t) {
   else hci_snprintf(task, sizeof task, "%d", tid);
   if (hci_task_file(taskfd, task, "status", buf, sizeof buf) <= 0) return false;
   uint64_t bit = 1ull << (stw.signo - 1);
-  if (hci_status_mask(buf, "\nSigBlk:") & bit) return true;
+  if (hci_status_mask(buf, "\nSigBlk:") & bit) {
+    /* Its call, for the message if it never unblocks it (hci_world_why_incomplete). */
+    if (hci_task_file(taskfd, task, "syscall", buf, sizeof buf) > 0) note_syscall(t, buf);
+    return true;
+  }
   /* sigwaitinfo and sigtimedwait unblock the set they wait for while they
    * wait (the kernel's real_blocked): the signal would be their result.
    * "number set-address ..." (unreadable: not dumpable; "running"). */
@@ -914,13 +918,20 @@ void hci_world_why_incomplete(const hci_world_t *w, char *b, size_t n) {
     hci_snprintf(b, n, "not every thread could be listed (/proc/self/task unreadable, or threads kept appearing)");
   } else if (w->nnot_stopped) {
     int tid = 0;
+    long nr = -1;
     for (int i = 0; i < w->nthreads && !tid; i++)
-      if (atomic_load(&w->threads[i].state) == HCI_T_NOT_STOPPED) tid = w->threads[i].tid;
+      if (atomic_load(&w->threads[i].state) == HCI_T_NOT_STOPPED) tid = w->threads[i].tid, nr = w->threads[i].sys_nr;
+    /* A thread that blocks every signal and waits in sigwaitinfo is most
+     * often libc's own: glibc's thread for SIGEV_THREAD timers (timer_create)
+     * lives so, and the program blocked nothing itself. */
     hci_snprintf(b, n, "%d thread%s (tid %d%s) could not be stopped (%s)", w->nnot_stopped,
                  w->nnot_stopped == 1 ? "" : "s", tid, w->nnot_stopped == 1 ? "" : ", ...",
                  w->method != HCI_STOP_SIGNAL ? "stuck in the kernel past HEAP_CHECK_STOP_TIMEOUT_MS"
                  : w->queue_full ? "the stop signal could not be queued: RLIMIT_SIGPENDING reached, and ptrace is not available"
-                                 : "they block the stop signal and ptrace is not available");
+                 : nr == SYS_rt_sigtimedwait
+                     ? "it blocks the stop signal and waits in sigwaitinfo, as glibc's thread for SIGEV_THREAD timers "
+                       "(timer_create) does; ptrace is not available"
+                     : "they block the stop signal and ptrace is not available");
   } else if (w->maps.n == 0) {
     hci_snprintf(b, n, "/proc/self/maps could not be read, so no thread stack can be bounded");
   } else {

@@ -31,6 +31,10 @@
  * program's handler counts them and sums the values.  Prints how many
  * arrived and whether the sum is right.
  *
+ * "timer-thread": creates a SIGEV_THREAD timer (never armed: glibc starts
+ * its helper thread, which blocks every signal) and runs one scoped
+ * check; prints whether it passed; returns 0.
+ *
  * "plain N": two threads wait in epoll_wait(-1) and poll(-1) (no p-variant
  * of the program's own) while main runs N checks; prints the EINTRs and
  * other errors they saw.  "filtered kill|errno N": installs a seccomp
@@ -54,6 +58,7 @@
 #include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <heapcheck.h>
@@ -191,6 +196,21 @@ static int same_signal(int signo, int n) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- timer-thread */
+static void on_timer(union sigval v) { (void)v; }
+static int timer_thread(void) {
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD;
+  sev.sigev_notify_function = on_timer;
+  timer_t t;
+  if (timer_create(CLOCK_MONOTONIC, &sev, &t)) return 77;
+  hc_check_t *c = hc_check_begin("timer");
+  printf("timer-thread: check %s\n", hc_check_end(c, 0) ? "passed" : "failed");
+  hc_check_free(c);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- plain, filtered */
 static _Atomic int plain_eintr[2], plain_other[2];
 static void *plain_waiter(void *arg) {
@@ -241,6 +261,7 @@ static int filtered(bool kill, const char *n) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc > 1 && !strcmp(argv[1], "timer-thread")) return timer_thread();
   if (argc > 3 && !strcmp(argv[1], "same-signal")) return same_signal(atoi(argv[2]), atoi(argv[3]));
   if (argc > 2 && !strcmp(argv[1], "filtered")) return filtered(!strcmp(argv[2], "kill"), argc > 3 ? argv[3] : "20");
   int n = argc > 1 ? atoi(argv[argc > 2 ? 2 : 1]) : 200;
