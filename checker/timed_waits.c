@@ -513,7 +513,6 @@ void hci_timed_signal_restart(void *ctxv) {
      * came: a wrapper's record names the call, when the instruction before
      * the context's pc is a system call. */
     unsigned short insn = 0;
-    struct iovec mine = {&insn, sizeof insn}, theirs = {(void *)(uintptr_t)(g[REG_RIP] - 2), sizeof insn};
     /* A handler of the program's that interrupted the wrapper makes its
      * own calls a signal frame (over 1 KiB) further down, or elsewhere. */
     uintptr_t sp = (uintptr_t)g[REG_RSP];
@@ -522,8 +521,8 @@ void hci_timed_signal_restart(void *ctxv) {
       args = rec.loose_args >> i & 1   ? true
              : rec.stack_args >> i & 1 ? (uintptr_t)g[arg[i]] >= sp && (uintptr_t)g[arg[i]] < rec.sp
                                        : same_arg(g[arg[i]], rec.args[i]);
-    if (!rec.nr || !args || sp >= rec.sp || rec.sp - sp > 1024 || hci_raw6(SYS_process_vm_readv, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&mine, 1,
-                            (long)&theirs, 1, 0) != (long)sizeof insn || insn != 0x050f)
+    if (!rec.nr || !args || sp >= rec.sp || rec.sp - sp > 1024 ||
+        hci_os_read(&insn, (uintptr_t)g[REG_RIP] - 2, sizeof insn) != sizeof insn || insn != 0x050f)
       return;
     nr = rec.nr;
   }
@@ -573,10 +572,7 @@ void hci_timed_signal_restart(void *ctxv) {
         put_left(&sig_left, left);
       } else if (g[rem]) {
         struct timespec r;
-        struct iovec mine = {&r, sizeof r}, theirs = {(void *)(uintptr_t)g[rem], sizeof r};
-        if (hci_raw6(SYS_process_vm_readv, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&mine, 1, (long)&theirs, 1,
-                     0) != (long)sizeof r)
-          return;
+        if (hci_os_read(&r, (uintptr_t)g[rem], sizeof r) != sizeof r) return;
         sig_left = r;
       } else {
         return;

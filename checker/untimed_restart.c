@@ -54,7 +54,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "hc_checker.h"
@@ -133,12 +132,6 @@ __asm__(".text\n"
         "  .cfi_endproc\n"
         ".size hci_untimed_tramp, .-hci_untimed_tramp\n");
 
-static bool read_own(void *dst, uintptr_t src, size_t n) {
-  struct iovec mine = {dst, n}, theirs = {(void *)src, n};
-  return hci_raw6(SYS_process_vm_readv, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&mine, 1, (long)&theirs, 1,
-                  0) == (long)n;
-}
-
 static _Atomic bool forbidden;
 HC_PRIVATE_STATE(forbidden);
 void hci_untimed_forbid(void) { atomic_store(&forbidden, true); }
@@ -148,7 +141,7 @@ bool hci_untimed_again(void *ucv) {
   greg_t *g = uc->uc_mcontext.gregs;
   if ((uintptr_t)g[REG_RIP] != (uintptr_t)hci_untimed_tramp_after) return false;
   struct area a;
-  if (g[REG_RAX] != -EINTR || !read_own(&a, (uintptr_t)g[REG_RSP], sizeof a) ||
+  if (g[REG_RAX] != -EINTR || hci_os_read(&a, (uintptr_t)g[REG_RSP], sizeof a) != sizeof a ||
       a.magic != (AREA_MAGIC ^ (uintptr_t)g[REG_RSP]))
     return true; /* ours, and done: its result goes to the program */
   g[REG_RAX] = a.nr;
@@ -209,7 +202,7 @@ bool hci_untimed_restart(void *ucv, void *si, long nr) {
       if (p[4]) return false;
       /* {sigmask, size}: a NULL sigmask (or pair) waits under the thread's mask. */
       const void *ss = NULL;
-      if (p[5] && !read_own(&ss, (uintptr_t)p[5], sizeof ss)) return false;
+      if (p[5] && hci_os_read(&ss, (uintptr_t)p[5], sizeof ss) != sizeof ss) return false;
       if (!ss) p[5] = (greg_t)ps_at;
       a.nr = SYS_pselect6;
       break;
