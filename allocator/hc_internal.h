@@ -305,8 +305,8 @@ static inline void hc_tc_set_lim(hc_tc_list_t *l, uint32_t lim) {
  * back to owner: into tc's batch for cls, pushed onto owner's inbox when
  * full or when the next object has another owner. */
 void hci_remote_free(hc_tcache_t *tc, hc_tcache_t *owner, unsigned cls, void *p);
-/* Takes tc's inbox for cls whole (its tail and length found by walking
- * it).  False when it is empty. */
+/* Takes tc's inbox for cls whole (its head and length; out->tail is not
+ * set).  False when it is empty. */
 bool hci_remote_collect(hc_tcache_t *tc, unsigned cls, hc_chain_t *out);
 /* Pushes every batch of tc to its owner (flush, trim, thread exit). */
 void hci_remote_flush(hc_tcache_t *tc);

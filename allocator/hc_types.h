@@ -108,7 +108,8 @@ typedef struct hc_tc_remote {
    * to 16 bytes only, so no alignment attribute). */
   char pad0[64];
   struct {
-    _Atomic(void *) head;            /* objects pushed by other threads, linked as free lists */
+    _Atomic uintptr_t word;          /* objects pushed by other threads, linked as free lists: the
+                                        head, and their number above it (remote.c) */
     _Atomic size_t n;                /* pushed and not taken yet (added before the push: never low) */
   } inbox[HC_NUM_CLASSES];
   _Atomic size_t pending;            /* bytes in all inboxes (as inbox[].n; bounded by HC_REMOTE_INBOX_MAX) */

@@ -18,7 +18,12 @@
  *    the batch is pushed after the exit and ends in central, not in the
  *    dead cache's inbox (which stays empty), and nothing is lost;
  *  - fork: children forked while threads free each other's objects
- *    allocate, free and trim, and exit 0.
+ *    allocate, free and trim, and exit 0;
+ *  - count: the length a take reads from the inbox word (no walk) is the
+ *    chain's length, for a few batches and for an inbox full to
+ *    HC_REMOTE_INBOX_MAX, whose 65 536 objects of 16 bytes do not fit the
+ *    word's 16 bits (the length saturates and the take counts by walking);
+ *    the rest of such a flood goes to central, and nothing is lost.
  * In checker mode (HEAPCHECK=normal: test_remote_checker) every free is
  * slow and stays with the freeing thread: the test checks that no inbox
  * or batch ever holds an object, and the stress and fork parts run as
@@ -35,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "free_list.h"
 #include "hc_internal.h"
 #include "heapcheck.h"
 
@@ -315,6 +321,53 @@ static void test_fork(void) {
   printf("fork: %d children forked while 2 threads freed each other's objects\n", FORKS);
 }
 
+// ---- count ----
+
+static void **flood;
+static size_t nflood;
+
+static void *flood_freer(void *arg) {
+  (void)arg;
+  free(malloc(16));
+  for (size_t i = 0; i < nflood; i++) free(flood[i]);
+  hci_remote_flush(hci_tc);
+  return NULL;
+}
+
+/* Main allocates n objects of 16 bytes, another thread frees them all;
+ * main then takes its inbox and counts the chain. */
+static void count_case(size_t n) {
+  unsigned cls = hci_size_class(16);
+  settle();
+  size_t before = outside_central();
+  flood = malloc(n * sizeof *flood);
+  nflood = n;
+  for (size_t i = 0; i < n; i++) flood[i] = malloc(16);
+  pthread_t t;
+  pthread_create(&t, NULL, flood_freer, NULL);
+  pthread_join(t, NULL);
+  size_t pending = hci_remote_objects(hci_tc, cls);
+  hc_chain_t ch;
+  bool took = hci_remote_collect(hci_tc, cls, &ch);
+  size_t walked = 0;
+  for (void *p = took ? ch.head : NULL; p && walked <= n; p = hc_fl_next(p, 0)) walked++;
+  CHECK(took && ch.n == walked && ch.n == pending && walked <= n && walked >= n / 2,
+        "%zu freed: the take says %u, the chain holds %zu, the inbox counted %zu", n, took ? ch.n : 0, walked,
+        pending);
+  if (took) hci_central_insert(cls, &ch);
+  free(flood);
+  settle();
+  CHECK(outside_central() == before, "after %zu remote frees: %zu objects outside central, want %zu", n,
+        outside_central(), before);
+  printf("count: %zu remote frees, %zu taken from the inbox by its word\n", n, walked);
+}
+
+static void test_count(void) {
+  if (checker) return;
+  count_case(1000);
+  count_case((HC_REMOTE_INBOX_MAX / 16) + 5000);
+}
+
 int main(void) {
   free(malloc(1));
   /* No sampled objects: a sampled one has a span of its own, with no
@@ -329,6 +382,7 @@ int main(void) {
   test_stress();
   test_exit();
   test_fork();
+  test_count();
   if (failures) return 1;
   printf("PASS (%d checks)\n", checks);
   return 0;
