@@ -253,6 +253,12 @@ int hci_tasks_probe_ns(int fd, int self);
  * cannot be used (refused); -2 when it cannot be used for now (no memory,
  * process limit).  On error nothing is stopped and w->nthreads is 1. */
 int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool yama, const char **why);
+/* Whether task tid (in the task list fd; leader: the process's first)
+ * waits for a vfork child now: a stop waits for it up to
+ * HCI_VFORK_WAIT_FACTOR timeouts (it answers once the child has exec'd).
+ * Raw system calls only. */
+#define HCI_VFORK_WAIT_FACTOR 10
+bool hci_task_in_vfork(int taskfd, int tid, bool leader);
 /* Detaches every thread and reaps the helper. */
 void hci_ptrace_resume(hci_world_t *w);
 /* hci_world_ending's part: an orphan helper told the process ends; our

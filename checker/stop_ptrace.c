@@ -423,8 +423,22 @@ static bool pending_stops(int from) {
 }
 
 /* Reaps stop and exit reports until every thread from `from` on answered. */
+/* Whether a thread not stopped yet waits for a vfork child (its stop
+ * comes when the child has exec'd: hci_task_in_vfork). */
+static bool vfork_pending(int from) {
+  for (int i = from; i < job.w->nthreads; i++) {
+    const hci_thread_t *t = &job.w->threads[i];
+    if (atomic_load(&t->state) == HCI_T_SIGNALLED && hci_task_in_vfork(job.taskfd, t->tid, t->tid == job.pid))
+      return true;
+  }
+  return false;
+}
+
+/* Collects the stops of slots from.. up to the deadline; past it, while a
+ * thread waits for a vfork child, a timeout more from each time one is
+ * seen there, up to HCI_VFORK_WAIT_FACTOR timeouts in all. */
 static void collect_stops(int from, long long deadline) {
-  long long poll = POLL_MIN_NS;
+  long long poll = POLL_MIN_NS, vfork_deadline = deadline + (HCI_VFORK_WAIT_FACTOR - 1) * job.timeout_ns;
   while (pending_stops(from)) {
     int st = 0;
     long r = RAW(SYS_wait4, -1, &st, __WALL | WNOHANG, 0);
@@ -447,7 +461,10 @@ static void collect_stops(int from, long long deadline) {
       continue;
     }
     long long now = hci_raw_now_ns();
-    if (now >= deadline) break;
+    if (now >= deadline) {
+      if (now >= vfork_deadline || !vfork_pending(from)) break;
+      deadline = now + job.timeout_ns < vfork_deadline ? now + job.timeout_ns : vfork_deadline;
+    }
     nap(poll < deadline - now ? poll : deadline - now);
     if (poll < POLL_MAX_NS) poll *= 2;
   }

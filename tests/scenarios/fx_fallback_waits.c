@@ -35,6 +35,13 @@
  * its helper thread, which blocks every signal) and runs one scoped
  * check; prints whether it passed; returns 0.
  *
+ * "vfork CHILD_MS AFTER_MS": a thread blocks every signal (as glibc's
+ * posix_spawn and system() do), vforks a child that sleeps CHILD_MS and
+ * exits, then keeps every signal blocked AFTER_MS longer (posix_spawn
+ * unmaps the child's stack first); main runs one scoped check while the
+ * child sleeps and prints whether it passed and how long it took.  The
+ * fallback waits for a thread in vfork up to ten stop timeouts.
+ *
  * "plain N": two threads wait in epoll_wait(-1) and poll(-1) (no p-variant
  * of the program's own) while main runs N checks; prints the EINTRs and
  * other errors they saw.  "filtered kill|errno N": installs a seccomp
@@ -58,6 +65,7 @@
 #include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -211,6 +219,47 @@ static int timer_thread(void) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- vfork */
+static int vf_child_ms, vf_after_ms;
+static _Atomic int vf_in;
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (syscall(SYS_nanosleep, &ts, &ts) != 0) {}
+}
+static void *vf_thread(void *arg) {
+  (void)arg;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  atomic_store(&vf_in, 1);
+  pid_t c = vfork();
+  if (c == 0) {
+    sleep_ms(vf_child_ms);
+    _exit(0);
+  }
+  sleep_ms(vf_after_ms);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (c > 0) waitpid(c, NULL, 0);
+  return NULL;
+}
+static int vfork_case(int child_ms, int after_ms) {
+  vf_child_ms = child_ms, vf_after_ms = after_ms;
+  pthread_t t;
+  pthread_create(&t, NULL, vf_thread, NULL);
+  while (!atomic_load(&vf_in)) usleep(1000);
+  usleep(50000);
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  hc_check_t *c = hc_check_begin("vfork");
+  bool ok = hc_check_end(c, 0);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  hc_check_free(c);
+  pthread_join(t, NULL);
+  printf("vfork: check %s after %ld ms\n", ok ? "passed" : "failed",
+         (long)((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000));
+  return 0;
+}
+
 /* ---------------------------------------------------------------- plain, filtered */
 static _Atomic int plain_eintr[2], plain_other[2];
 static void *plain_waiter(void *arg) {
@@ -262,6 +311,7 @@ static int filtered(bool kill, const char *n) {
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc > 1 && !strcmp(argv[1], "timer-thread")) return timer_thread();
+  if (argc > 3 && !strcmp(argv[1], "vfork")) return vfork_case(atoi(argv[2]), atoi(argv[3]));
   if (argc > 3 && !strcmp(argv[1], "same-signal")) return same_signal(atoi(argv[2]), atoi(argv[3]));
   if (argc > 2 && !strcmp(argv[1], "filtered")) return filtered(!strcmp(argv[2], "kill"), argc > 3 ? argv[3] : "20");
   int n = argc > 1 ? atoi(argv[argc > 2 ? 2 : 1]) : 200;
