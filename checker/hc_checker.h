@@ -580,6 +580,17 @@ void hci_untimed_forbid(void);
 
 /* ======================= sigwait_watch.c ======================= */
 void hci_sigwait_watch_resolve(void); /* libc's sigtimedwait (constructor) */
+void hci_sigaction_watch_resolve(void); /* libc's sigaction and signal (constructor) */
+/* libc's sigaction, past sigaction_watch.c's: the checker's own handler. */
+int hci_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* The program's sigaction (sigaction_watch.c): while the signal
+ * fallback's handler is installed, its signal's action is read from and
+ * written to what the stop puts back (stop_world.c); libc's otherwise, a
+ * real-time number under the lock the install takes. */
+int hci_stw_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* Checks can run (the checker's constructor): hci_stw_sigaction takes the
+ * lock from now on (before, libc's sigaction alone). */
+void hci_stw_watch_actions(void);
 /* stop_world.c: whether (sig, si) is a stop signal of the fallback's. */
 bool hci_stop_signal_ours(int sig, const siginfo_t *si);
 

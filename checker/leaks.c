@@ -331,7 +331,9 @@ __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_exec_watch_resolve();
   hci_close_watch_resolve();
   hci_sigwait_watch_resolve();
+  hci_sigaction_watch_resolve();
   if (!hci_chk.active) return;
+  hci_stw_watch_actions();
   hci_timed_waits_resolve();
   hci_symbolizer_note_exe();
   hci_lock(&hci_chk_lock);

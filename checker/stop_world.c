@@ -90,7 +90,9 @@ static struct {
   bool warned_fallback;
   bool warned_transient;          /* the helper could not be made once (EAGAIN, ENOMEM): said once */
   struct sigaction saved;         /* the program's action for signo, during a signal stop */
-  bool installed;
+  _Atomic bool installed;         /* our handler is the kernel's action (saved and installed: act_lock) */
+  _Atomic int act_lock;           /* its holder's tid; taken with every signal blocked: install,
+                                     restore, chain, the program's sigaction (sigaction_watch.c) */
   /* handler <-> checker words; futex words are ints */
   _Atomic(hci_thread_t *) slots;  /* published slot array, NULL outside a stop */
   _Atomic int nslots;
@@ -217,13 +219,66 @@ static hci_thread_t *find_slot(hci_thread_t *slots, int n, int tid, int hint) {
 }
 
 /* The program's own handler for a signal of that number that we did not send. */
-static void chain(int sig, siginfo_t *si, void *uctx) {
-  const struct sigaction *o = &stw.saved;
-  if (o->sa_flags & SA_SIGINFO) {
-    if (o->sa_sigaction) o->sa_sigaction(sig, si, uctx);
-  } else if (o->sa_handler != SIG_DFL && o->sa_handler != SIG_IGN) {
-    o->sa_handler(sig);
+/* The action lock: every holder has every signal blocked first (a handler
+ * of ours interrupting a holder on its own thread would wait for good;
+ * the stop handler runs with every signal blocked, its sa_mask).  The
+ * word names its holder's tid: a fork child that inherited it held by
+ * another thread of the parent's (no thread of the child's: tgkill says
+ * ESRCH) takes it over. */
+static void act_lock(sigset_t *prev) {
+  sigset_t all;
+  sigfillset(&all);
+  if (prev) hci_raw6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)prev, 8, 0, 0);
+  int self = (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+  for (;;) {
+    int owner = 0;
+    if (atomic_compare_exchange_weak_explicit(&stw.act_lock, &owner, self, memory_order_acquire, memory_order_relaxed))
+      return;
+    if (owner && hci_raw6(SYS_tgkill, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), owner, 0, 0, 0, 0) == -ESRCH &&
+        atomic_compare_exchange_strong(&stw.act_lock, &owner, self))
+      return;
+    hci_raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
   }
+}
+static void act_unlock(const sigset_t *prev) {
+  atomic_store_explicit(&stw.act_lock, 0, memory_order_release);
+  if (prev) hci_raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)prev, 0, 8, 0, 0);
+}
+
+static void chain(int sig, siginfo_t *si, void *uctx) {
+  act_lock(NULL);
+  struct sigaction o = stw.saved;
+  act_unlock(NULL);
+  if (o.sa_flags & SA_SIGINFO) {
+    if (o.sa_sigaction) o.sa_sigaction(sig, si, uctx);
+  } else if (o.sa_handler != SIG_DFL && o.sa_handler != SIG_IGN) {
+    o.sa_handler(sig);
+  }
+}
+
+/* Set by the checker's constructor when checks can run (hci_stw_watch_actions). */
+static _Atomic bool act_watch;
+void hci_stw_watch_actions(void) { atomic_store(&act_watch, true); }
+
+int hci_stw_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  /* Any real-time number under the lock once checks can run: a call that
+   * found nothing installed and then reached the kernel after the install
+   * would replace the handler just installed (and the number is known
+   * from the first check's set-up only). */
+  if (!atomic_load_explicit(&act_watch, memory_order_relaxed) || sig < SIGRTMIN || sig > SIGRTMAX)
+    return hci_real_sigaction(sig, act, old);
+  sigset_t prev;
+  act_lock(&prev);
+  int r = 0;
+  if (atomic_load_explicit(&stw.installed, memory_order_relaxed) && sig == stw.signo) {
+    struct sigaction was = stw.saved;
+    if (act) stw.saved = *act;
+    if (old) *old = was;
+  } else {
+    r = hci_real_sigaction(sig, act, old);
+  }
+  act_unlock(&prev);
+  return r;
 }
 
 /* The handler's work runs on a stack of ours: the signal lands on whatever
@@ -348,11 +403,16 @@ static void install_handler(void) {
    * of it without leaving stw.inside: the checker waited for it for good
    * (signal_resume; a pthread_cancel beside back-to-back checks). */
   ((unsigned long *)(void *)&sa.sa_mask)[0] |= 3ul << 31;
-  if (sigaction(stw.signo, &sa, &stw.saved) == 0) stw.installed = true;
+  sigset_t prev;
+  act_lock(&prev);
+  if (hci_real_sigaction(stw.signo, &sa, &stw.saved) == 0) atomic_store(&stw.installed, true);
+  act_unlock(&prev);
 }
 
 static void restore_handler(bool discard) {
-  if (!stw.installed) return;
+  if (!atomic_load(&stw.installed)) return;
+  sigset_t prev;
+  act_lock(&prev);
   /* SIG_IGN discards what is still queued for threads that block the signal
    * (it would reach the program's action later); then the program's own.
    * Only when a thread did not take ours (discard): SIG_IGN also discards
@@ -364,10 +424,12 @@ static void restore_handler(bool discard) {
     struct sigaction ign;
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;
-    sigaction(stw.signo, &ign, NULL);
+    hci_real_sigaction(stw.signo, &ign, NULL);
   }
-  sigaction(stw.signo, &stw.saved, NULL);
-  stw.installed = false;
+  /* stw.saved: the program's, as it last set it meanwhile (sigaction_watch.c). */
+  hci_real_sigaction(stw.signo, &stw.saved, NULL);
+  atomic_store(&stw.installed, false);
+  act_unlock(&prev);
 }
 
 static void read_options(void) {

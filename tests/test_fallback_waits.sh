@@ -86,6 +86,22 @@ for f in "$fx" ${sfx:+"$sfx"}; do
   expect_rc 0
   has 'timer-thread: check passed'
 done
+# A program that sets its own action for the stop signal's number while
+# checks run: its action replaced the fallback's handler, so the thread
+# never stopped (every check failed), its handlers got the checker's
+# signals, a read-back gave the checker's handler and the restore undid
+# its last action (100 of 100 checks failed, 100 handler calls).
+# sigaction and signal now keep the program's action aside while the
+# handler is installed (checker/sigaction_watch.c).
+for f in "$fx" ${sfx:+"$sfx"}; do
+  for method in signal ptrace; do
+    cur="$(basename "$f") own-action $method"
+    out=$(HEAPCHECK=normal HEAP_CHECK_STOP_METHOD=$method timeout -s KILL 120 "$f" own-action 100 2>&1)
+    rc=$?
+    expect_rc 0
+    has 'own-action: 100 checks, 0 failed, 0 handler calls, 0 read-backs not its own, final its own'
+  done
+done
 # A thread waiting for a vfork child with every signal blocked (glibc's
 # posix_spawn and system()) answers once the child has exec'd or exited,
 # which a loaded machine can delay past the stop timeout: 8 of 400 checks

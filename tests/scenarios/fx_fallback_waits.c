@@ -42,6 +42,13 @@
  * child sleeps and prints whether it passed and how long it took.  The
  * fallback waits for a thread in vfork up to ten stop timeouts.
  *
+ * "own-action N": a thread sets its own action for the stop signal's
+ * number over and over (sigaction, and signal() every other time; two
+ * handlers in turn, reading each back) while main runs N checks; the
+ * program never sends that signal.  Prints the checks that failed, its
+ * handlers' calls, the read-backs that were not its own, and whether the
+ * final action is the last it set.
+ *
  * "plain N": two threads wait in epoll_wait(-1) and poll(-1) (no p-variant
  * of the program's own) while main runs N checks; prints the EINTRs and
  * other errors they saw.  "filtered kill|errno N": installs a seccomp
@@ -260,6 +267,45 @@ static int vfork_case(int child_ms, int after_ms) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- own-action */
+static _Atomic long oa_calls, oa_mismatch, oa_sets;
+static void oa_h1(int s) { (void)s; atomic_fetch_add(&oa_calls, 1); }
+static void oa_h2(int s) { (void)s; atomic_fetch_add(&oa_calls, 1); }
+static void (*volatile oa_last)(int);
+static void *oa_setter(void *arg) {
+  int sig = (int)(long)arg;
+  for (long i = 0; !atomic_load(&done); i++) {
+    void (*h)(int) = (i & 1) ? oa_h1 : oa_h2;
+    struct sigaction sa, cur;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = h;
+    if (i & 2) signal(sig, h);
+    else sigaction(sig, &sa, NULL);
+    oa_last = h;
+    atomic_fetch_add(&oa_sets, 1);
+    if (sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != h) atomic_fetch_add(&oa_mismatch, 1);
+  }
+  return NULL;
+}
+static int own_action(int n) {
+  int sig = SIGRTMAX - 3, fails = 0;
+  pthread_t t;
+  pthread_create(&t, NULL, oa_setter, (void *)(long)sig);
+  while (atomic_load(&oa_sets) < 100) usleep(1000);
+  for (int i = 0; i < n; i++) {
+    hc_check_t *c = hc_check_begin("own-action");
+    if (!hc_check_end(c, 0)) fails++;
+    hc_check_free(c);
+  }
+  atomic_store(&done, 1);
+  pthread_join(t, NULL);
+  struct sigaction cur;
+  sigaction(sig, NULL, &cur);
+  printf("own-action: %d checks, %d failed, %ld handler calls, %ld read-backs not its own, final %s\n", n, fails,
+         (long)oa_calls, (long)oa_mismatch, cur.sa_handler == oa_last ? "its own" : "wrong");
+  return 0;
+}
+
 /* ---------------------------------------------------------------- plain, filtered */
 static _Atomic int plain_eintr[2], plain_other[2];
 static void *plain_waiter(void *arg) {
@@ -312,6 +358,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc > 1 && !strcmp(argv[1], "timer-thread")) return timer_thread();
   if (argc > 3 && !strcmp(argv[1], "vfork")) return vfork_case(atoi(argv[2]), atoi(argv[3]));
+  if (argc > 2 && !strcmp(argv[1], "own-action")) return own_action(atoi(argv[2]));
   if (argc > 3 && !strcmp(argv[1], "same-signal")) return same_signal(atoi(argv[2]), atoi(argv[3]));
   if (argc > 2 && !strcmp(argv[1], "filtered")) return filtered(!strcmp(argv[2], "kill"), argc > 3 ? argv[3] : "20");
   int n = argc > 1 ? atoi(argv[argc > 2 ? 2 : 1]) : 200;
