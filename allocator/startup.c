@@ -48,5 +48,5 @@ void hci_init(void) {
     return;
   }
   if (init_running_here) return; /* re-entered from inside init: proceed uninitialised */
-  while (atomic_load_explicit(&hci_init_state, memory_order_acquire) != 2) sched_yield();
+  for (unsigned round = 0; atomic_load_explicit(&hci_init_state, memory_order_acquire) != 2;) hci_os_backoff(&round);
 }

@@ -387,6 +387,14 @@ unsigned hci_os_cpu(void);
 void hci_os_exit_now(int status) __attribute__((noreturn));
 uint64_t hci_os_now_ns(void);                  /* CLOCK_MONOTONIC in ns */
 uint64_t hci_os_now_coarse_ns(void);           /* CLOCK_MONOTONIC_COARSE: same clock, tick resolution, cheaper */
+/* One step of a wait for another thread to leave a short section (a spin
+ * word, a count), *round starting at 0: sched_yield for 16 rounds, then
+ * sleeps from 1 us doubling to 1 ms.  sched_yield alone never lets a
+ * thread of lower real-time priority run (nor a SCHED_OTHER one beside a
+ * SCHED_FIFO waiter): a checking thread at SCHED_FIFO 10 waiting for a
+ * worker at 5 preempted inside the stop handler spun for good on one CPU.
+ * Raw system calls: usable in signal handlers and the stop's helper. */
+void hci_os_backoff(unsigned *round);
 /* Installs handler for sig (SA_RESTART, nothing masked) unless the program
  * has an action of its own there; false, with nothing changed, when it has
  * or the action cannot be read.  The caller names the variable in its warning. */

@@ -335,6 +335,17 @@ uint64_t hci_os_now_coarse_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void hci_os_backoff(unsigned *round) {
+  unsigned r = (*round)++;
+  if (r < 16) {
+    hci_raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+    return;
+  }
+  long ns = r - 16 < 10 ? 1000l << (r - 16) : 1000000l; /* 1 us doubling, up to 1 ms */
+  struct timespec ts = {0, ns};
+  hci_raw6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+}
+
 /* ---- fault-proof reads of memory we do not own ---- */
 
 /* True when the 8 bytes at addr can be read.  rt_sigprocmask copies the new

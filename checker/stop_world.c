@@ -230,14 +230,14 @@ static void act_lock(sigset_t *prev) {
   sigfillset(&all);
   if (prev) hci_raw6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)prev, 8, 0, 0);
   int self = (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
-  for (;;) {
+  for (unsigned round = 0;;) {
     int owner = 0;
     if (atomic_compare_exchange_weak_explicit(&stw.act_lock, &owner, self, memory_order_acquire, memory_order_relaxed))
       return;
     if (owner && hci_raw6(SYS_tgkill, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), owner, 0, 0, 0, 0) == -ESRCH &&
         atomic_compare_exchange_strong(&stw.act_lock, &owner, self))
       return;
-    hci_raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+    hci_os_backoff(&round);
   }
 }
 static void act_unlock(const sigset_t *prev) {
@@ -298,7 +298,7 @@ HC_PRIVATE_STATE(handler_stack); /* registers pass through it: never a root */
  * stop would spin in every handler for good. */
 static _Atomic int handler_stack_owner;
 static void take_handler_stack(int self) {
-  for (;;) {
+  for (unsigned round = 0;;) {
     int owner = 0;
     if (atomic_compare_exchange_weak_explicit(&handler_stack_owner, &owner, self, memory_order_acquire,
                                               memory_order_relaxed))
@@ -306,7 +306,7 @@ static void take_handler_stack(int self) {
     if (owner && hci_raw6(SYS_tgkill, atomic_load(&stw.pid), owner, 0, 0, 0, 0) == -ESRCH &&
         atomic_compare_exchange_strong(&handler_stack_owner, &owner, self))
       return;
-    hci_raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+    hci_os_backoff(&round);
   }
 }
 
@@ -492,7 +492,7 @@ static bool grow_slots(hci_world_t *w, int need) {
   if (w->threads) {
     /* Unpublish, wait out handlers that may be looking at the old array. */
     hci_thread_t *was = atomic_exchange(&stw.slots, NULL);
-    while (atomic_load(&stw.inside)) sched_yield();
+    for (unsigned round = 0; atomic_load(&stw.inside);) hci_os_backoff(&round);
     memcpy(nt, w->threads, (size_t)w->nthreads * sizeof(hci_thread_t));
     hci_os_unmap(w->threads, (size_t)w->cap * sizeof(hci_thread_t));
     w->threads = nt;
@@ -753,7 +753,7 @@ static void wait_acks(hci_world_t *w, int from, int to, int pid, int taskfd) {
     if (atomic_load(&t->state) == HCI_T_SIGNALLED)
       atomic_compare_exchange_strong(&t->state, &expect, hci_task_zombie(taskfd, t->tid) == 1 ? HCI_T_EXITED : HCI_T_NOT_STOPPED);
     /* FILLING finishes in a few instructions. */
-    while (atomic_load(&t->state) == HCI_T_FILLING) sched_yield();
+    for (unsigned round = 0; atomic_load(&t->state) == HCI_T_FILLING;) hci_os_backoff(&round);
   }
 }
 
@@ -878,7 +878,9 @@ static void signal_stop(hci_world_t *w, int taskfd, int pid) {
 static void signal_resume(hci_world_t *w) {
   atomic_store(&stw.slots, NULL);
   atomic_store(&stw.nslots, 0);
-  while (atomic_load(&stw.inside)) sched_yield();
+  /* A handler preempted in its slot section (by this thread, at a higher
+   * real-time priority) needs the CPU to leave it: hci_os_backoff sleeps. */
+  for (unsigned round = 0; atomic_load(&stw.inside);) hci_os_backoff(&round);
   atomic_store(&stw.released, (int)w->gen);
   futex(&stw.released, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
   /* A thread that did not take our signal may still have it queued. */

@@ -49,6 +49,11 @@
  * handlers' calls, the read-backs that were not its own, and whether the
  * final action is the last it set.
  *
+ * "rt-prio N": the process on one CPU; a worker at SCHED_FIFO 5 waits
+ * in read on a pipe, main at SCHED_FIFO 10 runs N checks; prints the
+ * checks that failed and the slowest one's time.  Returns 77 when
+ * SCHED_FIFO is refused (no CAP_SYS_NICE).
+ *
  * "plain N": two threads wait in epoll_wait(-1) and poll(-1) (no p-variant
  * of the program's own) while main runs N checks; prints the EINTRs and
  * other errors they saw.  "filtered kill|errno N": installs a seccomp
@@ -59,6 +64,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -306,6 +312,50 @@ static int own_action(int n) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- rt-prio */
+static int rt_pipe[2];
+static void *rt_reader(void *arg) {
+  (void)arg;
+  char c;
+  while (read(rt_pipe[0], &c, 1) < 0 && errno == EINTR) {}
+  return NULL;
+}
+static long ms_since(const struct timespec *a) {
+  struct timespec b;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (long)((b.tv_sec - a->tv_sec) * 1000 + (b.tv_nsec - a->tv_nsec) / 1000000);
+}
+static int rt_prio(int n) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(0, &one);
+  if (sched_setaffinity(0, sizeof one, &one) || pipe(rt_pipe)) return 77;
+  pthread_t t;
+  pthread_create(&t, NULL, rt_reader, NULL);
+  struct sched_param lo = {.sched_priority = 5}, hi = {.sched_priority = 10}, none = {.sched_priority = 0};
+  if (pthread_setschedparam(t, SCHED_FIFO, &lo) || pthread_setschedparam(pthread_self(), SCHED_FIFO, &hi)) {
+    printf("rt-prio: SCHED_FIFO refused\n");
+    return 77;
+  }
+  usleep(20000);
+  int fails = 0;
+  long slowest = 0;
+  for (int i = 0; i < n; i++) {
+    struct timespec a;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    hc_check_t *c = hc_check_begin("rt-prio");
+    if (!hc_check_end(c, 0)) fails++;
+    hc_check_free(c);
+    long ms = ms_since(&a);
+    if (ms > slowest) slowest = ms;
+  }
+  pthread_setschedparam(pthread_self(), SCHED_OTHER, &none);
+  if (write(rt_pipe[1], "x", 1) != 1) return 3;
+  pthread_join(t, NULL);
+  printf("rt-prio: %d checks, %d failed, slowest %s\n", n, fails, slowest < 500 ? "under 500 ms" : "500 ms or more");
+  return 0;
+}
+
 /* ---------------------------------------------------------------- plain, filtered */
 static _Atomic int plain_eintr[2], plain_other[2];
 static void *plain_waiter(void *arg) {
@@ -359,6 +409,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "timer-thread")) return timer_thread();
   if (argc > 3 && !strcmp(argv[1], "vfork")) return vfork_case(atoi(argv[2]), atoi(argv[3]));
   if (argc > 2 && !strcmp(argv[1], "own-action")) return own_action(atoi(argv[2]));
+  if (argc > 2 && !strcmp(argv[1], "rt-prio")) return rt_prio(atoi(argv[2]));
   if (argc > 3 && !strcmp(argv[1], "same-signal")) return same_signal(atoi(argv[2]), atoi(argv[3]));
   if (argc > 2 && !strcmp(argv[1], "filtered")) return filtered(!strcmp(argv[2], "kill"), argc > 3 ? argv[3] : "20");
   int n = argc > 1 ? atoi(argv[argc > 2 ? 2 : 1]) : 200;
