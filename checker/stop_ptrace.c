@@ -335,7 +335,8 @@ static void seize_fn(void *ctx, int tid) {
 /* Some waits answer any stop with EINTR instead of a restart, our
  * PTRACE_INTERRUPT included (signal(7): "interruption by stop signals"):
  * epoll_wait, epoll_pwait(2), semop, semtimedop, rt_sigtimedwait (sigwaitinfo,
- * sigtimedwait), io_getevents.  Where such a wait has no timeout, the thread
+ * sigtimedwait), io_getevents, io_uring_enter's wait for completions.
+ * Where such a wait has no timeout, the thread
  * stopped at our interrupt with EINTR in rax gets -ERESTARTNOHAND there
  * instead: on resume the kernel restarts the call when no handler runs, and
  * still returns EINTR when a signal of the program's is delivered then - what
@@ -345,8 +346,26 @@ static void seize_fn(void *ctx, int tid) {
  * with the time it has left (timed_waits.c, hci_timed_restart), the others
  * keep their EINTR.  (A program's own stop, SIGSTOP,
  * is left as the kernel made it: only our interrupt's stop is changed.) */
+/* io_uring_enter waiting for completions (IORING_ENTER_GETEVENTS, 1) with
+ * no timeout: none given, or none in its extended argument
+ * (IORING_ENTER_EXT_ARG, 8: struct io_uring_getevents_arg, ts at offset
+ * 16).  Its EINTR says the call submitted nothing (one that submitted
+ * returns the count), so a restart submits nothing twice.  Flags this
+ * does not know (above IORING_ENTER_REGISTERED_RING, 16) keep their EINTR. */
+static bool io_uring_untimed(const struct user_regs_struct *g) {
+  unsigned flags = (unsigned)g->r10;
+  if (!(flags & 1u) || (flags & ~31u)) return false;
+  if (!(flags & 8u)) return true;
+  uint64_t ts = 1;
+  if (g->r9 < 24 || hci_os_read(&ts, (uintptr_t)g->r8 + 16, sizeof ts) != sizeof ts) return false;
+  return ts == 0;
+}
+
 static bool untimed_wait(const struct user_regs_struct *g) {
   switch (g->orig_rax) {
+#ifdef SYS_io_uring_enter
+  case SYS_io_uring_enter: return io_uring_untimed(g);
+#endif
   case SYS_epoll_wait:
   case SYS_epoll_pwait: return (int)g->r10 < 0;
 #ifdef SYS_epoll_pwait2

@@ -41,9 +41,13 @@
  * errno gets the call's EINTR back, as without us; one that refuses
  * rt_sigprocmask (the mask's restore) on the thread keeps the EINTR.
  *
+ * io_uring_enter's wait for completions is its own p-variant (its mask
+ * argument), without the extended argument.
+ *
  * Not covered (keep their EINTR): waits without a p-variant (semop,
- * sigwaitinfo, msgrcv, io_getevents), and a wait whose mask pointer could
- * not be read.  Locks: none.  No malloc.
+ * sigwaitinfo, msgrcv, msgsnd, io_getevents, io_uring_enter with
+ * IORING_ENTER_EXT_ARG), and a wait whose mask pointer could not be read.
+ * Locks: none.  No malloc.
  */
 #include <errno.h>
 #include <signal.h>
@@ -207,6 +211,18 @@ bool hci_untimed_restart(void *ucv, void *si, long nr) {
       a.nr = SYS_pselect6;
       break;
     }
+#ifdef SYS_io_uring_enter
+    case SYS_io_uring_enter:
+      /* Its own p-variant: a wait for completions (IORING_ENTER_GETEVENTS,
+       * 1) without the extended argument (8) or flags above 16 takes its
+       * mask as fifth argument.  Its EINTR says it submitted nothing (a
+       * call that did returns the count): the restart submits nothing. */
+      if (!(p[3] & 1) || (p[3] & ~(greg_t)0x17)) return false;
+      p[1] = 0;
+      if (!p[4]) p[4] = (greg_t)mask_at, p[5] = 8;
+      a.nr = SYS_io_uring_enter;
+      break;
+#endif
     case SYS_pause:
       p[0] = (greg_t)mask_at, p[1] = 8;
       a.nr = SYS_rt_sigsuspend;

@@ -54,6 +54,11 @@
  * checks that failed and the slowest one's time.  Returns 77 when
  * SCHED_FIFO is refused (no CAP_SYS_NICE).
  *
+ * "io-uring N": a thread waits in io_uring_enter for the completion of a
+ * read of a pipe nobody writes (IORING_ENTER_GETEVENTS, no timeout, no
+ * mask) while main runs N checks; prints the EINTRs it saw.  Returns 77
+ * when io_uring cannot be set up.
+ *
  * "plain N": two threads wait in epoll_wait(-1) and poll(-1) (no p-variant
  * of the program's own) while main runs N checks; prints the EINTRs and
  * other errors they saw.  "filtered kill|errno N": installs a seccomp
@@ -75,6 +80,7 @@
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
@@ -312,6 +318,69 @@ static int own_action(int n) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- io-uring */
+/* The raw interface (no liburing): a ring of 4, one read submitted. */
+struct uring_sqe {
+  uint8_t opcode, flags;
+  uint16_t ioprio;
+  int32_t fd;
+  uint64_t off, addr;
+  uint32_t len, rw_flags;
+  uint64_t user_data, pad[3];
+};
+struct uring_params {
+  uint32_t sq_entries, cq_entries, flags, sq_thread_cpu, sq_thread_idle, features, wq_fd, resv[3];
+  struct { uint32_t head, tail, ring_mask, ring_entries, flags, dropped, array, resv1; uint64_t resv2; } sq_off;
+  struct { uint32_t head, tail, ring_mask, ring_entries, overflow, cqes, flags, resv1; uint64_t resv2; } cq_off;
+};
+static _Atomic long ur_eintr, ur_other;
+static int ur_fd, ur_pipe[2];
+static volatile uint32_t *ur_chead, *ur_ctail;
+static int uring_setup_read(void) {
+  struct uring_params p;
+  memset(&p, 0, sizeof p);
+  ur_fd = (int)syscall(SYS_io_uring_setup, 4, &p);
+  if (ur_fd < 0 || pipe(ur_pipe)) return -1;
+  size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(uint32_t), cq_len = p.cq_off.cqes + p.cq_entries * 16;
+  char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ur_fd, 0);
+  char *cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ur_fd, 0x8000000);
+  struct uring_sqe *sqes = mmap(NULL, p.sq_entries * sizeof *sqes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                                ur_fd, 0x10000000);
+  if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED) return -1;
+  static char buf[8];
+  uint32_t tail = *(volatile uint32_t *)(sq + p.sq_off.tail), i = tail & *(uint32_t *)(sq + p.sq_off.ring_mask);
+  memset(&sqes[i], 0, sizeof sqes[i]);
+  sqes[i].opcode = 22; /* IORING_OP_READ */
+  sqes[i].fd = ur_pipe[0];
+  sqes[i].addr = (uintptr_t)buf;
+  sqes[i].len = 1;
+  ((uint32_t *)(sq + p.sq_off.array))[i] = i;
+  __atomic_store_n((uint32_t *)(sq + p.sq_off.tail), tail + 1, __ATOMIC_RELEASE);
+  ur_chead = (volatile uint32_t *)(cq + p.cq_off.head);
+  ur_ctail = (volatile uint32_t *)(cq + p.cq_off.tail);
+  return syscall(SYS_io_uring_enter, ur_fd, 1, 0, 0, NULL, 0) == 1 ? 0 : -1;
+}
+static void *ur_waiter(void *arg) {
+  (void)arg;
+  while (__atomic_load_n(ur_ctail, __ATOMIC_ACQUIRE) == *ur_chead) {
+    long r = syscall(SYS_io_uring_enter, ur_fd, 0, 1, 1 /* IORING_ENTER_GETEVENTS */, NULL, 0);
+    if (r < 0 && errno == EINTR) atomic_fetch_add(&ur_eintr, 1);
+    else if (r < 0) atomic_fetch_add(&ur_other, 1), usleep(1000);
+  }
+  return NULL;
+}
+static int io_uring_case(int n) {
+  if (uring_setup_read()) return 77;
+  pthread_t t;
+  pthread_create(&t, NULL, ur_waiter, NULL);
+  usleep(50000);
+  checks(n);
+  if (write(ur_pipe[1], "x", 1) != 1) return 3;
+  pthread_join(t, NULL);
+  printf("io-uring: %d checks, %ld EINTR, %ld other errors\n", n, (long)ur_eintr, (long)ur_other);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- rt-prio */
 static int rt_pipe[2];
 static void *rt_reader(void *arg) {
@@ -410,6 +479,7 @@ int main(int argc, char **argv) {
   if (argc > 3 && !strcmp(argv[1], "vfork")) return vfork_case(atoi(argv[2]), atoi(argv[3]));
   if (argc > 2 && !strcmp(argv[1], "own-action")) return own_action(atoi(argv[2]));
   if (argc > 2 && !strcmp(argv[1], "rt-prio")) return rt_prio(atoi(argv[2]));
+  if (argc > 2 && !strcmp(argv[1], "io-uring")) return io_uring_case(atoi(argv[2]));
   if (argc > 3 && !strcmp(argv[1], "same-signal")) return same_signal(atoi(argv[2]), atoi(argv[3]));
   if (argc > 2 && !strcmp(argv[1], "filtered")) return filtered(!strcmp(argv[2], "kill"), argc > 3 ? argv[3] : "20");
   int n = argc > 1 ? atoi(argv[argc > 2 ? 2 : 1]) : 200;
