@@ -257,7 +257,7 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
  * waits for a vfork child now: a stop waits for it up to
  * HCI_VFORK_WAIT_FACTOR timeouts (it answers once the child has exec'd).
  * Raw system calls only. */
-#define HCI_VFORK_WAIT_FACTOR 10
+#define HCI_VFORK_WAIT_FACTOR 5
 bool hci_task_in_vfork(int taskfd, int tid, bool leader);
 /* Detaches every thread and reaps the helper. */
 void hci_ptrace_resume(hci_world_t *w);

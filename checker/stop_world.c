@@ -1051,7 +1051,7 @@ void hci_world_why_incomplete(const hci_world_t *w, char *b, size_t n) {
                  w->method != HCI_STOP_SIGNAL ? "stuck in the kernel past HEAP_CHECK_STOP_TIMEOUT_MS"
                  : w->queue_full ? "the stop signal could not be queued: RLIMIT_SIGPENDING reached, and ptrace is not available"
                  : vfork_call(nr, a0) ? "it waits, with every signal blocked, for a vfork child (posix_spawn, system, vfork) that "
-                                        "did not exec or exit within ten HEAP_CHECK_STOP_TIMEOUT_MS"
+                                        "did not exec or exit within five HEAP_CHECK_STOP_TIMEOUT_MS"
                  : nr == SYS_rt_sigtimedwait
                      ? "it blocks the stop signal and waits in sigwaitinfo, as glibc's thread for SIGEV_THREAD timers "
                        "(timer_create) does; ptrace is not available"

@@ -40,7 +40,7 @@
  * exits, then keeps every signal blocked AFTER_MS longer (posix_spawn
  * unmaps the child's stack first); main runs one scoped check while the
  * child sleeps and prints whether it passed and how long it took.  The
- * fallback waits for a thread in vfork up to ten stop timeouts.
+ * fallback waits for a thread in vfork up to five stop timeouts.
  *
  * "own-action N": a thread sets its own action for the stop signal's
  * number over and over (sigaction, and signal() every other time; two
