@@ -334,7 +334,10 @@ static void note_exit_caller(const uintptr_t *regs, int n, uintptr_t caller_sp) 
 /* A failing check at exit (normal, minimal) let exit go on under its status
  * (hci_exit_path_go_on): 0x100 | the status, and the process it is for (a
  * fork or vfork child of a destructor ends with its own).  An exit or _exit
- * that ends the process after that ends it with this status. */
+ * of status 0 that ends the process after that ends it with this status; a
+ * failing one (an exit handler's exit(8) after the check) is the program's
+ * own failure, and kept, as a failing status at the check is (it was
+ * replaced by the check's 1). */
 static _Atomic int failing_status;
 static _Atomic int failing_pid;
 HC_PRIVATE_STATE(failing_status);
@@ -342,7 +345,7 @@ HC_PRIVATE_STATE(failing_pid);
 
 static int ending_status(int status) {
   int f = atomic_load(&failing_status);
-  if (!f || hci_os_memory_borrowed() ||
+  if (!f || (status & 0xff) != 0 || hci_os_memory_borrowed() ||
       (!hci_os_walled && atomic_load(&failing_pid) != (int)hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0)))
     return status;
   return f & 0xff;
