@@ -245,15 +245,54 @@ static void act_unlock(const sigset_t *prev) {
   if (prev) hci_raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)prev, 0, 8, 0, 0);
 }
 
-static void chain(int sig, siginfo_t *si, void *uctx) {
+/* A signal of the program's with the fallback's number, during a stop: what
+ * its own action would have done.  SIG_DFL (a real-time signal's default
+ * ends the process): that action put back and the signal queued again to
+ * this thread with its own siginfo, delivered as this handler returns (it
+ * was swallowed: the process lived on in 11 of 30 runs).  A handler: run
+ * under the mask the kernel would have set (the interrupted one, its
+ * sa_mask and the signal itself but with SA_NODEFER; this handler blocks
+ * every signal), and SA_RESETHAND honoured (a second signal ran it again).
+ * Not emulated: SA_ONSTACK, and a missing SA_RESTART (a call the signal
+ * interrupted restarts, as this handler's flag says).  Not inlined: its
+ * copies (some 400 bytes) in stop_handler's frame ran a thread parked with
+ * little stack left out of it at the stop's own signal (fx_hostile
+ * tight-stack, 139). */
+static hc_noinline void chain(int sig, siginfo_t *si, void *uctx) {
   act_lock(NULL);
   struct sigaction o = stw.saved;
-  act_unlock(NULL);
-  if (o.sa_flags & SA_SIGINFO) {
-    if (o.sa_sigaction) o.sa_sigaction(sig, si, uctx);
-  } else if (o.sa_handler != SIG_DFL && o.sa_handler != SIG_IGN) {
-    o.sa_handler(sig);
+  /* By the handler's value alone: SIG_DFL and SIG_IGN share the union with
+   * sa_sigaction, and the kernel's own SA_RESETHAND reset leaves
+   * SA_SIGINFO set beside SIG_DFL (read back, it looked like no handler at
+   * all, and the signal was dropped). */
+  bool handler = o.sa_handler != SIG_DFL && o.sa_handler != SIG_IGN;
+  if (handler && (o.sa_flags & SA_RESETHAND)) {
+    stw.saved.sa_handler = SIG_DFL;
+    stw.saved.sa_flags &= ~(SA_SIGINFO | SA_RESETHAND);
   }
+  if (o.sa_handler == SIG_DFL) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    hci_real_sigaction(sig, &dfl, NULL);
+    atomic_store(&stw.installed, false); /* the process ends: nothing to put back */
+    act_unlock(NULL);
+    long pid = hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), tid = hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+    siginfo_t again = *si;
+    hci_raw6(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&again, 0, 0);
+    return;
+  }
+  act_unlock(NULL);
+  if (!handler) return; /* SIG_IGN */
+  uint64_t mask, all = ~0ull, extra;
+  memcpy(&mask, &((ucontext_t *)uctx)->uc_sigmask, sizeof mask);
+  memcpy(&extra, &o.sa_mask, sizeof extra);
+  mask |= extra;
+  if (!(o.sa_flags & SA_NODEFER)) mask |= 1ull << (sig - 1);
+  hci_raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
+  if (o.sa_flags & SA_SIGINFO) o.sa_sigaction(sig, si, uctx);
+  else o.sa_handler(sig);
+  hci_raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
 }
 
 /* Set by the checker's constructor when checks can run (hci_stw_watch_actions). */

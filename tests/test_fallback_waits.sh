@@ -113,6 +113,25 @@ done
 # handler is installed (checker/sigaction_watch.c).
 both_methods own-action 'own-action: 100 checks, 0 failed, 0 handler calls, 0 read-backs not its own, final its own' \
   own-action 100
+# The program's own action for the stop signal's number is SIG_DFL (a
+# real-time signal's default ends the process), or a handler with
+# SA_RESETHAND: a process-directed signal that came while the fallback's
+# handler was the action was swallowed (SIG_DFL: survived in 7 of 20 runs)
+# or ran the handler again (SA_RESETHAND: 5 of 20; the kernel's own reset
+# leaves SA_SIGINFO beside SIG_DFL, which read as no handler at all).
+# Death by the signal is the program's behaviour: every run.
+for f in "$fx" ${sfx:+"$sfx"}; do
+  for method in signal ptrace; do
+    for c in own-dfl own-resethand; do
+      for i in 1 2 3 4 5 6; do
+        cur="$(basename "$f") $c $method run $i"
+        out=$(HEAPCHECK=normal HEAP_CHECK_STOP_METHOD=$method timeout -s KILL 60 "$f" $c 2>&1)
+        rc=$?
+        expect_rc 189 # 128 + SIGRTMAX-3 (61)
+      done
+    done
+  done
+done
 # io_uring_enter waiting for completions without a timeout: the kernel ends
 # it with EINTR at any stop, ptrace's interrupt included (22-50 EINTR in
 # 50 checks, both methods).  ptrace: -ERESTARTNOHAND as for epoll_wait;

@@ -59,6 +59,13 @@
  * mask) while main runs N checks; prints the EINTRs it saw.  Returns 77
  * when io_uring cannot be set up.
  *
+ * "own-dfl" and "own-resethand": the stop signal's number left at SIG_DFL,
+ * or given a handler with SA_RESETHAND (it writes "handled"); a forked
+ * child sends that signal to the process (kill) at 100 ms, and again at
+ * 400 ms for own-resethand, while main checks back to back for 1 s (eight
+ * threads in pause).  Without the library: killed by the signal (after one
+ * "handled").  Prints "survived" if it was not.
+ *
  * "plain N": two threads wait in epoll_wait(-1) and poll(-1) (no p-variant
  * of the program's own) while main runs N checks; prints the EINTRs and
  * other errors they saw.  "filtered kill|errno N": installs a seccomp
@@ -318,6 +325,58 @@ static int own_action(int n) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- own-dfl, own-resethand */
+static long ms_since(const struct timespec *a) {
+  struct timespec b;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (long)((b.tv_sec - a->tv_sec) * 1000 + (b.tv_nsec - a->tv_nsec) / 1000000);
+}
+
+static void od_handler(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)si, (void)uc;
+  if (write(1, "handled\n", 8) != 8) {}
+}
+static void *od_sleeper(void *arg) {
+  (void)arg;
+  for (;;) pause();
+  return NULL;
+}
+static int own_default(bool resethand) {
+  int sig = SIGRTMAX - 3;
+  if (resethand) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = od_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sigaction(sig, &sa, NULL);
+  }
+  /* Checks back to back beside eight threads: the signal comes while the
+   * fallback's handler is the action, before the threads are parked or
+   * after they are let go, in about a third of the runs. */
+  pthread_t t;
+  for (int i = 0; i < 8; i++) pthread_create(&t, NULL, od_sleeper, NULL);
+  pid_t parent = getpid(), c = fork();
+  if (c == 0) {
+    usleep(100000);
+    kill(parent, sig);
+    if (resethand) {
+      usleep(300000);
+      kill(parent, sig);
+    }
+    _exit(0);
+  }
+  struct timespec a;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  while (ms_since(&a) < 1000) {
+    hc_check_t *ck = hc_check_begin("own-default");
+    hc_check_end(ck, 0);
+    hc_check_free(ck);
+  }
+  waitpid(c, NULL, 0);
+  printf("own-%s: survived\n", resethand ? "resethand" : "dfl");
+  return 0;
+}
+
 /* ---------------------------------------------------------------- io-uring */
 /* The raw interface (no liburing): a ring of 4, one read submitted. */
 struct uring_sqe {
@@ -388,11 +447,6 @@ static void *rt_reader(void *arg) {
   char c;
   while (read(rt_pipe[0], &c, 1) < 0 && errno == EINTR) {}
   return NULL;
-}
-static long ms_since(const struct timespec *a) {
-  struct timespec b;
-  clock_gettime(CLOCK_MONOTONIC, &b);
-  return (long)((b.tv_sec - a->tv_sec) * 1000 + (b.tv_nsec - a->tv_nsec) / 1000000);
 }
 static int rt_prio(int n) {
   cpu_set_t one;
@@ -480,6 +534,8 @@ int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "own-action")) return own_action(atoi(argv[2]));
   if (argc > 2 && !strcmp(argv[1], "rt-prio")) return rt_prio(atoi(argv[2]));
   if (argc > 2 && !strcmp(argv[1], "io-uring")) return io_uring_case(atoi(argv[2]));
+  if (argc > 1 && !strcmp(argv[1], "own-dfl")) return own_default(false);
+  if (argc > 1 && !strcmp(argv[1], "own-resethand")) return own_default(true);
   if (argc > 3 && !strcmp(argv[1], "same-signal")) return same_signal(atoi(argv[2]), atoi(argv[3]));
   if (argc > 2 && !strcmp(argv[1], "filtered")) return filtered(!strcmp(argv[2], "kill"), argc > 3 ? argv[3] : "20");
   int n = argc > 1 ? atoi(argv[argc > 2 ? 2 : 1]) : 200;
