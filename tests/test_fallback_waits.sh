@@ -144,7 +144,7 @@ both_methods io-uring 'io-uring: 50 checks, 0 EINTR, 0 other errors' io-uring 50
 # never runs a lower priority: the process hung in every run (both
 # threads throttled together).  The waits now sleep after a few yields
 # (hci_os_backoff).  Skipped where SCHED_FIFO is refused.
-both_methods rt-prio 'rt-prio: 20 checks, 0 failed, slowest under 500 ms' rt-prio 20
+both_methods rt-prio 'rt-prio: 20 checks, 0 failed' rt-prio 20
 # A thread waiting for a vfork child with every signal blocked (glibc's
 # posix_spawn and system()) answers once the child has exec'd or exited,
 # which a loaded machine can delay past the stop timeout: 8 of 400 checks
@@ -165,7 +165,9 @@ for f in "$fx" ${sfx:+"$sfx"}; do
     out=$(HEAPCHECK=normal HEAP_CHECK_STOP_METHOD=$method HEAP_CHECK_STOP_TIMEOUT_MS=150 timeout -s KILL 60 "$f" vfork 2500 0 2>&1)
     rc=$?
     expect_rc 0 # the scoped check failed; the exit check completes
-    has_re 'vfork: check failed after [78][0-9][0-9] ms'
+    # Five timeouts (750 ms), not the ten of this fix's first version nor
+    # the one timeout before it; a loaded machine may add to it.
+    has_re 'vfork: check failed after ([7-9][0-9][0-9]|1[0-4][0-9][0-9]) ms'
   done
   cur="$(basename "$f") vfork message"
   has_re 'could not be stopped \((it waits, with every signal blocked, for a vfork child|stuck in the kernel)'
