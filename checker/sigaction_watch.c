@@ -34,7 +34,10 @@ static char name_sigaction[] = "sigaction", name_signal[] = "signal";
 HC_PRIVATE_STATE(real_sigaction);
 HC_PRIVATE_STATE(real_signal);
 
-extern int __sigaction(int, const struct sigaction *, struct sigaction *) __attribute__((weak));
+/* glibc's own name (exported, and in libc.a's sigaction.o): a strong
+ * reference, so that a static link always has it (a weak one pulls no
+ * archive member, and sigaction would then fail with ENOSYS). */
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 extern __sighandler_t __bsd_signal(int, __sighandler_t) __attribute__((weak));
 
 void hci_sigaction_watch_resolve(void) {
@@ -48,10 +51,7 @@ void hci_sigaction_watch_resolve(void) {
 
 /* libc's sigaction (before the constructor too: __sigaction). */
 int hci_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-  sigaction_fn f = real_sigaction ? real_sigaction : __sigaction;
-  if (f) return f(sig, act, old);
-  errno = ENOSYS;
-  return -1;
+  return (real_sigaction ? real_sigaction : __sigaction)(sig, act, old);
 }
 
 hc_public __attribute__((weak)) int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
