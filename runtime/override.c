@@ -188,6 +188,9 @@ hc_public int mallopt(int param, int value) {
   case param: old = mo.field, mo.field = value; HC_USDT_I2(probe, value, old); break;
 #define HC_MO_FIXED(param, field, probe) \
   case param: old = mo.field, mo.field = value; HC_USDT_I3(probe, value, old, mo.no_dyn); mo.no_dyn = 1; break;
+  /* glibc refuses a fast-bin limit above its MAX_FAST_SIZE (80 * sizeof(size_t) / 4,
+   * negative values too) and keeps the old one: 0, as it returns. */
+  if (param == M_MXFAST && (unsigned long)(long)value > 80 * sizeof(size_t) / 4) return 0;
   switch (param) {
     HC_MO(M_MXFAST, mxfast, memory_mallopt_mxfast)
     HC_MO_FIXED(M_TRIM_THRESHOLD, trim, memory_mallopt_trim_threshold)

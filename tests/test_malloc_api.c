@@ -630,6 +630,10 @@ static void test_mallinfo_mallopt_trim(void) {
   CHECK(c.fordblks >= n || c.arena > 0, "free bytes after free");
 
   CHECK(mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1, "mallopt(M_MMAP_THRESHOLD)");
+  /* glibc's answers for the fast-bin limit: up to 160 (80 * sizeof(size_t) / 4) on 64-bit */
+  CHECK(mallopt(M_MXFAST, 64) == 1 && mallopt(M_MXFAST, 80 * (int)sizeof(size_t) / 4) == 1,
+        "mallopt(M_MXFAST) within glibc's limit");
+  CHECK(mallopt(M_MXFAST, 1000) == 0 && mallopt(M_MXFAST, -1) == 0, "mallopt(M_MXFAST) above glibc's limit: 0");
   CHECK(mallopt(M_ARENA_MAX, 2) == 1, "mallopt(M_ARENA_MAX)");
   CHECK(mallopt(M_TRIM_THRESHOLD, 0) == 1, "mallopt(M_TRIM_THRESHOLD)");
 
