@@ -388,8 +388,10 @@ void hci_os_exit_now(int status) __attribute__((noreturn));
 uint64_t hci_os_now_ns(void);                  /* CLOCK_MONOTONIC in ns */
 uint64_t hci_os_now_coarse_ns(void);           /* CLOCK_MONOTONIC_COARSE: same clock, tick resolution, cheaper */
 /* One step of a wait for another thread to leave a short section (a spin
- * word, a count), *round starting at 0: sched_yield for 16 rounds, then
- * sleeps from 1 us doubling to 1 ms.  sched_yield alone never lets a
+ * word, a count), *round starting at 0: sched_yield for 128 rounds (the
+ * waits as they were: sleeping after 16 moved the timing of the stop
+ * handlers' turns on their shared stack), then sleeps from 1 us doubling
+ * to 1 ms.  sched_yield alone never lets a
  * thread of lower real-time priority run (nor a SCHED_OTHER one beside a
  * SCHED_FIFO waiter): a checking thread at SCHED_FIFO 10 waiting for a
  * worker at 5 preempted inside the stop handler spun for good on one CPU.

@@ -337,11 +337,11 @@ uint64_t hci_os_now_coarse_ns(void) {
 
 void hci_os_backoff(unsigned *round) {
   unsigned r = (*round)++;
-  if (r < 16) {
+  if (r < 128) {
     hci_raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
     return;
   }
-  long ns = r - 16 < 10 ? 1000l << (r - 16) : 1000000l; /* 1 us doubling, up to 1 ms */
+  long ns = r - 128 < 10 ? 1000l << (r - 128) : 1000000l; /* 1 us doubling, up to 1 ms */
   struct timespec ts = {0, ns};
   hci_raw6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 }

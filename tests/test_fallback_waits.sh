@@ -142,7 +142,7 @@ both_methods io-uring 'io-uring: 50 checks, 0 EINTR, 0 other errors' io-uring 50
 # stop signal was preempted inside the stop handler by the checking thread
 # at SCHED_FIFO 10, which then waited for it with sched_yield - which
 # never runs a lower priority: the process hung in every run (both
-# threads throttled together).  The waits now sleep after a few yields
+# threads throttled together).  The waits now sleep after 128 yields
 # (hci_os_backoff).  Skipped where SCHED_FIFO is refused.
 both_methods rt-prio 'rt-prio: 20 checks, 0 failed' rt-prio 20
 # A thread waiting for a vfork child with every signal blocked (glibc's
