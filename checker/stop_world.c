@@ -56,7 +56,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/ucontext.h>
 #include <time.h>
 #include <unistd.h>
@@ -636,17 +635,30 @@ static uintptr_t hex_field(const char **c) {
   return v;
 }
 
-/* "nr arg1 .. arg6 sp pc" of /proc/<tid>/syscall into t (timed_waits.c
- * restarts a timed wait the signal interrupted when it is still this call). */
-static void note_syscall(hci_thread_t *t, const char *buf) {
+/* A line of /proc/<tid>/syscall: "nr arg1 .. arg6 sp pc" while the task
+ * is in a call; false for "running", "-1 sp pc" and an unreadable one. */
+struct sys_line {
+  long nr;
+  uintptr_t args[6], sp, pc;
+};
+static bool parse_syscall(const char *buf, struct sys_line *l) {
   const char *c = buf;
-  long nr = 0;
-  while (*c >= '0' && *c <= '9') nr = nr * 10 + (*c++ - '0');
-  if (c == buf || *c != ' ') return;
-  for (int i = 0; i < 6; i++) t->sys_args[i] = hex_field(&c);
-  t->sys_sp = hex_field(&c);
-  t->sys_pc = hex_field(&c);
-  if (t->sys_pc) t->sys_nr = nr;
+  l->nr = 0;
+  while (*c >= '0' && *c <= '9') l->nr = l->nr * 10 + (*c++ - '0');
+  if (c == buf || *c != ' ') return false;
+  for (int i = 0; i < 6; i++) l->args[i] = hex_field(&c);
+  l->sp = hex_field(&c);
+  l->pc = hex_field(&c);
+  return true;
+}
+
+/* The call into t (timed_waits.c restarts a timed wait the signal
+ * interrupted when it is still this call). */
+static void note_syscall(hci_thread_t *t, const struct sys_line *l) {
+  memcpy(t->sys_args, l->args, sizeof t->sys_args);
+  t->sys_sp = l->sp;
+  t->sys_pc = l->pc;
+  if (t->sys_pc) t->sys_nr = l->nr;
 }
 
 static bool blocks_stop(int taskfd, hci_thread_t *t) {
@@ -658,28 +670,19 @@ static bool blocks_stop(int taskfd, hci_thread_t *t) {
   else hci_snprintf(task, sizeof task, "%d", tid);
   if (hci_task_file(taskfd, task, "status", buf, sizeof buf) <= 0) return false;
   uint64_t bit = 1ull << (stw.signo - 1);
-  if (hci_status_mask(buf, "\nSigBlk:") & bit) {
-    /* Its call, for the message if it never unblocks it (hci_world_why_incomplete). */
-    if (hci_task_file(taskfd, task, "syscall", buf, sizeof buf) > 0) note_syscall(t, buf);
-    return true;
-  }
+  bool blocked = (hci_status_mask(buf, "\nSigBlk:") & bit) != 0;
+  /* Its call: for the message if it never unblocks the signal
+   * (hci_world_why_incomplete), and for the wait below.  (Unreadable: not
+   * dumpable; "running".) */
+  struct sys_line l;
+  if (hci_task_file(taskfd, task, "syscall", buf, sizeof buf) <= 0 || !parse_syscall(buf, &l)) return blocked;
+  note_syscall(t, &l);
+  if (blocked) return true;
   /* sigwaitinfo and sigtimedwait unblock the set they wait for while they
-   * wait (the kernel's real_blocked): the signal would be their result.
-   * "number set-address ..." (unreadable: not dumpable; "running"). */
-  if (hci_task_file(taskfd, task, "syscall", buf, sizeof buf) <= 0) return false;
-  note_syscall(t, buf);
-  const char *c = buf;
-  long nr = 0;
-  while (*c >= '0' && *c <= '9') nr = nr * 10 + (*c++ - '0');
-  if (c == buf || nr != SYS_rt_sigtimedwait || strncmp(c, " 0x", 3)) return false;
-  uintptr_t set = 0;
-  for (c += 3;; c++) {
-    int d = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
-    if (d < 0) break;
-    set = set << 4 | (unsigned)d;
-  }
+   * wait (the kernel's real_blocked): the signal would be their result. */
   uint64_t waited = 0;
-  return hci_os_read(&waited, set, sizeof waited) == sizeof waited && (waited & bit);
+  return l.nr == SYS_rt_sigtimedwait && hci_os_read(&waited, l.args[0], sizeof waited) == sizeof waited &&
+         (waited & bit);
 }
 
 static void send_stop(hci_world_t *w, int idx, int pid, int taskfd) {
@@ -705,8 +708,8 @@ static void send_stop(hci_world_t *w, int idx, int pid, int taskfd) {
  * system() so wait with every signal blocked; the thread takes the signal
  * (or ptrace's interrupt) once the child has exec'd or exited, which a
  * loaded machine can delay past the timeout: 1 of 200 checks beside a
- * posix_spawn loop failed under 16 busy processes.  Raw calls only (the
- * ptrace helper asks too). */
+ * posix_spawn loop failed under 16 busy processes.  The ptrace helper asks
+ * too (hci_os_read saves errno, as for its timed restarts). */
 static bool vfork_call(long nr, uintptr_t a0) {
   uint64_t flags = 0;
   if (nr == SYS_vfork) return true;
@@ -714,9 +717,7 @@ static bool vfork_call(long nr, uintptr_t a0) {
     flags = a0;
 #ifdef SYS_clone3
   } else if (nr == SYS_clone3) {
-    struct iovec l = {&flags, sizeof flags}, r = {(void *)a0, sizeof flags};
-    long self = hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
-    if (hci_raw6(SYS_process_vm_readv, self, (long)&l, 1, (long)&r, 1, 0) != (long)sizeof flags) return false;
+    if (hci_os_read(&flags, a0, sizeof flags) != sizeof flags) return false;
 #endif
   } else {
     return false;
@@ -728,12 +729,9 @@ bool hci_task_in_vfork(int taskfd, int tid, bool leader) {
   char task[16], buf[512];
   if (leader) hci_snprintf(task, sizeof task, "..");
   else hci_snprintf(task, sizeof task, "%d", tid);
-  if (hci_task_file(taskfd, task, "syscall", buf, sizeof buf) <= 0) return false;
-  const char *c = buf;
-  long nr = 0;
-  while (*c >= '0' && *c <= '9') nr = nr * 10 + (*c++ - '0');
-  if (c == buf || *c != ' ') return false;
-  return vfork_call(nr, hex_field(&c));
+  struct sys_line l;
+  return hci_task_file(taskfd, task, "syscall", buf, sizeof buf) > 0 && parse_syscall(buf, &l) &&
+         vfork_call(l.nr, l.args[0]);
 }
 
 static bool vfork_pending(const hci_world_t *w, int from, int to) {
