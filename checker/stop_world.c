@@ -220,24 +220,28 @@ static hci_thread_t *find_slot(hci_thread_t *slots, int n, int tid, int hint) {
 /* The program's own handler for a signal of that number that we did not send. */
 /* The action lock: every holder has every signal blocked first (a handler
  * of ours interrupting a holder on its own thread would wait for good;
- * the stop handler runs with every signal blocked, its sa_mask).  The
- * word names its holder's tid: a fork child that inherited it held by
- * another thread of the parent's (no thread of the child's: tgkill says
- * ESRCH) takes it over. */
+ * the stop handler runs with every signal blocked, its sa_mask); a word of
+ * its holder's tid (take_owned). */
+/* Takes a spin word that holds its owner's tid (0: free).  An owner that
+ * is no thread of this process (tgkill says ESRCH: a fork child inherited
+ * the word held by another thread of the parent's) is taken over. */
+static void take_owned(_Atomic int *word, int self) {
+  for (unsigned round = 0;;) {
+    int owner = 0;
+    if (atomic_compare_exchange_weak_explicit(word, &owner, self, memory_order_acquire, memory_order_relaxed))
+      return;
+    if (owner && hci_raw6(SYS_tgkill, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), owner, 0, 0, 0, 0) == -ESRCH &&
+        atomic_compare_exchange_strong(word, &owner, self))
+      return;
+    hci_os_backoff(&round);
+  }
+}
+
 static void act_lock(sigset_t *prev) {
   sigset_t all;
   sigfillset(&all);
   if (prev) hci_raw6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)prev, 8, 0, 0);
-  int self = (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
-  for (unsigned round = 0;;) {
-    int owner = 0;
-    if (atomic_compare_exchange_weak_explicit(&stw.act_lock, &owner, self, memory_order_acquire, memory_order_relaxed))
-      return;
-    if (owner && hci_raw6(SYS_tgkill, hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), owner, 0, 0, 0, 0) == -ESRCH &&
-        atomic_compare_exchange_strong(&stw.act_lock, &owner, self))
-      return;
-    hci_os_backoff(&round);
-  }
+  take_owned(&stw.act_lock, (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0));
 }
 static void act_unlock(const sigset_t *prev) {
   atomic_store_explicit(&stw.act_lock, 0, memory_order_release);
@@ -335,18 +339,7 @@ HC_PRIVATE_STATE(handler_stack); /* registers pass through it: never a root */
  * process (tgkill says ESRCH) is taken over, or the child's first signal
  * stop would spin in every handler for good. */
 static _Atomic int handler_stack_owner;
-static void take_handler_stack(int self) {
-  for (unsigned round = 0;;) {
-    int owner = 0;
-    if (atomic_compare_exchange_weak_explicit(&handler_stack_owner, &owner, self, memory_order_acquire,
-                                              memory_order_relaxed))
-      return;
-    if (owner && hci_raw6(SYS_tgkill, atomic_load(&stw.pid), owner, 0, 0, 0, 0) == -ESRCH &&
-        atomic_compare_exchange_strong(&handler_stack_owner, &owner, self))
-      return;
-    hci_os_backoff(&round);
-  }
-}
+static void take_handler_stack(int self) { take_owned(&handler_stack_owner, self); }
 
 struct fill { hci_thread_t *me; const ucontext_t *uc; };
 static void fill_slot(void *arg) {
