@@ -380,22 +380,26 @@ void hci_ph_reserve(void) {
  * space after 1000 rounds, ENOMEM under a 1 GiB RLIMIT_AS after 500; glibc
  * none).  Every shorter free run is looked at: aligned requests above a
  * page are rare. */
+static uintptr_t align_up(uintptr_t a, size_t align) { return (a + align - 1) & ~(uintptr_t)(align - 1); }
+
+/* Whether free span s holds n pages from an address aligned to align. */
+static bool holds_aligned(const hc_span_t *s, size_t n, size_t align) {
+  return align_up(s->start, align) + (n << HC_PAGE_SHIFT) <= s->start + (s->npages << HC_PAGE_SHIFT);
+}
+
 static hc_span_t *aligned_fit(size_t n, size_t extra, size_t align) {
   hc_span_t *any = NULL;
   for (size_t k = n; k < n + extra && k <= HC_PH_EXACT_LISTS; k++) {
     if (!(ph->exact_used[k >> 6] >> (k & 63) & 1)) continue;
     hc_span_t *h = &ph->exact[k];
     for (hc_span_t *s = h->next; s != h; s = s->next) {
-      uintptr_t a = (s->start + align - 1) & ~(uintptr_t)(align - 1);
-      if (a + (n << HC_PAGE_SHIFT) > s->start + (s->npages << HC_PAGE_SHIFT)) continue;
+      if (!holds_aligned(s, n, align)) continue;
       if (!s->is_released) return s;
       if (!any) any = s;
     }
   }
   for (hc_span_t *s = ph->large.next; s && s != &ph->large; s = s->next) {
-    if (s->npages < n || s->npages >= n + extra) continue;
-    uintptr_t a = (s->start + align - 1) & ~(uintptr_t)(align - 1);
-    if (a + (n << HC_PAGE_SHIFT) > s->start + (s->npages << HC_PAGE_SHIFT)) continue;
+    if (s->npages < n || s->npages >= n + extra || !holds_aligned(s, n, align)) continue;
     if (!s->is_released) return s;
     if (!any) any = s;
   }
@@ -413,8 +417,7 @@ hc_span_t *hci_ph_alloc_aligned(size_t npages, size_t align) {
   size_t grown = 0;
   if (!s && grow(npages + extra, align, &grown)) s = find_fit(npages + extra);
   if (s) {
-    uintptr_t aligned = (s->start + align - 1) & ~(uintptr_t)(align - 1);
-    s = carve_at(s, (aligned - s->start) >> HC_PAGE_SHIFT, npages);
+    s = carve_at(s, (align_up(s->start, align) - s->start) >> HC_PAGE_SHIFT, npages);
   }
   hci_unlock(&ph->lock);
   if (grown) growth_notify(grown);
