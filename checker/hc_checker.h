@@ -258,6 +258,13 @@ int hci_ptrace_stop(hci_world_t *w, int pid, int taskfd, int timeout_ms, bool ya
  * HCI_VFORK_WAIT_FACTOR timeouts (it answers once the child has exec'd).
  * Raw system calls only. */
 #define HCI_VFORK_WAIT_FACTOR 5
+/* io_uring_enter's flags, as both stops' restarts read them (the kernel's
+ * ABI; linux/io_uring.h is not needed for four bits): a wait for
+ * completions, its extended argument, and every flag they know (a call
+ * with another keeps its EINTR). */
+#define HCI_IORING_GETEVENTS 1u
+#define HCI_IORING_EXT_ARG 8u
+#define HCI_IORING_KNOWN 31u /* GETEVENTS, SQ_WAKEUP, SQ_WAIT, EXT_ARG, REGISTERED_RING */
 bool hci_task_in_vfork(int taskfd, int tid, bool leader);
 /* Detaches every thread and reaps the helper. */
 void hci_ptrace_resume(hci_world_t *w);

@@ -62,13 +62,13 @@ hc_public __attribute__((weak)) int sigaction(int sig, const struct sigaction *a
  * own signal blocked while it runs and the call restarted (siginterrupt's
  * choice is libc's own state: every other number keeps libc's function). */
 hc_public __attribute__((weak)) __sighandler_t signal(int sig, __sighandler_t handler) {
+  if (real_signal && (sig < SIGRTMIN || sig > SIGRTMAX)) return real_signal(sig, handler);
   struct sigaction act, old;
   memset(&act, 0, sizeof act);
   act.sa_handler = handler;
   sigemptyset(&act.sa_mask);
   sigaddset(&act.sa_mask, sig);
   act.sa_flags = SA_RESTART;
-  if (real_signal && (sig < SIGRTMIN || sig > SIGRTMAX)) return real_signal(sig, handler);
   if (handler == SIG_ERR || hci_stw_sigaction(sig, &act, &old) != 0) {
     errno = EINVAL;
     return SIG_ERR;

@@ -346,16 +346,14 @@ static void seize_fn(void *ctx, int tid) {
  * with the time it has left (timed_waits.c, hci_timed_restart), the others
  * keep their EINTR.  (A program's own stop, SIGSTOP,
  * is left as the kernel made it: only our interrupt's stop is changed.) */
-/* io_uring_enter waiting for completions (IORING_ENTER_GETEVENTS, 1) with
- * no timeout: none given, or none in its extended argument
- * (IORING_ENTER_EXT_ARG, 8: struct io_uring_getevents_arg, ts at offset
- * 16).  Its EINTR says the call submitted nothing (one that submitted
- * returns the count), so a restart submits nothing twice.  Flags this
- * does not know (above IORING_ENTER_REGISTERED_RING, 16) keep their EINTR. */
+/* io_uring_enter waiting for completions with no timeout: none given, or
+ * none in its extended argument (struct io_uring_getevents_arg, ts at
+ * offset 16).  Its EINTR says the call submitted nothing (one that
+ * submitted returns the count), so a restart submits nothing twice. */
 static bool io_uring_untimed(const struct user_regs_struct *g) {
   unsigned flags = (unsigned)g->r10;
-  if (!(flags & 1u) || (flags & ~31u)) return false;
-  if (!(flags & 8u)) return true;
+  if (!(flags & HCI_IORING_GETEVENTS) || (flags & ~HCI_IORING_KNOWN)) return false;
+  if (!(flags & HCI_IORING_EXT_ARG)) return true;
   uint64_t ts = 1;
   if (g->r9 < 24 || hci_os_read(&ts, (uintptr_t)g->r8 + 16, sizeof ts) != sizeof ts) return false;
   return ts == 0;

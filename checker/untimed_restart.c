@@ -213,11 +213,11 @@ bool hci_untimed_restart(void *ucv, void *si, long nr) {
     }
 #ifdef SYS_io_uring_enter
     case SYS_io_uring_enter:
-      /* Its own p-variant: a wait for completions (IORING_ENTER_GETEVENTS,
-       * 1) without the extended argument (8) or flags above 16 takes its
-       * mask as fifth argument.  Its EINTR says it submitted nothing (a
-       * call that did returns the count): the restart submits nothing. */
-      if (!(p[3] & 1) || (p[3] & ~(greg_t)0x17)) return false;
+      /* Its own p-variant: a wait for completions without the extended
+       * argument takes its mask as fifth argument.  Its EINTR says it
+       * submitted nothing (a call that did returns the count): the restart
+       * submits nothing. */
+      if (!(p[3] & HCI_IORING_GETEVENTS) || (p[3] & ~(greg_t)(HCI_IORING_KNOWN & ~HCI_IORING_EXT_ARG))) return false;
       p[1] = 0;
       if (!p[4]) p[4] = (greg_t)mask_at, p[5] = 8;
       a.nr = SYS_io_uring_enter;
