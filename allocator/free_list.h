@@ -33,7 +33,13 @@
  * fast path's head test becomes "head == HC_FL_END" (a compare with an
  * immediate, the test any free list needs), so the two builds differ by
  * the hardening alone.  Checker mode keeps its own double-free detection
- * (the allocation records). */
+ * (the allocation records).
+ *
+ * HC_HARDEN_MARKS / HC_HARDEN_LINKS (meson -Dhardening_parts=marks|links,
+ * measurement switches too): only the free marks, with plain links and the
+ * unhardened head test, or only the encoded links, with no mark (nothing
+ * stored at free or cleared at malloc in word 1), so that harden_cost.sh
+ * --parts times each part alone. */
 #ifndef HC_FREE_LIST_H
 #define HC_FREE_LIST_H
 
@@ -44,6 +50,14 @@
 #ifndef HC_HARDENING
 #define HC_HARDENING 1
 #endif
+#ifndef HC_HARDEN_MARKS
+#define HC_HARDEN_MARKS HC_HARDENING
+#endif
+#ifndef HC_HARDEN_LINKS
+#define HC_HARDEN_LINKS HC_HARDENING
+#endif
+/* The key XORed into links: the key, or 0 (plain links). */
+#define HC_FL_LINK_KEY(k) (HC_HARDEN_LINKS ? (k) : 0)
 
 /* XORed into links, and the free mark; never 0 once set.  Hidden, so
  * that the fast paths read it with one RIP-relative load, not through the
@@ -88,15 +102,15 @@ void hci_fl_corrupt_head(uintptr_t n, size_t size, uintptr_t ra) __attribute__((
 static inline void hc_fl_link_head(void *p, void *next) {
 #if !HC_HARDENING
   *(void **)p = next;
-#elif defined(__SSE2__)
+#elif HC_HARDEN_MARKS && HC_HARDEN_LINKS && defined(__SSE2__)
   typedef uint64_t hc_v2u64 __attribute__((vector_size(16)));
   hc_v2u64 v = {(uint64_t)(uintptr_t)next, 0};
   v ^= *(const hc_v2u64 *)&hci_fl.key;
   __builtin_memcpy(p, &v, sizeof v);
 #else
   uintptr_t k = hci_fl.key;
-  ((uintptr_t *)p)[0] = (uintptr_t)next ^ k;
-  ((uintptr_t *)p)[1] = k;
+  ((uintptr_t *)p)[0] = (uintptr_t)next ^ HC_FL_LINK_KEY(k);
+  if (HC_HARDEN_MARKS) ((uintptr_t *)p)[1] = k;
 #endif
 }
 
@@ -116,8 +130,8 @@ static inline void hc_fl_link_head_k(void *p, void *next, uintptr_t k) {
   (void)k;
   *(void **)p = next;
 #else
-  ((uintptr_t *)p)[0] = (uintptr_t)next ^ k;
-  ((uintptr_t *)p)[1] = k;
+  ((uintptr_t *)p)[0] = (uintptr_t)next ^ HC_FL_LINK_KEY(k);
+  if (HC_HARDEN_MARKS) ((uintptr_t *)p)[1] = k;
 #endif
 }
 
@@ -128,7 +142,7 @@ static inline void hc_fl_link(void *p, void *next) { hc_fl_link_head(p, next ? n
  * one test against the mask in memory (the compiler would load the 64-bit
  * constant into a register first: one instruction more per malloc). */
 static inline bool hc_fl_bad(uintptr_t n) {
-#if !HC_HARDENING
+#if !HC_HARDEN_LINKS
   return n == HC_FL_END;
 #elif defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
   bool bad;
@@ -140,7 +154,7 @@ static inline bool hc_fl_bad(uintptr_t n) {
 }
 
 /* The link of free object p, decoded, unchecked. */
-static inline uintptr_t hc_fl_word(const void *p) { return ((const uintptr_t *)p)[0] ^ (HC_HARDENING ? hci_fl.key : 0); }
+static inline uintptr_t hc_fl_word(const void *p) { return ((const uintptr_t *)p)[0] ^ (HC_HARDEN_LINKS ? hci_fl.key : 0); }
 
 /* n, the decoded link of free object p, checked; NULL at the end. */
 static inline void *hc_fl_checked(const void *p, uintptr_t n, uintptr_t ra) {
@@ -157,7 +171,7 @@ static inline void *hc_fl_next(const void *p, uintptr_t ra) { return hc_fl_check
 /* True when p carries the free mark, k being the key (hc_fl_key(): the
  * free fast path passes the one it loaded for the link too). */
 static inline bool hc_fl_is_free_k(const void *p, uintptr_t k) {
-#if HC_HARDENING
+#if HC_HARDEN_MARKS
   return ((const uintptr_t *)p)[1] == k;
 #else
   (void)p;
@@ -171,7 +185,7 @@ static inline bool hc_fl_is_free(const void *p) { return hc_fl_is_free_k(p, hc_f
 
 /* p is handed out: no longer marked free. */
 static inline void hc_fl_take(void *p) {
-#if HC_HARDENING
+#if HC_HARDEN_MARKS
   ((uintptr_t *)p)[1] = 0;
 #else
   (void)p;

@@ -91,7 +91,7 @@ static bool object_of_class(uintptr_t p, unsigned cls) {
 static bool next_free(const void *f, void **next) {
   uintptr_t n = hc_fl_word(f);
   *next = n == HC_FL_END ? NULL : (void *)n;
-  return (n == HC_FL_END || !(n & HC_FL_BAD_BITS)) && (!HC_HARDENING || hc_fl_is_free(f));
+  return (n == HC_FL_END || !(n & HC_FL_BAD_BITS)) && (!HC_HARDEN_MARKS || hc_fl_is_free(f));
 }
 
 /* Follows a NULL-terminated list of free objects of class cls: at most

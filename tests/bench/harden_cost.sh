@@ -7,7 +7,7 @@
 #
 # Usage: tests/bench/harden_cost.sh [--part instr|time|all] [--build DIR]
 #          [--build-off DIR] [--reps N] [--pair-n N] [--modes fixed,mixed,ring,window]
-#          [--only w1,w2] [--quick] [--no-build] [--no-install]
+#          [--only w1,w2] [--quick] [--parts] [--no-build] [--no-install]
 #   --build DIR      the hardened release build (default build-bench)
 #   --build-off DIR  the unhardened one (default build-bench-noharden); both
 #                    are set up (release, -Dtests=false -Dexamples=false) when
@@ -26,11 +26,18 @@
 #                    Meant for a quiet machine: the load average at the start
 #                    and at the end is printed with the tables.
 #   --part all       both (default)
+#   --parts          (c) also times the two parts of the hardening alone:
+#                    BUILD-marks (-Dhardening_parts=marks: the double-free
+#                    marks, plain links) and BUILD-links (-Dhardening_parts=links:
+#                    the encoded links, no marks), set up and built as above,
+#                    interleaved with the other two; a second table gives
+#                    each one's ratio to the unhardened build
 # Prints markdown tables.  Raw time results: $BUILD/harden-raw.tsv.
 set -u
 
 PART=all
 BUILD_OFF=""
+PARTS=0
 REPS=11
 PAIR_N=20000000
 MODES="fixed mixed ring window"
@@ -47,6 +54,7 @@ while [ $# -gt 0 ]; do
     --modes) MODES=${2//,/ }; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
+    --parts) PARTS=1; shift ;;
     --no-build) NOBUILD=1; shift ;;
     --no-install) export BENCH_NO_INSTALL=1; shift ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -60,31 +68,47 @@ case $PART in instr|time|all) ;; *) echo "harden_cost.sh: --part instr|time|all"
 WORKLOADS=$(bench_workloads "$ONLY" harden_cost.sh) || exit 2
 unset HEAPCHECK HEAPPROFILE HEAP_CHECK_DUMP_DIRECTORY LD_PRELOAD HEAPCHECK_SAMPLE_PARAMETER TCMALLOC_SAMPLE_PARAMETER
 
-# setup_build DIR ON|OFF: a release build of the library with the hardening
-# on or off; checks that the build dir really has that setting.
+# setup_build DIR ON|OFF|MARKS|LINKS: a release build of the library with
+# the hardening on, off, or one of its parts alone; checks that the build dir
+# really has that setting.
 setup_build() {
-  local dir=$1 want=$2 opt=enabled def=1
-  [ "$want" = OFF ] && { opt=disabled; def=0; }
+  local dir=$1 want=$2 opt=enabled def=1 parts=all marks=1 links=1
+  case $want in
+    OFF) opt=disabled def=0 marks=0 links=0 ;;
+    MARKS) parts=marks links=0 ;;
+    LINKS) parts=links marks=0 ;;
+  esac
   if [ ! -f "$dir/build.ninja" ]; then
-    log "meson setup $dir --buildtype=release -Dhardening=$opt"
+    log "meson setup $dir --buildtype=release -Dhardening=$opt -Dhardening_parts=$parts"
     local slog
     slog=$(mktemp)
     meson setup "$dir" "$ROOT" --buildtype=release -Dtests=false -Dexamples=false -Dhardening=$opt \
-      >"$slog" 2>&1 || { log "meson setup $dir failed"; cat "$slog" >&2; rm -f "$slog"; exit 1; }
+      -Dhardening_parts=$parts >"$slog" 2>&1 || { log "meson setup $dir failed"; cat "$slog" >&2; rm -f "$slog"; exit 1; }
     rm -f "$slog"
   fi
   if [ "$NOBUILD" = 0 ]; then
     log "ninja -C $dir"
     ninja -C "$dir" >"$dir/harden-build.log" 2>&1 || { log "ninja -C $dir failed (see $dir/harden-build.log)"; exit 1; }
   fi
-  grep -q -- "-DHC_HARDENING=$def" "$dir/compile_commands.json" ||
-    { log "$dir is not a -Dhardening=$opt build (meson configure $dir -Dhardening=$opt)"; exit 1; }
+  grep -q -- "-DHC_HARDENING=$def" "$dir/compile_commands.json" &&
+    grep -q -- "-DHC_HARDEN_MARKS=$marks" "$dir/compile_commands.json" &&
+    grep -q -- "-DHC_HARDEN_LINKS=$links" "$dir/compile_commands.json" ||
+    { log "$dir is not a -Dhardening=$opt -Dhardening_parts=$parts build (meson configure $dir ...)"; exit 1; }
   [ -e "$dir/libheapcheck.so" ] || { log "no $dir/libheapcheck.so"; exit 1; }
 }
 setup_build "$BUILD" ON
 setup_build "$BUILD_OFF" OFF
 LIB_ON=$BUILD/libheapcheck.so
 LIB_OFF=$BUILD_OFF/libheapcheck.so
+declare -A LIB=([on]=$LIB_ON [off]=$LIB_OFF)
+VARIANTS="off on"
+if [ "$PARTS" = 1 ]; then
+  setup_build "$BUILD-marks" MARKS
+  setup_build "$BUILD-links" LINKS
+  LIB[marks]=$BUILD-marks/libheapcheck.so
+  LIB[links]=$BUILD-links/libheapcheck.so
+  VARIANTS="off on marks links"
+fi
 HERE=$(dirname "${BASH_SOURCE[0]}")
 export BENCH_NO_BUILD=1
 
@@ -134,13 +158,14 @@ TMP=$(mktemp)
 trap 'rm -f "$TMP"' EXIT
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg) T0=$(date -u '+%H:%M')
 log "time: reps=$REPS items=[$ITEMS]"
+read -r -a VA <<<"$VARIANTS"
 for ((rep = 1; rep <= REPS; rep++)); do
-  order="off on"
-  [ $((rep % 2)) = 0 ] && order="on off"
+  # the libraries' order rotated every repetition (with two: swapped)
+  order=""
+  for ((j = 0; j < ${#VA[@]}; j++)); do order+=" ${VA[$(((j + rep) % ${#VA[@]}))]}"; done
   for it in $ITEMS; do
     for v in $order; do
-      lib=$LIB_ON
-      [ "$v" = off ] && lib=$LIB_OFF
+      lib=${LIB[$v]}
       "$RUNSTAT" -o "$TMP" -t 600 -e "LD_PRELOAD=$lib" -- ${CMD[$it]} >/dev/null 2>&1
       read -r wall rss status cpu minflt <"$TMP" || { wall=0; status=255; cpu=0; }
       printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$it" "$v" "$wall" "$cpu" "$status" >>"$RAW"
@@ -171,5 +196,35 @@ for it in $ITEMS; do
 done
 [ $np -gt 0 ] && awk -v l="$lp" -v c="$cp" -v n=$np 'BEGIN{printf "| geometric mean, pair loops | | | %.3f | | | %.3f |\n", exp(l / n), exp(c / n)}'
 [ $nw -gt 0 ] && awk -v l="$lw" -v c="$cw" -v n=$nw 'BEGIN{printf "| geometric mean, workloads | | | %.3f | | | %.3f |\n", exp(l / n), exp(c / n)}'
+if [ "$PARTS" = 1 ]; then
+  echo
+  echo "Each part alone: wall time, median of $REPS interleaved runs, and its ratio to the unhardened build"
+  echo "(marks: -Dhardening_parts=marks, the double-free marks with plain links; links:"
+  echo "-Dhardening_parts=links, the encoded links without marks; both: the default build)"
+  echo
+  echo "| item | unhardened | marks | ratio | links | ratio | both | ratio |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+  declare -A LS=() NS=()
+  for it in $ITEMS; do
+    wo=$(med "$it" off 4) wm=$(med "$it" marks 4) wl=$(med "$it" links 4) wn=$(med "$it" on 4)
+    if [ -z "$wo" ] || [ -z "$wm" ] || [ -z "$wl" ] || [ -z "$wn" ]; then echo "| $it | fail | | | | | | |"; continue; fi
+    awk -v it="$it" -v o="$wo" -v m="$wm" -v l="$wl" -v n="$wn" \
+      'BEGIN{printf "| %s | %.3f s | %.3f s | %.3f | %.3f s | %.3f | %.3f s | %.3f |\n", it, o, m, m / o, l, l / o, n, n / o}'
+    g=work
+    case $it in pair:*) g=pair ;; esac
+    for v in marks links on; do
+      w=$(med "$it" $v 4)
+      LS[$g$v]=$(awk -v s="${LS[$g$v]:-0}" -v a="$w" -v b="$wo" 'BEGIN{print s + log(a / b)}')
+    done
+    NS[$g]=$((${NS[$g]:-0} + 1))
+  done
+  for g in pair work; do
+    [ "${NS[$g]:-0}" -gt 0 ] || continue
+    name="pair loops"
+    [ $g = work ] && name=workloads
+    awk -v n="${NS[$g]}" -v m="${LS[${g}marks]}" -v l="${LS[${g}links]}" -v b="${LS[${g}on]}" -v name="$name" \
+      'BEGIN{printf "| geometric mean, %s | | | %.3f | | %.3f | | %.3f |\n", name, exp(m / n), exp(l / n), exp(b / n)}'
+  done
+fi
 nfail=$(awk -F'\t' '$6!=0' "$RAW" | wc -l)
 [ "$nfail" = 0 ] || echo "Failed runs: $nfail (see $RAW)"
