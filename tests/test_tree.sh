@@ -73,6 +73,34 @@ int main(int argc, char **argv) {
   for (;;) pause();
 }
 EOF
+# sigtool ign|dfl SIG[,SIG...] PROG ARGS...: runs PROG with those signals
+# ignored or at their default; sigtool show: prints the dispositions of
+# the signals the launcher touches.
+cat >"$tmp/sigtool.c" <<'EOF'
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "show") == 0) {
+    static const int sigs[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGPIPE, SIGCHLD};
+    static const char *const names[] = {"HUP", "INT", "QUIT", "TERM", "USR1", "PIPE", "CHLD"};
+    for (int i = 0; i < 7; i++) {
+      struct sigaction a;
+      sigaction(sigs[i], NULL, &a);
+      printf("%s=%s%s", names[i], a.sa_handler == SIG_IGN ? "IGN" : a.sa_handler == SIG_DFL ? "DFL" : "handler",
+             i == 6 ? "\n" : " ");
+    }
+    return 0;
+  }
+  if (argc < 4) return 2;
+  for (char *s = strtok(argv[2], ","); s; s = strtok(NULL, ","))
+    signal(atoi(s), strcmp(argv[1], "ign") == 0 ? SIG_IGN : SIG_DFL);
+  execvp(argv[3], argv + 3);
+  return 127;
+}
+EOF
 # leakcc: a compiler wrapper that leaks 4000 bytes and runs the real one.
 cat >"$tmp/leakcc.c" <<'EOF'
 #include <stdio.h>
@@ -209,7 +237,7 @@ int main(void) {
   return 3;
 }
 EOF
-for f in leaky waiter leakcc dropper unstoppable walled rawexit; do
+for f in leaky waiter leakcc dropper unstoppable walled rawexit sigtool; do
   # shellcheck disable=SC2086 # HC_CC may be a command with arguments
   if ! $CC_CMD -g -O1 -fno-omit-frame-pointer -pthread -o "$tmp/$f" "$tmp/$f.c" 2>"$tmp/cc.log"; then
     cat "$tmp/cc.log"
@@ -420,11 +448,13 @@ else
 fi
 
 # ---- signals ----
-# signal_test SIG MODE STATUS: the launcher gets SIG once the program is ready.
+# signal_test SIG MODE STATUS: the launcher gets SIG once the program is
+# ready.  It starts with SIGINT and SIGQUIT at their default: a background
+# job of this shell has them ignored, and the program would inherit that.
 signal_test() {
   ready=$tmp/ready.$1.$2
   rm -f "$ready"
-  "$launcher" "$tmp/waiter" "$ready" "$2" >"$tmp/sig.out" 2>&1 &
+  "$tmp/sigtool" dfl 2,3 "$launcher" "$tmp/waiter" "$ready" "$2" >"$tmp/sig.out" 2>&1 &
   lpid=$!
   n=0
   while [ ! -e "$ready" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
@@ -440,6 +470,34 @@ signal_test INT handle 42    # 40 + 2
 signal_test HUP handle 41    # 40 + 1
 signal_test TERM die 143     # died of SIGTERM, as the shell reports it
 signal_test INT die 130
+# A signal the launcher was started with ignored stays ignored in the
+# program (nohup's SIGHUP): the launcher catches it and passes it on, the
+# program ignores it, and the SIGTERM after it ends the program.
+ready=$tmp/ready.hup
+"$tmp/sigtool" ign 1 "$launcher" "$tmp/waiter" "$ready" die >"$tmp/sig.out" 2>&1 &
+lpid=$!
+n=0
+while [ ! -e "$ready" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
+kill -s HUP "$lpid"
+sleep 0.3
+kill -s TERM "$lpid"
+wait "$lpid"
+rc=$?
+out=$(cat "$tmp/sig.out")
+cur="nohup'ed launcher got SIGHUP then SIGTERM"
+expect_rc 143
+# The program starts with the dispositions the launcher was started with:
+# SIGPIPE not ignored (the launcher ignores it for itself only: a writer
+# whose reader went away must die of it), ignored ones kept ignored.
+run "$tmp/sigtool" dfl 2,3 "$launcher" "$tmp/sigtool" show
+has "HUP=DFL INT=DFL QUIT=DFL TERM=DFL USR1=DFL PIPE=DFL CHLD=DFL"
+run "$tmp/sigtool" ign 1,2,3,10,13,17 "$launcher" "$tmp/sigtool" show
+has "HUP=IGN INT=IGN QUIT=IGN TERM=DFL USR1=IGN PIPE=IGN CHLD=IGN"
+# Started with SIGCHLD ignored, the launcher still gets the program's status
+# (the kernel reaped it: "waitpid: No child processes", status 2).
+run "$tmp/sigtool" ign 17 "$launcher" sh -c 'exit 3'
+expect_rc 3
+has_re "^heapcheck: [0-9]+ process(es)? checked, no leaks found$"
 run sh -c "\"$launcher\" \"$tmp/waiter\" \"$tmp/r\" segv; echo status=\$?"
 has "status=139"             # the launcher died of SIGSEGV too
 run "$launcher" sh -c 'kill -s SEGV $$'

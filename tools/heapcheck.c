@@ -401,6 +401,40 @@ static void forward(int sig, siginfo_t *si, void *uc) {
   errno = saved;
 }
 
+/* The dispositions the launcher was started with, of every signal it
+ * changes (the forwarded ones, SIGPIPE, SIGCHLD): SIG_DFL or SIG_IGN (exec
+ * reset any handler).  The program gets them back before its exec, so it
+ * starts as it would without the launcher: nohup's SIGHUP and a background
+ * job's SIGINT and SIGQUIT stay ignored, SIGPIPE is not ignored (a writer
+ * whose reader went away dies of it), SIGCHLD keeps an inherited SIG_IGN.
+ * The launcher still catches every forwarded signal, ignored or not: one
+ * sent to its pid goes on to the program, which may have a handler for it. */
+static struct sigaction started_with[NSIG];
+
+/* f(sig) for every signal whose disposition the launcher changes. */
+static void each_changed(void (*f)(int)) {
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) f(forwarded[i]);
+  f(SIGPIPE);
+  f(SIGCHLD);
+}
+
+static void save_one(int sig) {
+  struct sigaction *a = &started_with[sig];
+  if (sigaction(sig, NULL, a) != 0 || (a->sa_handler != SIG_IGN && a->sa_handler != SIG_DFL)) {
+    memset(a, 0, sizeof *a);
+    a->sa_handler = SIG_DFL;
+  }
+}
+
+static void restore_one(int sig) { sigaction(sig, &started_with[sig], NULL); }
+
+static void save_dispositions(void) {
+  each_changed(save_one);
+  /* The launcher's own wait needs its child's status: a SIGCHLD it was
+   * started with ignored would have the kernel reap the program. */
+  signal(SIGCHLD, SIG_DFL);
+}
+
 static void install_forwarding(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -417,7 +451,7 @@ static pid_t start(char **argv, const char *path) {
   pid_t pid = fork();
   if (pid == 0) {
     /* The program starts with the dispositions and mask the launcher had. */
-    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) signal(forwarded[i], SIG_DFL);
+    each_changed(restore_one);
     sigprocmask(SIG_SETMASK, &old, NULL);
     /* argv[0] as typed, found in PATH again (same file), as without the
      * launcher (the pprof hint in leak reports quotes argv[0]). */
@@ -526,8 +560,9 @@ int main(int argc, char **argv) {
   set_preload(preload);
   say("running %s", path);
 
+  save_dispositions();
   install_forwarding();
-  signal(SIGPIPE, SIG_IGN); /* the summary on a closed stderr must not kill us */
+  signal(SIGPIPE, SIG_IGN); /* the summary on a closed stderr must not kill us (the program's is restored) */
   fflush(NULL);
   pid_t pid = start(prog, path);
   if (pid < 0) {
