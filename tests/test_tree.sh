@@ -493,6 +493,28 @@ run "$tmp/sigtool" dfl 2,3 "$launcher" "$tmp/sigtool" show
 has "HUP=DFL INT=DFL QUIT=DFL TERM=DFL USR1=DFL PIPE=DFL CHLD=DFL"
 run "$tmp/sigtool" ign 1,2,3,10,13,17 "$launcher" "$tmp/sigtool" show
 has "HUP=IGN INT=IGN QUIT=IGN TERM=DFL USR1=IGN PIPE=IGN CHLD=IGN"
+# A program that stops itself: the launcher stops too (the shell waiting
+# for it sees the job stopped and takes the terminal back), and SIGCONT to
+# the launcher resumes both.  The launcher used to wait on, running.
+"$launcher" sh -c 'kill -STOP $$; echo resumed' >"$tmp/stop.out" 2>&1 &
+lpid=$!
+state=
+n=0
+while [ $n -lt 1000 ]; do
+  state=$(sed 's/.*) \([A-Za-z]\).*/\1/' "/proc/$lpid/stat" 2>/dev/null)
+  [ "$state" = T ] && break
+  sleep 0.01
+  n=$((n + 1))
+done
+kill -s CONT "$lpid"
+wait "$lpid"
+rc=$?
+out=$(cat "$tmp/stop.out")
+cur="launcher of a program that stopped itself (launcher's state: $state)"
+checks=$((checks + 1))
+[ "$state" = T ] || fail "the launcher did not stop with the program"
+expect_rc 0
+has resumed
 # Started with SIGCHLD ignored, the launcher still gets the program's status
 # (the kernel reaped it: "waitpid: No child processes", status 2).
 run "$tmp/sigtool" ign 17 "$launcher" sh -c 'exit 3'

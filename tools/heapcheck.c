@@ -465,6 +465,19 @@ static pid_t start(char **argv, const char *path) {
   return pid;
 }
 
+/* The program stopped (a stop signal it sent itself, SIGSTOP from another
+ * process, SIGTTIN/SIGTTOU in a background job): the launcher stops too, of
+ * the same signal, so that the shell waiting for it sees the job stopped
+ * and takes the terminal back ("Stopped", "Stopped (tty input)").  Only
+ * the terminal's Ctrl-Z stopped both before: `heapcheck sh -c 'kill -TSTP
+ * $$'` and an inner `bash -i`'s `suspend` left the shell waiting for good.
+ * SIGCONT (the shell's fg or bg, to the whole group) resumes both; one sent
+ * to the launcher alone is passed on (forwarded[]). */
+static void stop_as_program(int sig) {
+  if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU) sig = SIGSTOP;
+  raise(sig);
+}
+
 /* Dies of sig as the program did (no core of the launcher itself: the
  * program dumped its own). */
 static void die_of_signal(int sig) {
@@ -571,8 +584,15 @@ int main(int argc, char **argv) {
     die(126, "cannot start %s: %s", prog[0], strerror(errno));
   }
   int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) die(2, "waitpid: %s", strerror(errno));
+  for (;;) {
+    if (waitpid(pid, &status, WUNTRACED) < 0) {
+      if (errno != EINTR) die(2, "waitpid: %s", strerror(errno));
+    } else if (WIFSTOPPED(status)) {
+      stop_as_program(WSTOPSIG(status));
+    } else {
+      break;
+    }
+  }
   child_pid = 0;
 
   hc_tree_summary_t sum;
