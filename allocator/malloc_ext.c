@@ -324,6 +324,25 @@ hc_public const char *tc_version(int *major, int *minor, const char **patch) {
 
 // ---- stack traces (<gperftools/stacktrace.h>) ----
 
+/* The frames before the first that cannot be a return address: one in the
+ * heap, or outside every loaded module when modules can be told.  A
+ * frame-pointer walk that went through code without frame pointers took
+ * whatever that code left in rbp (a pointer argument) for a frame record,
+ * and its "return address" is stale data: a pointer to the library's
+ * metadata in gperftools' heap-checker_unittest linked statically, where
+ * no module boundary tells the walk it went astray (the allocation path's
+ * two-frame test, alloc.c, needs two modules).  Cut there, the DWARF walk
+ * below gets its turn.  (Code a JIT generated is in no module: a stack
+ * through it ends there.) */
+static int code_prefix(const uintptr_t *pcs, int n) {
+  bool modules = hci_eh_available();
+  for (int i = 0; i < n; i++) {
+    hci_eh_obj_t o;
+    if (hci_pagemap_span(pcs[i]) != NULL || (modules && !hci_eh_find(pcs[i], &o))) return i;
+  }
+  return n;
+}
+
 hc_public hc_noinline int hc_stack_trace(void **result, int *sizes, int max_depth, int skip_count) {
   if (!result || max_depth <= 0) return 0;
   if (skip_count < 0) skip_count = 0;
@@ -343,6 +362,7 @@ hc_public hc_noinline int hc_stack_trace(void **result, int *sizes, int max_dept
     n = hci_backtrace(pcs, want, 0);
     for (int i = 0; i < n; i++) fsz[i] = 0;
   }
+  n = code_prefix(pcs, n);
   uintptr_t ra = (uintptr_t)__builtin_return_address(0);
   if (hci_unwind_dwarf_available() && (hci_unwinder == HC_UNWIND_DWARF || hci_unwind_fallback) && n < want) {
     uintptr_t dw[HC_MAX_STACK_DEPTH];
@@ -351,7 +371,7 @@ hc_public hc_noinline int hc_stack_trace(void **result, int *sizes, int max_dept
       for (int i = 0; i < m; i++)
         if (i >= n || dw[i] != pcs[i]) fsz[i] = 0;
       memcpy(pcs, dw, (size_t)m * sizeof dw[0]);
-      n = m;
+      n = code_prefix(pcs, m);
     }
   }
   int k = 0;

@@ -8,12 +8,43 @@
 #include <google/malloc_extension_c.h>
 #include <google/tcmalloc.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../hc_check.h"
 #define EXPECT(c) CHECK((c), "expected")
+
+#if defined(__x86_64__) || defined(__aarch64__)
+/* GetStackTrace from a frame whose saved frame pointer leads to a record
+ * {end, not a return address}: what a frame-pointer walk finds when code
+ * without frame pointers left a pointer in rbp.  Asked for exactly as
+ * many frames as the walk finds (so no other walk is tried), the library
+ * returned the bogus address (gperftools' heap-checker_unittest, linked
+ * statically, got a pointer to the library's metadata as mmap's caller). */
+static __attribute__((noinline)) int trace_through(uintptr_t *rec, void **r, int max) {
+  uintptr_t *volatile fr = (uintptr_t *)__builtin_frame_address(0); /* {saved fp, return address} */
+  uintptr_t saved = fr[0];
+  fr[0] = (uintptr_t)rec;
+  __asm__ volatile("" ::: "memory");
+  int n = GetStackTrace(r, max, 0);
+  __asm__ volatile("" ::: "memory");
+  fr[0] = saved;
+  return n;
+}
+
+static __attribute__((noinline)) int bogus_frames(void) {
+  uintptr_t rec[2];
+  rec[0] = 0;                    /* the walk ends after this record */
+  rec[1] = (uintptr_t)&rec[1];   /* a stack address: in no module */
+  void *r[3];
+  int n = trace_through(rec, r, 3), bad = 0;
+  for (int i = 0; i < n; i++) bad += r[i] == (void *)rec[1];
+  __asm__ volatile("" ::: "memory");
+  return n >= 1 && !bad;
+}
+#endif
 
 int main(void) {
   size_t v = 0, before;
@@ -55,6 +86,9 @@ int main(void) {
   EXPECT(strcmp(tc_version(&major, NULL, NULL), "gperftools 2.10") == 0 && major == 2);
   void *r[4];
   EXPECT(GetStackTrace(r, 4, 0) >= 2);
+#if defined(__x86_64__) || defined(__aarch64__)
+  CHECK(bogus_frames(), "GetStackTrace returned a frame record's bogus return address");
+#endif
   char *prof = GetHeapProfile();
   EXPECT(prof && strncmp(prof, "heap profile:", 13) == 0);
   free(prof);
