@@ -154,7 +154,7 @@ static inline bool hc_fl_bad(uintptr_t n) {
 }
 
 /* The link of free object p, decoded, unchecked. */
-static inline uintptr_t hc_fl_word(const void *p) { return ((const uintptr_t *)p)[0] ^ (HC_HARDEN_LINKS ? hci_fl.key : 0); }
+static inline uintptr_t hc_fl_word(const void *p) { return ((const uintptr_t *)p)[0] ^ HC_FL_LINK_KEY(hci_fl.key); }
 
 /* n, the decoded link of free object p, checked; NULL at the end. */
 static inline void *hc_fl_checked(const void *p, uintptr_t n, uintptr_t ra) {

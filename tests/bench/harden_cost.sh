@@ -206,15 +206,15 @@ if [ "$PARTS" = 1 ]; then
   echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
   declare -A LS=() NS=()
   for it in $ITEMS; do
-    wo=$(med "$it" off 4) wm=$(med "$it" marks 4) wl=$(med "$it" links 4) wn=$(med "$it" on 4)
-    if [ -z "$wo" ] || [ -z "$wm" ] || [ -z "$wl" ] || [ -z "$wn" ]; then echo "| $it | fail | | | | | | |"; continue; fi
-    awk -v it="$it" -v o="$wo" -v m="$wm" -v l="$wl" -v n="$wn" \
+    declare -A W=([off]=$(med "$it" off 4) [marks]=$(med "$it" marks 4) [links]=$(med "$it" links 4) [on]=$(med "$it" on 4))
+    wo=${W[off]}
+    if [ -z "$wo" ] || [ -z "${W[marks]}" ] || [ -z "${W[links]}" ] || [ -z "${W[on]}" ]; then echo "| $it | fail | | | | | | |"; continue; fi
+    awk -v it="$it" -v o="$wo" -v m="${W[marks]}" -v l="${W[links]}" -v n="${W[on]}" \
       'BEGIN{printf "| %s | %.3f s | %.3f s | %.3f | %.3f s | %.3f | %.3f s | %.3f |\n", it, o, m, m / o, l, l / o, n, n / o}'
     g=work
     case $it in pair:*) g=pair ;; esac
     for v in marks links on; do
-      w=$(med "$it" $v 4)
-      LS[$g$v]=$(awk -v s="${LS[$g$v]:-0}" -v a="$w" -v b="$wo" 'BEGIN{print s + log(a / b)}')
+      LS[$g$v]=$(awk -v s="${LS[$g$v]:-0}" -v a="${W[$v]}" -v b="$wo" 'BEGIN{print s + log(a / b)}')
     done
     NS[$g]=$((${NS[$g]:-0} + 1))
   done
