@@ -58,6 +58,16 @@ static inline void *hc_in_ret_reg(void *p) {
   return p;
 }
 
+/* A prefetch of a for reading, placed where it is written: on x86-64 an
+ * asm the compiler does not move (it schedules __builtin_prefetch freely). */
+static inline void hc_prefetch(uintptr_t a) {
+#if defined(__x86_64__)
+  __asm__ volatile("prefetcht0 (%0)" ::"r"(a));
+#else
+  __builtin_prefetch((const void *)a);
+#endif
+}
+
 /* (*left -= size) <= 0, as one subtraction from memory and its flags (gcc
  * loads, subtracts, stores and tests for "<= 0": 5 instructions). */
 static inline bool hc_sample_due(int64_t *left, size_t size) {
@@ -105,17 +115,22 @@ static inline __attribute__((always_inline)) void *hc_alloc_fast(size_t size, ui
      * async-signal-safe, yet common) would leave it marked free, and its
      * next free would abort as a double free (glibc's order of stores). */
     uintptr_t next = hc_fl_word(p);
+    l->head = (void *)next;
+    l->room++;
+    atomic_signal_fence(memory_order_seq_cst);
+    hc_fl_take(p);
     /* The next object is this list's next malloc: fetched now, it is in
      * cache by then.  Pushed long ago or refilled from central, it was
      * cold (bench_pairs: a quarter of the pops missed L1 on the link,
      * cachegrind; docs/performance.md "Session 19 (lead)").  A prefetch
      * never faults: the end of the list (HC_FL_END) or an overwritten
-     * link is fetched for nothing and never followed unchecked. */
-    __builtin_prefetch((const void *)next);
-    l->head = (void *)next;
-    l->room++;
+     * link is fetched for nothing and never followed unchecked.  Last,
+     * after the mark's clear: issued before it, the hardened pair loops
+     * ran 2-6 % slower (docs/performance.md, "Session 27 (lead)"); the
+     * fence and the asm keep the compiler from moving it back up (it
+     * does with __builtin_prefetch). */
     atomic_signal_fence(memory_order_seq_cst);
-    hc_fl_take(p);
+    hc_prefetch(next);
     if (zero) __builtin_memset(p, 0, size);
     return p;
   }
