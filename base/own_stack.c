@@ -33,11 +33,12 @@
  * from its caller, never from its own frame.
  *
  * The work runs with the thread's cancellation disabled (see
- * hci_own_stack_call).
+ * hci_own_stack_call), and the program's errno is kept across it.
  *
  * Locks: none (one atomic exchange); no malloc.  Safe in a fork child
  * (the kept stack is inherited with the address space).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -150,10 +151,12 @@ static bool call_on_own(void (*fn)(void *), void *arg) {
  * (a thread running scoped checks, cancelled by main: the process hung in
  * every run, both stop methods), or out of a dump holding its lock. */
 bool hci_own_stack_call(void (*fn)(void *), void *arg) {
-  int old = PTHREAD_CANCEL_ENABLE;
+  int err = errno, old = PTHREAD_CANCEL_ENABLE;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
   bool r = call_on_own(fn, arg);
   pthread_setcancelstate(old, NULL);
+  errno = err; /* the work's opens and reads are not the program's: a successful malloc that dumped a
+                  profile, or hc_check_end, left ENOENT behind */
   return r;
 }
 

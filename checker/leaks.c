@@ -32,6 +32,7 @@
  * Locks: hci_chk_lock (check_run.c) around each check and the constructor's
  * set-up.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,8 +219,12 @@ hc_noinline void hci_chk_final(uintptr_t sp, hci_final_from_t from) {
     if (track) atomic_store(&hci_leaks.final_owner, 0);
     return;
   }
+  /* The exit handlers after ours see the errno the ones before left (its
+   * flush, report and record files are not the program's: they saw ENOENT). */
+  int err = errno;
   final_check(sp, from);
   if (track) atomic_store(&hci_leaks.final_owner, 0);
+  errno = err;
 }
 
 static void final_check(uintptr_t sp, hci_final_from_t from) {

@@ -323,6 +323,27 @@ for f in "$fx" ${sfx:+"$sfx"}; do
     has 'SUMMARY: heapcheck: 33 bytes leaked in 1 allocations'
   done
 done
+# errno is the program's: a scoped check, mallocs that dump a heap profile
+# (64 MiB at a 16 MiB interval) and the exit check (between a
+# handler that sets 55 and one that runs after the check) leave it as it
+# was.  They left ENOENT, from their own opens of /proc and debug files.
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run HEAPCHECK=normal "$f" errno
+  expect_rc 0
+  has 'begin errno 54'
+  has 'end errno 56 (ok 1)'
+  has 'No leaks found for check "_main_"'
+  has 'late errno 55'
+  run HEAPCHECK=normal "$f" errno exit
+  expect_rc 0
+  has 'No leaks found for check "_main_"'
+  has 'late errno 55'
+  run HEAPPROFILE="$dump/errno" HEAP_PROFILE_ALLOCATION_INTERVAL=16777216 "$f" errno
+  expect_rc 0
+  has 'mallocs that changed errno 0'
+  has_re 'Dumping heap profile to .*MB allocated cumulatively'
+  has 'late errno 55'
+done
 # A second exit made before the check is taken goes on as libc has it: main's
 # exit handler (run before the check) joins a thread that calls exit(5)
 # meanwhile (the process ends with 5 under glibc 2.36; waiting whenever

@@ -55,6 +55,9 @@
  *  exit-race   a joined thread leaks 48 bytes (on a stack unmapped after
  *              the join), then 6 threads call exit(0) together while main
  *              sits in pause().
+ *  errno [exit] errno survives a scoped check, mallocs that dump a heap
+ *              profile and the exit check (prints what each saw; "exit":
+ *              the exit check alone)
  *  exit-join   a joined thread leaks 48 bytes (as in exit-race); main
  *              calls exit(0), whose first handler (the program's) joins a
  *              thread that calls exit(5) once that handler runs: the second
@@ -1005,6 +1008,42 @@ static void *small_worker(void *arg) {
   exit(0);
 }
 
+/* "errno": the program's errno survives the checker's work (the checks'
+ * and dumps' own opens of /proc and debug files left ENOENT): across a
+ * scoped check, across mallocs that dump a heap profile (run with
+ * HEAPPROFILE and a small HEAP_PROFILE_ALLOCATION_INTERVAL, without
+ * HEAPCHECK: the checker's mode dumps at exit only), and across
+ * the exit check, between a handler registered in main (runs before it,
+ * sets 55) and one registered by a constructor (runs after it, prints). */
+static void errno_late(void) { printf("late errno %d\n", errno); }
+static void errno_early(void) { errno = 55; }
+__attribute__((constructor)) static void errno_ctor(int argc, char **argv, char **envp) {
+  (void)envp;
+  if (argc > 1 && !strcmp(argv[1], "errno")) atexit(errno_late);
+}
+static int errno_scenario(const char *how) {
+  atexit(errno_early);
+  if (!strcmp(how, "exit")) return 0; /* the exit check the first (its first opens of /proc fail) */
+  errno = 54;
+  hc_check_t *c = hc_check_begin("errno");
+  printf("begin errno %d\n", errno);
+  void *keep = filled(10);
+  errno = 56;
+  int ok = hc_check_end(c, 0);
+  printf("end errno %d (ok %d)\n", errno, ok);
+  free(keep);
+  int changed = 0;
+  for (int i = 0; i < 64; i++) {
+    errno = 4242;
+    void *p = malloc(1 << 20);
+    if (errno != 4242) changed++;
+    memset(p, 1, 64);
+    free(p);
+  }
+  printf("mallocs that changed errno %d\n", changed);
+  return 0;
+}
+
 static int small_stack(const char *dir) {
   small_dir = dir;
   pthread_attr_t a;
@@ -1034,6 +1073,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "tracer")) return tracer();
   if (!strcmp(s, "fd-exhaust")) return fd_exhaust();
   if (!strcmp(s, "small-stack")) return small_stack(arg);
+  if (!strcmp(s, "errno")) return errno_scenario(arg);
   if (!strcmp(s, "wall-reaper")) return wall_reaper(arg);
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
@@ -1045,7 +1085,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "landlock")) return landlock_scenario();
   if (!strcmp(s, "filtered")) return filtered(argc, argv);
   if (!strcmp(s, "chroot")) return chroot_scenario(arg, argc > 3 ? argv[3] : "");
-  fprintf(stderr, "usage: %s stress|sigwait [signalfd]|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|wall-reaper loop|waitid|sigchld|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join [ctor]|pthread-exit-race|exiting-cleanup|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
+  fprintf(stderr, "usage: %s stress|sigwait [signalfd]|handler|pause-exit [leak]|few [seccomp]|rlimit-as|rlimit-margin as|data MIB|fd-exhaust|small-stack DIR|wall-reaper loop|waitid|sigchld|unshare-pid|chroot DIR [drop]|userfaultfd|exit-race|exit-join [ctor]|errno [exit]|pthread-exit-race|exiting-cleanup|sandbox|landlock|filtered KIND [inline] PROG ARGS\n",
           argv[0]);
   return 9;
 }
