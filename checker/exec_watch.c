@@ -263,6 +263,14 @@ hc_public __attribute__((weak)) int execvp(const char *file, char *const argv[])
 }
 hc_public __attribute__((weak)) int fexecve(int fd, char *const argv[], char *const envp[]) {
   fexecve_fn f = (fexecve_fn)(uintptr_t)real(&real_fn.fexecve);
+  /* A static link: libc's own check (EINVAL, not execveat's EBADF); the
+   * copies hide libc's nonnull declaration from the compiler. */
+  char *const *av = argv, *const *ev = envp;
+  __asm__("" : "+r"(av), "+r"(ev));
+  if (!f && (fd < 0 || !av || !ev)) {
+    errno = EINVAL;
+    return -1;
+  }
   GATED(f ? f(fd, argv, envp)
           : (int)hci_raw_libc_result(hci_raw6(SYS_execveat, fd, (long)"", (long)argv, (long)envp, AT_EMPTY_PATH, 0)));
 }

@@ -229,6 +229,10 @@ unsigned long long hci_status_mask(const char *buf, const char *key);
 
 /* ======================= stop_ptrace.c ======================= */
 /* hci_raw6, hci_raw_libc_result: hc_base.h (raw_syscall.c). */
+/* A system call made a cancellation point (asynchronous cancellation
+ * around it): a static link's blocking calls (timed_waits.c).  Returns the
+ * kernel's result. */
+long hci_cancellable_syscall(long nr, long a, long b, long c, long d, long e, long f);
 /* CLOCK_MONOTONIC in ns by the raw system call (no vDSO, no libc): the
  * helper task's and the exec gate's deadlines. */
 long long hci_raw_now_ns(void);

@@ -42,7 +42,8 @@ void hci_sigwait_watch_resolve(void) {
 
 static int timedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts) {
   if (real_timedwait) return real_timedwait(set, info, ts);
-  return (int)hci_raw_libc_result(hci_raw6(SYS_rt_sigtimedwait, (long)set, (long)info, (long)ts, 8, 0, 0));
+  /* A static link: a cancellation point (sigwait, sigwaitinfo, sigtimedwait). */
+  return (int)hci_raw_libc_result(hci_cancellable_syscall(SYS_rt_sigtimedwait, (long)set, (long)info, (long)ts, 8, 0, 0));
 }
 
 /* sigtimedwait without our stop signals; ts NULL: no time limit. */

@@ -184,14 +184,19 @@ void hci_timed_waits_resolve(void) {
   for (int i = 0; i < F_N; i++) real(i);
 }
 
-/* A static link's epoll calls: the system call with asynchronous
- * cancellation around it (they are cancellation points). */
-static long cancellable(long nr, long a, long b, long c, long d, long e, long f) {
+/* A static link's blocking calls (no libc function of another name to
+ * call): the system call with asynchronous cancellation around it, as they
+ * are cancellation points.  The kernel's result (-errno on failure). */
+long hci_cancellable_syscall(long nr, long a, long b, long c, long d, long e, long f) {
   int old = PTHREAD_CANCEL_DEFERRED;
   pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
   long r = hci_raw6(nr, a, b, c, d, e, f);
   pthread_setcanceltype(old, NULL);
-  return hci_raw_libc_result(r);
+  return r;
+}
+/* The same, as libc returns it (-1 and errno on failure). */
+static long cancellable(long nr, long a, long b, long c, long d, long e, long f) {
+  return hci_raw_libc_result(hci_cancellable_syscall(nr, a, b, c, d, e, f));
 }
 
 typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
@@ -282,8 +287,12 @@ hc_public __attribute__((weak)) int clock_nanosleep(clockid_t clock, int flags, 
   timed_args(on, 4, clock, flags, (long)req, (long)rem, 0, 0);
   clock_nanosleep_fn f = (clock_nanosleep_fn)(uintptr_t)real(F_CLOCK_NANOSLEEP);
   int e = errno;
+  /* A static link: libc's checks (the calling thread's CPU clock is
+   * EINVAL, POSIX; the kernel says EOPNOTSUPP), then a cancellation point. */
   int r = f ? f(clock, flags, req, rem)
-            : -(int)hci_raw6(SYS_clock_nanosleep, clock, flags, (long)req, (long)rem, 0, 0);
+            : clock == CLOCK_THREAD_CPUTIME_ID
+                ? EINVAL
+                : -(int)hci_cancellable_syscall(SYS_clock_nanosleep, clock, flags, (long)req, (long)rem, 0, 0);
   timed_end(on, &saved, e);
   return r;
 }

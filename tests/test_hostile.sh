@@ -239,4 +239,15 @@ for f in "$fx" ${sfx:+"$sfx"}; do
     has 'cancel-checker: 20 of 20 cancelled'
   done
 done
+# Cancellation points: a static link's sigwait, sigwaitinfo, sigtimedwait
+# and clock_nanosleep were raw system calls (no cancellation: sigwait's
+# join hung, 137 here), and two argument errors differed from libc's
+# (clock_nanosleep on the thread's CPU clock 95, fexecve(-1) EBADF).
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run timeout -s KILL 60 "$f" cancel-points
+  expect_rc 0
+  has 'cancel-points: 5 of 5 cancelled'
+  has 'cancel-points: clock_nanosleep(CLOCK_THREAD_CPUTIME_ID) 22'
+  has 'cancel-points: fexecve(-1) -1 errno 22'
+done
 finish test_hostile

@@ -89,6 +89,10 @@
  *              then 10 scoped checks.  Prints the signals its handler saw
  *              and the checks that passed.  x86-64 only (elsewhere prints
  *              the expected line).
+ *  cancel-points  threads blocked in sigwait, sigwaitinfo, sigtimedwait,
+ *              clock_nanosleep and nanosleep are cancelled (prints how
+ *              many were), and clock_nanosleep's and fexecve's argument
+ *              errors (EINVAL, 22).
  *  cancel-checker N  N times: a thread runs scoped checks with a report
  *              (each after a 77-byte leak) and pthread_testcancel() in a
  *              loop; main cancels it at a varying time and joins it.
@@ -297,6 +301,57 @@ static int sandbox_min(const char *kind, const char *how, bool thread, int statu
   (void)kind, (void)how, (void)thread, (void)status;
   return 77;
 #endif
+}
+
+/* ---------------------------------------------------------------- cancellation points */
+/* A thread blocked in call k (sigwait, sigwaitinfo, sigtimedwait with an
+ * hour's timeout, clock_nanosleep and nanosleep of an hour), cancelled:
+ * each is a cancellation point.  A static link's versions of the first four
+ * were raw system calls: sigwait's and sigwaitinfo's join waited for ever,
+ * the others' for their timeout. */
+static void *blocked_in(void *arg) {
+  long k = (long)arg;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR2); /* blocked by main before the thread starts, never sent */
+  struct timespec hour = {3600, 0};
+  int sig;
+  siginfo_t si;
+  switch (k) {
+  case 0: sigwait(&set, &sig); break;
+  case 1: sigwaitinfo(&set, &si); break;
+  case 2: sigtimedwait(&set, &si, &hour); break;
+  case 3: clock_nanosleep(CLOCK_MONOTONIC, 0, &hour, NULL); break;
+  default: nanosleep(&hour, NULL); break;
+  }
+  return NULL;
+}
+static int cancel_points(void) {
+  static const char *const names[] = {"sigwait", "sigwaitinfo", "sigtimedwait", "clock_nanosleep", "nanosleep"};
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  int cancelled = 0;
+  for (long k = 0; k < 5; k++) {
+    pthread_t t;
+    void *res = NULL;
+    pthread_create(&t, NULL, blocked_in, (void *)k);
+    usleep(50000);
+    pthread_cancel(t);
+    pthread_join(t, &res);
+    if (res == PTHREAD_CANCELED) cancelled++;
+    else printf("cancel-points: %s not cancelled\n", names[k]);
+  }
+  /* libc's own argument checks, which the system calls do not make. */
+  int r = clock_nanosleep(CLOCK_THREAD_CPUTIME_ID, 0, &(struct timespec){0, 1}, NULL);
+  printf("cancel-points: clock_nanosleep(CLOCK_THREAD_CPUTIME_ID) %d\n", r);
+  char *argv[] = {"x", NULL};
+  errno = 0;
+  r = fexecve(-1, argv, environ);
+  printf("cancel-points: fexecve(-1) %d errno %d\n", r, errno);
+  printf("cancel-points: %d of 5 cancelled\n", cancelled);
+  return 0;
 }
 
 /* ---------------------------------------------------------------- a checking thread cancelled */
@@ -947,6 +1002,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "untimed-waits")) return untimed_waits(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
   if (!strcmp(s, "pivot")) return pivot(argc > 2 ? argv[2] : "");
+  if (!strcmp(s, "cancel-points")) return cancel_points();
   if (!strcmp(s, "cancel-checker")) return cancel_checker(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "sigwait-race")) return sigwait_race(argc > 2 ? atoi(argv[2]) : 200);
   if (!strcmp(s, "sandbox-min"))
