@@ -301,6 +301,14 @@ static void restore_rule(cfa_state_t *st, const cfa_state_t *init, const cie_t *
   if (r) *r = *tracked_init(init, reg);
 }
 
+/* def_cfa_register or def_cfa_offset while the CFA is an expression: DWARF
+ * allows them only after a register rule, so the CFA is unknown (an empty
+ * expression has no value: resolve_cfa fails), not half the old expression
+ * and half a register rule. */
+static void cfa_half_set(cfa_state_t *st) {
+  if (st->cfa_expr) st->cfa_len = 0;
+}
+
 /* u * align, wrapping (malformed data may overflow; the rule is then junk
  * that the walk's bounds reject, never undefined behaviour). */
 static inline int64_t scaled(uint64_t u, int64_t align) { return (int64_t)(u * (uint64_t)align); }
@@ -388,10 +396,12 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
     case 0x0d: /* def_cfa_register */
       if (!rd_uleb(&p, end, &reg)) return false;
       st->cfa_reg = reg;
+      cfa_half_set(st);
       break;
     case 0x0e: /* def_cfa_offset */
       if (!rd_uleb(&p, end, &u)) return false;
       st->cfa_off = (int64_t)u;
+      cfa_half_set(st);
       break;
     case 0x0f: /* def_cfa_expression: evaluated once the row is known (resolve_cfa) */
       if (!rd_uleb(&p, end, &u) || u > (uint64_t)(end - p)) return false;
@@ -420,6 +430,7 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
     case 0x13: /* def_cfa_offset_sf */
       if (!rd_sleb(&p, end, &s)) return false;
       st->cfa_off = scaled((uint64_t)s, c->data_align);
+      cfa_half_set(st);
       break;
     case 0x14: /* val_offset */
       if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
