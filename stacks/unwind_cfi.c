@@ -15,8 +15,10 @@
  *  - Anything we do not understand (expressions beyond eval_expr's forms,
  *    register rules other than offsets and those, unknown opcodes) gives
  *    K_STOP instead of a guess.  Expressions are evaluated here, once per
- *    rule, into the rule's numbers: they read no register value and no
- *    memory (the walk does, bounded as for any rule).
+ *    rule, into the rule's numbers: the evaluation reads only the
+ *    expression's bytes (inside its CIE/FDE, as checked when the program
+ *    ran), no register and no stack word (the walk reads those, bounded as
+ *    for any rule).
  *  - Signal frames: the FDE of glibc's __restore_rt ('S' augmentation) is
  *    recognised together with its code bytes (K_SIGNAL).
  * Locks: none; no allocation.
