@@ -43,7 +43,8 @@ static inline uint64_t hci_stack_hash(const uintptr_t *pcs, int n) {
  * records (HC_MAX_STACK_DEPTH), so a capture up to 16 frames shallower than a
  * deep last one still finds all its frames in it. */
 #define HC_UNWIND_MEMO_FRAMES 80
-#define HC_UNWIND_MEMO_WORDS (2 * HC_UNWIND_MEMO_FRAMES) /* a step reads at most 2 */
+#define HC_UNWIND_MEMO_WORDS (2 * HC_UNWIND_MEMO_FRAMES) /* a step reads at most 2 (a K_EXPR one 3: a walk that
+                                                          reads more is not kept) */
 typedef struct hc_unwind_memo_way {
   uint32_t gen;            /* rule-cache generation it was made in; 0 = empty */
   uint32_t id;             /* the caller's: the depot id of the frames it last returned (0: none) */

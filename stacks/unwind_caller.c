@@ -16,9 +16,11 @@
  *    this function's own stack pointer; the CFA strictly increases.
  *  - Every frame up to the caller must have an FDE (the frame-pointer guess
  *    for code without one cannot say where registers were saved) and
- *    K_NORMAL rules whose registers are saved at CFA offsets; anything else
- *    (a signal frame, an expression, a register kept in another register)
- *    ends the walk with "not found", and the caller keeps its safe default.
+ *    K_NORMAL or K_EXPR rules whose registers are saved at CFA offsets or,
+ *    through expressions, at or as rsp/rbp offsets; anything else (a signal
+ *    frame, an expression unwind_cfi.c does not evaluate, a register kept in
+ *    another register) ends the walk with "not found", and the caller keeps
+ *    its safe default.
  * Cold: once per process, a few frames, no rule cache.
  * Locks: none; no allocation.
  */
@@ -51,6 +53,22 @@ typedef struct frame {
 
 enum { STEP_FAILED = 0, STEP_DONE = 1, STEP_OUTERMOST = 2 };
 
+/* The caller's value of a register whose rule is how/base/off (R_*, B_*),
+ * its value in fr being cur, into *out.  False: a rule we cannot follow or
+ * a word outside the stack. */
+static bool recover(const frame_t *fr, uintptr_t cfa, uintptr_t lo, uintptr_t hi, int how, int base, int64_t off,
+                    uintptr_t cur, uintptr_t *out) {
+  uintptr_t b = base == B_RBP ? fr->rbp : base == B_RSP ? fr->rsp : cfa;
+  switch (how) {
+  case R_SAME: *out = cur; return true;
+  case R_UNDEF: *out = 0; return true;
+  case R_OFFSET: return load(lo, hi, cfa + (uintptr_t)off, out);
+  case R_AT: return load(lo, hi, b + (uintptr_t)off, out);
+  case R_VAL: *out = b + (uintptr_t)off; return true;
+  default: return false;
+  }
+}
+
 /* One step from fr to its caller: STEP_FAILED when the rules do not allow
  * it, STEP_OUTERMOST when fr is the stack's first frame (_start, a thread's
  * start: its FDE leaves the return address undefined). */
@@ -58,23 +76,20 @@ static int step_full(frame_t *fr, uintptr_t lo, uintptr_t hi, uintptr_t eh_lo, u
   hci_cfi_frame_t f;
   rule_t rule = hci_cfi_frame(fr->rip, fr->exact, eh_lo, eh_hi, &f);
   if (rule.kind == K_END && f.fn_lo < f.fn_hi) return STEP_OUTERMOST;
-  if (rule.kind != K_NORMAL || f.fn_lo >= f.fn_hi) return STEP_FAILED;
+  if ((rule.kind != K_NORMAL && rule.kind != K_EXPR) || f.fn_lo >= f.fn_hi) return STEP_FAILED;
   uintptr_t cfa = (rule.cfa_rbp ? fr->rbp : fr->rsp) + (uintptr_t)rule.cfa_off;
-  if (cfa <= fr->rsp || cfa > hi) return STEP_FAILED;
-  frame_t up = {.rsp = cfa, .rbp = fr->rbp, .exact = false};
-  if (!load(lo, hi, cfa + (uintptr_t)rule.ra_off, &up.rip)) return STEP_FAILED;
-  if (rule.rbp_how == R_OFFSET && !load(lo, hi, cfa + (uintptr_t)rule.rbp_off, &up.rbp)) return STEP_FAILED;
-  if (rule.rbp_how == R_UNDEF) up.rbp = 0;
-  for (int i = 0; i < HCI_CFI_NSAVED; i++) {
-    switch (f.saved_how[i]) {
-    case R_SAME: up.cs[i] = fr->cs[i]; break;
-    case R_UNDEF: up.cs[i] = 0; break;
-    case R_OFFSET:
-      if (!load(lo, hi, cfa + (uintptr_t)f.saved_off[i], &up.cs[i])) return STEP_FAILED;
-      break;
-    default: return STEP_FAILED;
-    }
+  if (rule.cfa_deref) { /* K_EXPR: the CFA is a word of the stack (GCC's realigned frames) */
+    if (!load(lo, hi, cfa, &cfa)) return STEP_FAILED;
+    cfa += (uintptr_t)rule.cfa_add;
   }
+  if (cfa <= fr->rsp || cfa > hi) return STEP_FAILED;
+  frame_t up = {.rsp = cfa, .exact = false};
+  if (!load(lo, hi, cfa + (uintptr_t)rule.ra_off, &up.rip) ||
+      !recover(fr, cfa, lo, hi, rule.rbp_how, rule.rbp_base, rule.rbp_off, fr->rbp, &up.rbp))
+    return STEP_FAILED;
+  for (int i = 0; i < HCI_CFI_NSAVED; i++)
+    if (!recover(fr, cfa, lo, hi, f.saved_how[i], f.saved_base[i], f.saved_off[i], fr->cs[i], &up.cs[i]))
+      return STEP_FAILED;
   *fr = up;
   return STEP_DONE;
 }

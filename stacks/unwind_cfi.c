@@ -2,7 +2,9 @@
  * of a PC (hci_eh_find, unwind_obj.c) -> its .eh_frame_hdr -> binary search
  * for the FDE -> the CIE and FDE call-frame programs run up to the PC -> a
  * rule "CFA = rsp|rbp + off; RA at CFA+ra_off; rbp same/undefined/at
- * CFA+rbp_off" that unwind_dwarf.c caches per PC.
+ * CFA+rbp_off" that unwind_dwarf.c caches per PC, or a K_EXPR rule from the
+ * DWARF expressions compilers emit (eval_expr: CFA = *(rsp|rbp + off) + add,
+ * registers saved at rsp|rbp + off).
  *
  * Invariants:
  *  - Every read of unwind data lies in a readable segment of the module
@@ -10,8 +12,13 @@
  *    fde_count is clipped to what is there), each CIE/FDE within one
  *    segment as its length says, indirect pointers and the sigreturn code
  *    bytes likewise.  Malformed data ends the walk; it never faults.
- *  - Anything we do not understand (expressions, register rules other than
- *    offsets, unknown opcodes) gives K_STOP instead of a guess.
+ *  - Anything we do not understand (expressions beyond eval_expr's forms,
+ *    register rules other than offsets and those, unknown opcodes) gives
+ *    K_STOP instead of a guess.  Expressions are evaluated here, once per
+ *    rule, into the rule's numbers: the evaluation reads only the
+ *    expression's bytes (inside its CIE/FDE, as checked when the program
+ *    ran), no register and no stack word (the walk reads those, bounded as
+ *    for any rule).
  *  - Signal frames: the FDE of glibc's __restore_rt ('S' augmentation) is
  *    recognised together with its code bytes (K_SIGNAL).
  * Locks: none; no allocation.
@@ -39,6 +46,7 @@
 #define REG_RSP_DW 7
 #define REG_R12_DW 12
 #define REG_R15_DW 15
+#define REG_RIP_DW 16
 #define CFA_STACK_DEPTH 8     /* remember_state nesting we accept */
 
 /* ---- byte readers (all bounded by the CIE/FDE extent) ---- */
@@ -226,15 +234,27 @@ static bool parse_cie(const hci_eh_obj_t *o, const uint8_t *rec, cie_t *c) {
 
 /* ---- call-frame program ---- */
 
+/* Rules of the program whose expression is evaluated at its end
+ * (resolve_reg): the register is saved at the expression's value
+ * (DW_CFA_expression), or is that value (DW_CFA_val_expression). */
+enum { RS_EXPR = 16, RS_VAL_EXPR = 17 };
+
+/* expr: the expression's bytes in the module's .eh_frame (mapped while the
+ * module is loaded, as long as the rule is used), len of them. */
 typedef struct reg_rule {
-  int how;
-  int64_t off;
+  int how;      /* R_SAME, R_UNDEF, R_OFFSET, R_UNSUP, RS_EXPR, RS_VAL_EXPR */
+  uint32_t len; /* RS_*: the expression's length */
+  union {
+    int64_t off;         /* R_OFFSET */
+    const uint8_t *expr; /* RS_* */
+  };
 } reg_rule_t;
 
 typedef struct cfa_state {
   uint64_t cfa_reg;
   int64_t cfa_off;
-  bool cfa_expr;
+  const uint8_t *cfa_expr; /* DW_CFA_def_cfa_expression's bytes (else NULL: cfa_reg + cfa_off) */
+  uint32_t cfa_len;
   reg_rule_t rbp, ra;
   reg_rule_t saved[HCI_CFI_NSAVED]; /* rbx, r12-r15 (hci_cfi_frame) */
 } cfa_state_t;
@@ -263,13 +283,32 @@ static void set_rule(cfa_state_t *st, const cie_t *c, uint64_t reg, int how, int
   reg_rule_t *r = tracked(st, c, reg);
   if (r) {
     r->how = how;
+    r->len = 0;
     r->off = off;
+  }
+}
+
+/* An expression rule (RS_*): its bytes stay where they are. */
+static void set_expr_rule(cfa_state_t *st, const cie_t *c, uint64_t reg, int how, const uint8_t *expr, uint32_t len) {
+  reg_rule_t *r = tracked(st, c, reg);
+  if (r) {
+    r->how = how;
+    r->len = len;
+    r->expr = expr;
   }
 }
 
 static void restore_rule(cfa_state_t *st, const cfa_state_t *init, const cie_t *c, uint64_t reg) {
   reg_rule_t *r = tracked(st, c, reg);
   if (r) *r = *tracked_init(init, reg);
+}
+
+/* def_cfa_register or def_cfa_offset while the CFA is an expression: DWARF
+ * allows them only after a register rule, so the CFA is unknown (an empty
+ * expression has no value: resolve_cfa fails), not half the old expression
+ * and half a register rule. */
+static void cfa_half_set(cfa_state_t *st) {
+  if (st->cfa_expr) st->cfa_len = 0;
 }
 
 /* u * align, wrapping (malformed data may overflow; the rule is then junk
@@ -354,26 +393,31 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
       if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
       st->cfa_reg = reg;
       st->cfa_off = (int64_t)u;
-      st->cfa_expr = false;
+      st->cfa_expr = NULL;
       break;
     case 0x0d: /* def_cfa_register */
       if (!rd_uleb(&p, end, &reg)) return false;
       st->cfa_reg = reg;
+      cfa_half_set(st);
       break;
     case 0x0e: /* def_cfa_offset */
       if (!rd_uleb(&p, end, &u)) return false;
       st->cfa_off = (int64_t)u;
+      cfa_half_set(st);
       break;
-    case 0x0f: /* def_cfa_expression: not evaluated */
+    case 0x0f: /* def_cfa_expression: evaluated once the row is known (resolve_cfa) */
       if (!rd_uleb(&p, end, &u) || u > (uint64_t)(end - p)) return false;
+      if (u > UINT32_MAX) return false;
+      st->cfa_expr = p;
+      st->cfa_len = (uint32_t)u;
       p += u;
-      st->cfa_expr = true;
       break;
     case 0x10: /* expression */
     case 0x16: /* val_expression */
-      if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u) || u > (uint64_t)(end - p)) return false;
+      if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u) || u > (uint64_t)(end - p) || u > UINT32_MAX)
+        return false;
+      set_expr_rule(st, c, reg, op == 0x10 ? RS_EXPR : RS_VAL_EXPR, p, (uint32_t)u);
       p += u;
-      set_rule(st, c, reg, R_UNSUP, 0);
       break;
     case 0x11: /* offset_extended_sf */
       if (!rd_uleb(&p, end, &reg) || !rd_sleb(&p, end, &s)) return false;
@@ -383,11 +427,12 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
       if (!rd_uleb(&p, end, &reg) || !rd_sleb(&p, end, &s)) return false;
       st->cfa_reg = reg;
       st->cfa_off = scaled((uint64_t)s, c->data_align);
-      st->cfa_expr = false;
+      st->cfa_expr = NULL;
       break;
     case 0x13: /* def_cfa_offset_sf */
       if (!rd_sleb(&p, end, &s)) return false;
       st->cfa_off = scaled((uint64_t)s, c->data_align);
+      cfa_half_set(st);
       break;
     case 0x14: /* val_offset */
       if (!rd_uleb(&p, end, &reg) || !rd_uleb(&p, end, &u)) return false;
@@ -409,6 +454,249 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, const cie_t *c, cfa_st
     }
   }
   return true;
+}
+
+/* ---- DWARF expressions (DWARF 5 section 2.5) ----
+ *
+ * CFI expressions are evaluated here, once per rule, not by the walk: a
+ * value on the stack is a constant, a register of the frame plus an offset
+ * (rsp, rbp; the CFA, which a register rule's expression starts with), or
+ * the word at such an address plus an addend.  That covers what compilers
+ * and assemblers emit on x86-64:
+ *   GCC's stack realignment through a DRAP register: CFA = *(rbp - N)
+ *     (DW_OP_breg6 -N; DW_OP_deref), registers saved at rbp - M;
+ *   OpenSSL's perlasm: CFA = *(rsp + N) + 8 (DW_OP_breg7 N; DW_OP_deref;
+ *     DW_OP_plus_uconst 8);
+ *   the PLT's CFA = rsp + 8 + ((rip & 15) >= 11) * 8: rip (DW_OP_breg16) is
+ *     a constant here, since the rule is one pc's.
+ * Anything else (another register: r10, r9; a second load; registers
+ * combined other than by adding constants; branches) is unsupported and
+ * the walk stops there, as before.  Each operation consumes at least one
+ * byte and the stack is fixed: the evaluation ends and never overflows. */
+#define EXPR_STACK 8
+#define B_CONST (-1) /* a constant: off */
+
+typedef struct aval {
+  int base;      /* B_CONST, B_CFA, B_RSP or B_RBP */
+  bool deref;    /* *(base + off) + add, else base + off */
+  uint64_t off;  /* wrapping arithmetic, as DWARF's on 64-bit targets */
+  uint64_t add;
+} aval_t;
+
+static inline aval_t av_const(uint64_t v) { return (aval_t){.base = B_CONST, .off = v}; }
+
+static inline void av_add(aval_t *v, uint64_t k) {
+  if (v->deref) v->add += k;
+  else v->off += k;
+}
+
+/* DW_OP_breg<reg> off: the frame's rsp or rbp, or rip as a constant. */
+static bool av_breg(uint64_t reg, int64_t off, uintptr_t rip, aval_t *out) {
+  if (reg == REG_RIP_DW) *out = av_const(rip + (uint64_t)off);
+  else if (reg == REG_RSP_DW || reg == REG_RBP_DW)
+    *out = (aval_t){.base = reg == REG_RSP_DW ? B_RSP : B_RBP, .off = (uint64_t)off};
+  else return false; /* a register the walk does not know */
+  return true;
+}
+
+/* A binary operation of constants a (second from top) and b (top). */
+static bool const_binop(uint8_t op, uint64_t a, uint64_t b, uint64_t *out) {
+  int64_t sa = (int64_t)a, sb = (int64_t)b;
+  switch (op) {
+  case 0x1a: *out = a & b; break;
+  case 0x1b: /* div, signed */
+    if (sb == 0 || (sa == INT64_MIN && sb == -1)) return false;
+    *out = (uint64_t)(sa / sb);
+    break;
+  case 0x1d: /* mod */
+    if (b == 0) return false;
+    *out = a % b;
+    break;
+  case 0x1e: *out = a * b; break;
+  case 0x21: *out = a | b; break;
+  case 0x24: *out = b < 64 ? a << b : 0; break;
+  case 0x25: *out = b < 64 ? a >> b : 0; break;
+  case 0x26: *out = (uint64_t)(sa >> (b < 64 ? b : 63)); break;
+  case 0x27: *out = a ^ b; break;
+  case 0x29: *out = sa == sb; break;
+  case 0x2a: *out = sa >= sb; break;
+  case 0x2b: *out = sa > sb; break;
+  case 0x2c: *out = sa <= sb; break;
+  case 0x2d: *out = sa < sb; break;
+  case 0x2e: *out = sa != sb; break;
+  default: return false;
+  }
+  return true;
+}
+
+/* a (second from top) op b (top) into *a, for plus, minus and the
+ * operations of constants. */
+static bool av_binop(uint8_t op, aval_t *a, const aval_t *b) {
+  if (op == 0x22) { /* plus: a register value plus a constant */
+    if (b->base == B_CONST) {
+      av_add(a, b->off);
+    } else if (a->base == B_CONST) {
+      uint64_t k = a->off;
+      *a = *b;
+      av_add(a, k);
+    } else {
+      return false;
+    }
+    return true;
+  }
+  if (op == 0x1c) { /* minus */
+    if (b->base == B_CONST) {
+      av_add(a, -b->off);
+    } else if (a->base == b->base && !a->deref && !b->deref) {
+      *a = av_const(a->off - b->off); /* the register cancels */
+    } else {
+      return false;
+    }
+    return true;
+  }
+  if (a->base != B_CONST || b->base != B_CONST) return false;
+  return const_binop(op, a->off, b->off, &a->off);
+}
+
+/* Evaluates the expression [p, p + len) of the frame at rip into *out.
+ * push_cfa: a register rule's (its stack starts with the CFA). */
+static bool eval_expr(const uint8_t *p, uint32_t len, bool push_cfa, uintptr_t rip, aval_t *out) {
+  const uint8_t *end = p + len;
+  aval_t st[EXPR_STACK];
+  int n = 0;
+  if (push_cfa) st[n++] = (aval_t){.base = B_CFA};
+  while (p < end) {
+    uint8_t op = *p++;
+    uint64_t u = 0, reg;
+    int64_t s;
+    aval_t v;
+    if (op >= 0x30 && op <= 0x4f) { /* lit0..31 */
+      v = av_const(op - 0x30u);
+    } else if ((op >= 0x70 && op <= 0x8f) || op == 0x92) { /* breg0..31, bregx */
+      reg = op - 0x70u;
+      if (op == 0x92 && !rd_uleb(&p, end, &reg)) return false;
+      if (!rd_sleb(&p, end, &s) || !av_breg(reg, s, rip, &v)) return false;
+    } else if (op >= 0x08 && op <= 0x0f) { /* const1u/1s .. const8u/8s: little-endian */
+      size_t w = (size_t)1 << ((op - 0x08) / 2);
+      uint8_t b[8];
+      if (!rd_fixed(&p, end, b, w)) return false;
+      for (size_t i = 0; i < w; i++) u |= (uint64_t)b[i] << (8 * i);
+      if ((op & 1) && w < 8 && (b[w - 1] & 0x80)) u |= ~(uint64_t)0 << (8 * w);
+      v = av_const(u);
+    } else {
+      switch (op) {
+      case 0x10: /* constu */
+        if (!rd_uleb(&p, end, &u)) return false;
+        v = av_const(u);
+        break;
+      case 0x11: /* consts */
+        if (!rd_sleb(&p, end, &s)) return false;
+        v = av_const((uint64_t)s);
+        break;
+      case 0x9c: /* call_frame_cfa: only in a register rule (the CFA's own is circular) */
+        if (!push_cfa) return false;
+        v = (aval_t){.base = B_CFA};
+        break;
+      case 0x12: /* dup */
+      case 0x14: /* over */
+        if (n < (op == 0x12 ? 1 : 2)) return false;
+        v = st[n - (op == 0x12 ? 1 : 2)];
+        break;
+      case 0x15: /* pick */
+        if (!rd_fixed(&p, end, &op, 1) || op >= n) return false;
+        v = st[n - 1 - op];
+        break;
+      default:
+        goto in_place; /* operations on the stack's top */
+      }
+    }
+    if (n == EXPR_STACK) return false;
+    st[n++] = v;
+    continue;
+  in_place:
+    switch (op) {
+    case 0x96: /* nop */
+      break;
+    case 0x13: /* drop */
+      if (n < 1) return false;
+      n--;
+      break;
+    case 0x16: /* swap */
+      if (n < 2) return false;
+      v = st[n - 1], st[n - 1] = st[n - 2], st[n - 2] = v;
+      break;
+    case 0x17: /* rot: the top goes below the next two */
+      if (n < 3) return false;
+      v = st[n - 1], st[n - 1] = st[n - 2], st[n - 2] = st[n - 3], st[n - 3] = v;
+      break;
+    case 0x06: /* deref: a word of the stack, loaded by the walk */
+      if (n < 1 || st[n - 1].base == B_CONST || st[n - 1].deref) return false;
+      st[n - 1].deref = true;
+      st[n - 1].add = 0;
+      break;
+    case 0x23: /* plus_uconst */
+      if (n < 1 || !rd_uleb(&p, end, &u)) return false;
+      av_add(&st[n - 1], u);
+      break;
+    case 0x19: /* abs */
+    case 0x1f: /* neg */
+    case 0x20: /* not */
+      if (n < 1 || st[n - 1].base != B_CONST) return false;
+      s = (int64_t)st[n - 1].off;
+      st[n - 1].off = op == 0x20 ? ~(uint64_t)s : op == 0x1f || s < 0 ? -(uint64_t)s : (uint64_t)s;
+      break;
+    default: /* binary operations; anything else is unsupported */
+      if (n < 2 || !av_binop(op, &st[n - 2], &st[n - 1])) return false;
+      n--;
+      break;
+    }
+  }
+  if (n < 1) return false;
+  *out = st[n - 1];
+  return true;
+}
+
+/* The CFA of the row into r (cfa_rbp, cfa_off, and for an expression that
+ * loads it cfa_deref, cfa_add).  False: a CFA the walk cannot compute. */
+static bool resolve_cfa(const cfa_state_t *st, uintptr_t rip, rule_t *r) {
+  if (st->cfa_expr == NULL) {
+    if (st->cfa_reg != REG_RSP_DW && st->cfa_reg != REG_RBP_DW) return false;
+    r->cfa_rbp = st->cfa_reg == REG_RBP_DW;
+    r->cfa_off = st->cfa_off;
+    return true;
+  }
+  aval_t v;
+  if (!eval_expr(st->cfa_expr, st->cfa_len, false, rip, &v) || (v.base != B_RSP && v.base != B_RBP)) return false;
+  r->cfa_rbp = v.base == B_RBP;
+  r->cfa_off = (int64_t)v.off;
+  r->cfa_deref = v.deref;
+  r->cfa_add = v.deref ? (int64_t)v.add : 0;
+  return true;
+}
+
+/* A register's rule with its expression, if any, evaluated: *how (R_SAME,
+ * R_UNDEF, R_OFFSET, R_AT, R_VAL or R_UNSUP), *base and *off. */
+static void resolve_reg(const reg_rule_t *in, uintptr_t rip, int *how, int *base, int64_t *off) {
+  *how = in->how;
+  *base = B_CFA;
+  *off = 0;
+  if (in->how != RS_EXPR && in->how != RS_VAL_EXPR) {
+    if (in->how == R_OFFSET) *off = in->off;
+    return;
+  }
+  aval_t v;
+  *how = R_UNSUP;
+  if (!eval_expr(in->expr, in->len, true, rip, &v) || v.base == B_CONST) return;
+  if (in->how == RS_VAL_EXPR && !v.deref) { /* the value itself: base + off */
+    *how = R_VAL;
+  } else {
+    /* Saved at an address: the expression's value, or for a value the
+     * word loaded (with nothing added to it). */
+    if (in->how == RS_EXPR ? v.deref : v.add != 0) return;
+    *how = v.base == B_CFA ? R_OFFSET : R_AT;
+  }
+  *base = v.base;
+  *off = (int64_t)v.off;
 }
 
 /* ---- FDE lookup ---- */
@@ -630,26 +918,28 @@ static rule_t cfi_lookup(uintptr_t rip, bool exact, bool *cacheable, hci_cfi_fra
 
   /* The callee-saved registers keep their values unless a rule says where
    * they were saved (saved[]: R_SAME, zero-initialised). */
-  cfa_state_t st = {.cfa_reg = REG_RSP_DW, .cfa_off = 0, .cfa_expr = false,
-                    .rbp = {R_SAME, 0}, .ra = {R_UNDEF, 0}};
+  cfa_state_t st = {.cfa_reg = REG_RSP_DW, .cfa_off = 0, .cfa_expr = NULL,
+                    .rbp = {.how = R_SAME}, .ra = {.how = R_UNDEF}};
   cfa_state_t init;
   if (!run_cfa(c.insns, c.end, &c, &st, &st, 0, UINTPTR_MAX)) return rule_stop;
   init = st;
   if (!run_cfa(p, end, &c, &st, &init, pc_begin, pc)) return rule_stop;
 
-  if (st.cfa_expr || (st.cfa_reg != REG_RSP_DW && st.cfa_reg != REG_RBP_DW)) return rule_stop;
-  if (st.ra.how == R_UNDEF) {
-    rule_t r = {.kind = K_END};
-    return r;
+  rule_t r = {.kind = K_NORMAL};
+  if (!resolve_cfa(&st, rip, &r)) return rule_stop;
+  int ra_how, ra_base;
+  resolve_reg(&st.ra, rip, &ra_how, &ra_base, &r.ra_off);
+  if (ra_how == R_UNDEF) {
+    rule_t e = {.kind = K_END};
+    return e;
   }
-  if (st.ra.how != R_OFFSET || st.rbp.how == R_UNSUP) return rule_stop;
-  rule_t r = {.kind = K_NORMAL, .cfa_rbp = st.cfa_reg == REG_RBP_DW, .rbp_how = st.rbp.how,
-              .cfa_off = st.cfa_off, .ra_off = st.ra.off, .rbp_off = st.rbp.off};
+  resolve_reg(&st.rbp, rip, &r.rbp_how, &r.rbp_base, &r.rbp_off);
+  if (ra_how != R_OFFSET || r.rbp_how == R_UNSUP) return rule_stop;
+  /* Forms only an expression gives: the walk's slower step (unwind_dwarf.c). */
+  if (r.cfa_deref || r.rbp_how == R_AT || r.rbp_how == R_VAL) r.kind = K_EXPR;
   if (full)
-    for (int i = 0; i < HCI_CFI_NSAVED; i++) {
-      full->saved_how[i] = st.saved[i].how;
-      full->saved_off[i] = st.saved[i].off;
-    }
+    for (int i = 0; i < HCI_CFI_NSAVED; i++)
+      resolve_reg(&st.saved[i], rip, &full->saved_how[i], &full->saved_base[i], &full->saved_off[i]);
   return r;
 }
 

@@ -4,7 +4,9 @@
  * For each PC a rule "CFA = rsp|rbp + off; RA at CFA+ra_off; rbp
  * same/undefined/at CFA+rbp_off" comes from unwind_cfi.c (the module's
  * .eh_frame, every read bounds-checked) and is cached here, so a warm walk
- * costs a hash probe and two loads per frame.
+ * costs a hash probe and two loads per frame.  Rules from DWARF expressions
+ * (K_EXPR: a CFA loaded from the stack, rbp saved relative to rbp; GCC's
+ * realigned frames) are cached too and stepped off the fast path.
  *
  * Invariants:
  *  - Every stack read lies in [sp0, hi): the walker's own stack pointer up to
@@ -70,28 +72,59 @@ static inline uint64_t mix64(uint64_t x) {
   return x;
 }
 
-/* Layout: 0 valid | 1-2 kind | 3 cfa_rbp | 4-5 rbp_how | 6-18 ra_off/8 |
- * 19-31 rbp_off/8 (13-bit signed) | 32-63 cfa_off (int32). */
-static bool pack_rule(const rule_t *r, uint64_t *out) {
-  int64_t ra8 = r->ra_off / 8, bp8 = r->rbp_off / 8;
-  if (r->ra_off % 8 || r->rbp_off % 8) return false;
-  if (ra8 < -4096 || ra8 > 4095 || bp8 < -4096 || bp8 > 4095) return false;
-  if (r->cfa_off < INT32_MIN || r->cfa_off > INT32_MAX) return false;
-  *out = 1 | (uint64_t)r->kind << 1 | (uint64_t)(r->cfa_rbp != 0) << 3 | (uint64_t)r->rbp_how << 4 |
-         ((uint64_t)ra8 & 0x1fff) << 6 | ((uint64_t)bp8 & 0x1fff) << 19 |
-         (uint64_t)(uint32_t)(int32_t)r->cfa_off << 32;
+/* Layout: 0 valid | 1-3 kind | then by kind (signed fields; offsets
+ * marked /8 are stored divided by 8):
+ *   K_NORMAL: 4 cfa_rbp | 5-6 rbp_how | 7-18 ra_off/8 | 19-31 rbp_off/8 |
+ *             32-63 cfa_off
+ *   K_EXPR:   4 cfa_rbp | 5 cfa_deref | 6-8 rbp_how | 9-10 rbp_base |
+ *             11-22 ra_off/8 | 23-35 rbp_off/8 | 36-49 cfa_add | 50-63 cfa_off
+ * A rule whose numbers do not fit is not cached (computed at each step). */
+#define W_KIND(w) ((int)((w) >> 1 & 7))
+
+/* Field [shift, shift + bits) of w, sign-extended. */
+static inline int64_t sfield(uint64_t w, int shift, int bits) { return (int64_t)(w << (64 - shift - bits)) >> (64 - bits); }
+
+/* Puts v (divided by scale, which must divide it) in field [shift, shift + bits). */
+static inline bool put_sfield(uint64_t *w, int64_t v, int64_t scale, int shift, int bits) {
+  int64_t lim = (int64_t)1 << (bits - 1);
+  if (v % scale || v / scale < -lim || v / scale >= lim) return false;
+  *w |= ((uint64_t)(v / scale) & (((uint64_t)1 << bits) - 1)) << shift;
   return true;
 }
 
-static inline int64_t sext13(uint64_t v) { return (int64_t)(v << 51) >> 51; }
+static bool pack_rule(const rule_t *r, uint64_t *out) {
+  uint64_t w = 1 | (uint64_t)r->kind << 1 | (uint64_t)(r->cfa_rbp != 0) << 4;
+  if (r->kind == K_EXPR) {
+    w |= (uint64_t)(r->cfa_deref != 0) << 5 | (uint64_t)r->rbp_how << 6 | (uint64_t)r->rbp_base << 9;
+    if (!put_sfield(&w, r->ra_off, 8, 11, 12) || !put_sfield(&w, r->rbp_off, 8, 23, 13) ||
+        !put_sfield(&w, r->cfa_add, 1, 36, 14) || !put_sfield(&w, r->cfa_off, 1, 50, 14))
+      return false;
+  } else {
+    w |= (uint64_t)r->rbp_how << 5;
+    if (!put_sfield(&w, r->ra_off, 8, 7, 12) || !put_sfield(&w, r->rbp_off, 8, 19, 13) ||
+        !put_sfield(&w, r->cfa_off, 1, 32, 32))
+      return false;
+  }
+  *out = w;
+  return true;
+}
 
 static inline void unpack_rule(uint64_t w, rule_t *r) {
-  r->kind = (int)(w >> 1 & 3);
-  r->cfa_rbp = (int)(w >> 3 & 1);
-  r->rbp_how = (int)(w >> 4 & 3);
-  r->ra_off = sext13(w >> 6 & 0x1fff) * 8;
-  r->rbp_off = sext13(w >> 19 & 0x1fff) * 8;
-  r->cfa_off = (int32_t)(uint32_t)(w >> 32);
+  *r = (rule_t){.kind = W_KIND(w), .cfa_rbp = (int)(w >> 4 & 1)};
+  if (r->kind == K_EXPR) {
+    r->cfa_deref = (int)(w >> 5 & 1);
+    r->rbp_how = (int)(w >> 6 & 7);
+    r->rbp_base = (int)(w >> 9 & 3);
+    r->ra_off = sfield(w, 11, 12) * 8;
+    r->rbp_off = sfield(w, 23, 13) * 8;
+    r->cfa_add = sfield(w, 36, 14);
+    r->cfa_off = sfield(w, 50, 14);
+  } else {
+    r->rbp_how = (int)(w >> 5 & 3);
+    r->ra_off = sfield(w, 7, 12) * 8;
+    r->rbp_off = sfield(w, 19, 13) * 8;
+    r->cfa_off = sfield(w, 32, 32);
+  }
 }
 
 static inline size_t cache_slot(uint64_t q) { return (size_t)((q * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_BITS)) & ~(size_t)1; }
@@ -270,6 +303,47 @@ static inline bool normal_step(regs_t *r, uintptr_t lo, uintptr_t hi, walk_log_t
   return true;
 }
 
+/* The step of a K_EXPR frame (a rule from DWARF expressions, unwind_cfi.c's
+ * eval_expr): CFA = (rbp or rsp) + cfa_off, or the word there plus cfa_add
+ * (GCC's realigned frames: the word rbp - N where the DRAP register was
+ * pushed); the return address at CFA + ra_off; rbp as rbp_how says, saved
+ * at or computed from the CFA or this frame's rsp or rbp.  Every word is
+ * read as normal_step's, bounded and logged for the memo (a third word: the
+ * memo keeps all three). */
+static bool expr_step(regs_t *r, uintptr_t lo, uintptr_t hi, walk_log_t *log, const rule_t *rule) {
+  bool from_reg = rule->rbp_how == R_AT || rule->rbp_how == R_VAL;
+  bool uses = rule->cfa_rbp || (from_reg && rule->rbp_base == B_RBP);
+  bool loads = rule->rbp_how == R_OFFSET || rule->rbp_how == R_AT;
+  if (log && !log->spoiled)
+    log->fl[log->cur] = (uint8_t)((uses ? STEP_USES : 0) | (rule->rbp_how != R_SAME ? STEP_KILLS : 0) |
+                                  (loads ? STEP_LOADS : 0));
+  uintptr_t cfa = (rule->cfa_rbp ? r->rbp : r->rsp) + (uintptr_t)rule->cfa_off;
+  if (rule->cfa_deref) {
+    if (!load_logged(log, lo, hi, r->rsp, cfa, &cfa)) return false;
+    cfa += (uintptr_t)rule->cfa_add;
+  }
+  if (cfa <= r->rsp || cfa > hi) return false;
+  uintptr_t ra, rbp = r->rbp;
+  if (!load_logged(log, lo, hi, r->rsp, cfa + (uintptr_t)rule->ra_off, &ra)) return false;
+  uintptr_t base = rule->rbp_base == B_RBP ? r->rbp : rule->rbp_base == B_RSP ? r->rsp : cfa;
+  switch (rule->rbp_how) {
+  case R_SAME: break;
+  case R_UNDEF: rbp = 0; break;
+  case R_OFFSET:
+  case R_AT:
+    if (!load_logged(log, lo, hi, r->rsp, (rule->rbp_how == R_AT ? base : cfa) + (uintptr_t)rule->rbp_off, &rbp))
+      return false;
+    break;
+  case R_VAL: rbp = base + (uintptr_t)rule->rbp_off; break;
+  default: return false;
+  }
+  r->rip = ra;
+  r->rsp = cfa;
+  r->rbp = rbp;
+  r->exact = false;
+  return true;
+}
+
 /* One step: the caller's registers from r.  False ends the walk.  [*lo, *hi)
  * is the stack being walked; a signal frame may move it to the interrupted
  * stack (sigaltstack handlers).  The usual case - a cached K_NORMAL rule -
@@ -277,9 +351,9 @@ static inline bool normal_step(regs_t *r, uintptr_t lo, uintptr_t hi, walk_log_t
 static inline bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_t *hi_p, walk_log_t *log) {
   uint64_t w;
   if (hc_likely(cache != NULL) && cache_lookup(cache, r->rip | (r->exact ? EXACT_BIT : 0), &w) &&
-      hc_likely((w >> 1 & 3) == K_NORMAL))
-    return normal_step(r, *lo_p, *hi_p, log, w >> 3 & 1, (int32_t)(uint32_t)(w >> 32), sext13(w >> 6 & 0x1fff) * 8,
-                       (int)(w >> 4 & 3), sext13(w >> 19 & 0x1fff) * 8);
+      hc_likely(W_KIND(w) == K_NORMAL))
+    return normal_step(r, *lo_p, *hi_p, log, w >> 4 & 1, sfield(w, 32, 32), sfield(w, 7, 12) * 8, (int)(w >> 5 & 3),
+                       sfield(w, 19, 13) * 8);
   uintptr_t lo = *lo_p, hi = *hi_p;
   bool nomod = false;
   rule_t rule = rule_for(cache, r->rip, r->exact, &nomod);
@@ -309,6 +383,7 @@ static inline bool step(cache_ent_t *cache, regs_t *r, uintptr_t *lo_p, uintptr_
     r->exact = true;
     return true;
   }
+  if (rule.kind == K_EXPR) return expr_step(r, lo, hi, log, &rule);
   if (rule.kind != K_NORMAL) return false;
   return normal_step(r, lo, hi, log, rule.cfa_rbp, rule.cfa_off, rule.ra_off, rule.rbp_how, rule.rbp_off);
 }

@@ -46,8 +46,8 @@ _Static_assert(HC_MAX_STACK_DEPTH <= MF, "the memo holds a whole recorded stack"
 static inline bool rbp_live(uint8_t fl, bool live_next) { return (fl & STEP_USES) || (!(fl & STEP_KILLS) && live_next); }
 
 /* The words of one step, [a, e) of saddr/sval, into daddr/dval below word
- * w (returned lowered; a step reads at most 2): the caller's rbp word only
- * when that rbp matters (live_next).  Highest first: memo_fill moves words
+ * w (returned lowered; a step reads at most 2, a K_EXPR one 3, which are
+ * all kept): the caller's rbp word only when that rbp matters (live_next).  Highest first: memo_fill moves words
  * up within the memo's own arrays.  *amax: the highest address kept so far. */
 static inline int keep_step_words(uintptr_t *daddr, uintptr_t *dval, int w, const uintptr_t *saddr,
                                   const uintptr_t *sval, int a, int e, uint8_t fl, bool live_next, uintptr_t *amax) {

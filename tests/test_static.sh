@@ -16,7 +16,8 @@
 #
 # Usage: test_static.sh MANY_OBJECTS_FULLSTATIC LEAK_LIST_FULLSTATIC
 #          STALE_MAIN_PAD_FULLSTATIC_STRIPPED MAIN_STACK_EXIT_FULLSTATIC
-#          STALE_THREAD_EXIT_FULLSTATIC STATIC_NOFP_LEAK [STATIC_CXX_LEAK]
+#          STALE_THREAD_EXIT_FULLSTATIC STATIC_NOFP_LEAK STATIC_REALIGN_EXIT
+#          [STATIC_CXX_LEAK]
 . "$(dirname "$0")/expect.sh"
 expect_private_env hc_static
 many=$1
@@ -25,7 +26,8 @@ pad_stripped=$3
 stack_exit=$4
 thread_exit=$5
 nofp=$6
-cxx=${7:-}
+realign_exit=$7
+cxx=${8:-}
 
 run() { cur="$*"; out=$(env "$@" 2>&1); rc=$?; }
 
@@ -107,6 +109,18 @@ for m in normal strict; do
   has_re "@ [0-9a-f]+ nofp_b "
   has_re "@ [0-9a-f]+ nofp_a "
   has_re "@ [0-9a-f]+ main .*static_nofp_leak.c:[0-9]+"
+done
+# exit() from a frame GCC realigns (CFA = *(rbp - N), registers saved at
+# rbp + M: CFI expressions): main's caller is found by unwinding through it
+# (before, that walk stopped there and the start frames stayed roots), and
+# the allocation stack goes through it to main.
+for u in auto dwarf; do
+  run HEAPCHECK=normal HEAPCHECK_UNWINDER=$u PERFTOOLS_VERBOSE=1 "$realign_exit"
+  expect_rc 1
+  has "SUMMARY: heapcheck: 40 bytes leaked in 1 allocations"
+  has_re "libc's start frames \[0x[0-9a-f]+, 0x[0-9a-f]+\) are not roots \(from main's caller\)"
+  has_re "@ [0-9a-f]+ realigned_exit .*static_realign_exit.c:[0-9]+"
+  has_re "@ [0-9a-f]+ main .*static_realign_exit.c:[0-9]+"
 done
 # A static C++ program: no __cxa_demangle to find and no loader to load
 # libstdc++ with, so the names come from symbolizer/demangle.c (before it,
