@@ -477,6 +477,11 @@ void hci_fmt_path(char *buf, size_t size, const char *tmpl, const char *name);
 /* Creates path afresh: unlink, O_CREAT|O_EXCL|O_NOFOLLOW, 0600.  -1 (logged at HCI_LOG_ERROR)
  * on failure or in a setuid program. */
 int hci_fmt_create(const char *path, const char *what);
+/* open(path, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC), mode 0600
+ * whatever the program's umask (under umask 0777 its owner could not read
+ * the report the library wrote, nor the launcher its processes' reports):
+ * a file of the library's own, never one that was there. */
+int hci_create_own(const char *path);
 /* Whether this process created path (json, sarif: later documents append);
  * mark = remember it now.  A fork child inherits the list. */
 bool hci_fmt_made_here(const char *path, bool mark);

@@ -182,7 +182,7 @@ static int create(const char *base, char *path, size_t size) {
   }
   memcpy(path, base, len + 1);
   for (int k = 1; k < 100; k++) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = hci_create_own(path);
     if (fd >= 0 || errno != EEXIST) return fd;
     hci_snprintf(path + len, size - len, ".%d", k); /* an exec'ed process: same pid */
   }

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -114,10 +115,20 @@ void hci_fmt_path(char *buf, size_t size, const char *tmpl, const char *name) {
   buf[n] = 0;
 }
 
+int hci_create_own(const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    int e = errno;
+    (void)fchmod(fd, 0600);
+    errno = e;
+  }
+  return fd;
+}
+
 int hci_fmt_create(const char *path, const char *what) {
   if (hci_is_secure()) return -1; /* a privileged program writes no files on the environment's say */
   unlink(path);
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = hci_create_own(path);
   if (fd < 0) hci_log(HCI_LOG_ERROR, "heapcheck: error: cannot create %s file %s (errno %d)", what, path, errno);
   return fd;
 }

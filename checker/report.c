@@ -172,7 +172,7 @@ static int write_profile(const char *path, const hci_leak_t *leaks, const bucket
                          size_t bytes) {
   if (hci_is_secure()) return EPERM; /* a privileged program writes no files */
   unlink(path);
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = hci_create_own(path);
   if (fd < 0) return errno;
   hci_out_t *o = hci_os_map(sizeof *o);
   if (!o) {

@@ -287,7 +287,7 @@ static int dump_work(const char *reason, bool outside_malloc) {
   unlink(name); /* O_EXCL below: never follow or reuse what is there */
   /* 0600: a profile holds the process's memory map (addresses of every
    * module, the heap, the stacks), which is nobody else's business. */
-  int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = hci_create_own(name);
   int rc = -1, err = errno;
   if (fd >= 0) {
     rc = hc_heap_profile_write(fd);

@@ -308,6 +308,29 @@ expect_rc 1
 out=$(ls "$tmp/rel")
 has_re "^r\.[0-9]+$"
 
+# ---- an unusable TMPDIR, umask 0777 ----
+# An unusable TMPDIR falls back to /tmp, as libc's temporary files do (the
+# launcher exited 2 without running the program).
+run_err env TMPDIR="$tmp/missing" "$launcher" /bin/true
+expect_rc 0
+has_re "^heapcheck: 1 process checked, no leaks found$"
+# The private directory is 0700 and its files 0600 whatever the umask:
+# under umask 0777 (not root) they were made 0000, and the launcher exited
+# 2 without running the program.  As nobody, when run as root.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
+  pub=$(mktemp -d /tmp/hc_tree_pub.XXXXXX)
+  chmod 1777 "$pub"
+  cp "$leaky" "$pub/leaky"
+  chmod 755 "$pub/leaky"
+  run_err setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "umask 0777; TMPDIR=\"$pub\" exec \"$launcher\" \"$pub/leaky\" 0"
+  expect_rc 1
+  has "leaky: done"
+  has_re "^heapcheck: [0-9]+ process(es)? checked, 1 leaked: 123 bytes in 1 allocations$"
+  rm -rf "$pub"
+else
+  echo "note: not root or no setpriv: the umask 0777 run as nobody was not made"
+fi
+
 # ---- process trees ----
 run_err "$launcher" sh -c "\"$leaky\" 3; echo child_status=\$? >&2; \"$leaky\" 0; echo child_status=\$? >&2; exit 0"
 expect_rc 1

@@ -29,14 +29,26 @@ const char *hc_tree_tmpdir(void) {
   return t && *t ? t : "/tmp";
 }
 
-int hc_tree_create(hc_tree_t *t) {
-  if (snprintf(t->dir, sizeof t->dir, "%s/heapcheck.XXXXXX", hc_tree_tmpdir()) >= (int)sizeof t->dir) {
+/* mkdtemp in base: the directory, 0700 whatever the umask (under umask
+ * 0777 it was made 0000 and the launcher, not root, could not create its
+ * records file in it: exit 2, the program never run). */
+static bool make_dir(hc_tree_t *t, const char *base) {
+  if (snprintf(t->dir, sizeof t->dir, "%s/heapcheck.XXXXXX", base) >= (int)sizeof t->dir) {
     errno = ENAMETOOLONG;
-    return -1;
+    return false;
   }
-  if (!mkdtemp(t->dir)) return -1;
+  if (!mkdtemp(t->dir)) return false;
+  (void)chmod(t->dir, 0700);
+  return true;
+}
+
+int hc_tree_create(hc_tree_t *t) {
+  /* An unusable TMPDIR (missing, not writable) falls back to /tmp, as
+   * libc's temporary files do. */
+  if (!make_dir(t, hc_tree_tmpdir()) && (strcmp(hc_tree_tmpdir(), "/tmp") == 0 || !make_dir(t, "/tmp"))) return -1;
   snprintf(t->records, sizeof t->records, "%s/processes", t->dir);
   int fd = open(t->records, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) (void)fchmod(fd, 0600); /* the umask's say: see make_dir */
   /* Run as root, the tree may change users: a server's processes run as
    * its own user (varnishd's manager as varnish after closing every
    * descriptor, the kept ones too; its VCL compiler starts as vcache), and
