@@ -328,6 +328,10 @@ static void push_small(hc_tcache_t *tc, unsigned cls, void *p) {
 
 // ---- large and sampled objects ----
 
+static void sample_begin(hc_tcache_t *me);
+static void sample_end(hc_tcache_t *me);
+static void free_large_rest(hc_span_t *s, const void *p);
+
 static void sampled_link(hc_span_t *s) {
   hci_lock(&hci_samples.lock);
   s->sprev = NULL;
@@ -445,9 +449,15 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
   size_t span_bytes = weight && size <= HC_MAX_SMALL && align <= HC_PAGE_SIZE ? hci_alloc_size_for(size, align) : room_for(size);
   size_t npages = (span_bytes + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
   if (npages == 0) npages = 1;
+  /* A sample takes the samples lock (stash_pop, sampled_link): see sample_begin. */
+  hc_tcache_t *me = hci_tc;
+  if (weight) sample_begin(me);
   hc_span_t *s = weight && npages <= HC_SAMPLE_STASH_SPAN_PAGES && align <= HC_PAGE_SIZE ? stash_pop(npages) : NULL;
   if (!s) s = align > HC_PAGE_SIZE ? hci_ph_alloc_aligned(npages, align) : hci_ph_alloc(npages);
-  if (!s) return enomem(size, align, zero);
+  if (!s) {
+    if (weight) sample_end(me);
+    return enomem(size, align, zero);
+  }
   s->req_size = size;
   s->meta.epoch = atomic_load_explicit(&hci_epoch, memory_order_relaxed);
   atomic_store_explicit(&s->meta.xflags, new_flags(tc, 0), memory_order_relaxed);
@@ -464,6 +474,7 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
     if (li && li->on_alloc) s->sample_est = li->on_alloc(s->meta.stack_id, size, weight);
     if (li && li->after_alloc) li->after_alloc();
   }
+  if (weight) sample_end(me);
   return (void *)s->start;
 }
 
@@ -523,7 +534,10 @@ static void *alloc_object(size_t size, size_t align, uintptr_t ra, uintptr_t rec
   bool sample = false;
   uint64_t weight = 0; /* a sample stands for the mean gap it was drawn with */
   if (tc && hci_sampler_charge(tc, size, flags & HC_SLOW_SAMPLE_CHARGED, &weight)) {
-    sample = weight != 0 && !hci_tc_memo(tc)->in_alloc;
+    /* Not inside a capture, nor inside a sampled allocation or free of
+     * this thread (a signal handler's malloc that interrupted it: the
+     * samples lock it holds was waited for, for ever; docs/design.md). */
+    sample = weight != 0 && !hci_tc_memo(tc)->in_alloc && !hci_tc_memo(tc)->in_sample;
     if (weight) hci_tc_scavenge_tick(tc, weight); /* weight: the bytes allocated since the last sample */
   }
   size_t room = room_for(size);
@@ -816,7 +830,28 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra, uintptr_t rec)
   if (hci_free_history_on) hci_free_history_put(p, s->meta.stack_id, free_stack_id(NULL, ra, rec), ra);
   s->meta.stack_id = HC_STACK_NONE;
   if (hci_record_all) clear_freed(p, s->req_size);
-  if (s->is_sampled && sampled_unlink(s)) return;
+  if (s->is_sampled) {
+    hc_tcache_t *me = hci_tc; /* the empty cache is shared: never written */
+    if (me->is_real && me->stk.in_sample) {
+      /* A signal handler's free on a thread inside a sampled allocation
+       * or free, which holds the samples lock: waiting for it waited for
+       * ever.  Freed for every reader (STASHED), given back when that
+       * one is done (sample_end). */
+      s->state = HC_SPAN_STASHED;
+      s->next = me->stk.deferred;
+      me->stk.deferred = s;
+      return;
+    }
+    sample_begin(me); /* to the end: its page-heap lock too */
+    if (!sampled_unlink(s)) free_large_rest(s, p);
+    sample_end(me);
+    return;
+  }
+  free_large_rest(s, p);
+}
+
+/* free_large's end: a span that is not a sample any more (or was not). */
+static void free_large_rest(hc_span_t *s, const void *p) {
   hc_tcache_t *tc;
   if (hci_quarantine_budget && !s->is_sampled && (tc = hci_tc_get()) != NULL) {
     /* Freed for every reader (a second free, realloc, the heap view) but
@@ -826,6 +861,31 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra, uintptr_t rec)
     s->state = HC_SPAN_LARGE;
   }
   hci_ph_free(s);
+}
+
+/* This thread enters a sampled allocation or free (they take the samples
+ * lock): from here to sample_end a signal handler's malloc on it does not
+ * sample and its free of a sampled block is deferred (free_large).  me:
+ * hci_tc (the empty cache, shared, is never written). */
+static void sample_begin(hc_tcache_t *me) {
+  if (me->is_real) me->stk.in_sample++;
+}
+
+/* Leaves it; the outermost frees what handlers deferred meanwhile (taken
+ * with one exchange: a handler may push again while they are freed). */
+static void sample_end(hc_tcache_t *me) {
+  if (!me->is_real) return;
+  while (me->stk.in_sample == 1 && me->stk.deferred) {
+    hc_span_t *s = __atomic_exchange_n(&me->stk.deferred, NULL, __ATOMIC_RELAXED);
+    while (s) {
+      hc_span_t *n = s->next;
+      s->next = NULL;
+      s->state = HC_SPAN_LARGE;
+      if (!sampled_unlink(s)) free_large_rest(s, (const void *)s->start);
+      s = n;
+    }
+  }
+  me->stk.in_sample--;
 }
 
 /* In line in both free paths: in checker mode every free runs it. */

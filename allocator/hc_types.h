@@ -201,6 +201,10 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
 
 typedef struct hc_tc_memo {  /* the unwinder's (stacks/), used by alloc.c's stack capture */
   int in_alloc;             /* recursion guard for the slow path (unwinder, depot) */
+  int in_sample;            /* this thread is in a sampled allocation or free, which take the
+                               samples lock: a signal handler's malloc on it does not sample,
+                               its free of a sampled block is deferred (alloc.c) */
+  struct hc_span *deferred; /* sampled spans such a handler freed, through next (alloc.c) */
   hc_unwind_memo_t memo;    /* last DWARF walk of an allocation stack (only under in_alloc) */
   hc_stack_memo_t frees;    /* stacks of recent frees (alloc.c's free_stack; only under in_alloc) */
 } hc_tc_memo_t;

@@ -250,4 +250,13 @@ for f in "$fx" ${sfx:+"$sfx"}; do
   has 'cancel-points: clock_nanosleep(CLOCK_THREAD_CPUTIME_ID) 22'
   has 'cancel-points: fexecve(-1) -1 errno 22'
 done
+# malloc and free in a signal handler that interrupts malloc on its thread,
+# sampling every KiB: the handler's sampled malloc or free waited for ever
+# for the samples or page-heap lock its own thread held (137 here, 3 runs
+# of 3).  Without the checker: the allocator's paths.
+for f in "$fx" ${sfx:+"$sfx"}; do
+  run env HEAPCHECK_SAMPLE_PARAMETER=1024 timeout -s KILL 60 "$f" handler-alloc
+  expect_rc 0
+  has 'handler-alloc: done'
+done
 finish test_hostile

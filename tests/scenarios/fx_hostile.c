@@ -89,6 +89,9 @@
  *              then 10 scoped checks.  Prints the signals its handler saw
  *              and the checks that passed.  x86-64 only (elsewhere prints
  *              the expected line).
+ *  handler-alloc  a SIGALRM handler frees and mallocs 4000-byte blocks
+ *              while main mallocs and frees 48 bytes ("done" after 20000
+ *              runs of the handler).
  *  cancel-points  threads blocked in sigwait, sigwaitinfo, sigtimedwait,
  *              clock_nanosleep and nanosleep are cancelled (prints how
  *              many were), and clock_nanosleep's and fexecve's argument
@@ -128,6 +131,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -301,6 +305,44 @@ static int sandbox_min(const char *kind, const char *how, bool thread, int statu
   (void)kind, (void)how, (void)thread, (void)status;
   return 77;
 #endif
+}
+
+/* ---------------------------------------------------------------- malloc in a signal handler */
+/* A SIGALRM handler frees one of its 64 blocks of 4000 bytes and mallocs
+ * another, every 50 us, interrupting main's own malloc/free loop of 48
+ * bytes on the same thread (not async-signal-safe, yet common).  With a
+ * high sampling rate (HEAPCHECK_SAMPLE_PARAMETER=1024) main is often inside
+ * a sampled allocation or free, holding the samples lock or the page
+ * heap's: the handler's sampled malloc or free waited for it for ever. */
+static volatile sig_atomic_t handler_runs;
+static void *volatile handler_blocks[64];
+static void alloc_handler(int sig) {
+  (void)sig;
+  int i = handler_runs++ % 64;
+  free(handler_blocks[i]);
+  handler_blocks[i] = malloc(4000);
+}
+static int handler_alloc(void) {
+  for (int i = 0; i < 64; i++) handler_blocks[i] = malloc(4000);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = alloc_handler;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval it = {{0, 50}, {0, 50}};
+  setitimer(ITIMER_REAL, &it, NULL);
+  void *mine[128] = {0};
+  for (long i = 0; i < 2000000000L && handler_runs < 20000; i++) {
+    int k = (int)(i % 128);
+    free(mine[k]);
+    mine[k] = malloc(48);
+  }
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  for (int k = 0; k < 128; k++) free(mine[k]);
+  for (int i = 0; i < 64; i++) free(handler_blocks[i]);
+  printf("handler-alloc: %s, %d handler runs\n", handler_runs >= 20000 ? "done" : "short", (int)handler_runs);
+  return 0;
 }
 
 /* ---------------------------------------------------------------- cancellation points */
@@ -1003,6 +1045,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "exec-race")) return exec_race(argc, argv);
   if (!strcmp(s, "pivot")) return pivot(argc > 2 ? argv[2] : "");
   if (!strcmp(s, "cancel-points")) return cancel_points();
+  if (!strcmp(s, "handler-alloc")) return handler_alloc();
   if (!strcmp(s, "cancel-checker")) return cancel_checker(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "sigwait-race")) return sigwait_race(argc > 2 ? atoi(argv[2]) : 200);
   if (!strcmp(s, "sandbox-min"))
