@@ -326,6 +326,14 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
   expect_rc 1
   has "leaky: done"
   has_re "^heapcheck: [0-9]+ process(es)? checked, 1 leaked: 123 bytes in 1 allocations$"
+  # --gen-suppressions' file too (made 0000: the process could not append).
+  run_err setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "umask 0777; TMPDIR=\"$pub\" exec \"$launcher\" --gen-suppressions=\"$pub/s.supp\" \"$pub/leaky\" 0"
+  expect_rc 1
+  out="mode $(stat -c %a "$pub/s.supp" 2>&1);
+$(cat "$pub/s.supp" 2>&1)"
+  cur="--gen-suppressions under umask 0777"
+  has "mode 600;"
+  has_re "^leak:"
   rm -rf "$pub"
 else
   echo "note: not root or no setpriv: the umask 0777 run as nobody was not made"

@@ -506,7 +506,12 @@ static void gen_suppressions(const char *supp) {
   if (supp && real && strcmp(real, supp) == 0)
     die(2, "--gen-suppressions and --suppressions name the same file: write the new list elsewhere");
   free(real);
-  int fd = open(abs, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  /* Made here: 0600 whatever the umask (under umask 0777 it was 0000 and
+   * the checked processes, not root, could not append to it).  A file that
+   * was there keeps its mode. */
+  int fd = open(abs, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) (void)fchmod(fd, 0600);
+  else if (errno == EEXIST) fd = open(abs, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) die(2, "--gen-suppressions: cannot create '%s': %s", f, strerror(errno));
   close(fd);
   const char *old = getenv("HEAPCHECK_REPORT");
