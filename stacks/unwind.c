@@ -154,7 +154,12 @@ static inline __attribute__((always_inline)) int fp_walk(uintptr_t *pcs, size_t 
     const uintptr_t *frame = (const uintptr_t *)fp;
     uintptr_t next = frame[0];
     uintptr_t ra = strip_pc(frame[1]);
-    if (ra < 4096) break; /* zero (outermost frame) or junk */
+    /* Zero (the outermost frame) or junk; or an address in this stack: rbp
+     * pointed into the stack but not at a frame record (libffi's
+     * ffi_call_unix64, which python's ctypes calls malloc through: the
+     * stack was libffi's frame and a stack address).  The walk ends there,
+     * and the DWARF walk gets its turn (alloc.c's capture_walk). */
+    if (ra < 4096 || ra - sp < hi - sp) break;
     bool ok = next_ok(next, fp);
     if (skip > 0) {
       skip--;
