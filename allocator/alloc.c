@@ -331,6 +331,7 @@ static void push_small(hc_tcache_t *tc, unsigned cls, void *p) {
 static void sample_begin(hc_tcache_t *me);
 static void sample_end(hc_tcache_t *me);
 static void free_large_rest(hc_span_t *s, const void *p);
+static void give_back_sample(hc_span_t *s);
 
 static void sampled_link(hc_span_t *s) {
   hci_lock(&hci_samples.lock);
@@ -449,13 +450,13 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
   size_t span_bytes = weight && size <= HC_MAX_SMALL && align <= HC_PAGE_SIZE ? hci_alloc_size_for(size, align) : room_for(size);
   size_t npages = (span_bytes + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
   if (npages == 0) npages = 1;
-  /* A sample takes the samples lock (stash_pop, sampled_link): see sample_begin. */
-  hc_tcache_t *me = hci_tc;
-  if (weight) sample_begin(me);
+  /* A sample takes the samples lock (stash_pop, sampled_link): see
+   * sample_begin.  A sample implies tc, the thread's real cache. */
+  if (weight) sample_begin(tc);
   hc_span_t *s = weight && npages <= HC_SAMPLE_STASH_SPAN_PAGES && align <= HC_PAGE_SIZE ? stash_pop(npages) : NULL;
   if (!s) s = align > HC_PAGE_SIZE ? hci_ph_alloc_aligned(npages, align) : hci_ph_alloc(npages);
   if (!s) {
-    if (weight) sample_end(me);
+    if (weight) sample_end(tc);
     return enomem(size, align, zero);
   }
   s->req_size = size;
@@ -474,7 +475,7 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
     if (li && li->on_alloc) s->sample_est = li->on_alloc(s->meta.stack_id, size, weight);
     if (li && li->after_alloc) li->after_alloc();
   }
-  if (weight) sample_end(me);
+  if (weight) sample_end(tc);
   return (void *)s->start;
 }
 
@@ -843,11 +844,16 @@ static void free_large(hc_span_t *s, const void *p, uintptr_t ra, uintptr_t rec)
       return;
     }
     sample_begin(me); /* to the end: its page-heap lock too */
-    if (!sampled_unlink(s)) free_large_rest(s, p);
+    give_back_sample(s);
     sample_end(me);
     return;
   }
   free_large_rest(s, p);
+}
+
+/* A freed sampled span: to the stash, or on as any large span. */
+static void give_back_sample(hc_span_t *s) {
+  if (!sampled_unlink(s)) free_large_rest(s, (const void *)s->start);
 }
 
 /* free_large's end: a span that is not a sample any more (or was not). */
@@ -881,7 +887,7 @@ static void sample_end(hc_tcache_t *me) {
       hc_span_t *n = s->next;
       s->next = NULL;
       s->state = HC_SPAN_LARGE;
-      if (!sampled_unlink(s)) free_large_rest(s, (const void *)s->start);
+      give_back_sample(s);
       s = n;
     }
   }
