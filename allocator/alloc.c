@@ -66,6 +66,9 @@ static hc_cold hc_noinline __attribute__((noreturn)) void bad_pointer(const char
   __builtin_unreachable();
 }
 
+/* bad_pointer's reason for an object of a small span not carved yet. */
+#define NEVER_HANDED_OUT "an object heapcheck never handed out"
+
 /* A span whose object was freed: back in the page heap or kept for a sample. */
 static inline bool span_freed(const hc_span_t *s) { return s->state == HC_SPAN_FREE || s->state == HC_SPAN_STASHED; }
 
@@ -810,8 +813,13 @@ static inline uint32_t free_stack_id(hc_tcache_t *tc, uintptr_t ra, uintptr_t re
 }
 
 void hci_alloc_clear_span(const hc_span_t *s) {
-  size_t n = (size_t)s->carved * hci_classes[s->cls].size; /* objects never carved are zero */
-  if (n) clear_freed((void *)s->start, n);
+  /* Objects never carved are zero, but for the marks of those in the page
+   * carving reached last (central.c, open_pages). */
+  size_t n = (size_t)s->carved * hci_classes[s->cls].size;
+  if (!n) return;
+  size_t to_page = ((s->start + n - 1) | (HC_PAGE_SIZE - 1)) + 1 - s->start, span = s->npages << HC_PAGE_SHIFT;
+  if (n < to_page) n = to_page < span ? to_page : span;
+  clear_freed((void *)s->start, n);
 }
 
 /* rec: the entry point's frame record holding ra when known, else 0 (free_stack). */
@@ -902,6 +910,10 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
   uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
   if (hc_unlikely((uintptr_t)idx * ci->size != off || idx >= ci->objs))
     bad_pointer("free", p, ra, "not the start of a heapcheck object");
+  /* Not carved yet: never handed out (central.c, open_pages, sends such
+   * frees here); pushed, it would be handed out twice. */
+  if (hc_unlikely(idx >= __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))
+    bad_pointer("free", p, ra, NEVER_HANDED_OUT);
   hc_tcache_t *tc = hci_tc_get();
   if (s->objmeta) {
     hc_objmeta_t *m = &s->objmeta[idx];
@@ -1258,7 +1270,12 @@ static void *realloc_general(void *p, size_t size, uintptr_t ra) {
       s = hci_pagemap_span((uintptr_t)p);
       if (s->objmeta) m = &s->objmeta[object_index((uintptr_t)p, s, cls)];
     }
-    if (m ? m->stack_id == HC_STACK_NONE : hc_fl_is_free(p)) realloc_freed(p, ra);
+    if (m ? m->stack_id == HC_STACK_NONE : hc_fl_is_free(p)) {
+      if (!s) s = hci_pagemap_span((uintptr_t)p);
+      if (object_index((uintptr_t)p, s, cls) >= __atomic_load_n(&s->carved, __ATOMIC_RELAXED))
+        bad_pointer("realloc", p, ra, NEVER_HANDED_OUT);
+      realloc_freed(p, ra);
+    }
     usable = hci_classes[cls].size;
   } else {
     s = hci_pagemap_span((uintptr_t)p);

@@ -58,6 +58,8 @@ static bool owned_by_other(const hc_span_t *s, const void *owner) {
  * s->allocated under the lock, so the counters stay consistent for
  * readers that hold every lock (VerifyAllMemory) even while a new span is
  * carved without it. */
+static void open_pages(const hc_span_t *s, const hc_class_info_t *ci, uint32_t first, uint32_t got);
+
 static uint32_t carve(const hc_span_t *s, const hc_class_info_t *ci, uint32_t n, void **head, void **tail) {
   uint32_t first = s->carved, left = ci->objs - first, got = n < left ? n : left;
   for (uint32_t i = first + got; i-- > first;) { /* first in a register: the links' stores may alias s */
@@ -66,7 +68,29 @@ static uint32_t carve(const hc_span_t *s, const hc_class_info_t *ci, uint32_t n,
     if (!*head) *tail = p;
     *head = p;
   }
+  if (got) open_pages(s, ci, first, got);
   return got;
+}
+
+/* Objects [first, first + got) of s were just carved: the pages they
+ * start in are opened to the free fast path (hci_pagemap_open; the span's
+ * first page is open from the start), and when the last of them is newly
+ * open, the objects after the carved ones that start in it get the free
+ * mark (hc_fl_mark_unused).  So every object of an open page is carved
+ * or marked, and a free of one never handed out (free(p + 4096)) reaches
+ * the slow path, which reports it: pushed, it would have been handed out
+ * twice, from the list and again when carved.  A page stays open while
+ * the span is SMALL: an empty span carved again from its start keeps its
+ * objects' marks (all free), and a page never written stays closed. */
+static void open_pages(const hc_span_t *s, const hc_class_info_t *ci, uint32_t first, uint32_t got) {
+  uintptr_t last = s->start + (uintptr_t)(first + got - 1) * ci->size;
+  uintptr_t hi = last >> HC_PAGE_SHIFT; /* the last page carving reached */
+  uintptr_t lo = first ? ((s->start + (uintptr_t)(first - 1) * ci->size) >> HC_PAGE_SHIFT) + 1
+                       : (s->start >> HC_PAGE_SHIFT) + 1; /* the first page not open yet */
+  if (hi >= lo) hci_pagemap_open(s, lo, hi + 1);
+  if (hi < lo && first) return; /* its last page was open: its objects are marked already */
+  uintptr_t page_end = (hi + 1) << HC_PAGE_SHIFT, end = s->start + (uintptr_t)ci->objs * ci->size;
+  for (uintptr_t a = last + ci->size; a < page_end && a < end; a += ci->size) hc_fl_mark_unused((void *)a);
 }
 
 /* The empty spans class cls keeps on its list: HC_CENTRAL_EMPTY_BYTES of
@@ -268,8 +292,14 @@ bool hci_central_remove_fresh(unsigned cls, uint32_t want, uint32_t fresh, hc_ch
     uint32_t i = pick_slot(c, cpus);
     *out = slots[i];
     c->nchains--;
-    __builtin_memmove(&slots[i], &slots[i + 1], (c->nchains - i) * sizeof slots[0]);
-    __builtin_memmove(&cpus[i], &cpus[i + 1], (c->nchains - i) * sizeof cpus[0]);
+    /* Moved down one by one, not by memmove: libc's would leave the
+     * chains' heads in its vector registers (gpr_only_args, meson.build);
+     * the asm keeps gcc from making the loop a memmove call again. */
+    for (uint32_t k = i; k < c->nchains; k++) {
+      slots[k] = slots[k + 1];
+      cpus[k] = cpus[k + 1];
+      __asm__("" ::: "memory");
+    }
     c->slot_objs -= out->n;
     atomic_fetch_sub_explicit(&slot_bytes_total, (size_t)out->n * hci_classes[cls].size,
                               memory_order_relaxed);

@@ -17,6 +17,12 @@
  * so it is caught before it is followed, with a message; only a value
  * built from the secret key passes.
  *
+ * An object never handed out is caught too (free(p + 4096), glibc's
+ * "invalid pointer"): until carving reaches it, it lies in a page closed
+ * to the free fast path (hci_pagemap_open) or, in the page carving
+ * reached last, carries the mark (hc_fl_mark_unused); either way the slow
+ * path finds it beyond the span's `carved` (alloc.c, free_small).
+ *
  * The end of a list is HC_FL_END, a value with a bad bit, not NULL: a
  * thread-cache list's head is HC_FL_END when empty, so the malloc fast
  * path's one test of the head (hc_fl_bad) stops at an empty list and at a
@@ -182,6 +188,18 @@ static inline bool hc_fl_is_free_k(const void *p, uintptr_t k) {
 
 /* True when p carries the free mark. */
 static inline bool hc_fl_is_free(const void *p) { return hc_fl_is_free_k(p, hc_fl_key()); }
+
+/* p, an object not carved yet in a page that carving has opened, gets the
+ * free mark (word 1) but no link: a free of it then fails the fast path's
+ * mark test and the slow path reports it (never handed out: central.c,
+ * open_pages).  Word 0 is left alone. */
+static inline void hc_fl_mark_unused(void *p) {
+#if HC_HARDEN_MARKS
+  ((uintptr_t *)p)[1] = hci_fl.key;
+#else
+  (void)p;
+#endif
+}
 
 /* p is handed out: no longer marked free. */
 static inline void hc_fl_take(void *p) {

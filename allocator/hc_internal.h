@@ -56,8 +56,20 @@ static inline unsigned hci_pagemap_class(uintptr_t addr) {
   return e ? __atomic_load_n(&e->cls, __ATOMIC_RELAXED) : 0;
 }
 /* Map pages [first, first + n) to span s with class cls.  Returns false when
- * a leaf cannot be allocated.  requires: page-heap lock. */
+ * a leaf cannot be allocated.  requires: page-heap lock.  A SMALL span's
+ * fast entries name the class (lofs) on its first page only: the others
+ * are closed to the free fast path until carving reaches them
+ * (hci_pagemap_open). */
 bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls);
+/* Opens pages [first, end) of SMALL span s to the free fast path: their
+ * fast entries get the class's lofs.  A page is opened when the first
+ * object that starts in it is carved (central.c, carve), so that a free of
+ * a never handed out object in a page carving has not reached goes to the
+ * slow path, which finds it beyond the span's `carved` (alloc.c,
+ * free_small) instead of pushing it: it would have been handed out twice,
+ * once from the list and once when carved.  requires: the span's central
+ * lock, or the span not yet published (a new span). */
+void hci_pagemap_open(const hc_span_t *s, uintptr_t first_page, uintptr_t end_page);
 /* Map pages [first, first + n), which belong to a free or large span (their
  * entries: the span word, every other field 0, no fast entry), to span s,
  * free or large too: only the span word changes (the page heap's splits and

@@ -185,9 +185,13 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
   if (!hci_pagemap_ensure(first_page, n)) return false;
   uintptr_t start = cls ? s->start : 0;
   uint32_t lofs = hci_pagemap_lofs(cls);
-  hc_pm_fast_t fast = {(uint32_t)start, (uint16_t)lofs, 0};
-  uint64_t fword;
+  /* Fast entries: the span's first page open, the others closed until
+   * carving reaches them (hci_pagemap_open). */
+  hc_pm_fast_t fast = {(uint32_t)start, (uint16_t)lofs, 0}, closed = {(uint32_t)start, 0, 0};
+  uint64_t fword, cword;
   __builtin_memcpy(&fword, &fast, sizeof fword);
+  __builtin_memcpy(&cword, &closed, sizeof cword);
+  uintptr_t open_page = start >> HC_PAGE_SHIFT;
   /* Every page of a span has the same entry: written as two 16-byte
    * halves (each 8-byte field still lands whole, as a reader needs; the
    * fields were never written together), 2 stores a page instead of 5. */
@@ -208,7 +212,9 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
     note_used(page - 1, i, stop);
     if (set_fast) {
       uint64_t *fleaf = (uint64_t *)hci_pagemap_fast_of(leaf);
-      for (size_t k = i; k < stop; k++) __atomic_store_n(&fleaf[k], fword, __ATOMIC_RELAXED);
+      uintptr_t p0 = page - (stop - i); /* the page of entry i */
+      for (size_t k = i; k < stop; k++)
+        __atomic_store_n(&fleaf[k], p0 + (k - i) == open_page ? fword : cword, __ATOMIC_RELAXED);
     }
     for (; i < stop; i++) {
       hc_v2u64 *e = (hc_v2u64 *)&leaf[i];
@@ -224,6 +230,16 @@ void hci_pagemap_relabel(uintptr_t first_page, size_t n, hc_span_t *s) {
     hc_pm_entry_t *leaf;
     size_t i, stop = leaf_part(&page, end, &leaf, &i);
     for (; i < stop; i++) __atomic_store_n(&leaf[i].span, (uintptr_t)s, __ATOMIC_RELAXED);
+  }
+}
+
+void hci_pagemap_open(const hc_span_t *s, uintptr_t first_page, uintptr_t end_page) {
+  uint16_t lofs = (uint16_t)hci_pagemap_lofs(s->cls);
+  for (uintptr_t page = first_page; page < end_page;) {
+    hc_pm_entry_t *leaf;
+    size_t i, stop = leaf_part(&page, end_page, &leaf, &i);
+    hc_pm_fast_t *fleaf = hci_pagemap_fast_of(leaf);
+    for (; i < stop; i++) __atomic_store_n(&fleaf[i].lofs, lofs, __ATOMIC_RELAXED);
   }
 }
 

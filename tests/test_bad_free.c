@@ -168,6 +168,35 @@ static void realloc_span_tail(void) {
   void *q = realloc(hide((void *)(s->start + (uintptr_t)ci->objs * ci->size)), 10);
   (void)q;
 }
+/* An object of a small span never handed out (mimalloc-bench's security
+ * test invalid_free_close: free(malloc(8) + 4096)).  Pushed, it was handed
+ * out twice: once from the list, once when carving reached it.  closed: the
+ * first object of a page carving has not reached (closed to the free fast
+ * path: allocator/central.c, open_pages); else the first object not carved,
+ * in the page carving reached last (it carries the free mark).  Class 1152
+ * (size 1100): 2 pages, 3 objects carved by the first refill.  Status 97:
+ * no such object in this span (the test's premise is wrong). */
+static void *never_handed_out(size_t size, bool closed) {
+  hc_span_t *s = small_span(size);
+  const hc_class_info_t *ci = &hci_classes[s->cls];
+  uint32_t carved = s->carved;
+  uintptr_t reached = ((s->start + (uintptr_t)(carved - 1) * ci->size) | (HC_PAGE_SIZE - 1)) + 1;
+  uintptr_t k = closed ? (reached - s->start + ci->size - 1) / ci->size : carved;
+  uintptr_t a = s->start + k * ci->size;
+  if (carved == 0 || k >= ci->objs || (!closed && a >= reached)) _exit(97);
+  return hide((void *)a);
+}
+static void free_unhanded_closed(void) { free(never_handed_out(1100, true)); }
+static void free_unhanded_marked(void) { free(never_handed_out(1100, false)); }
+static void free_unhanded_marked_48(void) { free(never_handed_out(48, false)); }
+static void realloc_unhanded_closed(void) {
+  void *q = realloc(never_handed_out(1100, true), 10);
+  (void)q;
+}
+static void realloc_unhanded_marked(void) {
+  void *q = realloc(never_handed_out(1100, false), 2000);
+  (void)q;
+}
 static void usable_size_stack(void) {
   char buf[32];
   size_t n = malloc_usable_size(hide(buf));
@@ -247,6 +276,8 @@ int main(void) {
   run("free of a large block + 1 page", free_interior_large_page, inv);
   run("free of a span's tail (class 48)", free_span_tail, inv);
   run("free of a span's tail (2 pages)", free_span_tail_multipage, inv);
+  run("free of an object not carved, closed page", free_unhanded_closed, inv);
+  run("realloc of an object not carved, closed", realloc_unhanded_closed, "heapcheck: realloc(): invalid pointer 0x");
   /* The free mark (allocator/free_list.h) finds these outside checker mode;
    * a -Dhardening=disabled build (a measurement switch) has none: skipped,
    * and the test says so (exit 77: meson's SKIP, never a pass). */
@@ -258,6 +289,9 @@ int main(void) {
   run("double free, sampled, span reused", double_free_sampled_reused, dbl);
   run("realloc of a freed sampled block", realloc_freed_sampled, "heapcheck: realloc(): invalid pointer 0x");
   hard("realloc of a freed small block", realloc_freed_small, "heapcheck: realloc(): invalid pointer 0x");
+  hard("free of an object not carved (1152)", free_unhanded_marked, "(an object heapcheck never handed out)");
+  hard("free of an object not carved (48)", free_unhanded_marked_48, "(an object heapcheck never handed out)");
+  hard("realloc of an object not carved", realloc_unhanded_marked, "(an object heapcheck never handed out)");
   run("realloc of malloc(100)+8", realloc_interior, "heapcheck: realloc(): invalid pointer 0x");
   run("realloc inside a large block", realloc_interior_large, "heapcheck: realloc(): invalid pointer 0x");
   run("realloc of a freed large block", realloc_freed_large, "heapcheck: realloc(): invalid pointer 0x");
