@@ -55,6 +55,10 @@ static inline unsigned hci_pagemap_class(uintptr_t addr) {
   const hc_pm_entry_t *e = hci_pagemap_find(addr);
   return e ? __atomic_load_n(&e->cls, __ATOMIC_RELAXED) : 0;
 }
+/* The class whose entry of kib (HC_KIB_SLOTS counts, 16-byte aligned)
+ * is largest, the lowest on ties; 0 when none is above 0 (kib_max.c: with
+ * vector registers, counts only). */
+unsigned hci_kib_max_class(const uint32_t *kib);
 /* Map pages [first, first + n) to span s with class cls.  Returns false when
  * a leaf cannot be allocated.  requires: page-heap lock.  A SMALL span's
  * fast entries name the class (lofs) on its first page only: the others

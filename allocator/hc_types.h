@@ -167,9 +167,9 @@ typedef struct hc_tc_free {  /* the free lists: thread_cache.c, alloc.c, alloc_i
   /* capacity per class: lists[c].lim (hc_tc_cap) */
   /* capacity * class size / 1024, for steal_capacity's scan: padded to whole
    * 16-byte vectors (entries past the classes stay 0) */
-  uint32_t cap_kib[(HC_NUM_CLASSES + 3) & ~3] __attribute__((aligned(16)));
+  uint32_t cap_kib[HC_KIB_SLOTS] __attribute__((aligned(16)));
   /* of it, the KiB above the class's batch: steal_capacity's first victims */
-  uint32_t over_kib[(HC_NUM_CLASSES + 3) & ~3] __attribute__((aligned(16)));
+  uint32_t over_kib[HC_KIB_SLOTS] __attribute__((aligned(16)));
   size_t cap_bytes;         /* sum of capacity * class size: what the lists may hold; <= budget */
   size_t budget;            /* bound on cap_bytes */
   uint64_t notag;           /* ~otag in the low 16 bits: the free fast path pushes when the

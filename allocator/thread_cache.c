@@ -212,30 +212,6 @@ static void set_cap(hc_tcache_t *tc, unsigned cls, uint32_t cap) {
   hc_tc_set_lim(&tc->fl.lists[cls], cap); /* the one copy of the capacity (hc_tc_cap) */
 }
 
-/* The class with the most KiB of capacity (0 when none has a KiB; the
- * lowest class on ties), four classes at a time: a vector of the largest
- * value seen per lane and one of the class it was seen at (generic
- * vectors: SSE2 on x86-64, plain code elsewhere). */
-typedef int32_t v4i32 __attribute__((vector_size(16))); /* signed: SSE2 compares signed lanes */
-
-static unsigned max_kib_class(const uint32_t *kib) {
-  enum { N = sizeof(((hc_tcache_t *)0)->fl.cap_kib) / (sizeof(v4i32)) };
-  const v4i32 *v = (const v4i32 *)kib; /* KiB counts are far below 2^31 */
-  v4i32 m = v[0], at = {0, 1, 2, 3}, idx = at;
-  const v4i32 four = {4, 4, 4, 4};
-  for (unsigned i = 1; i < N; i++) {
-    idx += four;
-    v4i32 gt = v[i] > m; /* all-ones lanes where v[i] is larger */
-    m = (v[i] & gt) | (m & ~gt);
-    at = (idx & gt) | (at & ~gt);
-  }
-  unsigned best = 0;
-  int32_t best_kib = 0;
-  for (int l = 0; l < 4; l++)
-    if (m[l] > best_kib || (m[l] == best_kib && m[l] && (unsigned)at[l] < best)) best_kib = m[l], best = (unsigned)at[l];
-  return best_kib ? best : 0;
-}
-
 /* The class steal_capacity takes from (not keep), and the capacity it
  * leaves it: the one with the most KiB above its batch, cut to half but
  * not below the batch.  Only when `deep`: if no class has a KiB above its
@@ -244,12 +220,12 @@ static unsigned max_kib_class(const uint32_t *kib) {
 static unsigned steal_victim(hc_tcache_t *tc, unsigned keep, bool deep, uint32_t *cap) {
   uint32_t saved_over = tc->fl.over_kib[keep], saved_cap = tc->fl.cap_kib[keep];
   tc->fl.over_kib[keep] = tc->fl.cap_kib[keep] = 0;
-  unsigned best = max_kib_class(tc->fl.over_kib);
+  unsigned best = hci_kib_max_class(tc->fl.over_kib);
   if (best) {
     uint32_t half = hc_tc_cap(&tc->fl, best) / 2, batch = hci_classes[best].batch;
     *cap = half > batch ? half : batch;
   } else if (deep) {
-    best = max_kib_class(tc->fl.cap_kib);
+    best = hci_kib_max_class(tc->fl.cap_kib);
     for (unsigned c = 1; c < HC_NUM_CLASSES && !best; c++)
       if (c != keep && hc_tc_cap(&tc->fl, c)) best = c;
     if (best) *cap = hc_tc_cap(&tc->fl, best) / 2;

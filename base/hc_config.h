@@ -26,6 +26,7 @@
 #define HC_MIN_ALIGN 16                         /* every object is 16-byte aligned */
 #define HC_MAX_SMALL ((size_t)256 * 1024)        /* largest size served by a class */
 #define HC_NUM_CLASSES 97                       /* class 0 = "not small" (large span) */
+#define HC_KIB_SLOTS ((HC_NUM_CLASSES + 3) & ~3) /* per-class KiB counts, padded to whole 16-byte vectors */
 #define HC_CLASS_LOOKUP_LEN 2105                /* see hci_size_to_class() */
 
 /* ---- page heap ---- */
