@@ -815,7 +815,7 @@ static inline uint32_t free_stack_id(hc_tcache_t *tc, uintptr_t ra, uintptr_t re
 void hci_alloc_clear_span(const hc_span_t *s) {
   /* Objects never carved are zero, but for the marks of those in the page
    * carving reached last (central.c, open_pages). */
-  size_t n = (size_t)s->carved * hci_classes[s->cls].size;
+  size_t n = (size_t)s->opened * hci_classes[s->cls].size;
   if (!n) return;
   size_t to_page = ((s->start + n - 1) | (HC_PAGE_SIZE - 1)) + 1 - s->start, span = s->npages << HC_PAGE_SHIFT;
   if (n < to_page) n = to_page < span ? to_page : span;
@@ -910,9 +910,9 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
   uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
   if (hc_unlikely((uintptr_t)idx * ci->size != off || idx >= ci->objs))
     bad_pointer("free", p, ra, "not the start of a heapcheck object");
-  /* Not carved yet: never handed out (central.c, open_pages, sends such
+  /* Never carved: never handed out (central.c, open_pages, sends such
    * frees here); pushed, it would be handed out twice. */
-  if (hc_unlikely(idx >= __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))
+  if (hc_unlikely(idx >= __atomic_load_n(&s->opened, __ATOMIC_RELAXED)))
     bad_pointer("free", p, ra, NEVER_HANDED_OUT);
   hc_tcache_t *tc = hci_tc_get();
   if (s->objmeta) {
@@ -1272,7 +1272,7 @@ static void *realloc_general(void *p, size_t size, uintptr_t ra) {
     }
     if (m ? m->stack_id == HC_STACK_NONE : hc_fl_is_free(p)) {
       if (!s) s = hci_pagemap_span((uintptr_t)p);
-      if (object_index((uintptr_t)p, s, cls) >= __atomic_load_n(&s->carved, __ATOMIC_RELAXED))
+      if (object_index((uintptr_t)p, s, cls) >= __atomic_load_n(&s->opened, __ATOMIC_RELAXED))
         bad_pointer("realloc", p, ra, NEVER_HANDED_OUT);
       realloc_freed(p, ra);
     }

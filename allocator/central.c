@@ -58,9 +58,9 @@ static bool owned_by_other(const hc_span_t *s, const void *owner) {
  * s->allocated under the lock, so the counters stay consistent for
  * readers that hold every lock (VerifyAllMemory) even while a new span is
  * carved without it. */
-static void open_pages(const hc_span_t *s, const hc_class_info_t *ci, uint32_t first, uint32_t got);
+static void open_pages(hc_span_t *s, const hc_class_info_t *ci, uint32_t end);
 
-static uint32_t carve(const hc_span_t *s, const hc_class_info_t *ci, uint32_t n, void **head, void **tail) {
+static uint32_t carve(hc_span_t *s, const hc_class_info_t *ci, uint32_t n, void **head, void **tail) {
   uint32_t first = s->carved, left = ci->objs - first, got = n < left ? n : left;
   for (uint32_t i = first + got; i-- > first;) { /* first in a register: the links' stores may alias s */
     void *p = (void *)(s->start + (uintptr_t)i * ci->size);
@@ -68,29 +68,37 @@ static uint32_t carve(const hc_span_t *s, const hc_class_info_t *ci, uint32_t n,
     if (!*head) *tail = p;
     *head = p;
   }
-  if (got) open_pages(s, ci, first, got);
+  if (first + got > s->opened) open_pages(s, ci, first + got);
   return got;
 }
 
-/* Objects [first, first + got) of s were just carved: the pages they
- * start in are opened to the free fast path (hci_pagemap_open; the span's
- * first page is open from the start), and when the last of them is newly
- * open, the objects after the carved ones that start in it get the free
- * mark (hc_fl_mark_unused).  So every object of an open page is carved
- * or marked, and a free of one never handed out (free(p + 4096)) reaches
- * the slow path, which reports it: pushed, it would have been handed out
- * twice, from the list and again when carved.  A page stays open while
- * the span is SMALL: an empty span carved again from its start keeps its
- * objects' marks (all free), and a page never written stays closed. */
-static void open_pages(const hc_span_t *s, const hc_class_info_t *ci, uint32_t first, uint32_t got) {
-  uintptr_t last = s->start + (uintptr_t)(first + got - 1) * ci->size;
+/* Objects up to end (exclusive) of s are carved, past s->opened, the most
+ * ever carved in its SMALL life: the pages they start in are opened to the
+ * free fast path (hci_pagemap_open; the span's first page is open from the
+ * start), and when the last of them is newly open, the objects after them
+ * that start in it get the free mark (hc_fl_mark_unused).  So every object
+ * of an open page is carved or marked, and a free of one never handed out
+ * (free(p + 4096)) reaches the slow path, which reports it (alloc.c,
+ * free_small): pushed, it would have been handed out twice, from the list
+ * and again when carved.  A page stays open while the span is SMALL: an
+ * empty span carved again from its start keeps its free objects' marks,
+ * and costs nothing here until it passes its old frontier (its carving
+ * under the central lock had marked the rest of its page every time:
+ * prodcons +10 %).  A page never written stays closed. */
+static void open_pages(hc_span_t *s, const hc_class_info_t *ci, uint32_t end) {
+  uint32_t was = s->opened;
+  uintptr_t last = s->start + (uintptr_t)(end - 1) * ci->size;
   uintptr_t hi = last >> HC_PAGE_SHIFT; /* the last page carving reached */
-  uintptr_t lo = first ? ((s->start + (uintptr_t)(first - 1) * ci->size) >> HC_PAGE_SHIFT) + 1
-                       : (s->start >> HC_PAGE_SHIFT) + 1; /* the first page not open yet */
+  uintptr_t lo = was ? ((s->start + (uintptr_t)(was - 1) * ci->size) >> HC_PAGE_SHIFT) + 1
+                     : (s->start >> HC_PAGE_SHIFT) + 1; /* the first page not open yet */
   if (hi >= lo) hci_pagemap_open(s, lo, hi + 1);
-  if (hi < lo && first) return; /* its last page was open: its objects are marked already */
-  uintptr_t page_end = (hi + 1) << HC_PAGE_SHIFT, end = s->start + (uintptr_t)ci->objs * ci->size;
-  for (uintptr_t a = last + ci->size; a < page_end && a < end; a += ci->size) hc_fl_mark_unused((void *)a);
+  if (hi >= lo || !was) { /* a newly open last page: its objects after the carved ones marked */
+    uintptr_t page_end = (hi + 1) << HC_PAGE_SHIFT, stop = s->start + (uintptr_t)ci->objs * ci->size;
+    for (uintptr_t a = last + ci->size; a < page_end && a < stop; a += ci->size) hc_fl_mark_unused((void *)a);
+  }
+  /* After the pages: a VerifyAllMemory beside a new span's carving (no
+   * lock held here) finds every page up to `opened` open. */
+  __atomic_store_n(&s->opened, end, __ATOMIC_RELEASE);
 }
 
 /* The empty spans class cls keeps on its list: HC_CENTRAL_EMPTY_BYTES of

@@ -68,6 +68,9 @@ typedef struct hc_span {
   uint8_t is_released;      /* FREE: pages were given back with MADV_DONTNEED */
   uint8_t is_sampled;       /* LARGE: allocation was sampled (profile walks these) */
   uint32_t carved;          /* SMALL: objects carved so far (lazy carving from start) */
+  uint32_t opened;          /* SMALL: the most objects ever carved in this SMALL life: the pages up to
+                               the last one's are open to the free fast path, and every object
+                               in them past `carved` is marked free (central.c, open_pages) */
   uint8_t is_zeroed;        /* just allocated from released/fresh pages: all bytes are zero */
   hc_objmeta_t *objmeta;    /* SMALL in checker mode: one record per object, else NULL */
   uint32_t id;              /* dense, stable while the record exists: the key of the

@@ -117,9 +117,11 @@ static void check_span(void *ctx, hc_span_t *s) {
       return bad(v, "page with a wrong class", a);
     const hc_pm_fast_t *f = hci_pagemap_fast_entry(a);
     /* A SMALL span's page is open to the free fast path (lofs) up to the
-     * page its last carved object starts in, and may be closed (0) after
-     * it (central.c, open_pages). */
-    uintptr_t frontier = s->start + (s->carved ? (uintptr_t)(s->carved - 1) * hci_classes[s->cls].size : 0);
+     * page its last object ever carved starts in, and closed (0) after it
+     * (central.c, open_pages), or open already: a new span is carved with
+     * no lock held, its pages opened before `opened` says so. */
+    uint32_t opened = __atomic_load_n(&s->opened, __ATOMIC_ACQUIRE);
+    uintptr_t frontier = s->start + (opened ? (uintptr_t)(opened - 1) * hci_classes[s->cls].size : 0);
     bool may_close = small && (a >> HC_PAGE_SHIFT) > (frontier >> HC_PAGE_SHIFT);
     if (f->start_lo != (uint32_t)e->start || (f->lofs != e->lofs && !(may_close && f->lofs == 0)) ||
         f->otag != hci_owner_tag((void *)e->owner))
@@ -134,7 +136,9 @@ static void check_span(void *ctx, hc_span_t *s) {
       const hc_class_info_t *ci = &hci_classes[s->cls];
       if (s->cls == 0 || s->cls >= HC_NUM_CLASSES || s->npages != ci->pages)
         return bad(v, "small-object span with a wrong class or length", s->start);
-      if (s->carved > ci->objs || s->allocated > s->carved) return bad(v, "span counters out of range", s->start);
+      if (s->carved > ci->objs || s->allocated > s->carved || s->opened > ci->objs ||
+          (s->opened < s->carved && s->opened))
+        return bad(v, "span counters out of range", s->start);
       uint32_t n = 0;
       for (void *f = s->freelist, *next; f; f = next) {
         if (!object_of_class((uintptr_t)f, s->cls) || hci_pagemap_span((uintptr_t)f) != s)

@@ -350,7 +350,7 @@ hc_span_t *hci_ph_alloc_small(size_t npages, unsigned cls, hc_objmeta_t *records
   hc_span_t *s = alloc_locked(npages, &grown);
   if (s) {
     s->freelist = NULL;
-    s->allocated = s->carved = 0;
+    s->allocated = s->carved = s->opened = 0;
     s->owner = NULL; /* as the pagemap's owner words (hci_pagemap_set) */
     s->objmeta = records;
     set_class_locked(s, cls);
@@ -505,7 +505,7 @@ void hci_ph_free_locked(hc_span_t *s) {
   }
   s->objmeta = NULL;
   s->freelist = NULL;
-  s->allocated = s->carved = 0;
+  s->allocated = s->carved = s->opened = 0;
   s->is_sampled = 0;
   s->req_size = 0;
   s->meta.stack_id = 0;

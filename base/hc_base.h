@@ -296,6 +296,7 @@ void hci_log_stream_mute(void);
 bool hci_log_stream_in_tree(void);       /* HEAPCHECK_TREE: a launcher follows the tree */
 const char *hci_log_stream_tree_dir(void); /* its directory, NULL outside a tree */
 bool hci_log_stream_tree_top(void);      /* the program the launcher started */
+bool hci_log_stream_tree_over(void);     /* in a tree whose launcher has ended (a daemon that outlived it) */
 /* The launcher's <tree_dir>/processes, opened at start and kept (reopened
  * by its path when the program closed it); -1 outside a tree or when it
  * cannot be opened.  Never close it. */

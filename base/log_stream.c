@@ -47,9 +47,11 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hc_base.h"
@@ -87,6 +89,7 @@ static struct {
   bool reopen_warned;  /* the log file could not be opened again: said once, reports to stderr */
   bool in_tree;        /* HEAPCHECK_TREE set: the launcher follows this tree */
   bool tree_top;       /* the process the launcher started (parent = launcher) */
+  int tree_pid;        /* the launcher's pid (HEAPCHECK_TREE_PID), 0 unknown */
   int stderr_fd1;      /* the original stderr, kept high, plus one; 0 = use 2 (so LS is
                           all zeros: .bss, not 12 KiB of .data paged in at start-up) */
   char path[HCI_PATH_MAX];
@@ -360,6 +363,7 @@ void hci_log_stream_open(void) {
     memcpy(LS.tree_dir, tree, strlen(tree) + 1);
     long long launcher = hci_opt_int(HCO_HEAPCHECK_TREE_PID);
     LS.tree_top = launcher > 0 && getppid() == (pid_t)launcher;
+    LS.tree_pid = launcher > 0 && launcher <= INT32_MAX ? (int)launcher : 0;
     open_records();
   }
   route();
@@ -461,3 +465,7 @@ int hci_log_stream_stderr(void) { return atomic_load(&muted) ? -1 : LS.opened ? 
 bool hci_log_stream_in_tree(void) { return LS.in_tree; }
 const char *hci_log_stream_tree_dir(void) { return LS.in_tree ? LS.tree_dir : NULL; }
 bool hci_log_stream_tree_top(void) { return LS.tree_top; }
+
+bool hci_log_stream_tree_over(void) {
+  return LS.in_tree && LS.tree_pid > 0 && hci_raw6(SYS_kill, LS.tree_pid, 0, 0, 0, 0, 0) == -ESRCH;
+}

@@ -286,7 +286,30 @@ void hci_os_populate(void *p, size_t size) {
   errno = saved;
 }
 
-int hci_os_tid(void) { return (int)syscall(SYS_gettid); }
+/* The id from /proc/thread-self ("PID/task/TID"), 0 when it cannot be
+ * read.  Raw calls: no errno, safe in a signal handler. */
+static __attribute__((noinline)) int tid_from_proc(void) { /* its buffer off the handler's stack: tight stacks */
+  char buf[64];
+  long n = hci_raw6(SYS_readlinkat, AT_FDCWD, (long)"/proc/thread-self", (long)buf, sizeof buf - 1, 0, 0);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char *t = NULL;
+  for (long i = 0; i + 5 <= n; i++)
+    if (!memcmp(buf + i, "task/", 5)) t = buf + i + 5;
+  int tid = 0;
+  for (; t && *t >= '0' && *t <= '9' && tid < 100000000; t++) tid = tid * 10 + (*t - '0');
+  return t && !*t ? tid : 0;
+}
+
+/* gettid, or where a seccomp filter refuses it (EPERM: every threaded exit
+ * check hung, the stop's helper taking -1 for the checking thread and
+ * stopping its own parent; docs/validation.md, "Session 28: adversarial
+ * shapes"), /proc/thread-self; 0 when neither answers (the stop then
+ * refuses: hci_world_stop).  Raw calls only. */
+int hci_os_tid(void) {
+  long t = hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+  return t > 0 ? (int)t : tid_from_proc();
+}
 
 /* The process whose address space this is: set at start-up and in every fork
  * child (the one fork handler).  A vfork child (posix_spawn's, or an old
@@ -431,7 +454,7 @@ size_t hci_os_read(void *dst, uintptr_t src, size_t n) {
      * read failed with ESRCH, a module's headers read that way counted as
      * unusable and the stacks through it ended at their first frame
      * (docs/validation.md, "Session 20: the pexit flake"). */
-    pid_t pid = (pid_t)syscall(SYS_gettid);
+    pid_t pid = (pid_t)hci_os_tid();
     while (done < n) {
       struct iovec l = {(char *)dst + done, n - done}, r = {(void *)(src + done), n - done};
       ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);

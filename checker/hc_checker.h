@@ -154,6 +154,9 @@ typedef struct hci_world {
   int nexited;               /* threads that left during the stop */
   unsigned gen;              /* stop generation */
   bool active;               /* between hci_world_stop and hci_world_resume */
+  const char *refused;       /* why no other thread was stopped at all (the checking thread's own id
+                                unknown, the stop signal's handler refused), NULL otherwise: the
+                                check is incomplete */
   bool incomplete;           /* some threads may be missing from threads[] (listing failed or
                                 they kept appearing): roots scan every anonymous mapping */
   hci_maps_t maps;           /* /proc/self/maps read after every thread stopped */
@@ -502,7 +505,10 @@ void hci_chk_no_follow(void);
 /* After the whole-program check at exit, in a launcher tree
  * (HEAPCHECK_TREE): appends this process's record to <dir>/processes and,
  * for a descendant whose report went to a file, prints one line on stderr. */
-void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete);
+/* After the final check under the launcher: the record (tree.c); false when
+ * it could not be written (RLIMIT_FSIZE, a full disk): the launcher will
+ * not know this process's result.  True outside a tree. */
+bool hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete);
 /* Under the launcher: a "pending" record, once per process, before it walls
  * itself in (chroot, a killing seccomp filter, Landlock, closing the kept
  * records descriptor it could not open again), after which its

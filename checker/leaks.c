@@ -241,13 +241,19 @@ static void final_check(uintptr_t sp, hci_final_from_t from) {
   if (hci_chk.free_libc && from == FINAL_AT_EXIT && !hci_locks_held_here) hci_api_free_libc();
   ssize_t bytes, objects;
   int ok = global_check(sp, true, &bytes, &objects);
-  hci_tree_note(bytes, objects, !ok && hci_leaks.incomplete);
+  /* Under the launcher a process keeps its own status and the launcher
+   * decides from its record (hci_chk.keep_status), but not the program
+   * the launcher started when its record could not be written (an
+   * inherited RLIMIT_FSIZE: the launcher said "no leaks found" and exited
+   * 0 under the program's report): it ends as without the launcher. */
+  bool told = hci_tree_note(bytes, objects, !ok && hci_leaks.incomplete);
+  bool keep = hci_chk.keep_status && (told || !hci_log_stream_tree_top());
   if (ok) return;
   /* The other threads are still stopped (hold): stdio was flushed before
    * the check, and flushing again could wait for a lock a stopped thread
    * holds. */
   if (hci_leaks.incomplete) {
-    if (!hci_chk.keep_status && !hci_chk_program_failed()) end_failing(hci_chk.error_exit_code, from);
+    if (!keep && !hci_chk_program_failed()) end_failing(hci_chk.error_exit_code, from);
     hci_chk_release_held(); /* the program's own status stays */
     return;
   }
@@ -258,7 +264,7 @@ static void final_check(uintptr_t sp, hci_final_from_t from) {
   }
   /* Under the launcher, descendants keep their own status (a leaking
    * compiler must not fail the build); the launcher decides at the end. */
-  if (hci_chk.keep_status) {
+  if (keep) {
     hci_chk_release_held();
     return;
   }

@@ -241,7 +241,8 @@ static void act_lock(sigset_t *prev) {
   sigset_t all;
   sigfillset(&all);
   if (prev) hci_raw6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)prev, 8, 0, 0);
-  take_owned(&stw.act_lock, (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0));
+  int self = hci_os_tid();
+  take_owned(&stw.act_lock, self > 0 ? self : -1); /* -1: an id unknown (never 0, "free") */
 }
 static void act_unlock(const sigset_t *prev) {
   atomic_store_explicit(&stw.act_lock, 0, memory_order_release);
@@ -280,7 +281,7 @@ static hc_noinline void chain(int sig, siginfo_t *si, void *uctx) {
     hci_real_sigaction(sig, &dfl, NULL);
     atomic_store(&stw.installed, false); /* the process ends: nothing to put back */
     act_unlock(NULL);
-    long pid = hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), tid = hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+    long pid = hci_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), tid = hci_os_tid();
     siginfo_t again = *si;
     hci_raw6(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&again, 0, 0);
     return;
@@ -375,7 +376,7 @@ static void stop_handler(int sig, siginfo_t *si, void *uctx) {
   int gen = atomic_load(&stw.gen);
   bool wait = false;
   /* Raw system calls on this stack: syscall() is ours too (seccomp_watch.c), with a va_list frame. */
-  int self = (int)hci_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+  int self = hci_os_tid();
   if (slots) {
     int n = atomic_load_explicit(&stw.nslots, memory_order_acquire);
     hci_thread_t *me = find_slot(slots, n, self, (int)(uint32_t)value);
@@ -875,6 +876,14 @@ static void thread_ranges(const hci_world_t *w, hci_thread_t *t, int pid) {
 /* The signal method: every thread but us, listed through taskfd. */
 static void signal_stop(hci_world_t *w, int taskfd, int pid) {
   install_handler();
+  if (!atomic_load(&stw.installed)) {
+    /* Our signal sent without our handler would take the program's action
+     * for it, by default the end of the process (189: a seccomp filter
+     * that answered EPERM to rt_sigaction). */
+    w->incomplete = true;
+    w->refused = "the stop signal's handler could not be installed (sigaction refused, by a seccomp filter?)";
+    return;
+  }
   atomic_store(&stw.pid, pid);
   atomic_store(&stw.nslots, 1);
   atomic_store(&stw.slots, w->threads);
@@ -930,6 +939,7 @@ int hci_world_stop(hci_world_t *w) {
   w->nthreads = 0;
   w->nstopped = w->nnot_stopped = w->nexited = 0;
   w->incomplete = w->queue_full = false;
+  w->refused = NULL;
   w->method = HCI_STOP_NONE;
   w->gen = (unsigned)atomic_fetch_add(&stw.gen, 1) + 1;
   w->active = true;
@@ -957,6 +967,13 @@ int hci_world_stop(hci_world_t *w) {
     w->incomplete = true; /* no task list: other threads may exist */
   } else if (ntasks <= 1) {
     hci_ptrace_end_parent(); /* the probes' parent, if any: no other thread can reap it */
+  } else if (self <= 0) {
+    /* Our own id unknown (hci_os_tid: gettid refused, no /proc): every
+     * thread would look like another, the checking one included, and a
+     * helper that stopped it waited for it for ever. */
+    w->incomplete = true;
+    w->refused = "the checking thread's id is unknown (gettid refused, by a seccomp filter, and /proc/thread-self "
+                 "unreadable)";
   } else {
     /* Alone, no thread can appear: nothing to stop.  Otherwise ptrace,
      * unless it was refused once; then signals. */
@@ -1013,6 +1030,10 @@ int hci_world_stop(hci_world_t *w) {
              stw.signo);
   }
   if (w->nstopped) atomic_store(&hci_out_world_stopped, w->gen ? w->gen : 1);
+  if (w->refused) {
+    hci_warn("could not stop the other threads: %s", w->refused);
+    return w->nnot_stopped + 1;
+  }
   if (w->incomplete) {
     hci_warn("could not list every thread (out of memory, /proc unreadable, or threads keep appearing)");
     return w->nnot_stopped + 1;
@@ -1064,7 +1085,9 @@ void hci_world_unblock_signals(hci_world_t *w) {
 /* A check whose roots are not all known cannot say "no leaks" (nor trust
  * its leaks): the first reason, in words. */
 void hci_world_why_incomplete(const hci_world_t *w, char *b, size_t n) {
-  if (w->incomplete) {
+  if (w->refused) {
+    hci_snprintf(b, n, "no other thread could be stopped: %s", w->refused);
+  } else if (w->incomplete) {
     hci_snprintf(b, n, "not every thread could be listed (/proc/self/task unreadable, or threads kept appearing)");
   } else if (w->nnot_stopped) {
     int tid = 0;

@@ -21,7 +21,8 @@
  * O_APPEND write shorter than PIPE_BUF, so records of processes exiting at
  * the same time do not interleave.  A leaking descendant, or one whose
  * check could not complete, whose report went to a file also prints one
- * line on the original stderr naming it.
+ * line on the original stderr naming it, unless the launcher has ended
+ * (a daemon: the launcher left the directory and said so).
  *
  * Runs at exit with the world running; no malloc, no stdio.
  * Locks: none.
@@ -53,11 +54,12 @@ static size_t read_cmdline(char *buf, size_t size) {
   return len;
 }
 
-static void append_record(ssize_t bytes, ssize_t objects, const char *state, const char *report) {
+/* False when the record could not be written. */
+static bool append_record(ssize_t bytes, ssize_t objects, const char *state, const char *report) {
   /* Opened at start (log_stream.c): a process that dropped its privileges
    * since (nginx's workers) could not open the launcher's directory now. */
   int fd = hci_log_stream_records_fd();
-  if (fd < 0) return;
+  if (fd < 0) return false;
   char cmd[1024];
   if (read_cmdline(cmd, sizeof cmd) == 0) hci_snprintf(cmd, sizeof cmd, "?");
   char line[3072];
@@ -65,24 +67,28 @@ static void append_record(ssize_t bytes, ssize_t objects, const char *state, con
                        objects < 0 ? 0 : objects, state, report, cmd);
   size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
   if (len && line[len - 1] != '\n') line[len - 1] = '\n';
-  hci_write_all(fd, line, len);
+  return hci_write_all(fd, line, len);
 }
 
-void hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete) {
+bool hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete) {
   const char *dir = hci_log_stream_tree_dir();
-  if (!dir) return;
+  if (!dir) return true;
   const char *file = hci_log_stream_path();
-  append_record(bytes, objects, incomplete ? "incomplete" : "ok", file ? file : "stderr");
-  if (bytes <= 0 && objects <= 0 && !incomplete) return;
-  if (!file || hci_log_stream_tree_top()) return;
+  bool told = append_record(bytes, objects, incomplete ? "incomplete" : "ok", file ? file : "stderr");
+  if (bytes <= 0 && objects <= 0 && !incomplete) return told;
+  /* No notice from a daemon that outlived the launcher: the launcher said
+   * at its end where such reports go, and this stderr may be one the
+   * daemon hands on (distccd relays its compilers' to each client). */
+  if (!file || hci_log_stream_tree_top() || hci_log_stream_tree_over()) return told;
   if (incomplete) {
     hci_fdprintf(hci_log_stream_stderr(), "heapcheck: %s (pid %d): its leak check could not complete; report: %s\n",
                  *hci_prog_short_name() ? hci_prog_short_name() : "?", (int)getpid(), file);
-    return;
+    return told;
   }
   hci_fdprintf(hci_log_stream_stderr(), "heapcheck: %s (pid %d) leaked %zd bytes in %zd allocations; report: %s\n",
                *hci_prog_short_name() ? hci_prog_short_name() : "?", (int)getpid(), bytes,
                objects, file);
+  return told;
 }
 
 /* Once per process (a fork child has its own pid): before the process walls

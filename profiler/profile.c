@@ -387,6 +387,13 @@ static void install_signal(void) {
     hci_warn("HEAPPROFILESIGNAL=%lld cannot be caught; no signal-triggered dumps", sig);
     return;
   }
+  /* A fault's signal: the handler returns to the faulting instruction,
+   * which faults again, for ever (a program that crashed looped instead of
+   * dying). */
+  if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS) {
+    hci_warn("HEAPPROFILESIGNAL=%lld is a fault's signal; no signal-triggered dumps", sig);
+    return;
+  }
   if (!hci_os_claim_signal((int)sig, on_profile_signal)) {
     hci_warn("HEAPPROFILESIGNAL: signal %lld is already in use; no signal-triggered dumps", sig);
     return;

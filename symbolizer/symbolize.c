@@ -430,8 +430,15 @@ static bool build_id_matches(const hci_elf_t *e, const uint8_t *id, size_t len) 
   return flen == len && memcmp(fid, id, len) == 0;
 }
 
+static bool debug_root_warned;
+HC_PRIVATE_STATE(debug_root_warned);
+
 static const char *debug_root(void) {
   const char *r = hci_opt_str(HCO_HEAPCHECK_DEBUG_DIR);
+  if (r && *r && r[0] != '/' && !debug_root_warned) {
+    debug_root_warned = true;
+    hci_warn("HEAPCHECK_DEBUG_DIR=%s is not an absolute path; using /usr/lib/debug", r);
+  }
   return r && r[0] == '/' ? r : "/usr/lib/debug";
 }
 

@@ -51,6 +51,19 @@ has "Unsupported heap_check flag: bogus"
 has "minimal, normal, strict, draconian, as-is, local"
 leak_direct_report
 
+# A relative HEAPCHECK_DEBUG_DIR is named in a warning, then the default
+# is used (it was ignored without a word).
+run HEAPCHECK=normal HEAPCHECK_DEBUG_DIR=relative/dir leak_direct
+expect_rc 1
+has "warning: HEAPCHECK_DEBUG_DIR=relative/dir is not an absolute path; using /usr/lib/debug"
+# HEAPPROFILESIGNAL naming a fault's signal is refused with a warning: its
+# handler returned to the faulting instruction, and a crashing program
+# looped for ever instead of dying.
+run HEAPPROFILE="$dump/sigprof" HEAPPROFILESIGNAL=11 leak_direct
+expect_rc 0
+has "warning: HEAPPROFILESIGNAL=11 is a fault's signal; no signal-triggered dumps"
+lacks "Using signal 11"
+
 # ---- no checking ----
 run leak_direct
 expect_rc 0

@@ -237,7 +237,45 @@ int main(void) {
   return 3;
 }
 EOF
-for f in leaky waiter leakcc dropper unstoppable walled rawexit sigtool; do
+# daemonize DIR: forks a daemon (setsid, stderr a file in DIR) and returns
+# 0 at once; the daemon waits until DIR/go exists, forks a child that leaks
+# 33 bytes (its stderr: DIR/client, as distccd hands its compilers' stderr
+# to a client), leaks 48 bytes itself and exits 0.
+cat >"$tmp/daemonize.c" <<'EOF'
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *volatile sink;
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  char path[4096];
+  if (fork() != 0) return 0;
+  setsid();
+  snprintf(path, sizeof path, "%s/daemon.err", argv[1]);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  dup2(fd, 2);
+  snprintf(path, sizeof path, "%s/go", argv[1]);
+  for (int i = 0; i < 600 && access(path, F_OK) != 0; i++) usleep(50000);
+  pid_t c = fork();
+  if (c == 0) {
+    snprintf(path, sizeof path, "%s/client", argv[1]);
+    int cfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(cfd, 2);
+    sink = malloc(33);
+    sink = NULL;
+    return 0;
+  }
+  waitpid(c, NULL, 0);
+  sink = malloc(48);
+  sink = NULL;
+  snprintf(path, sizeof path, "%s/done", argv[1]);
+  close(open(path, O_WRONLY | O_CREAT, 0600));
+  return 0;
+}
+EOF
+for f in leaky waiter leakcc dropper unstoppable walled rawexit sigtool daemonize; do
   # shellcheck disable=SC2086 # HC_CC may be a command with arguments
   if ! $CC_CMD -g -O1 -fno-omit-frame-pointer -pthread -o "$tmp/$f" "$tmp/$f.c" 2>"$tmp/cc.log"; then
     cat "$tmp/cc.log"
@@ -381,6 +419,30 @@ has_re "^heapcheck: [0-9]+ process(es)? checked, no leaks found$"
 cur="private directories left"
 checks=$((checks + 1))
 [ "$(private_dirs)" = 1 ] || fail "expected 1 kept directory (the leaky pipe), found $(private_dirs)"
+
+# A daemon that outlives the launcher: its report file and the directory
+# stay (they were removed: its report went into an unlinked file, its notice
+# named a path that no longer existed, and its children warned and reported
+# on stderrs it hands on), the launcher says where its reports will be, and
+# after the launcher's end neither the daemon nor its child prints a notice.
+dd=$tmp/daemon
+mkdir -p "$dd"
+rm -rf "$TMPDIR"/heapcheck.*
+run_err "$launcher" "$tmp/daemonize" "$dd"
+expect_rc 0
+has_re "^heapcheck: processes of the tree still running \(daemons\): their reports will be in $TMPDIR/heapcheck\.[^ ]*$"
+touch "$dd/go"
+for _ in $(seq 100); do [ -e "$dd/done" ] && break; sleep 0.1; done
+sleep 0.3
+cur="the daemon after the launcher's end"
+checks=$((checks + 1))
+[ -e "$dd/done" ] || fail "the daemon did not finish"
+out=$(cat "$dd/daemon.err" "$dd/client" 2>/dev/null)
+lacks "heapcheck:"
+lacks "Leak of"
+out=$(cat "$TMPDIR"/heapcheck.*/report.* 2>/dev/null)
+has "Leak of 48 bytes in 1 objects"
+has "Leak of 33 bytes in 1 objects"
 
 # A check that could not complete proves nothing: the summary never says
 # "no leaks found" for it (libuv's io_uring tests' checks failed so, and the

@@ -461,6 +461,10 @@ static pid_t start(char **argv, const char *path) {
     _exit(e == ENOENT ? 127 : 126);
   }
   if (pid > 0) child_pid = pid;
+  /* The launcher's own writes past an inherited RLIMIT_FSIZE (its summary
+   * to a stderr that is a file) fail with EFBIG instead of ending it with
+   * SIGXFSZ (153); the program was forked with the disposition it had. */
+  signal(SIGXFSZ, SIG_IGN);
   sigprocmask(SIG_SETMASK, &old, NULL);
   return pid;
 }

@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -185,15 +186,58 @@ static bool in_dir(const hc_tree_t *t, const char *path) {
   return strncmp(path, t->dir, n) == 0 && path[n] == '/';
 }
 
+/* The pid a report file is named after ("report.<pid>" or, for an exec'ed
+ * image of the same process, "report.<pid>.<k>"); 0 for another name. */
+static long report_pid(const char *name) {
+  if (strncmp(name, "report.", 7) != 0 || name[7] < '1' || name[7] > '9') return 0;
+  char *end;
+  long pid = strtol(name + 7, &end, 10);
+  return *end == 0 || *end == '.' ? pid : 0;
+}
+
+/* A process that outlived the program: its report file stays, empty or not,
+ * for its check at its own exit (a daemon the program forked: supervisord,
+ * svnserve -d).  Removed, the daemon's report went into an unlinked file and
+ * its notice named a path that no longer existed; with the directory gone,
+ * its children warned and reported on a stderr it hands on to others
+ * (distccd's clients).  A pid reused since only leaves an empty file. */
+static bool alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM; }
+
+/* Whether some process of the tree still runs: each keeps the records file
+ * open (base/log_stream.c: from its start, or a forked child through its
+ * parent's descriptor, shared at the fork), and the kernel grants a write
+ * lease only on a file nobody else has open.  This sees a daemon forked
+ * just before the program ended whose report file does not exist yet (the
+ * directory went, and its report to the stderr it hands on: 1 run in 5).
+ * False where leases are refused (fs.leases-enable=0): the report files
+ * alone tell then. */
+static bool tree_alive(const hc_tree_t *t) {
+  int fd = open(t->records, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool busy = fcntl(fd, F_SETLEASE, F_WRLCK) != 0 && errno == EAGAIN;
+  if (!busy) (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+  close(fd);
+  return busy;
+}
+
 /* Removes the empty report files (processes that printed nothing, e.g. an
- * exec'ed image that was replaced before its check); the number left. */
-static size_t remove_empty(const hc_tree_t *t) {
+ * exec'ed image that was replaced before its check) but those of processes
+ * still running (*running counts them); the records file is left alone.
+ * Returns the number of other files left. */
+static size_t remove_empty(const hc_tree_t *t, size_t *running) {
   DIR *d = opendir(t->dir);
   size_t left = 0;
   if (!d) return 0;
+  const char *records = strrchr(t->records, '/');
+  records = records ? records + 1 : t->records;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.') continue;
+    if (e->d_name[0] == '.' || strcmp(e->d_name, records) == 0) continue;
+    long pid = report_pid(e->d_name);
+    if (pid > 0 && alive(pid)) {
+      (*running)++;
+      continue;
+    }
     struct stat st;
     if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
         unlinkat(dirfd(d), e->d_name, 0) == 0)
@@ -212,14 +256,18 @@ void hc_tree_cleanup(hc_tree_t *t, hc_tree_summary_t *s) {
     if (p->bytes || p->objects || p->incomplete) kept++;
     else unlink(p->report);
   }
-  /* The records stay beside the reports they list. */
-  if (kept == 0) unlink(t->records);
-  size_t left = remove_empty(t);
-  if (rmdir(t->dir) != 0 && left > kept + (kept > 0))
+  size_t running = 0, left = remove_empty(t, &running);
+  bool alive = running || tree_alive(t);
+  /* The records stay beside the reports they list, and for the processes
+   * still running, which append theirs at their exit. */
+  if (kept == 0 && !alive) unlink(t->records);
+  if (!alive && rmdir(t->dir) != 0 && left > kept)
     /* Reports of processes that never finished their check (killed,
      * _exit, exec of an unchecked program...) are kept for a look. */
-    fprintf(stderr, "heapcheck: %zu unfinished report%s (killed or exec'ed processes) kept in %s\n",
-            left - kept - (kept > 0), left - kept - (kept > 0) == 1 ? "" : "s", t->dir);
+    fprintf(stderr, "heapcheck: %zu unfinished report%s (killed or exec'ed processes) kept in %s\n", left - kept,
+            left - kept == 1 ? "" : "s", t->dir);
+  if (alive)
+    fprintf(stderr, "heapcheck: processes of the tree still running (daemons): their reports will be in %s\n", t->dir);
   for (size_t i = 0; i < s->nprocs; i++) {
     free(s->procs[i].report);
     free(s->procs[i].cmdline);
