@@ -64,16 +64,27 @@ typedef struct file_id {
   ino_t ino;
   mode_t mode;
   bool ok;                       /* the descriptor was open */
+  bool unknown;                  /* open, but fstat was refused (a seccomp filter's EPERM) */
 } file_id_t;
 
 static file_id_t id_of(int fd) {
-  file_id_t id = {0, 0, 0, false};
+  file_id_t id = {0, 0, 0, false, false};
   struct stat st;
-  if (fd >= 0 && fstat(fd, &st) == 0) id = (file_id_t){st.st_dev, st.st_ino, st.st_mode, true};
+  if (fd < 0) return id;
+  int saved = errno;
+  if (fstat(fd, &st) == 0) id = (file_id_t){st.st_dev, st.st_ino, st.st_mode, true, false};
+  else if (errno != EBADF) id.unknown = true;
+  errno = saved;
   return id;
 }
 
-static bool same_file(file_id_t a, file_id_t b) { return a.ok && b.ok && a.dev == b.dev && a.ino == b.ino; }
+/* A descriptor whose fstat is refused is taken for the file it was: the
+ * program that sandboxed itself against fstat (EPERM) lost its whole report
+ * at exit, status 1 and nothing said. */
+static bool same_file(file_id_t a, file_id_t b) {
+  if ((a.unknown && (b.ok || b.unknown)) || (b.unknown && a.ok)) return true;
+  return a.ok && b.ok && a.dev == b.dev && a.ino == b.ino;
+}
 
 /* A reader waits for end-of-file on these: a kept copy holds it up. */
 static bool is_channel(file_id_t id) { return id.ok && (S_ISFIFO(id.mode) || S_ISSOCK(id.mode)); }
@@ -343,10 +354,11 @@ void hci_log_stream_open(void) {
   keep_prog_name();
   LS.opened = true;
   LS.err_id = id_of(2);
-  set_stderr_fd(LS.err_id.ok ? keep_high(2, STDERR_LOW) : -1);
+  bool err_open = LS.err_id.ok || LS.err_id.unknown;
+  set_stderr_fd(err_open ? keep_high(2, STDERR_LOW) : -1);
   /* No number to keep a copy on (a small RLIMIT_NOFILE): fd 2 itself, while
    * it still is this file. */
-  if (LS.err_id.ok && stderr_fd() < 0) LS.err_direct = true;
+  if (err_open && stderr_fd() < 0) LS.err_direct = true;
   const char *p = hci_opt_str(HCO_HEAPCHECK_LOG_PATH);
   if (p && *p && !hci_env_word_is(p, "stderr")) {
     if (strlen(p) < sizeof LS.log_path) {
@@ -396,7 +408,7 @@ static void drop_stderr(void) {
  * of a pipe, or a new copy after the program closed ours; -1 when fd 2 was
  * closed at start or now refers to another file. */
 static int stderr_now(void) {
-  if (LS.err_dropped || !LS.err_id.ok) return -1;
+  if (LS.err_dropped || (!LS.err_id.ok && !LS.err_id.unknown)) return -1;
   file_id_t two = id_of(2);
   if (two.ok && !same_file(two, LS.err_id)) {
     /* fd 2 was pointed elsewhere (daemon(), a redirection): the caller's
@@ -409,7 +421,7 @@ static int stderr_now(void) {
     else if (LS.err_direct) return -1;
   }
   if (LS.err_dropped) return -1;
-  if (LS.err_direct) return two.ok ? 2 : -1;
+  if (LS.err_direct) return two.ok || two.unknown ? 2 : -1;
   if (stderr_fd() >= 0 && same_file(id_of(stderr_fd()), LS.err_id)) return stderr_fd();
   /* Our copy was closed (close_range(3, ~0U)) or replaced: make another
    * from fd 2 when it still is the original stderr (never close the old

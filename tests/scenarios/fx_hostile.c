@@ -15,9 +15,11 @@
  *              execs /bin/true while the checks run (20 times), then the
  *              thread execs the image: the vfork child's exec must not hold
  *              up the parent's checks for good.
- *  deny-one NR installs a filter answering EPERM to system call NR alone,
- *              then execs this program again (an inherited filter): a thread
- *              in a futex wait, 77 bytes leaked, returns 0.
+ *  deny-one NR [late]  installs a filter answering EPERM to system call NR
+ *              alone, then execs this program again (an inherited filter); with
+ *              "late" it is installed through libc in the running process
+ *              instead (seen).  Then a thread in a futex wait, 77 bytes
+ *              leaked, returns 0.
  *  sandbox-min KIND HOW [thread]  leaks 48 bytes, then installs a seccomp
  *              filter that allows only read, write, exit, exit_group, brk,
  *              mmap, munmap, futex and rt_sigreturn (a code runner's
@@ -315,7 +317,8 @@ static int sandbox_min(const char *kind, const char *how, bool thread, int statu
  * shape of a container's or a service manager's profile.  The image starts
  * a thread in a futex wait, leaks 77 bytes and returns 0: the exit check
  * with NR refused. */
-static int deny_one(const char *self, int nr) {
+static int deny_one_run(void);
+static int deny_one(const char *self, int nr, bool late) {
 #if defined(__x86_64__)
   struct sock_filter f[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -325,17 +328,21 @@ static int deny_one(const char *self, int nr) {
   };
   struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 9;
+  if (late) { /* installed through libc once running (seen), synchronized to the thread */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) return 9;
+    return deny_one_run();
+  }
   if (raw3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog) != 0) return 9;
   execl(self, self, "deny-one-run", (char *)NULL);
   return 9;
 #else
-  (void)self, (void)nr;
+  (void)self, (void)nr, (void)late;
   return 77;
 #endif
 }
 static int deny_one_run(void) {
   pthread_t t;
-  pthread_create(&t, NULL, futex_holder, NULL);
+  if (atomic_load(&futex_word) != 1) pthread_create(&t, NULL, futex_holder, NULL);
   while (atomic_load(&futex_word) != 1) usleep(1000);
   void *volatile p = leak_bytes(77);
   p = NULL;
@@ -1085,7 +1092,8 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "handler-alloc")) return handler_alloc();
   if (!strcmp(s, "cancel-checker")) return cancel_checker(argc > 2 ? atoi(argv[2]) : 20);
   if (!strcmp(s, "sigwait-race")) return sigwait_race(argc > 2 ? atoi(argv[2]) : 200);
-  if (!strcmp(s, "deny-one")) return deny_one(argv[0], argc > 2 ? atoi(argv[2]) : 0);
+  if (!strcmp(s, "deny-one"))
+    return deny_one(argv[0], argc > 2 ? atoi(argv[2]) : 0, argc > 3 && !strcmp(argv[3], "late"));
   if (!strcmp(s, "deny-one-run")) return deny_one_run();
   if (!strcmp(s, "sandbox-min"))
     return sandbox_min(argc > 2 ? argv[2] : "kill", argc > 3 ? argv[3] : "prctl", argc > 4 && !strcmp(argv[4], "thread"),
