@@ -542,12 +542,13 @@ fi
 
 # ---- signals ----
 # signal_test SIG MODE STATUS: the launcher gets SIG once the program is
-# ready.  It starts with SIGINT and SIGQUIT at their default: a background
-# job of this shell has them ignored, and the program would inherit that.
+# ready.  It starts with SIGHUP, SIGINT and SIGQUIT at their default: a
+# background job of this shell has the last two ignored, a run under nohup
+# the first, and the program would inherit that.
 signal_test() {
   ready=$tmp/ready.$1.$2
   rm -f "$ready"
-  "$tmp/sigtool" dfl 2,3 "$launcher" "$tmp/waiter" "$ready" "$2" >"$tmp/sig.out" 2>&1 &
+  "$tmp/sigtool" dfl 1,2,3 "$launcher" "$tmp/waiter" "$ready" "$2" >"$tmp/sig.out" 2>&1 &
   lpid=$!
   n=0
   while [ ! -e "$ready" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
@@ -581,8 +582,9 @@ cur="nohup'ed launcher got SIGHUP then SIGTERM"
 expect_rc 143
 # The program starts with the dispositions the launcher was started with:
 # SIGPIPE not ignored (the launcher ignores it for itself only: a writer
-# whose reader went away must die of it), ignored ones kept ignored.
-run "$tmp/sigtool" dfl 2,3 "$launcher" "$tmp/sigtool" show
+# whose reader went away must die of it), ignored ones kept ignored.  Every
+# signal shown is set first (a test run under nohup has SIGHUP ignored).
+run "$tmp/sigtool" dfl 1,2,3,10,13,17 "$launcher" "$tmp/sigtool" show
 has "HUP=DFL INT=DFL QUIT=DFL TERM=DFL USR1=DFL PIPE=DFL CHLD=DFL"
 run "$tmp/sigtool" ign 1,2,3,10,13,17 "$launcher" "$tmp/sigtool" show
 has "HUP=IGN INT=IGN QUIT=IGN TERM=DFL USR1=IGN PIPE=IGN CHLD=IGN"
