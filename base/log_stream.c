@@ -47,7 +47,6 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>
-#include <stdint.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -100,7 +99,6 @@ static struct {
   bool reopen_warned;  /* the log file could not be opened again: said once, reports to stderr */
   bool in_tree;        /* HEAPCHECK_TREE set: the launcher follows this tree */
   bool tree_top;       /* the process the launcher started (parent = launcher) */
-  int tree_pid;        /* the launcher's pid (HEAPCHECK_TREE_PID), 0 unknown */
   int stderr_fd1;      /* the original stderr, kept high, plus one; 0 = use 2 (so LS is
                           all zeros: .bss, not 12 KiB of .data paged in at start-up) */
   char path[HCI_PATH_MAX];
@@ -375,7 +373,6 @@ void hci_log_stream_open(void) {
     memcpy(LS.tree_dir, tree, strlen(tree) + 1);
     long long launcher = hci_opt_int(HCO_HEAPCHECK_TREE_PID);
     LS.tree_top = launcher > 0 && getppid() == (pid_t)launcher;
-    LS.tree_pid = launcher > 0 && launcher <= INT32_MAX ? (int)launcher : 0;
     open_records();
   }
   route();
@@ -478,6 +475,12 @@ bool hci_log_stream_in_tree(void) { return LS.in_tree; }
 const char *hci_log_stream_tree_dir(void) { return LS.in_tree ? LS.tree_dir : NULL; }
 bool hci_log_stream_tree_top(void) { return LS.tree_top; }
 
+/* The launcher, ending while processes of its tree still run, leaves
+ * <dir>/ended (tools/launcher_tree.c).  Not its pid: a process in a pid
+ * namespace of its own cannot see it and took a running launcher for an
+ * ended one. */
 bool hci_log_stream_tree_over(void) {
-  return LS.in_tree && LS.tree_pid > 0 && hci_raw6(SYS_kill, LS.tree_pid, 0, 0, 0, 0, 0) == -ESRCH;
+  char path[HCI_PATH_MAX];
+  if (!LS.in_tree || hci_snprintf(path, sizeof path, "%s/ended", LS.tree_dir) >= (int)sizeof path) return false;
+  return hci_raw6(SYS_faccessat, AT_FDCWD, (long)path, F_OK, 0, 0, 0) == 0;
 }

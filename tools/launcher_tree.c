@@ -200,7 +200,10 @@ static long report_pid(const char *name) {
  * svnserve -d).  Removed, the daemon's report went into an unlinked file and
  * its notice named a path that no longer existed; with the directory gone,
  * its children warned and reported on a stderr it hands on to others
- * (distccd's clients).  A pid reused since only leaves an empty file. */
+ * (distccd's clients).  Only where leases are refused (tree_alive): a pid
+ * is the launcher's view of it, which a tree in a pid namespace of its own
+ * (report.1, report.2: init and kthreadd here) or a pid reused since gets
+ * wrong. */
 static bool alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM; }
 
 /* Whether some process of the tree still runs: each keeps the records file
@@ -208,23 +211,30 @@ static bool alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM;
  * parent's descriptor, shared at the fork), and the kernel grants a write
  * lease only on a file nobody else has open.  This sees a daemon forked
  * just before the program ended whose report file does not exist yet (the
- * directory went, and its report to the stderr it hands on: 1 run in 5).
- * False where leases are refused (fs.leases-enable=0): the report files
- * alone tell then. */
-static bool tree_alive(const hc_tree_t *t) {
+ * directory went, and its report to the stderr it hands on: 1 run in 5),
+ * in any pid namespace.  1 busy, 0 not, -1 leases refused
+ * (fs.leases-enable=0, a file system without them).  SIGIO, which breaking
+ * a lease sends its holder (an open of the file while it is held), is
+ * ignored meanwhile: by default it ends the process. */
+static int tree_alive(const hc_tree_t *t) {
   int fd = open(t->records, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool busy = fcntl(fd, F_SETLEASE, F_WRLCK) != 0 && errno == EAGAIN;
-  if (!busy) (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+  if (fd < 0) return -1;
+  struct sigaction ign, old;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGIO, &ign, &old);
+  int r = fcntl(fd, F_SETLEASE, F_WRLCK) == 0 ? 0 : errno == EAGAIN ? 1 : -1;
+  if (r == 0) (void)fcntl(fd, F_SETLEASE, F_UNLCK);
   close(fd);
-  return busy;
+  sigaction(SIGIO, &old, NULL);
+  return r;
 }
 
 /* Removes the empty report files (processes that printed nothing, e.g. an
- * exec'ed image that was replaced before its check) but those of processes
- * still running (*running counts them); the records file is left alone.
- * Returns the number of other files left. */
-static size_t remove_empty(const hc_tree_t *t, size_t *running) {
+ * exec'ed image that was replaced before its check), with by_pid those
+ * of processes still running left (*running counts them); the records file
+ * is left alone.  Returns the number of other files left. */
+static size_t remove_empty(const hc_tree_t *t, bool by_pid, size_t *running) {
   DIR *d = opendir(t->dir);
   size_t left = 0;
   if (!d) return 0;
@@ -233,7 +243,7 @@ static size_t remove_empty(const hc_tree_t *t, size_t *running) {
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.' || strcmp(e->d_name, records) == 0) continue;
-    long pid = report_pid(e->d_name);
+    long pid = by_pid ? report_pid(e->d_name) : 0;
     if (pid > 0 && alive(pid)) {
       (*running)++;
       continue;
@@ -256,8 +266,13 @@ void hc_tree_cleanup(hc_tree_t *t, hc_tree_summary_t *s) {
     if (p->bytes || p->objects || p->incomplete) kept++;
     else unlink(p->report);
   }
-  size_t running = 0, left = remove_empty(t, &running);
-  bool alive = running || tree_alive(t);
+  /* Processes of the tree still running keep their report files, empty
+   * ones too (which are theirs is not known), the records and the
+   * directory, and learn that the launcher has ended from the marker. */
+  int lease = tree_alive(t);
+  size_t running = 0, left = 0;
+  if (lease != 1) left = remove_empty(t, lease < 0, &running);
+  bool alive = lease == 1 || running;
   /* The records stay beside the reports they list, and for the processes
    * still running, which append theirs at their exit. */
   if (kept == 0 && !alive) unlink(t->records);
@@ -266,8 +281,13 @@ void hc_tree_cleanup(hc_tree_t *t, hc_tree_summary_t *s) {
      * _exit, exec of an unchecked program...) are kept for a look. */
     fprintf(stderr, "heapcheck: %zu unfinished report%s (killed or exec'ed processes) kept in %s\n", left - kept,
             left - kept == 1 ? "" : "s", t->dir);
-  if (alive)
+  if (alive) {
+    char ended[sizeof t->dir + 8];
+    snprintf(ended, sizeof ended, "%s/ended", t->dir);
+    int fd = open(ended, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) close(fd);
     fprintf(stderr, "heapcheck: processes of the tree still running (daemons): their reports will be in %s\n", t->dir);
+  }
   for (size_t i = 0; i < s->nprocs; i++) {
     free(s->procs[i].report);
     free(s->procs[i].cmdline);
