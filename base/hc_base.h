@@ -293,6 +293,7 @@ int hci_log_stream_stderr(void);         /* the original stderr (a kept duplicat
 int hci_log_stream_fd(void);
 /* No stream any more (the program sandboxed itself): both give -1. */
 void hci_log_stream_mute(void);
+bool hci_log_stream_muted(void); /* the process sandboxed itself: nothing is written any more */
 bool hci_log_stream_in_tree(void);       /* HEAPCHECK_TREE: a launcher follows the tree */
 const char *hci_log_stream_tree_dir(void); /* its directory, NULL outside a tree */
 bool hci_log_stream_tree_top(void);      /* the program the launcher started */

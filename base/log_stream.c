@@ -57,6 +57,10 @@
 
 #define HCI_PATH_MAX 4096
 
+/* Set for good once the program sandboxed itself (hci_log_stream_mute). */
+static _Atomic bool muted;
+HC_PRIVATE_STATE(muted);
+
 /* Which file a descriptor refers to. */
 typedef struct file_id {
   dev_t dev;
@@ -289,7 +293,11 @@ static int open_records(void) {
 }
 
 int hci_log_stream_records_fd(void) {
-  if (!LS.opened || !LS.in_tree) return -1;
+  /* Muted (a sandbox that kills): a record's write and its SIGPIPE guard
+   * (rt_sigpending) are system calls the filter may kill (sshd's
+   * pre-authentication child, once its fstat said EACCES and the kept
+   * descriptor was taken for the records file). */
+  if (!LS.opened || !LS.in_tree || atomic_load(&muted)) return -1;
   int fd = LS.records_fd1 - 1;
   if (fd >= 0 && same_file(id_of(fd), LS.records_id)) return fd;
   /* Closed or replaced by the program (never close that number: it may be
@@ -434,9 +442,8 @@ static int stderr_now(void) {
 /* Set for good once the program sandboxed itself (checker/seccomp_watch.c):
  * reaching a stream takes system calls (fstat, dup, open) its filter may
  * answer by killing the process, so nothing is written any more. */
-static _Atomic bool muted;
-HC_PRIVATE_STATE(muted);
 void hci_log_stream_mute(void) { atomic_store(&muted, true); }
+bool hci_log_stream_muted(void) { return atomic_load(&muted); }
 
 int hci_log_stream_fd(void) {
   if (atomic_load(&muted)) return -1;

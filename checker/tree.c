@@ -72,7 +72,9 @@ static bool append_record(ssize_t bytes, ssize_t objects, const char *state, con
 
 bool hci_tree_note(ssize_t bytes, ssize_t objects, bool incomplete) {
   const char *dir = hci_log_stream_tree_dir();
-  if (!dir) return true;
+  /* A sandboxed process writes nothing: its "pending" record, written
+   * before its filter, stands for it (the launcher counts it). */
+  if (!dir || hci_log_stream_muted()) return true;
   const char *file = hci_log_stream_path();
   bool told = append_record(bytes, objects, incomplete ? "incomplete" : "ok", file ? file : "stderr");
   if (bytes <= 0 && objects <= 0 && !incomplete) return told;
