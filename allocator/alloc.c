@@ -66,8 +66,15 @@ static hc_cold hc_noinline __attribute__((noreturn)) void bad_pointer(const char
   __builtin_unreachable();
 }
 
-/* bad_pointer's reason for an object of a small span not carved yet. */
+/* bad_pointer's reason for an object of a small span never carved. */
 #define NEVER_HANDED_OUT "an object heapcheck never handed out"
+
+/* Object idx of SMALL span s was never carved in its SMALL life, so never
+ * handed out (central.c, open_pages, sends frees and reallocs of such
+ * objects to the slow paths); pushed, it would be handed out twice. */
+static inline bool never_carved(const hc_span_t *s, uint32_t idx) {
+  return idx >= __atomic_load_n(&s->opened, __ATOMIC_RELAXED);
+}
 
 /* A span whose object was freed: back in the page heap or kept for a sample. */
 static inline bool span_freed(const hc_span_t *s) { return s->state == HC_SPAN_FREE || s->state == HC_SPAN_STASHED; }
@@ -910,10 +917,7 @@ static inline __attribute__((always_inline)) void free_small(void *p, hc_span_t 
   uint32_t idx = (uint32_t)((off * ci->recip) >> 48);
   if (hc_unlikely((uintptr_t)idx * ci->size != off || idx >= ci->objs))
     bad_pointer("free", p, ra, "not the start of a heapcheck object");
-  /* Never carved: never handed out (central.c, open_pages, sends such
-   * frees here); pushed, it would be handed out twice. */
-  if (hc_unlikely(idx >= __atomic_load_n(&s->opened, __ATOMIC_RELAXED)))
-    bad_pointer("free", p, ra, NEVER_HANDED_OUT);
+  if (hc_unlikely(never_carved(s, idx))) bad_pointer("free", p, ra, NEVER_HANDED_OUT);
   hc_tcache_t *tc = hci_tc_get();
   if (s->objmeta) {
     hc_objmeta_t *m = &s->objmeta[idx];
@@ -1272,8 +1276,7 @@ static void *realloc_general(void *p, size_t size, uintptr_t ra) {
     }
     if (m ? m->stack_id == HC_STACK_NONE : hc_fl_is_free(p)) {
       if (!s) s = hci_pagemap_span((uintptr_t)p);
-      if (object_index((uintptr_t)p, s, cls) >= __atomic_load_n(&s->opened, __ATOMIC_RELAXED))
-        bad_pointer("realloc", p, ra, NEVER_HANDED_OUT);
+      if (never_carved(s, object_index((uintptr_t)p, s, cls))) bad_pointer("realloc", p, ra, NEVER_HANDED_OUT);
       realloc_freed(p, ra);
     }
     usable = hci_classes[cls].size;

@@ -89,8 +89,9 @@ static void open_pages(hc_span_t *s, const hc_class_info_t *ci, uint32_t end) {
   uint32_t was = s->opened;
   uintptr_t last = s->start + (uintptr_t)(end - 1) * ci->size;
   uintptr_t hi = last >> HC_PAGE_SHIFT; /* the last page carving reached */
-  uintptr_t lo = was ? ((s->start + (uintptr_t)(was - 1) * ci->size) >> HC_PAGE_SHIFT) + 1
-                     : (s->start >> HC_PAGE_SHIFT) + 1; /* the first page not open yet */
+  /* the first page not open yet: after the last object opened, or the
+   * span's first page (open from the start) */
+  uintptr_t lo = ((s->start + (uintptr_t)(was ? was - 1 : 0) * ci->size) >> HC_PAGE_SHIFT) + 1;
   if (hi >= lo) hci_pagemap_open(s, lo, hi + 1);
   if (hi >= lo || !was) { /* a newly open last page: its objects after the carved ones marked */
     uintptr_t page_end = (hi + 1) << HC_PAGE_SHIFT, stop = s->start + (uintptr_t)ci->objs * ci->size;

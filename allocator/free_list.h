@@ -21,7 +21,8 @@
  * "invalid pointer"): until carving reaches it, it lies in a page closed
  * to the free fast path (hci_pagemap_open) or, in the page carving
  * reached last, carries the mark (hc_fl_mark_unused); either way the slow
- * path finds it beyond the span's `carved` (alloc.c, free_small).
+ * path finds it past the span's `opened`, the most objects ever carved
+ * (alloc.c, free_small).
  *
  * The end of a list is HC_FL_END, a value with a bad bit, not NULL: a
  * thread-cache list's head is HC_FL_END when empty, so the malloc fast

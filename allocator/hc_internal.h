@@ -69,7 +69,7 @@ bool hci_pagemap_set(uintptr_t first_page, size_t n, hc_span_t *s, unsigned cls)
  * fast entries get the class's lofs.  A page is opened when the first
  * object that starts in it is carved (central.c, carve), so that a free of
  * a never handed out object in a page carving has not reached goes to the
- * slow path, which finds it beyond the span's `carved` (alloc.c,
+ * slow path, which finds it past the span's `opened` (alloc.c,
  * free_small) instead of pushing it: it would have been handed out twice,
  * once from the list and once when carved.  requires: the span's central
  * lock, or the span not yet published (a new span). */

@@ -84,8 +84,9 @@ static file_id_t id_of(int fd) {
 /* A descriptor whose fstat is refused is taken for the file it was: the
  * program that sandboxed itself against fstat (EPERM) lost its whole report
  * at exit, status 1 and nothing said. */
+static bool is_open(file_id_t id) { return id.ok || id.unknown; }
 static bool same_file(file_id_t a, file_id_t b) {
-  if ((a.unknown && (b.ok || b.unknown)) || (b.unknown && a.ok)) return true;
+  if (a.unknown || b.unknown) return is_open(a) && is_open(b);
   return a.ok && b.ok && a.dev == b.dev && a.ino == b.ino;
 }
 
@@ -360,7 +361,7 @@ void hci_log_stream_open(void) {
   keep_prog_name();
   LS.opened = true;
   LS.err_id = id_of(2);
-  bool err_open = LS.err_id.ok || LS.err_id.unknown;
+  bool err_open = is_open(LS.err_id);
   set_stderr_fd(err_open ? keep_high(2, STDERR_LOW) : -1);
   /* No number to keep a copy on (a small RLIMIT_NOFILE): fd 2 itself, while
    * it still is this file. */
@@ -413,7 +414,7 @@ static void drop_stderr(void) {
  * of a pipe, or a new copy after the program closed ours; -1 when fd 2 was
  * closed at start or now refers to another file. */
 static int stderr_now(void) {
-  if (LS.err_dropped || (!LS.err_id.ok && !LS.err_id.unknown)) return -1;
+  if (LS.err_dropped || !is_open(LS.err_id)) return -1;
   file_id_t two = id_of(2);
   if (two.ok && !same_file(two, LS.err_id)) {
     /* fd 2 was pointed elsewhere (daemon(), a redirection): the caller's
@@ -426,7 +427,7 @@ static int stderr_now(void) {
     else if (LS.err_direct) return -1;
   }
   if (LS.err_dropped) return -1;
-  if (LS.err_direct) return two.ok || two.unknown ? 2 : -1;
+  if (LS.err_direct) return is_open(two) ? 2 : -1;
   if (stderr_fd() >= 0 && same_file(id_of(stderr_fd()), LS.err_id)) return stderr_fd();
   /* Our copy was closed (close_range(3, ~0U)) or replaced: make another
    * from fd 2 when it still is the original stderr (never close the old

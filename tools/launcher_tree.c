@@ -204,7 +204,7 @@ static long report_pid(const char *name) {
  * is the launcher's view of it, which a tree in a pid namespace of its own
  * (report.1, report.2: init and kthreadd here) or a pid reused since gets
  * wrong. */
-static bool alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM; }
+static bool pid_alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM; }
 
 /* Whether some process of the tree still runs: each keeps the records file
  * open (base/log_stream.c: from its start, or a forked child through its
@@ -244,7 +244,7 @@ static size_t remove_empty(const hc_tree_t *t, bool by_pid, size_t *running) {
   while ((e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.' || strcmp(e->d_name, records) == 0) continue;
     long pid = by_pid ? report_pid(e->d_name) : 0;
-    if (pid > 0 && alive(pid)) {
+    if (pid > 0 && pid_alive(pid)) {
       (*running)++;
       continue;
     }
