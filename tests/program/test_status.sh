@@ -15,6 +15,10 @@ prefix=hc_status
 . "$(dirname "$0")/common.sh"
 fx=${1:?usage: test_status.sh EXIT_STATUS_FIXTURE LAUNCHER}
 launcher=${2:?usage: test_status.sh EXIT_STATUS_FIXTURE LAUNCHER}
+# The launcher's private directories (the compiler's kept leak reports
+# below) in this test's own: they were left in /tmp at every run.
+TMPDIR=$dump
+export TMPDIR
 
 for mode in normal strict; do
   run env LD_PRELOAD="$lib" HEAPCHECK=$mode "$fx" 0
