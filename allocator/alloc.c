@@ -382,7 +382,11 @@ static bool sampled_unlink(hc_span_t *s) {
   else hci_samples.head = s->snext;
   if (s->snext) s->snext->sprev = s->sprev;
   s->snext = s->sprev = NULL;
-  bool keep = s->npages <= HC_SAMPLE_STASH_SPAN_PAGES && hci_samples.stash_pages + s->npages <= HC_SAMPLE_STASH_PAGES;
+  /* Not a span memalign placed: its aligned pages would stay out of the
+   * page heap, and every later request of that alignment mapped another
+   * alignment's worth (test_malloc_api, posix_memalign(16 MiB, 100)). */
+  bool keep = !s->is_placed && s->npages <= HC_SAMPLE_STASH_SPAN_PAGES &&
+              hci_samples.stash_pages + s->npages <= HC_SAMPLE_STASH_PAGES;
   if (keep) {
     s->is_sampled = 0;
     s->req_size = 0;
@@ -470,6 +474,7 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
     return enomem(size, align, zero);
   }
   s->req_size = size;
+  s->is_placed = align > HC_PAGE_SIZE;
   s->meta.epoch = atomic_load_explicit(&hci_epoch, memory_order_relaxed);
   atomic_store_explicit(&s->meta.xflags, new_flags(tc, 0), memory_order_relaxed);
   if (weight || hci_record_all) s->meta.stack_id = record_stack(tc, ra, rec);

@@ -72,6 +72,7 @@ typedef struct hc_span {
                                the last one's are open to the free fast path, and every object
                                in them past `carved` is marked free (central.c, open_pages) */
   uint8_t is_zeroed;        /* just allocated from released/fresh pages: all bytes are zero */
+  uint8_t is_placed;        /* LARGE: put at an alignment above a page (memalign): never stashed */
   hc_objmeta_t *objmeta;    /* SMALL in checker mode: one record per object, else NULL */
   uint32_t id;              /* dense, stable while the record exists: the key of the
                                layers above's side tables (the checker's marks); page_heap.c */
