@@ -119,6 +119,9 @@ static inline void push(flood_t *f, uintptr_t lo, size_t size) {
  * hci_fl_push_populated: its pages that were never populated are left out
  * (see flood_scan.c). */
 void hci_fl_push_populated(flood_t *f, uintptr_t lo, size_t size);
+/* Whether page a is in the program's page tables (present or swapped), or
+ * that cannot be told (no pagemap): flood_roots.c's file mappings. */
+bool hci_fl_page_mapped(flood_t *f, uintptr_t a);
 static inline void push_obj(flood_t *f, uintptr_t lo, size_t size) {
   if (hc_unlikely(size >= 2 * 4096)) hci_fl_push_populated(f, lo, size);
   else push(f, lo, size);

@@ -28,8 +28,37 @@ static void scan_run(flood_t *f, uintptr_t lo, uintptr_t hi) {
  * One mincore call answers for RES_WINDOW (128 MiB) and untouched pages are
  * skipped eight at a time, so a read-write reservation of a terabyte costs
  * 8192 calls and a pass over their answers (with a call per 64 KiB it was
- * 16 M calls: 36 s of exit check for 1 TiB of MAP_NORESERVE). */
-static void scan_copied(flood_t *f, uintptr_t lo, uintptr_t hi) {
+ * 16 M calls: 36 s of exit check for 1 TiB of MAP_NORESERVE).
+ *
+ * mapped_only: a file's pages (shmem, memfd) or a shared mapping's, where
+ * mincore answers for the file's page cache, not for this mapping: such a
+ * page is read only when the program's page tables hold it (present or
+ * swapped, /proc/self/pagemap).  One they do not is the file's content,
+ * never written through this mapping, and reading it is a fault, which in a
+ * range registered with userfaultfd in minor mode (QEMU's postcopy over a
+ * memfd) waits for the program's fault-serving thread, stopped by the check:
+ * such an exit check hung for ever. */
+static void scan_resident(flood_t *f, uintptr_t l, uintptr_t h, bool mapped_only) {
+  if (!mapped_only) {
+    scan_run(f, l, h);
+    return;
+  }
+  uintptr_t run = 0;
+  for (uintptr_t a = l; a < h;) {
+    uintptr_t next = (a & ~(uintptr_t)4095) + 4096;
+    if (next > h) next = h;
+    if (hci_fl_page_mapped(f, a)) {
+      if (!run) run = a;
+    } else if (run) {
+      scan_run(f, run, a);
+      run = 0;
+    }
+    a = next;
+  }
+  if (run) scan_run(f, run, h);
+}
+
+static void scan_copied(flood_t *f, uintptr_t lo, uintptr_t hi, bool mapped_only) {
   if (!f->scratch) f->scratch = hci_os_map(SCRATCH_MAP);
   if (!f->scratch) {
     f->r->oom = true;
@@ -40,7 +69,7 @@ static void scan_copied(flood_t *f, uintptr_t lo, uintptr_t hi) {
     uintptr_t page = a & ~(uintptr_t)4095;
     uintptr_t wend = hi - page > RES_WINDOW ? page + RES_WINDOW : hi;
     if (mincore((void *)page, wend - page, vec) != 0) { /* residency unknown: read it all */
-      scan_run(f, a, wend);
+      scan_resident(f, a, wend, mapped_only);
       a = wend;
       continue;
     }
@@ -58,7 +87,7 @@ static void scan_copied(flood_t *f, uintptr_t lo, uintptr_t hi) {
       size_t j = i + 1;
       while (j < npages && (vec[j] & 1)) j++;
       uintptr_t l = page + i * 4096, h = page + j * 4096;
-      scan_run(f, l > a ? l : a, h < wend ? h : wend);
+      scan_resident(f, l > a ? l : a, h < wend ? h : wend, mapped_only);
       i = j;
     }
     a = wend;
@@ -69,7 +98,7 @@ void hci_fl_root_cb(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind)
   flood_t *f = ctx;
   if (lo >= hi) return;
   if (hci_root_kind_unstable(kind)) {
-    scan_copied(f, lo, hi);
+    scan_copied(f, lo, hi, kind == HCI_ROOT_FILE_MAPPING);
     return;
   }
   if (f->p->align == (int)sizeof(uintptr_t)) { /* 8-aligned chunk boundaries: see hci_fl_drain() */
@@ -89,8 +118,10 @@ void hci_fl_scan_region(flood_t *f, const hci_maps_t *maps, uintptr_t lo, uintpt
     if (m->hi <= lo || m->lo >= hi) continue;
     if (!(m->flags & HCI_MAP_R) || (m->flags & (HCI_MAP_SPECIAL | HCI_MAP_DEVICE))) continue;
     /* A region may be a file mapping (SIGBUS past the file's end) or be
-     * unmapped by a thread that runs: read through a copy. */
-    scan_copied(f, lo > m->lo ? lo : m->lo, hi < m->hi ? hi : m->hi);
+     * unmapped by a thread that runs: read through a copy; but for a
+     * private anonymous mapping, only what this mapping holds. */
+    bool anon = (m->flags & (HCI_MAP_ANON | HCI_MAP_PRIVATE)) == (HCI_MAP_ANON | HCI_MAP_PRIVATE);
+    scan_copied(f, lo > m->lo ? lo : m->lo, hi < m->hi ? hi : m->hi, !anon);
   }
 }
 

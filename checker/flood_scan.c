@@ -294,6 +294,10 @@ static uint64_t pm_entry(flood_t *f, uintptr_t a) {
   return e[a / 4096 % PM_WIN];
 }
 
+bool hci_fl_page_mapped(flood_t *f, uintptr_t a) {
+  return f->pagemap_fd <= 0 || (pm_entry(f, a) & (3ull << 62)) != 0; /* present or swapped, or not known */
+}
+
 void hci_fl_push_populated(flood_t *f, uintptr_t lo, size_t size) {
   uintptr_t hi = lo + size;
   uintptr_t plo = (lo + 4095) & ~(uintptr_t)4095, phi = hi & ~(uintptr_t)4095;

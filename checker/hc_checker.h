@@ -357,6 +357,8 @@ typedef enum hci_root_kind {
   HCI_ROOT_MAPPING,
   HCI_ROOT_THREAD_DESCRIPTOR,
   HCI_ROOT_DTV, /* a live thread's dynamic thread vector (use_tls): its dynamic TLS blocks */
+  HCI_ROOT_FILE_MAPPING, /* a private writable mapping of a file: only the pages the program's page
+                            tables hold are read (flood_roots.c, scan_copied) */
 } hci_root_kind_t;
 typedef void (*hci_root_fn)(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind);
 static inline bool hci_root_kind_unstable(hci_root_kind_t kind) { return (kind & HCI_ROOT_UNSTABLE) != 0; }

@@ -26,6 +26,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -318,16 +319,26 @@ static void skip_add(skips_t *k, const hci_map_t *m, uintptr_t lo, uintptr_t hi)
  * (hi - sizeof pthread) rounded down to the static TLS alignment and starts
  * with tcbhead_t, whose tcb and self words both point to itself (x86-64).
  * The guard page below keeps the block's mapping to itself. */
-/* Whether [a, a + n) is in memory now.  A page that is not is never read
- * where that can be avoided: in a range registered with userfaultfd the read
- * would wait for the program's fault-serving thread, which the check has
- * stopped (the exit check of such a program hung for ever).  When mincore
- * cannot tell, the page is read as before. */
+/* Whether [a, a + n) is in memory now, in this mapping.  A page that is not
+ * is never read where that can be avoided: in a range registered with
+ * userfaultfd the read would wait for the program's fault-serving thread,
+ * which the check has stopped (the exit check of such a program hung for
+ * ever).  mincore answers for a file's page cache (shmem, memfd: a view
+ * registered in minor mode has its pages there but not in its page
+ * tables), so the page tables are asked too (/proc/self/pagemap: present or
+ * swapped).  When neither can tell, the page is read as before. */
 static bool resident(uintptr_t a, size_t n) {
   uintptr_t lo = a & ~(uintptr_t)4095, hi = (a + n + 4095) & ~(uintptr_t)4095;
   unsigned char vec[2] = {1, 1};
-  if (hi - lo > sizeof vec * 4096 || mincore((void *)lo, hi - lo, vec) != 0) return true;
-  return (vec[0] & 1) && (hi - lo == 4096 || (vec[1] & 1));
+  if (hi - lo > sizeof vec * 4096) return true;
+  if (mincore((void *)lo, hi - lo, vec) == 0 && (!(vec[0] & 1) || (hi - lo > 4096 && !(vec[1] & 1)))) return false;
+  int fd = hci_os_open_proc("pagemap", O_RDONLY);
+  if (fd < 0) return true;
+  uint64_t e[2] = {~0ull, ~0ull};
+  size_t len = (hi - lo) / 4096 * sizeof e[0];
+  bool known = pread(fd, e, len, (off_t)(lo / 4096 * sizeof e[0])) == (ssize_t)len;
+  close(fd);
+  return !known || ((e[0] & (3ull << 62)) && (hi - lo == 4096 || (e[1] & (3ull << 62))));
 }
 
 static bool glibc_thread_stack(const hci_map_t *m) {
@@ -404,13 +415,13 @@ static int module_segment_cb(struct dl_phdr_info *info, size_t size, void *arg) 
  * mapping faults past the file's end. */
 void hci_roots_mappings(const hci_world_t *w, hci_root_fn fn, void *ctx) {
   const hci_maps_t *maps = &w->maps;
-  struct sink s = {fn, ctx, HCI_ROOT_MAPPING};
   /* A forgotten mapping of ours would be scanned: metadata holds span starts. */
   if (!hci_os_owned_complete()) return;
   uint32_t need = HCI_MAP_R | HCI_MAP_W | HCI_MAP_PRIVATE;
   for (int i = 0; i < maps->n; i++) {
     const hci_map_t *m = &maps->v[i];
     if ((m->flags & need) != need || !scannable(m) || (m->flags & HCI_MAP_STACK)) continue;
+    struct sink s = {fn, ctx, m->flags & HCI_MAP_ANON ? HCI_ROOT_MAPPING : HCI_ROOT_FILE_MAPPING};
     if (!(m->flags & HCI_MAP_ANON)) {
       range_q_t q = {m->lo, m->hi};
       if (dl_iterate_phdr(module_segment_cb, &q)) continue; /* the loader lock is the check's already */
@@ -489,6 +500,7 @@ const char *hci_root_kind_name(hci_root_kind_t kind) {
     case HCI_ROOT_TLS_RUNNING: return "tls-running";
     case HCI_ROOT_ANON_FALLBACK: return "anon-fallback";
     case HCI_ROOT_MAPPING: return "mapping";
+    case HCI_ROOT_FILE_MAPPING: return "file-mapping";
     case HCI_ROOT_THREAD_DESCRIPTOR: return "thread-descriptor";
     case HCI_ROOT_DTV: return "dtv";
   }

@@ -52,6 +52,17 @@
  *              never touched.  A scoped check, then returns 0 (exit 77 when
  *              userfaultfd is refused).  A read of an untouched page waits
  *              for the filling thread, which the check has stopped.
+ *  userfaultfd-minor [shared]  a memfd's second view (private, or shared
+ *              and registered with hc_register_root_region) registered with
+ *              userfaultfd in minor mode, its faults served by a thread of
+ *              the program (QEMU's postcopy shape): the memfd's pages are in
+ *              the page cache, written through a first view now unmapped,
+ *              and a read of one through the second view waits for that
+ *              thread, stopped by the check.  An object whose only pointer
+ *              is in such a page is a leak (the file's content, never
+ *              written through this view); one whose pointer was written
+ *              through the view is not.  A scoped check that must find
+ *              exactly the first, then returns 0 (77: refused here).
  *  exit-race   a joined thread leaks 48 bytes (on a stack unmapped after
  *              the join), then 6 threads call exit(0) together while main
  *              sits in pause().
@@ -808,6 +819,49 @@ static int userfaultfd_scenario(void) {
   return ok ? 0 : 2;
 }
 
+static void *uffd_minor_server(void *arg) {
+  (void)arg;
+  for (;;) {
+    struct uffd_msg m;
+    ssize_t n = read(uffd, &m, sizeof m);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != sizeof m) return NULL;
+    if (m.event != UFFD_EVENT_PAGEFAULT) continue;
+    struct uffdio_continue c = {.range = {m.arg.pagefault.address & ~4095ull, 4096}};
+    ioctl(uffd, UFFDIO_CONTINUE, &c);
+  }
+}
+
+static int userfaultfd_minor_scenario(bool shared) {
+  hc_check_t *c = hc_check_begin("userfaultfd-minor"); /* first: it judges what is allocated after it */
+  size_t len = 4 * 4096;
+  int fd = (int)syscall(SYS_memfd_create, "uffd-minor", 0);
+  if (fd < 0 || ftruncate(fd, (off_t)len) != 0) return 77;
+  void **first = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (first == MAP_FAILED) return 77;
+  first[1] = malloc(72); /* page 0: only in the file once the first view is gone */
+  for (size_t i = 1; i < 4; i++) first[i * 512] = NULL; /* every page in the page cache */
+  munmap(first, len);
+  void **view = mmap(NULL, len, PROT_READ | PROT_WRITE, shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
+  if (view == MAP_FAILED) return 77;
+  if (shared) hc_register_root_region(view, len);
+  uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+  struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_MINOR_SHMEM};
+  struct uffdio_register r = {.range = {(unsigned long)view, len}, .mode = UFFDIO_REGISTER_MODE_MINOR};
+  if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) != 0 || ioctl(uffd, UFFDIO_REGISTER, &r) != 0) {
+    perror("userfaultfd (minor)");
+    return 77;
+  }
+  pthread_t t;
+  pthread_create(&t, NULL, uffd_minor_server, NULL);
+  view[2 * 512 + 1] = malloc(88); /* page 2, through the view: a fault the thread serves */
+  hc_check_end(c, HC_CHECK_REPORT);
+  printf("userfaultfd-minor: scoped check found %zd leaked objects of %zd bytes\n", hc_check_objects_leaked(c),
+         hc_check_bytes_leaked(c));
+  hc_check_free(c);
+  return 0;
+}
+
 static _Atomic int tracer_events, tracer_done;
 static pid_t traced_child;
 static void *tracer_thread(void *arg) {
@@ -1077,6 +1131,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "wall-reaper")) return wall_reaper(arg);
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
+  if (!strcmp(s, "userfaultfd-minor")) return userfaultfd_minor_scenario(!strcmp(arg, "shared"));
   if (!strcmp(s, "exit-race")) return exit_race();
   if (!strcmp(s, "exit-join")) return !strcmp(arg, "ctor") ? exit_join_ctor_scenario() : exit_join();
   if (!strcmp(s, "pthread-exit-race")) return pthread_exit_race();
