@@ -774,8 +774,9 @@ static int landlock_scenario(void) {
 }
 
 static int uffd;
+/* Serves uffd's faults: missing pages filled with zeros, or (arg not NULL:
+ * minor mode) the page cache's page mapped. */
 static void *uffd_server(void *arg) {
-  (void)arg;
   static char page[4096] __attribute__((aligned(4096)));
   for (;;) {
     struct uffd_msg m;
@@ -783,8 +784,11 @@ static void *uffd_server(void *arg) {
     if (n < 0 && errno == EINTR) continue;
     if (n != sizeof m) return NULL;
     if (m.event != UFFD_EVENT_PAGEFAULT) continue;
-    struct uffdio_copy c = {.dst = m.arg.pagefault.address & ~4095ull, .src = (unsigned long)page, .len = 4096};
-    ioctl(uffd, UFFDIO_COPY, &c);
+    unsigned long at = m.arg.pagefault.address & ~4095ull;
+    struct uffdio_copy c = {.dst = at, .src = (unsigned long)page, .len = 4096};
+    struct uffdio_continue k = {.range = {at, 4096}};
+    if (arg) ioctl(uffd, UFFDIO_CONTINUE, &k);
+    else ioctl(uffd, UFFDIO_COPY, &c);
   }
 }
 
@@ -819,19 +823,6 @@ static int userfaultfd_scenario(void) {
   return ok ? 0 : 2;
 }
 
-static void *uffd_minor_server(void *arg) {
-  (void)arg;
-  for (;;) {
-    struct uffd_msg m;
-    ssize_t n = read(uffd, &m, sizeof m);
-    if (n < 0 && errno == EINTR) continue;
-    if (n != sizeof m) return NULL;
-    if (m.event != UFFD_EVENT_PAGEFAULT) continue;
-    struct uffdio_continue c = {.range = {m.arg.pagefault.address & ~4095ull, 4096}};
-    ioctl(uffd, UFFDIO_CONTINUE, &c);
-  }
-}
-
 static int userfaultfd_minor_scenario(bool shared) {
   hc_check_t *c = hc_check_begin("userfaultfd-minor"); /* first: it judges what is allocated after it */
   size_t len = 4 * 4096;
@@ -853,7 +844,7 @@ static int userfaultfd_minor_scenario(bool shared) {
     return 77;
   }
   pthread_t t;
-  pthread_create(&t, NULL, uffd_minor_server, NULL);
+  pthread_create(&t, NULL, uffd_server, "minor");
   view[2 * 512 + 1] = malloc(88); /* page 2, through the view: a fault the thread serves */
   hc_check_end(c, HC_CHECK_REPORT);
   printf("userfaultfd-minor: scoped check found %zd leaked objects of %zd bytes\n", hc_check_objects_leaked(c),
