@@ -123,7 +123,7 @@ void hci_fl_push_populated(flood_t *f, uintptr_t lo, size_t size);
  * that cannot be told (no pagemap): flood_roots.c's file mappings. */
 bool hci_fl_page_mapped(flood_t *f, uintptr_t a);
 static inline void push_obj(flood_t *f, uintptr_t lo, size_t size) {
-  if (hc_unlikely(size >= 2 * 4096)) hci_fl_push_populated(f, lo, size);
+  if (hc_unlikely(size >= 4096)) hci_fl_push_populated(f, lo, size);
   else push(f, lo, size);
 }
 

@@ -103,7 +103,11 @@ void hci_fl_root_cb(void *ctx, uintptr_t lo, uintptr_t hi, hci_root_kind_t kind)
   }
   if (f->p->align == (int)sizeof(uintptr_t)) { /* 8-aligned chunk boundaries: see hci_fl_drain() */
     uintptr_t a = (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
-    if (a < hi) push(f, a, hi - a);
+    /* A module's globals leave out their pages the page tables do not
+     * hold (never written: the file's data or zeros) and guard regions a
+     * program put in its .bss (hci_fl_push_populated). */
+    if (a < hi && kind == HCI_ROOT_GLOBAL) hci_fl_push_populated(f, a, hi - a);
+    else if (a < hi) push(f, a, hi - a);
   } else {
     hci_fl_scan_range(f, lo, hi);
   }

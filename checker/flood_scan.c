@@ -294,8 +294,20 @@ static uint64_t pm_entry(flood_t *f, uintptr_t a) {
   return e[a / 4096 % PM_WIN];
 }
 
+/* Whether pagemap entry e is a page that can be read: present, or swapped
+ * out to a swap area.  Not a guard region (madvise MADV_GUARD_INSTALL, Linux
+ * 6.13: a marker in the page table, no mapping of its own, so the snapshot
+ * of the maps shows nothing; a read is a SIGSEGV, which killed every check
+ * of a program with one inside a live block): bit 58 says so from Linux
+ * 6.15, and before it the marker shows as a swap entry of a type past the
+ * swap areas' (31; hwpoisoned pages and migration entries are there too). */
+static bool pm_readable(uint64_t e) {
+  if (e >> 63) return true;
+  return (e >> 62 & 1) && !(e >> 58 & 1) && (e & 0x1f) < 16;
+}
+
 bool hci_fl_page_mapped(flood_t *f, uintptr_t a) {
-  return f->pagemap_fd <= 0 || (pm_entry(f, a) & (3ull << 62)) != 0; /* present or swapped, or not known */
+  return f->pagemap_fd <= 0 || pm_readable(pm_entry(f, a)); /* or not known */
 }
 
 void hci_fl_push_populated(flood_t *f, uintptr_t lo, size_t size) {
@@ -307,7 +319,7 @@ void hci_fl_push_populated(flood_t *f, uintptr_t lo, size_t size) {
   }
   uintptr_t run = lo; /* start of the populated stretch being built, 0: none */
   for (uintptr_t a = plo; a < phi; a += 4096) {
-    if (pm_entry(f, a) & (3ull << 62)) { /* present or swapped */
+    if (pm_readable(pm_entry(f, a))) {
       if (!run) run = a;
     } else if (run) {
       if (a > run) push(f, run, a - run);

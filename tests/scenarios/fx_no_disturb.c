@@ -63,6 +63,12 @@
  *              written through this view); one whose pointer was written
  *              through the view is not.  A scoped check that must find
  *              exactly the first, then returns 0 (77: refused here).
+ *  guard-region  guard pages (madvise MADV_GUARD_INSTALL, Linux 6.13: no
+ *              mapping of their own, so the maps show nothing) inside a
+ *              live 256 KiB block, an 8 KiB one, and a page-aligned array of
+ *              globals, each with the only pointer to an object on the
+ *              page after its guard; leaks 48 bytes and returns 0 (77:
+ *              refused here).  A read of a guard page is a SIGSEGV.
  *  exit-race   a joined thread leaks 48 bytes (on a stack unmapped after
  *              the join), then 6 threads call exit(0) together while main
  *              sits in pause().
@@ -853,6 +859,34 @@ static int userfaultfd_minor_scenario(bool shared) {
   return 0;
 }
 
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+static void *volatile guarded_blocks[2];
+static char guarded_globals[3 * 4096] __attribute__((aligned(4096)));
+static int guard_region_scenario(void) {
+  size_t sizes[2] = {256 << 10, 8 << 10};
+  for (int i = 0; i < 2; i++) {
+    char *b = malloc(sizes[i]);
+    char *page = (char *)(((uintptr_t)b + 4095) & ~(uintptr_t)4095); /* a whole page inside the block */
+    if (i == 0) page += 64 << 10;
+    if (page + 8192 > b + sizes[i]) page = b; /* an 8 KiB block is page-aligned */
+    guarded_blocks[i] = b;
+    ((void *volatile *)(page + 4096))[3] = malloc(40 + (size_t)i);
+    if (madvise(page, 4096, MADV_GUARD_INSTALL) != 0) {
+      perror("MADV_GUARD_INSTALL");
+      return 77;
+    }
+  }
+  ((void *volatile *)(guarded_globals + 8192))[5] = malloc(56);
+  if (madvise(guarded_globals + 4096, 4096, MADV_GUARD_INSTALL) != 0) return 77;
+  void *volatile p = leaf_leak();
+  p = NULL;
+  (void)p;
+  printf("guard-region: done\n");
+  return 0;
+}
+
 static _Atomic int tracer_events, tracer_done;
 static pid_t traced_child;
 static void *tracer_thread(void *arg) {
@@ -1122,6 +1156,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "wall-reaper")) return wall_reaper(arg);
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
+  if (!strcmp(s, "guard-region")) return guard_region_scenario();
   if (!strcmp(s, "userfaultfd-minor")) return userfaultfd_minor_scenario(!strcmp(arg, "shared"));
   if (!strcmp(s, "exit-race")) return exit_race();
   if (!strcmp(s, "exit-join")) return !strcmp(arg, "ctor") ? exit_join_ctor_scenario() : exit_join();
