@@ -280,11 +280,53 @@ int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx) {
 
 /* ---------------------------------------------------------------- the helper */
 
-static hci_thread_t *slot_of(int tid) {
-  hci_world_t *w = job.w;
-  for (int i = 1; i < w->nthreads; i++)
-    if (w->threads[i].tid == tid) return &w->threads[i];
-  return NULL;
+/* The tids of the slots (from 1 on), hashed, for seize_fn's "seen
+ * already?" at each of the thousands of tids a listing gives: a look at
+ * every slot made the stop quadratic in the threads (with the reaping
+ * loop's and the kernel's walk of every tracee at each wait4(-1): 11 s to
+ * stop 16 000 threads).  Open addressing, 0 empty, at most half full; in
+ * hci_os_map's memory, the helper's alone.  v NULL: no memory, a walk of
+ * the slots instead. */
+static struct {
+  int *v;
+  size_t cap;
+} tids;
+
+static size_t tid_hash(int tid, size_t cap) { return ((uint32_t)tid * 2654435761u) & (cap - 1); }
+
+static void tid_put(int tid) {
+  size_t i = tid_hash(tid, tids.cap);
+  while (tids.v[i] && tids.v[i] != tid) i = (i + 1) & (tids.cap - 1);
+  tids.v[i] = tid;
+}
+
+static void tids_free(void) {
+  if (tids.v) hci_os_unmap(tids.v, tids.cap * sizeof(int));
+  tids.v = NULL;
+  tids.cap = 0;
+}
+
+/* Room for n tids: a table twice as big, refilled from the slots. */
+static void tids_fit(int n) {
+  if (tids.v && (size_t)n * 2 <= tids.cap) return;
+  size_t cap = 1024;
+  while (cap < (size_t)n * 4) cap *= 2;
+  tids_free();
+  tids.v = hci_os_map(cap * sizeof(int));
+  if (!tids.v) return;
+  tids.cap = cap;
+  for (int i = 1; i < job.w->nthreads; i++) tid_put(job.w->threads[i].tid);
+}
+
+static bool tid_known(int tid) {
+  if (!tids.v) {
+    for (int i = 1; i < job.w->nthreads; i++)
+      if (job.w->threads[i].tid == tid) return true;
+    return false;
+  }
+  for (size_t i = tid_hash(tid, tids.cap); tids.v[i]; i = (i + 1) & (tids.cap - 1))
+    if (tids.v[i] == tid) return true;
+  return false;
 }
 
 /* Grows the slot array (the checking thread is waiting in a raw futex
@@ -305,7 +347,7 @@ static bool helper_grow(int need) {
 static void seize_fn(void *ctx, int tid) {
   int *fresh = ctx;
   hci_world_t *w = job.w;
-  if (tid == job.self || slot_of(tid)) return;
+  if (tid == job.self || tid_known(tid)) return;
   if (w->nthreads == w->cap && !helper_grow(w->nthreads + 1)) {
     job.list_failed = true;
     return;
@@ -313,6 +355,8 @@ static void seize_fn(void *ctx, int tid) {
   hci_thread_t *t = &w->threads[w->nthreads++];
   memset(t, 0, sizeof *t);
   t->tid = tid;
+  tids_fit(w->nthreads);
+  if (tids.v) tid_put(tid);
   (*fresh)++;
   long r = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0);
   if (r == 0) {
@@ -433,12 +477,6 @@ static void read_regs(hci_thread_t *t, bool our_interrupt) {
   t->nregs = n;
 }
 
-static bool pending_stops(int from) {
-  for (int i = from; i < job.w->nthreads; i++)
-    if (atomic_load(&job.w->threads[i].state) == HCI_T_SIGNALLED) return true;
-  return false;
-}
-
 /* Reaps stop and exit reports until every thread from `from` on answered. */
 /* Whether a thread not stopped yet waits for a vfork child (its stop
  * comes when the child has exec'd: hci_task_in_vfork). */
@@ -451,29 +489,48 @@ static bool vfork_pending(int from) {
   return false;
 }
 
-/* Collects the stops of slots from.. up to the deadline; past it, while a
- * thread waits for a vfork child, a timeout more from each time one is
- * seen there, up to HCI_VFORK_WAIT_FACTOR timeouts in all. */
+/* Reaps the report of slot t, signalled, if it has one: its stop (its
+ * registers read) or its exit.  One wait4 for its tid, which the kernel
+ * answers without going through every tracee as a wait4(-1) does. */
+static bool reap(hci_thread_t *t) {
+  int st = 0;
+  long r;
+  while ((r = RAW(SYS_wait4, t->tid, &st, __WALL | WNOHANG, 0)) == -EINTR) {
+  }
+  if (r == 0) return false;
+  if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) { /* ECHILD: gone, reaped */
+    t->traced = false;
+    atomic_store(&t->state, HCI_T_EXITED);
+  } else if (WIFSTOPPED(st)) {
+    /* PTRACE_EVENT_STOP: our interrupt, or a group-stop (kept on detach);
+     * event 0: a signal-delivery-stop, its signal is re-injected. */
+    if ((st >> 16) == 0) t->inject_sig = WSTOPSIG(st);
+    read_regs(t, (st >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(st) == SIGTRAP);
+    atomic_store(&t->state, HCI_T_STOPPED);
+  } else {
+    return false; /* a continue report: not ours to see */
+  }
+  return true;
+}
+
+/* Collects the stops of slots from.. up to the deadline, a pass over the
+ * signalled ones at a time; past it, while a thread waits for a vfork
+ * child, a timeout more from each time one is seen there, up to
+ * HCI_VFORK_WAIT_FACTOR timeouts in all. */
 static void collect_stops(int from, long long deadline) {
   long long poll = POLL_MIN_NS, vfork_deadline = deadline + (HCI_VFORK_WAIT_FACTOR - 1) * job.timeout_ns;
-  while (pending_stops(from)) {
-    int st = 0;
-    long r = RAW(SYS_wait4, -1, &st, __WALL | WNOHANG, 0);
-    if (r == -EINTR) continue;
-    if (r < 0) break; /* ECHILD: no tracee left */
-    if (r > 0) {
-      hci_thread_t *t = slot_of((int)r);
-      if (!t) continue;
-      if (WIFSTOPPED(st)) {
-        /* PTRACE_EVENT_STOP: our interrupt, or a group-stop (kept on detach);
-         * event 0: a signal-delivery-stop, its signal is re-injected. */
-        if ((st >> 16) == 0) t->inject_sig = WSTOPSIG(st);
-        read_regs(t, (st >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(st) == SIGTRAP);
-        atomic_store(&t->state, HCI_T_STOPPED);
-      } else if (WIFEXITED(st) || WIFSIGNALED(st)) {
-        t->traced = false;
-        atomic_store(&t->state, HCI_T_EXITED);
+  int pending = 0;
+  for (int i = from; i < job.w->nthreads; i++) pending += atomic_load(&job.w->threads[i].state) == HCI_T_SIGNALLED;
+  while (pending > 0) {
+    bool got = false;
+    for (int i = from; i < job.w->nthreads; i++) {
+      hci_thread_t *t = &job.w->threads[i];
+      if (atomic_load(&t->state) == HCI_T_SIGNALLED && reap(t)) {
+        pending--;
+        got = true;
       }
+    }
+    if (got) {
       poll = POLL_MIN_NS;
       continue;
     }
@@ -507,6 +564,13 @@ static void detach_all(void) {
  * check, SIGKILL); the checking thread gone (ESRCH) is the other sign.  A
  * late stop report of a thread not stopped by the deadline is kept (its
  * signal re-injected at detach); one that exits is simply gone. */
+static hci_thread_t *slot_of(int tid) {
+  hci_world_t *w = job.w;
+  for (int i = 1; i < w->nthreads; i++)
+    if (w->threads[i].tid == tid) return &w->threads[i];
+  return NULL;
+}
+
 static bool process_ending(void) {
   int st = 0;
   long r;
@@ -580,6 +644,7 @@ static int helper_main(void *arg) {
     }
   }
   detach_all();
+  tids_free();
   if (job.orphan) job.adopter = (int)RAW(SYS_getppid, 0, 0, 0, 0);
   return 0;
 }
