@@ -165,8 +165,10 @@ static void futex_wake(_Atomic int *w) { RAW(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1
 
 /* ---------------------------------------------------------------- task lists */
 
-/* PF_IO_WORKER (include/linux/sched.h; not in the user-space headers). */
+/* PF_IO_WORKER and PF_USER_WORKER (include/linux/sched.h; not in the
+ * user-space headers). */
 #define TASK_IO_WORKER 0x10u
+#define TASK_USER_WORKER 0x4000u
 
 long hci_task_file(int fd, const char *task, const char *file, char *buf, size_t cap) {
   char path[32];
@@ -189,14 +191,17 @@ long hci_task_file(int fd, const char *task, const char *file, char *buf, size_t
   return got;
 }
 
-/* Whether task `task` (a name in the task list fd) is one of io_uring's
- * workers: iou-wrk-N (io-wq) and iou-sqp-N (an SQPOLL ring's poller) are
- * threads of the process that never run user code.  ptrace stops them with
- * every user register zero (a check of libuv's io_uring tests said "the
- * stack of thread N could not be found (sp 0x0 is in no mapping)" and
- * failed) and a stop signal never reaches them; they have no user stack,
- * registers or TLS to scan, so they are no thread of the check's.  Read
- * from field 9 (flags) of its stat file. */
+/* Whether task `task` (a name in the task list fd) is a kernel worker of
+ * the process: io_uring's iou-wrk-N (io-wq) and iou-sqp-N (an SQPOLL ring's
+ * poller), and the vhost_task threads (Linux 6.4: vhost-N of vhost-net,
+ * and KVM's kvm-nx-lpage-re, started by a VM's first KVM_RUN from Linux
+ * 6.13) are threads of the process that never run user code.  ptrace stops
+ * them with every user register zero (a check of libuv's io_uring tests,
+ * and of every QEMU with -accel kvm, said "the stack of thread N could not
+ * be found (sp 0x0 is in no mapping)" and failed: status 125) and a stop
+ * signal never reaches them; they have no user stack, registers or TLS to
+ * scan, so they are no thread of the check's.  Read from field 9 (flags)
+ * of its stat file. */
 static bool io_worker(int fd, const char *task) {
   char buf[512];
   if (hci_task_file(fd, task, "stat", buf, sizeof buf) <= 0) return false;
@@ -208,7 +213,7 @@ static bool io_worker(int fd, const char *task) {
     if (*p == ' ') field++;
   unsigned long flags = 0;
   while (*p >= '0' && *p <= '9') flags = flags * 10 + (unsigned long)(*p++ - '0');
-  return (flags & TASK_IO_WORKER) != 0;
+  return (flags & (TASK_IO_WORKER | TASK_USER_WORKER)) != 0;
 }
 
 /* Whether the task list must be translated: a /proc mounted in another pid

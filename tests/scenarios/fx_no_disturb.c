@@ -69,6 +69,11 @@
  *              globals, each with the only pointer to an object on the
  *              page after its guard; leaks 48 bytes and returns 0 (77:
  *              refused here).  A read of a guard page is a SIGSEGV.
+ *  kvm         a KVM virtual machine whose vCPU runs once (a hlt): from
+ *              Linux 6.13 that starts KVM's kvm-nx-lpage-re worker, a
+ *              vhost_task thread of the process that never runs user code
+ *              (ptrace stops it with every register 0); leaks 48 bytes and
+ *              returns 0 (77: no /dev/kvm here).
  *  exit-race   a joined thread leaks 48 bytes (on a stack unmapped after
  *              the join), then 6 threads call exit(0) together while main
  *              sits in pause().
@@ -131,6 +136,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/kvm.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
@@ -859,6 +865,36 @@ static int userfaultfd_minor_scenario(bool shared) {
   return 0;
 }
 
+static int kvm_scenario(void) {
+  int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+  int vm = kvm < 0 ? -1 : ioctl(kvm, KVM_CREATE_VM, 0);
+  unsigned char *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (vm < 0 || mem == MAP_FAILED) {
+    perror("kvm");
+    return 77;
+  }
+  mem[0] = 0xf4; /* hlt */
+  struct kvm_userspace_memory_region r = {.slot = 0, .guest_phys_addr = 0x1000, .memory_size = 4096,
+                                          .userspace_addr = (unsigned long)mem};
+  int vcpu = ioctl(vm, KVM_SET_USER_MEMORY_REGION, &r) == 0 ? ioctl(vm, KVM_CREATE_VCPU, 0) : -1;
+  int sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+  struct kvm_run *run = vcpu < 0 || sz <= 0 ? MAP_FAILED : mmap(NULL, (size_t)sz, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
+  struct kvm_sregs s;
+  struct kvm_regs g = {.rip = 0x1000, .rflags = 2};
+  if (run == MAP_FAILED || ioctl(vcpu, KVM_GET_SREGS, &s) != 0) return 77;
+  s.cs.base = 0;
+  s.cs.selector = 0;
+  if (ioctl(vcpu, KVM_SET_SREGS, &s) != 0 || ioctl(vcpu, KVM_SET_REGS, &g) != 0 || ioctl(vcpu, KVM_RUN, 0) != 0) {
+    perror("KVM_RUN");
+    return 77;
+  }
+  printf("kvm: exit reason %u\n", run->exit_reason); /* 5: KVM_EXIT_HLT */
+  void *volatile p = leaf_leak();
+  p = NULL;
+  (void)p;
+  return 0;
+}
+
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif
@@ -1157,6 +1193,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "unshare-pid")) return unshare_pid();
   if (!strcmp(s, "userfaultfd")) return userfaultfd_scenario();
   if (!strcmp(s, "guard-region")) return guard_region_scenario();
+  if (!strcmp(s, "kvm")) return kvm_scenario();
   if (!strcmp(s, "userfaultfd-minor")) return userfaultfd_minor_scenario(!strcmp(arg, "shared"));
   if (!strcmp(s, "exit-race")) return exit_race();
   if (!strcmp(s, "exit-join")) return !strcmp(arg, "ctor") ? exit_join_ctor_scenario() : exit_join();
