@@ -842,6 +842,9 @@ void hci_sarif_run(hci_out_t *o, const hci_fmt_check_t *c);    /* one element of
 /* ======================= leaks.c: process start-up and fork (runtime/init.c) ======================= */
 /* Reads the options and, when checking is on, turns recording on. */
 void hci_checker_init(void);
+/* The program's memory is not ours to check (runtime/libc_redirect.c: its own
+ * malloc): a warning saying why, and no check at exit. */
+void hci_checker_stand_down(const char *why);
 void hci_checker_fork_locks(hci_lock_fn *each);
 void hci_checker_fork_child(void);
 /* The locks fork_prepare takes beside hci_chk_lock (stop_world.c,

@@ -322,6 +322,12 @@ void hci_checker_init(void) {
     hci_chk_log(0, "WARNING: Perftools heap leak checker is active -- Performance may suffer");
 }
 
+void hci_checker_stand_down(const char *why) {
+  if (!hci_chk.active) return;
+  hci_chk_log(HCI_LOG_WARNING, "heapcheck: %s: no leak check", why);
+  hci_chk.active = false;
+}
+
 static void ignore_object(void *ctx, const hci_heap_obj_t *o) {
   (void)ctx;
   atomic_fetch_or_explicit(&o->meta->xflags, HC_OBJ_IGNORED, memory_order_relaxed);
@@ -343,9 +349,14 @@ __attribute__((constructor(102))) static void checker_ctor(void) {
   hci_close_watch_resolve();
   hci_sigwait_watch_resolve();
   hci_sigaction_watch_resolve();
+  /* In every mode: found at a first call, libc's poll, nanosleep... were
+   * looked up with dlsym, which waits for the loader's lock; a thread
+   * inside dlopen whose module's constructor waited for the main loop
+   * deadlocked the process at its first poll, without the checker too
+   * (adv29; glibc alone ends). */
+  hci_timed_waits_resolve();
   if (!hci_chk.active) return;
   hci_stw_watch_actions();
-  hci_timed_waits_resolve();
   hci_symbolizer_note_exe();
   hci_lock(&hci_chk_lock);
   hci_chk_setup_once();

@@ -12,7 +12,7 @@
  * shared library has it: a static link's quick_exit is libc.a's, which
  * reaches our _exit by itself.
  *
- * Locks: none.  dlsym at the call (the allocator works at quick_exit).
+ * Locks: none.  dlsym in the constructor.
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -26,6 +26,9 @@ int __cxa_at_quick_exit(void (*fn)(void), void *dso);
 
 static _Atomic bool quick;
 static int quick_status;
+/* libc's, looked up by the constructor: at quick_exit another thread may
+ * hold the loader's lock for good (a module's constructor inside dlopen). */
+static void (*real_quick_exit)(int);
 
 /* The last at_quick_exit handler: a quick_exit that came through ours ends
  * here, with the status it was given. */
@@ -33,14 +36,15 @@ static void quick_exit_last(void) {
   if (atomic_load(&quick)) _exit(quick_status);
 }
 
-__attribute__((constructor)) static void quick_exit_init(void) { __cxa_at_quick_exit(quick_exit_last, &__dso_handle); }
+__attribute__((constructor)) static void quick_exit_init(void) {
+  *(void **)&real_quick_exit = dlvsym(RTLD_NEXT, "quick_exit", "GLIBC_2.24");
+  if (!real_quick_exit) *(void **)&real_quick_exit = dlsym(RTLD_NEXT, "quick_exit");
+  __cxa_at_quick_exit(quick_exit_last, &__dso_handle);
+}
 
 hc_public __attribute__((noreturn)) void quick_exit(int status) {
-  void (*real)(int);
-  *(void **)&real = dlvsym(RTLD_NEXT, "quick_exit", "GLIBC_2.24");
-  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "quick_exit");
   quick_status = status;
   atomic_store(&quick, true);
-  if (real) real(status);
+  if (real_quick_exit) real_quick_exit(status);
   _exit(status);
 }

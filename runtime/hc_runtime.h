@@ -5,6 +5,8 @@
 #ifndef HC_RUNTIME_H
 #define HC_RUNTIME_H
 
+#include <stdbool.h>
+
 /* Initialises every layer in order (init.c); the allocator runs it once,
  * through the HC_STARTUP record in override.c. */
 void hci_runtime_start(void);
@@ -12,5 +14,10 @@ void hci_runtime_start(void);
 /* Makes libc's own malloc family jump to ours (libc_redirect.c: why, and
  * when it writes nothing).  Once, from the constructor. */
 void hci_redirect_libc(void);
+/* When the program brings its own allocator, our definitions it did not
+ * replace jump to the next ones (libc_redirect.c); true once that was done
+ * for its malloc family. */
+void hci_step_aside(void);
+bool hci_stepped_aside(void);
 
 #endif

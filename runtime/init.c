@@ -166,6 +166,7 @@ static hc_noinline void static_unwind_index(void) {
 
 __attribute__((constructor(101))) static void heapcheck_constructor(void) {
   hci_init();
+  hci_step_aside();
   hci_redirect_libc();
   /* Tested here: a dynamic process runs nothing of it (start-up text stays in
    * the hot group, runtime/hot_text.ld). */

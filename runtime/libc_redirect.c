@@ -1,4 +1,6 @@
-/* libc_redirect.c - libc's own malloc family jumps to ours.
+/* libc_redirect.c - libc's own malloc family jumps to ours; or ours to the
+ * next definitions, when the program brings its own allocator (the end of
+ * this file).
  *
  * Why.  Interposition (LD_PRELOAD, or -lheapcheck ahead of libc) makes every
  * reference to malloc that the dynamic loader resolves in the global scope
@@ -40,12 +42,19 @@
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/single_threaded.h>
 
 #include "hc_base.h"
+#include "hc_checker.h"
+#include "hc_heap_view.h"
 #include "hc_options.h"
 #include "hc_runtime.h"
+
+/* The program brings its own malloc family: ours jump to the next ones (the
+ * end of this file), and libc's are left alone. */
+static bool stepped_aside;
 
 /* The names whose libc definitions take or give heap blocks, or report on
  * them.  __libc_malloc and the other __libc_ names are aliases in libc (the
@@ -103,15 +112,19 @@ static bool is_libc_path(const char *path) {
   return strcmp(slash ? slash + 1 : path, "libc.so.6") == 0;
 }
 
+/* A module's dynamic symbols, their names and its GNU hash table (or NULL). */
+typedef struct tables {
+  const ElfW(Sym) *symtab;
+  const char *strtab;
+  const uint32_t *gnu;
+} tables_t;
+
 /* This library (the module holding hci_redirect_libc) and libc.so.6, found in
  * one pass over the loaded modules. */
 typedef struct modules {
   module_t self, libc;
   bool have_self, have_libc;
-  /* libc's dynamic symbols and their GNU hash table (libc_tables), or NULL */
-  const ElfW(Sym) *symtab;
-  const char *strtab;
-  const uint32_t *gnu;
+  tables_t libc_tab, self_tab; /* module_tables */
 } modules_t;
 
 static int find_modules(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -123,30 +136,29 @@ static int find_modules(struct dl_phdr_info *info, size_t size, void *arg) {
   return q->have_self && q->have_libc;
 }
 
-/* libc's dynamic symbol table, its strings and its GNU hash table, from its
- * dynamic section, once for the whole family.  The loader has usually
+/* Module m's dynamic symbol table, its strings and its GNU hash table, from
+ * its dynamic section, once for the whole family.  The loader has usually
  * relocated the section's addresses in place; a value below the load
  * address is still the file's. */
-static void libc_tables(modules_t *mods) {
-  const module_t *m = &mods->libc;
+static void module_tables(const module_t *m, tables_t *t) {
   const ElfW(Dyn) *dyn = NULL;
   for (int i = 0; i < m->phnum; i++)
     if (m->phdr[i].p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(m->base + m->phdr[i].p_vaddr);
   for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
     uintptr_t v = dyn->d_un.d_ptr < m->base ? m->base + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
-    if (dyn->d_tag == DT_SYMTAB) mods->symtab = (const ElfW(Sym) *)v;
-    else if (dyn->d_tag == DT_STRTAB) mods->strtab = (const char *)v;
-    else if (dyn->d_tag == DT_GNU_HASH) mods->gnu = (const uint32_t *)v;
+    if (dyn->d_tag == DT_SYMTAB) t->symtab = (const ElfW(Sym) *)v;
+    else if (dyn->d_tag == DT_STRTAB) t->strtab = (const char *)v;
+    else if (dyn->d_tag == DT_GNU_HASH) t->gnu = (const uint32_t *)v;
   }
 }
 
-/* The size of libc's dynamic symbol `name` whose address is `at`, from its
- * GNU hash table; 0 when it is not found.  dladdr1 would answer the same, but
- * glibc's searches every symbol of the module on each call: 1.7 M
+/* The size of module m's dynamic symbol `name` whose address is `at`, from
+ * its GNU hash table; 0 when it is not found.  dladdr1 would answer the same,
+ * but glibc's searches every symbol of the module on each call: 1.7 M
  * instructions for the family, 13 times a trivial program's whole run. */
-static size_t dynsym_size(const modules_t *mods, const char *name, uintptr_t at) {
-  const uint32_t *gnu = mods->gnu;
-  if (!mods->symtab || !mods->strtab || !gnu) return 0;
+static size_t dynsym_size(const module_t *m, const tables_t *t, const char *name, uintptr_t at) {
+  const uint32_t *gnu = t->gnu;
+  if (!t->symtab || !t->strtab || !gnu) return 0;
   /* The table: nbuckets, symoffset, bloom size, bloom shift, the bloom
    * words, the buckets, then one hash a symbol from symoffset on (its low
    * bit set on the last of a chain). */
@@ -160,8 +172,8 @@ static size_t dynsym_size(const modules_t *mods, const char *name, uintptr_t at)
   if (i < symoffset) return 0;
   for (;; i++) {
     uint32_t ch = chain[i - symoffset];
-    const ElfW(Sym) *sym = &mods->symtab[i];
-    if ((ch | 1) == (h | 1) && mods->libc.base + sym->st_value == at && strcmp(mods->strtab + sym->st_name, name) == 0)
+    const ElfW(Sym) *sym = &t->symtab[i];
+    if ((ch | 1) == (h | 1) && m->base + sym->st_value == at && strcmp(t->strtab + sym->st_name, name) == 0)
       return sym->st_size;
     if (ch & 1) return 0;
   }
@@ -181,19 +193,25 @@ typedef struct plan {
  * every block): dlsym that finds its symbol allocates nothing.  libc's
  * definition is the next one after ours in the global scope, so RTLD_NEXT
  * from this module, checked to lie in libc.so.6. */
+/* Plans the jump from module m's function `name` at `at` to `to`; false
+ * when `at` is not in m's code or the function is shorter than the jump. */
+static bool plan_jump(plan_t *p, const module_t *m, const tables_t *t, const char *name, uintptr_t at, uintptr_t to) {
+  const ElfW(Phdr) *seg = segment_of(m, at);
+  if (!seg || !(seg->p_flags & PF_X)) return false;
+  p->at = at;
+  p->len = encode_jump(p->jump, at, to);
+  if (dynsym_size(m, t, name, at) < p->len) return false;
+  p->prot = (seg->p_flags & PF_R ? PROT_READ : 0) | (seg->p_flags & PF_W ? PROT_WRITE : 0) | PROT_EXEC;
+  memcpy(p->orig, (const void *)at, p->len);
+  return true;
+}
+
 static bool plan_one(const char *name, const modules_t *mods, plan_t *p) {
   void *ours = dlsym(RTLD_DEFAULT, name);
   void *theirs = dlsym(RTLD_NEXT, name);
   if (!ours || !theirs || ours == theirs) return false;
   if (!segment_of(&mods->self, (uintptr_t)ours)) return false;
-  const ElfW(Phdr) *seg = segment_of(&mods->libc, (uintptr_t)theirs);
-  if (!seg || !(seg->p_flags & PF_X)) return false;
-  p->at = (uintptr_t)theirs;
-  p->len = encode_jump(p->jump, p->at, (uintptr_t)ours);
-  if (dynsym_size(mods, name, p->at) < p->len) return false;
-  p->prot = (seg->p_flags & PF_R ? PROT_READ : 0) | (seg->p_flags & PF_W ? PROT_WRITE : 0) | PROT_EXEC;
-  memcpy(p->orig, theirs, p->len);
-  return true;
+  return plan_jump(p, &mods->libc, &mods->libc_tab, name, (uintptr_t)theirs, (uintptr_t)ours);
 }
 
 /* Writes len bytes of code at p->at; false when the page cannot be made writable. */
@@ -209,13 +227,13 @@ static bool write_code(const plan_t *p, const uint8_t *bytes) {
 
 void hci_redirect_libc(void) {
 #if HAVE_JUMP
-  if (!hci_opt_bool(HCO_HEAPCHECK_REDIRECT_LIBC) || !__libc_single_threaded) return;
+  if (!hci_opt_bool(HCO_HEAPCHECK_REDIRECT_LIBC) || !__libc_single_threaded || stepped_aside) return;
   /* A static link has no libc.so.6 among its modules (and its malloc is ours
    * already). */
   modules_t mods = {0};
   dl_iterate_phdr(find_modules, &mods);
   if (!mods.have_self || !mods.have_libc) return;
-  libc_tables(&mods);
+  module_tables(&mods.libc, &mods.libc_tab);
   enum { N = sizeof family / sizeof family[0] };
   plan_t plans[N];
   bool planned[N];
@@ -237,5 +255,114 @@ void hci_redirect_libc(void) {
     done++;
   }
   hci_log(1, "libc's malloc family redirected to heapcheck's: %d functions", done);
+#endif
+}
+
+/* ---- the program's own allocator ----
+ *
+ * Preloaded, our definitions come after the executable's in the global
+ * scope: a program that defines its own malloc family (Firefox's
+ * mozjemalloc in the executable, any program linking an allocator in)
+ * keeps its malloc and free, but every name of the family it does not
+ * define was ours: reallocarray, malloc_usable_size, and the sized and
+ * aligned operator delete (C++14, 17) that compilers call.  Blocks of the
+ * program's allocator came to our free ("free(): invalid pointer ... not
+ * allocated by heapcheck", abort: Firefox's child processes at every
+ * start), and a program's own unsized operator delete was not called where
+ * libstdc++'s sized one calls it (real29).  So, at start-up, each of our
+ * definitions that the global scope resolves to becomes a jump to the next
+ * definition of its name (libc's, libstdc++'s), which calls the program's
+ * functions as it would without us:
+ *   - the C family and the C++ operators, when the global malloc or free is
+ *     not ours and a block of it is not ours either (a wrapper that counts
+ *     and calls ours through RTLD_NEXT, or __libc_malloc which libc's
+ *     redirection makes ours, keeps us);
+ *   - the C++ operators only, when the global unsized operator new or
+ *     delete is not ours (the program's, calling malloc: ours or its own).
+ * In the first case nothing of the program's memory is ours to check: a
+ * checker says so and stands down, and libc's family is not redirected.
+ * The conditions of the rewrite are libc's above (one thread, x86-64, a
+ * writable code page, a long enough function). */
+static const char *const family_more[] = {
+    "cfree", "__libc_malloc", "__libc_free", "__libc_calloc", "__libc_realloc", "__libc_memalign",
+    "__libc_valloc", "__libc_pvalloc", "__posix_memalign", "__libc_mallinfo", "__libc_mallopt",
+};
+static const char *const cxx_operators[] = {
+    "_Znwm", "_Znam", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm",
+    "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t",
+    "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+    "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+};
+
+bool hci_stepped_aside(void) { return stepped_aside; }
+
+#if HAVE_JUMP
+/* Whether the global definition of name is this library's. */
+static bool global_is_ours(const modules_t *mods, const char *name) {
+  void *d = dlsym(RTLD_DEFAULT, name);
+  return d && segment_of(&mods->self, (uintptr_t)d);
+}
+
+/* Plans the rewrite of our `name` into a jump to the next definition of
+ * it; false when the global one is not ours or there is no next one. */
+static bool plan_aside(const char *name, const modules_t *mods, plan_t *p) {
+  void *ours = dlsym(RTLD_DEFAULT, name);
+  void *next = dlsym(RTLD_NEXT, name);
+  if (!ours || !next || ours == next) return false;
+  return plan_jump(p, &mods->self, &mods->self_tab, name, (uintptr_t)ours, (uintptr_t)next);
+}
+
+/* Our definitions of names[0..n) that the global scope resolves to become
+ * jumps to the next ones; how many did. */
+static int aside(const modules_t *mods, const char *const *names, size_t n) {
+  int done = 0;
+  for (size_t i = 0; i < n; i++) {
+    plan_t p;
+    if (!plan_aside(names[i], mods, &p)) continue;
+    if (write_code(&p, p.jump)) done++;
+    else hci_log(1, "heapcheck's %s left alone: its code cannot be made writable", names[i]);
+  }
+  return done;
+}
+
+/* Whether a block of the global malloc is ours (a wrapper of ours). */
+static bool global_malloc_is_ours(void) {
+  void *(*gm)(size_t);
+  void (*gf)(void *);
+  *(void **)&gm = dlsym(RTLD_DEFAULT, "malloc");
+  *(void **)&gf = dlsym(RTLD_DEFAULT, "free");
+  if (!gm || !gf) return true;
+  void *p = gm(24);
+  bool ours = p && hci_heap_owns((uintptr_t)p);
+  if (p) gf(p);
+  return ours;
+}
+#endif
+
+void hci_step_aside(void) {
+#if HAVE_JUMP
+  if (!__libc_single_threaded) return;
+  modules_t mods = {0};
+  dl_iterate_phdr(find_modules, &mods);
+  if (!mods.have_self || !mods.have_libc) return; /* a static link: one definition of each */
+  /* libheapcheck.a in a dynamic executable: our definitions are the
+   * program's own, whatever dlsym finds of the names it does not export. */
+  if (mods.self.phdr == (const ElfW(Phdr) *)getauxval(AT_PHDR)) return;
+  bool c = !(global_is_ours(&mods, "malloc") && global_is_ours(&mods, "free"));
+  bool cxx = !(global_is_ours(&mods, "_Znwm") && global_is_ours(&mods, "_ZdlPv"));
+  if (c && global_malloc_is_ours()) c = false;
+  if (!c && !cxx) return;
+  module_tables(&mods.self, &mods.self_tab);
+  int done = aside(&mods, cxx_operators, sizeof cxx_operators / sizeof cxx_operators[0]);
+  if (c) {
+    done += aside(&mods, family, sizeof family / sizeof family[0]);
+    done += aside(&mods, family_more, sizeof family_more / sizeof family_more[0]);
+    stepped_aside = true;
+    hci_checker_stand_down("the program has a malloc of its own: heapcheck is not its allocator");
+  }
+  hci_log(1, "heapcheck steps aside for the program's own %s: %d functions jump to the next definitions",
+          c ? "malloc family" : "operator new and delete", done);
 #endif
 }

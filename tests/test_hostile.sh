@@ -172,6 +172,15 @@ if [ -n "${FX_HOSTILE_MOD:-}" ]; then
   has 'SUMMARY: heapcheck: 55 bytes leaked in 1 allocations'
   has 'fx_hostile_mod_leak'
 fi
+# A thread inside dlopen whose module's constructor waits for the main
+# loop, which polls: the first poll looked libc's up with dlsym, which waits
+# for the loader's lock (137 under the watchdog, with or without the
+# checker; glibc alone ends).
+if [ -n "${FX_HOSTILE_MOD:-}" ]; then
+  run timeout -s KILL 60 "$fx" dlopen-poll "$FX_HOSTILE_MOD"
+  expect_rc 0
+  has 'dlopen-poll: done'
+fi
 # stderr a pipe made non-blocking and full (the program's own lines) when
 # the report is written: the first write's EAGAIN dropped the whole report
 # (the status 1 alone said there were leaks); now the write waits for room,

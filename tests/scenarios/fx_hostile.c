@@ -63,6 +63,12 @@
  *  fifo-module MODULE DIR  copies MODULE (fx_hostile_mod.so) to DIR/mod.so,
  *              dlopens it, leaks 55 bytes through its function, then puts a
  *              FIFO nobody writes to in the copy's place; returns 0.
+ *  dlopen-poll MODULE  a thread dlopens MODULE (fx_hostile_mod.so), whose
+ *              constructor waits for a byte on a pipe; main's event loop
+ *              polls (100 ms) and then writes it; "dlopen-poll: done", 0.
+ *              The first poll looked libc's up with dlsym, which waits for
+ *              the loader's lock dlopen holds: a deadlock without the
+ *              checker too (glibc alone ends).
  *  nonblock-stderr  runs this program again ("nonblock-stderr-child") with
  *              stderr a pipe that nobody reads for 300 ms; the child makes
  *              it non-blocking (node's shape), fills it with its own lines
@@ -366,6 +372,24 @@ static void alloc_handler(int sig) {
   free(handler_blocks[i]);
   handler_blocks[i] = malloc(4000);
 }
+static int wake_fds[2];
+static void *dlopen_worker(void *mod) { return dlopen(mod, RTLD_NOW); }
+static int dlopen_poll(const char *mod) {
+  char fd[16];
+  if (pipe(wake_fds) != 0) return 2;
+  snprintf(fd, sizeof fd, "%d", wake_fds[0]);
+  setenv("FX_MOD_WAIT_FD", fd, 1);
+  pthread_t t;
+  pthread_create(&t, NULL, dlopen_worker, (void *)mod);
+  usleep(20000); /* the worker inside the module's constructor */
+  poll(NULL, 0, 100);
+  if (write(wake_fds[1], "k", 1) != 1) return 2;
+  void *h = NULL;
+  pthread_join(t, &h);
+  printf("dlopen-poll: %s\n", h ? "done" : dlerror());
+  return 0;
+}
+
 static int handler_alloc(void) {
   for (int i = 0; i < 64; i++) handler_blocks[i] = malloc(4000);
   struct sigaction sa;
@@ -1078,6 +1102,7 @@ int main(int argc, char **argv) {
   if (!strcmp(s, "self-drained-child")) return self_drained_child(argc > 2 ? argv[2] : "-1");
   if (!strcmp(s, "nonblock-stderr")) return nonblock_stderr();
   if (!strcmp(s, "nonblock-stderr-child")) return nonblock_stderr_child();
+  if (!strcmp(s, "dlopen-poll")) return dlopen_poll(argc > 2 ? argv[2] : "");
   if (!strcmp(s, "fifo-module")) return fifo_module(argc > 2 ? argv[2] : "", argc > 3 ? argv[3] : "");
   if (!strcmp(s, "tostop")) return tostop();
   if (!strcmp(s, "tostop-leaker")) return tostop_leaker();

@@ -1,0 +1,58 @@
+#!/bin/bash
+# test_own_allocator.sh - a program that brings its own allocator keeps it
+# whole when libheapcheck is preloaded (runtime/libc_redirect.c, "the
+# program's own allocator").  The names it does not define (reallocarray,
+# the sized operator delete) were heapcheck's: its blocks reached
+# heapcheck's free (abort, Firefox's child processes) and its own operator
+# delete was not called.  Each run preloaded must print and end as plain;
+# with HEAPCHECK a program whose memory is not heapcheck's says so and is
+# not checked, and one whose blocks are heapcheck's (a counting wrapper,
+# a replaced operator new over malloc) is checked as before.
+# Usage: HC_LIB=libheapcheck.so test_own_allocator.sh OWN_FIXTURE WRAP_FIXTURE [CXX_FIXTURE]
+set -u
+. "$(dirname "$0")/expect.sh"
+expect_private_env hc_own
+cfx=$1
+wfx=$2
+cxx=${3:-}
+
+same_as_plain() { # FIXTURE MODE
+  local want got wrc
+  want=$("$1" "$2" 2>&1)
+  wrc=$?
+  cur="$(basename "$1") $2 preloaded"
+  out=$(LD_PRELOAD=$HC_LIB "$1" "$2" 2>&1)
+  rc=$?
+  checks=$((checks + 2))
+  [ "$rc" = "$wrc" ] || fail "exit status $rc, plain $wrc"
+  [ "$out" = "$want" ] || fail "output differs from plain: [$out] against [$want]"
+}
+
+same_as_plain "$cfx" own
+same_as_plain "$wfx" wrap
+cur="own, checked"
+out=$(HEAPCHECK=normal LD_PRELOAD=$HC_LIB "$cfx" own 2>&1)
+rc=$?
+expect_rc 0
+has 'own: reallocarray kept "abc"'
+has 'heapcheck: the program has a malloc of its own: heapcheck is not its allocator: no leak check'
+cur="wrap, checked"
+out=$(HEAPCHECK=normal LD_PRELOAD=$HC_LIB "$wfx" wrap 2>&1)
+rc=$?
+expect_rc 1
+has 'mallocs counted'
+has 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
+
+if [ -n "$cxx" ]; then
+  for mode in own count; do same_as_plain "$cxx" $mode; done
+  cur="own new, preloaded"
+  out=$(LD_PRELOAD=$HC_LIB "$cxx" own 2>&1)
+  has 'new 10 delete 10'
+  cur="counting new, checked"
+  out=$(HEAPCHECK=normal LD_PRELOAD=$HC_LIB "$cxx" count 2>&1)
+  rc=$?
+  expect_rc 1
+  has 'new 11 delete 10'
+  has 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
+fi
+finish test_own_allocator
