@@ -2,7 +2,11 @@
  * table of every variable the library reads (hc_options.h).
  *
  * The allocator reads its options before main, possibly before libc has
- * finished initialising, so it scans environ itself.  A setuid/setgid
+ * finished initialising, so it scans environ itself; before libc has set
+ * even environ (a malloc in a function of the executable's .preinit_array,
+ * which the loader runs before every constructor), the environment the
+ * kernel put on the initial stack: HEAPCHECK was not seen there, and the
+ * checker stayed off for good (no report, status 0).  A setuid/setgid
  * process (AT_SECURE) sees every variable as unset: an attacker-controlled
  * environment must not make a privileged program write files. */
 #include <string.h>
@@ -12,11 +16,19 @@
 #include "hc_base.h"
 
 extern char **environ;
+/* The initial stack: argc, argv[argc], NULL, then envp (ld.so's, libc.a's). */
+extern void *__libc_stack_end __attribute__((weak));
 
 bool hci_is_secure(void) { return getauxval(AT_SECURE) != 0; }
 
+static char **initial_envp(void) {
+  const long *sp = &__libc_stack_end ? (const long *)__libc_stack_end : NULL;
+  if (!sp || sp[0] < 0 || sp[0] > (1 << 20)) return NULL;
+  return (char **)(sp + 1 + sp[0] + 1);
+}
+
 const char *hci_env_get(const char *name) {
-  char **env = environ;
+  char **env = environ ? environ : initial_envp();
   if (env == NULL || hci_is_secure()) return NULL;
   size_t n = strlen(name);
   for (; *env; env++)
