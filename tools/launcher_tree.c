@@ -156,6 +156,12 @@ void hc_tree_print(const hc_tree_t *t, const hc_tree_summary_t *s, FILE *out) {
   if (s->incomplete)
     snprintf(unfinished, sizeof unfinished, "; %zu check%s could not complete", s->incomplete,
              s->incomplete == 1 ? "" : "s");
+  /* Nothing checked is no verdict: "0 processes checked, no leaks found"
+   * read as a pass for a program that ended without its check (adv29). */
+  if (s->nprocs == 0 && s->incomplete == 0) {
+    fprintf(out, "heapcheck: no process was checked: no leak verdict\n");
+    return;
+  }
   if (s->leaking == 0 && s->incomplete == 0) {
     fprintf(out, "heapcheck: %zu process%s checked, no leaks found\n", s->nprocs, ps);
     return;
