@@ -609,13 +609,14 @@ int main(int argc, char **argv) {
   /* The program ended normally but never checked: it did not end through
    * exit or _exit (Go's runtime ends the process with its own exit_group
    * system call, and no exit handler runs), or it executed a program the
-   * library cannot enter (setuid, static).  Its leaks are unknown: say so
+   * library cannot enter (setuid, static), or it brings its own allocator
+   * (the library stands down: runtime/libc_redirect.c).  Its leaks are unknown: say so
    * rather than let "no leaks found" stand for it alone. */
   if (WIFEXITED(status) && strcmp(opt.mode, "local") != 0 && !hc_tree_has(&sum, pid))
     fprintf(stderr,
             "heapcheck: the program (pid %d) ended without its leak check: not through exit or _exit (Go's runtime "
-            "ends with its own exit_group system call), or it executed a program heapcheck cannot enter (setuid, "
-            "static); its leaks are unknown\n",
+            "ends with its own exit_group system call), it executed a program heapcheck cannot enter (setuid, "
+            "static), or it has an allocator of its own; its leaks are unknown\n",
             (int)pid);
   hc_tree_print(&tree, &sum, stderr);
   if (preload != lib) unlink(link);
