@@ -40,9 +40,9 @@ static S *volatile sink;
 int main(int argc, char **argv) {
   own = argc > 1 && !strcmp(argv[1], "own");
   for (int i = 0; i < 10; i++) {
-    S *s = new S();
-    s->a[0] = i;
-    delete s; // operator delete(void *, size_t): libstdc++'s calls ours
+    sink = new S(); // through a volatile: clang elides a new-delete pair it sees whole
+    sink->a[0] = i;
+    delete sink; // operator delete(void *, size_t): libstdc++'s calls ours
   }
   if (!own) sink = new S(); // a leak (count mode: heapcheck's memory)
   sink = nullptr;
