@@ -327,7 +327,11 @@ static int aside(const modules_t *mods, const char *const *names, size_t n) {
   return done;
 }
 
-/* Whether a block of the global malloc is ours (a wrapper of ours). */
+/* Whether the global malloc may be ours underneath (a wrapper of ours):
+ * a block of it is ours, or lies in a loaded module (a wrapper that finds
+ * ours with dlsym in its own constructor, which runs after ours, serves the
+ * calls before it from a static buffer: that block said "not ours", and
+ * such a process lost its checker and ran on libc's malloc; val29). */
 static bool global_malloc_is_ours(void) {
   void *(*gm)(size_t);
   void (*gf)(void *);
@@ -335,7 +339,8 @@ static bool global_malloc_is_ours(void) {
   *(void **)&gf = dlsym(RTLD_DEFAULT, "free");
   if (!gm || !gf) return true;
   void *p = gm(24);
-  bool ours = p && hci_heap_owns((uintptr_t)p);
+  Dl_info info;
+  bool ours = !p || hci_heap_owns((uintptr_t)p) || dladdr(p, &info) != 0;
   if (p) gf(p);
   return ours;
 }

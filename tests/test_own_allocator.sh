@@ -8,13 +8,14 @@
 # with HEAPCHECK a program whose memory is not heapcheck's says so and is
 # not checked, and one whose blocks are heapcheck's (a counting wrapper,
 # a replaced operator new over malloc) is checked as before.
-# Usage: HC_LIB=libheapcheck.so test_own_allocator.sh OWN_FIXTURE WRAP_FIXTURE [CXX_FIXTURE]
+# Usage: HC_LIB=libheapcheck.so test_own_allocator.sh OWN_FIXTURE WRAP_FIXTURE WRAP_CTOR_FIXTURE [CXX_FIXTURE]
 set -u
 . "$(dirname "$0")/expect.sh"
 expect_private_env hc_own
 cfx=$1
 wfx=$2
-cxx=${3:-}
+wcfx=$3
+cxx=${4:-}
 
 same_as_plain() { # FIXTURE MODE
   local want got wrc
@@ -41,6 +42,17 @@ out=$(HEAPCHECK=normal LD_PRELOAD=$HC_LIB "$wfx" wrap 2>&1)
 rc=$?
 expect_rc 1
 has 'mallocs counted'
+has 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
+
+# A wrapper that finds ours in its own constructor, after heapcheck's
+# start-up probe, serving the calls before from a static buffer: still a
+# wrapper of ours (the probe's block lies in the program's image).
+same_as_plain "$wcfx" wrap
+cur="wrap from its constructor, checked"
+out=$(HEAPCHECK=normal LD_PRELOAD=$HC_LIB "$wcfx" wrap 2>&1)
+rc=$?
+expect_rc 1
+lacks 'a malloc of its own'
 has 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
 
 if [ -n "$cxx" ]; then
