@@ -92,6 +92,12 @@ typedef struct flood {
   int pagemap_fd;                 /* /proc/self/pagemap + 1 (0: none; see hci_fl_push_populated) */
   uint64_t *pm_cache;             /* its windows (flood_scan.c), then... */
   uintptr_t *pm_win;              /* ...the window each slot holds, plus one (0: none) */
+  /* Mappings registered with userfaultfd (smaps' VmFlags), read at the
+   * first file or shared mapping a root range lies in (flood_roots.c):
+   * uffd_state 0 not read, 1 read, 2 unknown or too many (every such
+   * mapping counts as registered). */
+  int uffd_state, uffd_n;
+  uintptr_t uffd_lo[16], uffd_hi[16];
 } flood_t;
 
 /* Objects and root ranges are scanned CHUNK bytes at a time, the rest pushed

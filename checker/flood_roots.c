@@ -3,8 +3,11 @@
  * objects allocated by ld.so or by a suppressed stack (steps 3-4 of flood.c).
  * Invariants and locks: flood_internal.h; runs with the world stopped.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "flood_internal.h"
 
@@ -31,13 +34,16 @@ static void scan_run(flood_t *f, uintptr_t lo, uintptr_t hi) {
  * 16 M calls: 36 s of exit check for 1 TiB of MAP_NORESERVE).
  *
  * mapped_only: a file's pages (shmem, memfd) or a shared mapping's, where
- * mincore answers for the file's page cache, not for this mapping: such a
- * page is read only when the program's page tables hold it (present or
- * swapped, /proc/self/pagemap).  One they do not is the file's content,
- * never written through this mapping, and reading it is a fault, which in a
- * range registered with userfaultfd in minor mode (QEMU's postcopy over a
- * memfd) waits for the program's fault-serving thread, stopped by the check:
- * such an exit check hung for ever. */
+ * mincore answers for the file's page cache, not for this mapping, in a
+ * mapping registered with userfaultfd: such a page is read only when the
+ * program's page tables hold it (present or swapped, /proc/self/pagemap).
+ * Reading one they do not is a fault, which in a view registered in minor
+ * mode (QEMU's postcopy over a memfd) waits for the program's
+ * fault-serving thread, stopped by the check: such an exit check hung for
+ * ever.  Only there: a shared mapping's pages are in a fork child's page
+ * tables only once touched, and one view of a memfd mapped twice holds
+ * what the other wrote (reading them mapped only reported false leaks;
+ * val29). */
 static void scan_resident(flood_t *f, uintptr_t l, uintptr_t h, bool mapped_only) {
   if (!mapped_only) {
     scan_run(f, l, h);
@@ -58,7 +64,65 @@ static void scan_resident(flood_t *f, uintptr_t l, uintptr_t h, bool mapped_only
   if (run) scan_run(f, run, h);
 }
 
+/* Reads smaps' VmFlags: the mappings registered with userfaultfd ("um",
+ * "uw", "ui"), in f->uffd_*.  Streamed through the scratch copy buffer
+ * (no malloc: the world is stopped). */
+static void read_uffd_ranges(flood_t *f) {
+  f->uffd_state = 2;
+  f->uffd_n = 0;
+  if (!f->scratch) f->scratch = hci_os_map(SCRATCH_MAP);
+  int fd = hci_os_open_proc("smaps", O_RDONLY);
+  if (fd < 0 || !f->scratch) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  char *buf = (char *)f->scratch, line[512];
+  size_t len = 0, have = 0, at = 0;
+  uintptr_t lo = 0, hi = 0;
+  bool ok = true;
+  for (;;) {
+    if (at == have) {
+      ssize_t n = read(fd, buf, SCRATCH);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      have = (size_t)n;
+      at = 0;
+    }
+    char c = buf[at++];
+    if (c != '\n') {
+      if (len < sizeof line - 1) line[len++] = c;
+      continue;
+    }
+    line[len] = 0;
+    len = 0;
+    const char *p = line;
+    if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) { /* "lo-hi perms ..." */
+      uintptr_t a = 0, b = 0;
+      for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++) a = a * 16 + (uintptr_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+      if (*p++ != '-') continue;
+      for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++) b = b * 16 + (uintptr_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+      if (*p == ' ') lo = a, hi = b;
+    } else if (strncmp(line, "VmFlags:", 8) == 0 && (strstr(line, " um") || strstr(line, " uw") || strstr(line, " ui"))) {
+      if (f->uffd_n == (int)(sizeof f->uffd_lo / sizeof f->uffd_lo[0])) ok = false;
+      else f->uffd_lo[f->uffd_n] = lo, f->uffd_hi[f->uffd_n++] = hi;
+    }
+  }
+  close(fd);
+  if (ok) f->uffd_state = 1;
+}
+
+/* Whether [lo, hi) meets a mapping registered with userfaultfd (or that
+ * cannot be told). */
+static bool uffd_registered(flood_t *f, uintptr_t lo, uintptr_t hi) {
+  if (f->uffd_state == 0) read_uffd_ranges(f);
+  if (f->uffd_state != 1) return true;
+  for (int i = 0; i < f->uffd_n; i++)
+    if (f->uffd_lo[i] < hi && f->uffd_hi[i] > lo) return true;
+  return false;
+}
+
 static void scan_copied(flood_t *f, uintptr_t lo, uintptr_t hi, bool mapped_only) {
+  if (mapped_only) mapped_only = uffd_registered(f, lo, hi);
   if (!f->scratch) f->scratch = hci_os_map(SCRATCH_MAP);
   if (!f->scratch) {
     f->r->oom = true;
