@@ -44,6 +44,23 @@ expect_rc 1
 has 'mallocs counted'
 has 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
 
+# Under the launcher, as a descendant: not counted, no report file left
+# behind (its stand-down line alone in one was kept as an unfinished report).
+launcher=$(dirname "$HC_LIB")/tools/heapcheck
+if [ -x "$launcher" ]; then
+  t=$(mktemp -d "${TMPDIR:-/tmp}/hc_own_tree.XXXXXX")
+  cur="own, a descendant under the launcher"
+  out=$(TMPDIR=$t "$launcher" sh -c "'$cfx' own; true" 2>&1)
+  rc=$?
+  expect_rc 0
+  has 'heapcheck: 1 process checked, no leaks found'
+  lacks 'unfinished'
+  left=$(find "$t" -mindepth 1 | head -3)
+  [ -z "$left" ] || fail "left behind: $left"
+  checks=$((checks + 1))
+  rm -rf "$t"
+fi
+
 # A wrapper that finds ours in its own constructor, after heapcheck's
 # start-up probe, serving the calls before from a static buffer: still a
 # wrapper of ours (the probe's block lies in the program's image).
