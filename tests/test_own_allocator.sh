@@ -29,20 +29,22 @@ same_as_plain() { # FIXTURE MODE
   [ "$out" = "$want" ] || fail "output differs from plain: [$out] against [$want]"
 }
 
+# checked FIXTURE MODE STATUS LINE...: preloaded with HEAPCHECK=normal, the
+# status and every LINE in the output.
+checked() {
+  cur="$(basename "$1") $2, checked"
+  out=$(HEAPCHECK=normal LD_PRELOAD=$HC_LIB "$1" "$2" 2>&1)
+  rc=$?
+  expect_rc "$3"
+  shift 3
+  for line in "$@"; do has "$line"; done
+}
+
 same_as_plain "$cfx" own
 same_as_plain "$wfx" wrap
-cur="own, checked"
-out=$(HEAPCHECK=normal LD_PRELOAD=$HC_LIB "$cfx" own 2>&1)
-rc=$?
-expect_rc 0
-has 'own: reallocarray kept "abc"'
-has 'heapcheck: the program has a malloc of its own: heapcheck is not its allocator: no leak check'
-cur="wrap, checked"
-out=$(HEAPCHECK=normal LD_PRELOAD=$HC_LIB "$wfx" wrap 2>&1)
-rc=$?
-expect_rc 1
-has 'mallocs counted'
-has 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
+checked "$cfx" own 0 'own: reallocarray kept "abc"' \
+  'heapcheck: the program has a malloc of its own: heapcheck is not its allocator: no leak check'
+checked "$wfx" wrap 1 'mallocs counted' 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
 
 # Under the launcher, as a descendant: not counted, no report file left
 # behind (its stand-down line alone in one was kept as an unfinished report).
@@ -65,23 +67,14 @@ fi
 # start-up probe, serving the calls before from a static buffer: still a
 # wrapper of ours (the probe's block lies in the program's image).
 same_as_plain "$wcfx" wrap
-cur="wrap from its constructor, checked"
-out=$(HEAPCHECK=normal LD_PRELOAD=$HC_LIB "$wcfx" wrap 2>&1)
-rc=$?
-expect_rc 1
+checked "$wcfx" wrap 1 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
 lacks 'a malloc of its own'
-has 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
 
 if [ -n "$cxx" ]; then
   for mode in own count; do same_as_plain "$cxx" $mode; done
   cur="own new, preloaded"
   out=$(LD_PRELOAD=$HC_LIB "$cxx" own 2>&1)
   has 'new 10 delete 10'
-  cur="counting new, checked"
-  out=$(HEAPCHECK=normal LD_PRELOAD=$HC_LIB "$cxx" count 2>&1)
-  rc=$?
-  expect_rc 1
-  has 'new 11 delete 10'
-  has 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
+  checked "$cxx" count 1 'new 11 delete 10' 'SUMMARY: heapcheck: 40 bytes leaked in 1 allocations'
 fi
 finish test_own_allocator
