@@ -3,11 +3,8 @@
  * objects allocated by ld.so or by a suppressed stack (steps 3-4 of flood.c).
  * Invariants and locks: flood_internal.h; runs with the world stopped.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "flood_internal.h"
 
@@ -64,51 +61,14 @@ static void scan_resident(flood_t *f, uintptr_t l, uintptr_t h, bool mapped_only
   if (run) scan_run(f, run, h);
 }
 
-/* Reads smaps' VmFlags: the mappings registered with userfaultfd ("um",
- * "uw", "ui"), in f->uffd_*.  Streamed through the scratch copy buffer
- * (no malloc: the world is stopped). */
+/* The mappings registered with userfaultfd, in f->uffd_* (hci_maps_uffd,
+ * through the scratch copy buffer: no malloc, the world is stopped). */
 static void read_uffd_ranges(flood_t *f) {
-  f->uffd_state = 2;
-  f->uffd_n = 0;
   if (!f->scratch) f->scratch = hci_os_map(SCRATCH_MAP);
-  int fd = hci_os_open_proc("smaps", O_RDONLY);
-  if (fd < 0 || !f->scratch) {
-    if (fd >= 0) close(fd);
-    return;
-  }
-  char *buf = (char *)f->scratch, line[512];
-  size_t len = 0, have = 0, at = 0;
-  uintptr_t lo = 0, hi = 0;
-  bool ok = true;
-  for (;;) {
-    if (at == have) {
-      ssize_t n = read(fd, buf, SCRATCH);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      have = (size_t)n;
-      at = 0;
-    }
-    char c = buf[at++];
-    if (c != '\n') {
-      if (len < sizeof line - 1) line[len++] = c;
-      continue;
-    }
-    line[len] = 0;
-    len = 0;
-    const char *p = line;
-    if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) { /* "lo-hi perms ..." */
-      uintptr_t a = 0, b = 0;
-      for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++) a = a * 16 + (uintptr_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
-      if (*p++ != '-') continue;
-      for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++) b = b * 16 + (uintptr_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
-      if (*p == ' ') lo = a, hi = b;
-    } else if (strncmp(line, "VmFlags:", 8) == 0 && (strstr(line, " um") || strstr(line, " uw") || strstr(line, " ui"))) {
-      if (f->uffd_n == (int)(sizeof f->uffd_lo / sizeof f->uffd_lo[0])) ok = false;
-      else f->uffd_lo[f->uffd_n] = lo, f->uffd_hi[f->uffd_n++] = hi;
-    }
-  }
-  close(fd);
-  if (ok) f->uffd_state = 1;
+  int cap = (int)(sizeof f->uffd_lo / sizeof f->uffd_lo[0]);
+  int n = f->scratch ? hci_maps_uffd((char *)f->scratch, SCRATCH, f->uffd_lo, f->uffd_hi, cap) : -1;
+  f->uffd_state = n < 0 ? 2 : 1;
+  f->uffd_n = n < 0 ? 0 : n;
 }
 
 /* Whether [lo, hi) meets a mapping registered with userfaultfd (or that

@@ -64,6 +64,11 @@ typedef struct hci_maps {
 int hci_maps_read(hci_maps_t *m);
 /* The mapping containing addr, or NULL. */
 const hci_map_t *hci_maps_find(const hci_maps_t *m, uintptr_t addr);
+/* The mappings registered with userfaultfd (/proc/self/smaps' VmFlags "um",
+ * "uw" or "ui"), at most cap of them, into lo[] and hi[]: how many, or -1
+ * when the file cannot be read or holds more.  Streamed through buf (len
+ * bytes, the caller's: nothing is mapped). */
+int hci_maps_uffd(char *buf, size_t len, uintptr_t *lo, uintptr_t *hi, int cap);
 /* Releases the buffers; m may be read again afterwards. */
 void hci_maps_free(hci_maps_t *m);
 /* What a check may read: the readable, non-device mappings of a snapshot,

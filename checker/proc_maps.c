@@ -150,6 +150,41 @@ int hci_maps_read(hci_maps_t *m) {
   return 0;
 }
 
+int hci_maps_uffd(char *buf, size_t len, uintptr_t *lo, uintptr_t *hi, int cap) {
+  int fd = hci_os_open_proc("smaps", O_RDONLY);
+  if (fd < 0) return -1;
+  char line[512];
+  size_t n = 0, have = 0, at = 0;
+  int found = 0;
+  hci_map_t map = {0};
+  for (;;) {
+    if (at == have) {
+      ssize_t r = read(fd, buf, len);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      have = (size_t)r;
+      at = 0;
+    }
+    char c = buf[at++];
+    if (c != '\n') {
+      if (n < sizeof line) line[n++] = c; /* a longer line is a path's: cut */
+      continue;
+    }
+    hci_map_t m;
+    if (parse_line(line, line + n, &m)) map = m; /* a mapping's first line: the ones after are its */
+    else if (starts(line, line + n, "VmFlags:") && (memmem(line, n, " um", 3) || memmem(line, n, " uw", 3) ||
+                                                   memmem(line, n, " ui", 3))) {
+      if (found == cap) found = -1;
+      if (found < 0) break;
+      lo[found] = map.lo;
+      hi[found++] = map.hi;
+    }
+    n = 0;
+  }
+  close(fd);
+  return found;
+}
+
 const hci_map_t *hci_maps_find(const hci_maps_t *m, uintptr_t addr) {
   int lo = 0, hi = m->n;
   while (lo < hi) {

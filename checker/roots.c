@@ -364,8 +364,7 @@ static bool glibc_thread_stack(const hci_map_t *m) {
 
 // ---- the threads' ranges, sorted ----
 
-/* Address ranges sorted by lo (a heap sort: no malloc, and libc's qsort
- * may allocate), in memory of hci_os_map's. */
+/* Address ranges sorted by lo (hci_sort), in memory of hci_os_map's. */
 typedef struct {
   uintptr_t lo, hi;
 } range_t;
@@ -395,25 +394,12 @@ static void ranges_add(ranges_t *r, uintptr_t lo, uintptr_t hi) {
   if (hi - lo > r->maxlen) r->maxlen = hi - lo;
 }
 
-static void sift(range_t *v, size_t i, size_t n) {
-  for (size_t c; (c = 2 * i + 1) < n; i = c) {
-    if (c + 1 < n && v[c + 1].lo > v[c].lo) c++;
-    if (v[i].lo >= v[c].lo) return;
-    range_t t = v[i];
-    v[i] = v[c];
-    v[c] = t;
-  }
+static int cmp_range(const void *a, const void *b) {
+  uintptr_t x = ((const range_t *)a)->lo, y = ((const range_t *)b)->lo;
+  return x < y ? -1 : x > y;
 }
 
-static void ranges_sort(ranges_t *r) {
-  for (size_t i = r->n / 2; i-- > 0;) sift(r->v, i, r->n);
-  for (size_t n = r->n; n > 1; n--) {
-    range_t t = r->v[0];
-    r->v[0] = r->v[n - 1];
-    r->v[n - 1] = t;
-    sift(r->v, 0, n - 1);
-  }
-}
+static void ranges_sort(ranges_t *r) { hci_sort(r->v, r->n, sizeof *r->v, cmp_range); }
 
 /* The first range whose lo is at least a. */
 static size_t ranges_first(const ranges_t *r, uintptr_t a) {

@@ -285,6 +285,13 @@ int hci_tasks_read(int fd, void (*fn)(void *, int), void *ctx) {
 
 /* ---------------------------------------------------------------- the helper */
 
+static hci_thread_t *slot_of(int tid) {
+  hci_world_t *w = job.w;
+  for (int i = 1; i < w->nthreads; i++)
+    if (w->threads[i].tid == tid) return &w->threads[i];
+  return NULL;
+}
+
 /* The tids of the slots (from 1 on), hashed, for seize_fn's "seen
  * already?" at each of the thousands of tids a listing gives: a look at
  * every slot made the stop quadratic in the threads (with the reaping
@@ -324,11 +331,7 @@ static void tids_fit(int n) {
 }
 
 static bool tid_known(int tid) {
-  if (!tids.v) {
-    for (int i = 1; i < job.w->nthreads; i++)
-      if (job.w->threads[i].tid == tid) return true;
-    return false;
-  }
+  if (!tids.v) return slot_of(tid) != NULL;
   for (size_t i = tid_hash(tid, tids.cap); tids.v[i]; i = (i + 1) & (tids.cap - 1))
     if (tids.v[i] == tid) return true;
   return false;
@@ -569,13 +572,6 @@ static void detach_all(void) {
  * check, SIGKILL); the checking thread gone (ESRCH) is the other sign.  A
  * late stop report of a thread not stopped by the deadline is kept (its
  * signal re-injected at detach); one that exits is simply gone. */
-static hci_thread_t *slot_of(int tid) {
-  hci_world_t *w = job.w;
-  for (int i = 1; i < w->nthreads; i++)
-    if (w->threads[i].tid == tid) return &w->threads[i];
-  return NULL;
-}
-
 static bool process_ending(void) {
   int st = 0;
   long r;
