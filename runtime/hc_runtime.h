@@ -5,8 +5,6 @@
 #ifndef HC_RUNTIME_H
 #define HC_RUNTIME_H
 
-#include <stdbool.h>
-
 /* Initialises every layer in order (init.c); the allocator runs it once,
  * through the HC_STARTUP record in override.c. */
 void hci_runtime_start(void);
@@ -15,9 +13,8 @@ void hci_runtime_start(void);
  * when it writes nothing).  Once, from the constructor. */
 void hci_redirect_libc(void);
 /* When the program brings its own allocator, our definitions it did not
- * replace jump to the next ones (libc_redirect.c); true once that was done
- * for its malloc family. */
+ * replace jump to the next ones (libc_redirect.c).  Once, from the
+ * constructor, before hci_redirect_libc. */
 void hci_step_aside(void);
-bool hci_stepped_aside(void);
 
 #endif

@@ -296,8 +296,6 @@ static const char *const cxx_operators[] = {
     "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
 };
 
-bool hci_stepped_aside(void) { return stepped_aside; }
-
 #if HAVE_JUMP
 /* Whether the global definition of name is this library's. */
 static bool global_is_ours(const modules_t *mods, const char *name) {
