@@ -987,6 +987,7 @@ void hci_free_miss(void *p, uintptr_t ra) {
   if (hc_likely(f != NULL)) {
     unsigned cls = hci_lofs_class(f->lofs);
     if (cls) {
+      hc_fl_will_mark(p); /* a remote free, most often: the fast path did not read it */
       hc_tcache_t *tc = hci_tc;
       hc_tc_list_t *l = &hci_tc_free(tc)->lists[cls];
       uintptr_t off = (uint32_t)((uint32_t)(uintptr_t)p - f->start_lo), tag = f->otag;

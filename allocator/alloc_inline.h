@@ -6,9 +6,9 @@
  * the sampler, pop, decode the link (checked by the next pop: free_list.h),
  * prefetch the next object, clear the free mark.  free: pagemap entry -> list and span start
  * (lists[0] for anything but a small object's page: slow path), check
- * that the pointer is an object start without the free mark (double free,
- * free_list.h), that our cache owns its span (remote.c) and the room,
- * push.  No locks, no atomics, no "initialised?"
+ * that the pointer is an object start, that our cache owns its span
+ * (remote.c), that it has no free mark (double free, free_list.h) and the
+ * room, push.  No locks, no atomics, no "initialised?"
  * tests: a
  * thread without a cache points at the empty cache, whose NULL heads and
  * zero capacities send it to the slow paths (thread_cache.c). */
@@ -57,6 +57,11 @@ static inline void *hc_in_ret_reg(void *p) {
 #endif
   return p;
 }
+
+/* Loads after it stay after the branch before it: the compiler may hoist
+ * a load the program would make anyway above a test, and the CPU then
+ * makes it whichever way the test goes. */
+static inline void hc_after_branch(void) { __asm__ volatile("" ::: "memory"); }
 
 /* A prefetch of a for reading, placed where it is written: on x86-64 an
  * asm the compiler does not move (it schedules __builtin_prefetch freely). */
@@ -289,20 +294,25 @@ static inline __attribute__((always_inline)) void hc_free_fast(void *ptr, uintpt
     uintptr_t k = hc_fl_key(); /* one load for the mark's test and the link */
     /* An object start (so both words are ours; start_lim 0 also stops
      * the empty cache and switched-off caches here, before anything is
-     * written), no free mark (a marked one is a double free, reported by
-     * the slow path), a span with no owner or us as its owner (remote.c;
-     * by tag, one AND: a tag with no bit outside ours is 0 or ours,
+     * written), a span with no owner or us as its owner (remote.c; by
+     * tag, one AND: a tag with no bit outside ours is 0 or ours,
      * hci_owner_tag; hci_free_miss reads the owner word when the tags
-     * differ), and room in the list: one subtraction, undone when there
-     * was none. */
-    if (hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) && hc_likely(!hc_fl_is_free_k(ptr, k)) &&
-        hc_likely((otag & hci_tc_free(tc)->notag) == 0)) {
-      if (hc_likely(hc_room_take(&l->room))) {
-        hc_fl_link_head_k(ptr, l->head, k);
-        l->head = ptr;
-        return;
+     * differ), no free mark (a marked one is a double free, reported by
+     * the slow path), and room in the list: one subtraction, undone when
+     * there was none.  The mark is read after the owner's test, never
+     * before (hc_after_branch: gcc moved it up): a remote free goes to
+     * the slow path without reading the object, which asks for its line
+     * to write first (hc_fl_will_mark). */
+    if (hc_likely(hc_tc_is_start(off, l->recip, l->start_lim)) && hc_likely((otag & hci_tc_free(tc)->notag) == 0)) {
+      hc_after_branch();
+      if (hc_likely(!hc_fl_is_free_k(ptr, k))) {
+        if (hc_likely(hc_room_take(&l->room))) {
+          hc_fl_link_head_k(ptr, l->head, k);
+          l->head = ptr;
+          return;
+        }
+        l->room++;
       }
-      l->room++;
     }
   }
   hci_free_miss(ptr, ra);

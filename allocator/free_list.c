@@ -4,7 +4,10 @@
  * mixed in when that fails (old kernels, seccomp).  Set with a compare and
  * swap, so two threads creating their first spans at once agree on it; it
  * never changes after the first object is linked.  Read-mostly: on a cache
- * line of its own. */
+ * line of its own, with the CPU's answer on a prefetch for writing. */
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -22,8 +25,19 @@ static uint64_t mix(uint64_t x) {
   return x ^ (x >> 33);
 }
 
+/* Whether the CPU has a prefetch for writing (hc_fl_will_mark). */
+static bool has_write_prefetch(void) {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & bit_PRFCHW);
+#else
+  return false;
+#endif
+}
+
 void hci_fl_init(void) {
   if (__atomic_load_n(&hci_fl.key2, __ATOMIC_ACQUIRE)) return;
+  __atomic_store_n(&hci_fl.write_prefetch, has_write_prefetch(), __ATOMIC_RELAXED);
   uint64_t r = 0;
   if (syscall(SYS_getrandom, &r, sizeof r, 1 /* GRND_NONBLOCK */) != (long)sizeof r) {
     const uint64_t *at = (const uint64_t *)getauxval(AT_RANDOM);

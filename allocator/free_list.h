@@ -75,7 +75,8 @@ typedef struct hci_fl_line {
                        one 16-byte XOR and store (hc_fl_link); set after key, so key2 != 0
                        says both are */
   uintptr_t bad;    /* HC_FL_BAD_BITS, in memory: the malloc fast path tests against it */
-  uintptr_t pad[5];
+  uintptr_t write_prefetch; /* the CPU has a prefetch for writing (hc_fl_will_mark) */
+  uintptr_t pad[4];
 } __attribute__((aligned(64))) hci_fl_line_t;
 extern hci_fl_line_t hci_fl __attribute__((visibility("hidden")));
 
@@ -189,6 +190,23 @@ static inline bool hc_fl_is_free_k(const void *p, uintptr_t k) {
 
 /* True when p carries the free mark. */
 static inline bool hc_fl_is_free(const void *p) { return hc_fl_is_free_k(p, hc_fl_key()); }
+
+/* Before a free that reads p's mark and then writes its link and mark, in
+ * the free slow path: asks for p's line in a state it can write.  An
+ * object freed by a thread other than the one that wrote it last (a
+ * remote free, which the fast path leaves to the slow path before
+ * reading it) has its line in the other core's cache: the mark's load
+ * brings it shared and the link's store then has to ask for it again,
+ * two coherence trips where an unhardened free makes one (docs/
+ * performance.md, "Session 30 (lead)").  x86-64's PREFETCHW, used only
+ * when CPUID says the CPU has it (hci_fl_init). */
+static inline void hc_fl_will_mark(const void *p) {
+#if HC_HARDEN_MARKS && defined(__x86_64__)
+  if (hci_fl.write_prefetch) __asm__ volatile("prefetchw (%0)" ::"r"(p));
+#else
+  (void)p;
+#endif
+}
 
 /* p, an object not carved yet in a page that carving has opened, gets the
  * free mark (word 1) but no link: a free of it then fails the fast path's
