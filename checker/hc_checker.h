@@ -143,6 +143,7 @@ typedef struct hci_thread {
   bool traced;               /* ptrace method: attached by the helper task */
   bool refused;              /* ptrace method: PTRACE_SEIZE said EPERM */
   int inject_sig;            /* ptrace method: signal caught in a signal-delivery-stop, re-injected */
+  bool listening;            /* ptrace method: stopped in PTRACE_LISTEN (takes part in job control) */
   bool unsent;               /* signal method: not signalled yet, it blocked the stop signal */
   /* signal method: the system call it was in before the signal was sent
    * (/proc/<tid>/syscall), -1 if none or unknown (timed_waits.c) */

@@ -56,10 +56,13 @@
  *     ESRCH or an exit report: the thread left (EXITED).  EPERM: refused
  *     (a zombie group leader, another tracer, seccomp, non-dumpable).
  *     No stop by the deadline (HEAP_CHECK_STOP_TIMEOUT_MS): NOT_STOPPED.
- *  3. It sets phase STOPPED and waits.  The checking thread ends and reaps
- *     the parent, then scans.
- *  4. Resume: phase RELEASE; the helper detaches every stopped thread
- *     (re-injecting a signal it caught in a signal-delivery-stop) and exits;
+ *  3. It puts the stopped threads in PTRACE_LISTEN (job control: a SIGSTOP
+ *     to the process completes and reaches its parent), sets phase STOPPED
+ *     and waits, taking the threads' reports every 20 ms.  The checking
+ *     thread ends and reaps the parent, then scans.
+ *  4. Resume: phase RELEASE; the helper detaches every stopped thread (a
+ *     listening one after an interrupt, re-injecting a signal it caught in
+ *     a signal-delivery-stop) and exits;
  *     the checking thread waits for its end (CLONE_CHILD_CLEARTID; in the
  *     direct shape it reaps it with wait4 __WALL) and unmaps its stack.
  *     Threads still running when the helper exits are detached by the
@@ -556,44 +559,111 @@ static void collect_stops(int from, long long deadline) {
   }
 }
 
+/* Job control while the world is stopped.  A SIGSTOP (kill -STOP, a
+ * shell's suspend, a supervisor pausing a job) stops the checking thread,
+ * and the stop is complete, and told to the parent (waitpid WUNTRACED),
+ * only when every thread has taken part in it; a thread in a trace stop
+ * takes part only when its tracer lets it go.  Held in the stop of our
+ * interrupt, ours never did: the parent waited for good, and the check
+ * with it, stopped (adv30).  So every thread stopped at an event stop (our
+ * interrupt; a group stop) is put in PTRACE_LISTEN: still stopped, it runs
+ * no code of the program, but a group stop, or its end at SIGCONT, wakes
+ * it into a new event stop, taking part as a stopped process's thread
+ * does.  That stop is reported to us (reap_reports) and the thread goes
+ * back to listening.  A thread in a signal-delivery stop cannot listen
+ * (its signal is re-injected at detach); it takes part after the check. */
+static void listen_to(hci_thread_t *t) {
+  t->listening = t->traced && RAW(SYS_ptrace, PTRACE_LISTEN, t->tid, 0, 0) == 0;
+}
+
+static void listen_all(void) {
+  for (int i = 1; i < job.w->nthreads; i++) {
+    hci_thread_t *t = &job.w->threads[i];
+    if (atomic_load(&t->state) == HCI_T_STOPPED && !t->inject_sig) listen_to(t);
+  }
+}
+
+/* A listening thread answers no ptrace request but PTRACE_INTERRUPT, which
+ * wakes it into an event stop: taken, and reaped, before its detach.
+ * False when no stop came (it stays traced: detached by the kernel when
+ * the helper ends). */
+static bool unlisten(hci_thread_t *t) {
+  if (!t->listening) return true;
+  t->listening = false;
+  if (RAW(SYS_ptrace, PTRACE_INTERRUPT, t->tid, 0, 0) != 0) return false;
+  long long poll = POLL_MIN_NS, deadline = hci_raw_now_ns() + 1000000000ll;
+  for (;;) {
+    int st = 0;
+    long r = RAW(SYS_wait4, t->tid, &st, __WALL | WNOHANG, 0);
+    if (r == t->tid) {
+      if (WIFSTOPPED(st)) {
+        if ((st >> 16) == 0 && !t->inject_sig) t->inject_sig = WSTOPSIG(st);
+        return true;
+      }
+      t->traced = false; /* it ended */
+      return false;
+    }
+    if ((r < 0 && r != -EINTR) || hci_raw_now_ns() >= deadline) return false;
+    nap(poll);
+    if (poll < POLL_MAX_NS) poll *= 2;
+  }
+}
+
 static void detach_all(void) {
   hci_world_t *w = job.w;
   for (int i = 1; i < w->nthreads; i++) {
     hci_thread_t *t = &w->threads[i];
-    if (!t->traced) continue;
+    if (!t->traced || !unlisten(t)) continue;
     RAW(SYS_ptrace, PTRACE_DETACH, t->tid, 0, t->inject_sig);
     t->traced = false;
   }
 }
 
-/* Orphan shape: whether the process is ending (or gone), so that the
- * helper, which no PR_SET_PDEATHSIG ends, does not outlive it.  A stopped
- * thread that ended was killed with the whole process (_exit at the exit
- * check, SIGKILL); the checking thread gone (ESRCH) is the other sign.  A
- * late stop report of a thread not stopped by the deadline is kept (its
- * signal re-injected at detach); one that exits is simply gone. */
-static bool process_ending(void) {
+/* The reports of the tracees while the world is stopped: a listening
+ * thread's new event stop (a group stop began or ended: it listens again),
+ * a late stop of a thread not stopped by the deadline (a signal-delivery
+ * stop's signal is kept, re-injected at detach), an exit.  True when a
+ * stopped thread ended: it was killed with the whole process (_exit at the
+ * exit check, SIGKILL). */
+static bool reap_reports(void) {
   int st = 0;
   long r;
+  bool ended = false;
   while ((r = RAW(SYS_wait4, -1, &st, __WALL | WNOHANG, 0)) > 0) {
     hci_thread_t *t = slot_of((int)r);
     if (!t) continue;
     if (WIFSTOPPED(st)) {
-      if ((st >> 16) == 0 && !t->inject_sig) t->inject_sig = WSTOPSIG(st);
+      t->listening = false;
+      if ((st >> 16) == 0) {
+        if (!t->inject_sig) t->inject_sig = WSTOPSIG(st);
+      } else if (!t->inject_sig) {
+        listen_to(t);
+      }
       continue;
     }
-    bool was_stopped = atomic_load(&t->state) == HCI_T_STOPPED;
-    t->traced = false;
-    if (was_stopped) return true;
+    ended |= atomic_load(&t->state) == HCI_T_STOPPED;
+    t->traced = t->listening = false;
   }
-  return RAW(SYS_tgkill, job.pid, job.self, 0, 0) == -ESRCH;
+  return ended;
 }
 
-/* Waits while the phase is `phase`; false when the process is ending. */
+/* Orphan shape: whether the process is ending (or gone), so that the
+ * helper, which no PR_SET_PDEATHSIG ends, does not outlive it: a stopped
+ * thread ended, or the checking thread is gone (ESRCH). */
+static bool process_ending(void) {
+  return reap_reports() || RAW(SYS_tgkill, job.pid, job.self, 0, 0) == -ESRCH;
+}
+
+/* Waits while the phase is `phase`; false when the process is ending.
+ * While the world is stopped, the tracees' reports are taken every poll
+ * (job control, above), in the direct shape too. */
 static bool helper_wait(int phase) {
+  bool stopped = phase == PH_STOPPED;
   while (atomic_load(&job.phase) == phase) {
-    futex_wait(&job.phase, phase, job.orphan ? ORPHAN_POLL_NS : 0);
-    if (job.orphan && atomic_load(&job.phase) == phase && process_ending()) return false;
+    futex_wait(&job.phase, phase, job.orphan || stopped ? ORPHAN_POLL_NS : 0);
+    if (atomic_load(&job.phase) != phase) break;
+    if (job.orphan && process_ending()) return false;
+    if (!job.orphan && stopped) reap_reports();
   }
   return true;
 }
@@ -629,6 +699,7 @@ static int helper_main(void *arg) {
      * file), in a table of its own, emptied. */
     if (job.orphan && RAW(SYS_unshare, CLONE_FILES, 0, 0, 0) == 0) RAW(SYS_close_range, 0, ~0u, 0, 0);
     if (job.orphan) RAW(SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0); /* its parent ends now, on purpose */
+    listen_all();
     atomic_store(&job.phase, PH_STOPPED);
     futex_wake(&job.phase);
     if (!helper_wait(PH_STOPPED)) return 0; /* the kernel detaches the rest */
