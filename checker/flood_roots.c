@@ -160,7 +160,24 @@ static void ignored_root(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const
   hci_fl_drain(f);
 }
 
-void hci_fl_push_ignored(flood_t *f) { for_each_unmarked(f, ignored_root); }
+/* The same for the objects the flood reached only through a pointer into
+ * their middle (pending): a root is live, not "possibly lost" - a thread's
+ * DTV, which glibc's descriptor points to one entry in (valgrind and our
+ * report called every live thread's DTV possibly lost), an ignored object
+ * whose only pointer is interior. */
+static void pending_too(flood_t *f, fl_slot_fn fn) {
+  if (!f->npending) return;
+  for_each_slot(f, fn);
+}
+
+static void pending_ignored_root(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const hc_objmeta_t *rec) {
+  if (*m == M_PENDING) ignored_root(f, m, o, rec);
+}
+
+void hci_fl_push_ignored(flood_t *f) {
+  for_each_unmarked(f, ignored_root);
+  pending_too(f, pending_ignored_root);
+}
 
 /* Allocated by the dynamic loader (its first frame is in ld.so: DTV,
  * dynamic TLS blocks, link maps) or by a suppressed stack.  Cached per id.
@@ -193,8 +210,13 @@ static void extra_root_slot(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, co
   hci_fl_drain(f);
 }
 
+static void pending_extra_root(flood_t *f, uint8_t *m, const hci_heap_slot_t *o, const hc_objmeta_t *rec) {
+  if (*m == M_PENDING && rec->stack_id) extra_root_slot(f, m, o, rec);
+}
+
 void hci_fl_push_extra_roots(flood_t *f) {
   f->ldso = hci_os_map(LDSO_CACHE * sizeof(ldso_ent_t));
   for_each_unmarked(f, extra_root_slot);
+  pending_too(f, pending_extra_root);
 }
 
