@@ -457,6 +457,19 @@ static hc_cold hc_noinline void *too_big(size_t size, size_t align, bool zero) {
   return enomem(size, align, zero);
 }
 
+/* calloc's zeroing of a large block from pages the page heap kept
+ * committed (fresh and given-back ones are zero: is_zeroed).  From 256 KiB
+ * only the resident pages that are not zero already are written, the
+ * others given back (hci_os_zero): a sparse table calloc'ed, freed and
+ * calloc'ed again (a bitmap, a hash index) stays sparse, where a memset
+ * made all of it resident (calloc(1 GiB) twice with a page written per
+ * MiB: 1029 MiB, glibc 5, whose large blocks are fresh mappings; adv30)
+ * and cost a write of every page every round. */
+static void zero_block(void *p, size_t size) {
+  if (size >= ((size_t)256 << 10)) hci_os_zero(p, (size + 4095) & ~(size_t)4095);
+  else memset(p, 0, size);
+}
+
 static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintptr_t ra, uintptr_t rec,
                                uint64_t weight, bool zero) {
   /* A sampled small object spans its class size: its usable size is the
@@ -478,7 +491,7 @@ static void *alloc_span_object(hc_tcache_t *tc, size_t size, size_t align, uintp
   s->meta.epoch = atomic_load_explicit(&hci_epoch, memory_order_relaxed);
   atomic_store_explicit(&s->meta.xflags, new_flags(tc, 0), memory_order_relaxed);
   if (weight || hci_record_all) s->meta.stack_id = record_stack(tc, ra, rec);
-  if (zero && !s->is_zeroed) memset((void *)s->start, 0, size);
+  if (zero && !s->is_zeroed) zero_block((void *)s->start, size);
   if (weight) {
     s->is_sampled = 1;
     s->weight = weight;

@@ -8,9 +8,8 @@
  * /proc/self/status and allows a few MiB for the allocator's metadata.
  * Fails when a large malloc, memalign, realloc or free writes the whole
  * block (a memset instead of hci_os_zero at the free: step 2 grows by 512
- * MiB).  Not calloc: a calloc of pages the page heap had in use before is
- * written whole, with or without the checker (page_heap.c knows only
- * fresh and given-back pages to be zero). */
+ * MiB), or when a calloc of pages the page heap had in use before writes
+ * them all (a memset: step 7 grows by 512 MiB; adv30). */
 #include <fcntl.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -113,6 +112,22 @@ int main(void) {
   if (mode && *mode) /* the plain allocator gives freed memory out as it is */
     CHECK(p[64 * MIB - 4096] == 0, "the freed block's pages read as zero when given out again");
   free(p);
+
+  /* 7. calloc: a sparse table calloc'ed, freed and calloc'ed again (pages
+   * the page heap kept committed, not known to be zero) is zero where
+   * the first one was written, and stays sparse. */
+  long r8 = rss();
+  p = calloc(1, big);
+  CHECK(p != NULL, "calloc(512 MiB)");
+  touch_sparse(p, big);
+  free(p);
+  p = calloc(1, big);
+  CHECK(p != NULL, "calloc(512 MiB) again");
+  STEP("calloc(512 MiB) of freed pages", r8, SLACK);
+  CHECK(p[0] == 0 && p[big / 8] == 0 && p[big - 1] == 0, "calloc's block reads as zero where the last one was written");
+  touch_sparse(p, big);
+  free(p);
+  STEP("calloc(512 MiB) twice, 9 pages touched each time", r8, SLACK);
 
   printf("test_sparse_rss: %d checks, %d failures\n", checks, failures);
   return failures != 0;
