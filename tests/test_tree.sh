@@ -680,6 +680,13 @@ checks=$((checks + 1))
 [ "$state" = T ] || fail "the launcher did not stop with the program"
 expect_rc 0
 has resumed
+# A signal the program sends its parent (getppid(): the launcher) goes to
+# the launcher's parent: X servers' readiness SIGUSR1 to xinit, startx,
+# xvfb-run (it came back to the program, which ignored it: the parent
+# waited for good).  Here the parent shell traps it and says so.
+run sh -c "trap 'echo parent got USR1' USR1; \"$launcher\" sh -c 'kill -s USR1 \$PPID; sleep 0.2'; echo status=\$?"
+has "parent got USR1"
+has "status=0"
 # Started with SIGCHLD ignored, the launcher still gets the program's status
 # (the kernel reaped it: "waitpid: No child processes", status 2).
 run "$tmp/sigtool" ign 17 "$launcher" sh -c 'exit 3'

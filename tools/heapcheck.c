@@ -393,11 +393,18 @@ static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUS
 
 /* A signal for the launcher is the program's.  Those the terminal sent to
  * the whole foreground process group (si_code SI_KERNEL) reached the
- * program already: passing them on would deliver them twice. */
+ * program already: passing them on would deliver them twice.  One the
+ * program sent (to getppid(): its parent is the launcher) is meant for the
+ * launcher's parent, and goes there: X servers tell the process that
+ * started them they are ready with SIGUSR1 (xinit, startx, xvfb-run
+ * waited for good: adv30), daemons their supervisor. */
 static void forward(int sig, siginfo_t *si, void *uc) {
   (void)uc;
   int saved = errno;
-  if (child_pid > 0 && !(si && si->si_code == SI_KERNEL)) kill((pid_t)child_pid, sig);
+  if (child_pid > 0 && si && si->si_code <= 0 && si->si_pid == (pid_t)child_pid)
+    kill(getppid(), sig);
+  else if (child_pid > 0 && !(si && si->si_code == SI_KERNEL))
+    kill((pid_t)child_pid, sig);
   errno = saved;
 }
 
