@@ -687,6 +687,16 @@ has resumed
 run sh -c "trap 'echo parent got USR1' USR1; \"$launcher\" sh -c 'kill -s USR1 \$PPID; sleep 0.2'; echo status=\$?"
 has "parent got USR1"
 has "status=0"
+# A signal the program sends to its own process group reached everyone in
+# it: the launcher passes it on to no one.  Run in a session of its own
+# (as a harness that kills job trees by group), the launcher's parent is
+# outside the group and must not get it (a script's `trap 'kill 0' EXIT`
+# killed such harnesses when the launcher passed its child's signals up).
+if command -v setsid >/dev/null 2>&1; then
+  run sh -c "trap 'echo parent got USR1' USR1; setsid \"$launcher\" sh -c 'trap \"\" USR1; kill -s USR1 0; sleep 0.2'; echo status=\$?"
+  lacks "parent got USR1"
+  has "status=0"
+fi
 # Started with SIGCHLD ignored, the launcher still gets the program's status
 # (the kernel reaped it: "waitpid: No child processes", status 2).
 run "$tmp/sigtool" ign 17 "$launcher" sh -c 'exit 3'

@@ -24,6 +24,8 @@
  *                            with one line on stderr naming it;
  *   HEAPCHECK_TREE_PID=<pid> the launcher's pid: the process whose parent
  *                            it is (the program) keeps its report on stderr;
+ *   HEAPCHECK_TREE_PPID=<pid> the launcher's parent: where the program's
+ *                            kill and sigqueue to its parent go;
  *   HEAPCHECK_CHILD_REPORTS=stderr (--child-reports=stderr) full reports
  *                            of descendants on stderr instead.
  * Files of processes that did not leak are removed at the end, and the
@@ -393,18 +395,21 @@ static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUS
 
 /* A signal for the launcher is the program's.  Those the terminal sent to
  * the whole foreground process group (si_code SI_KERNEL) reached the
- * program already: passing them on would deliver them twice.  One the
- * program sent (to getppid(): its parent is the launcher) is meant for the
- * launcher's parent, and goes there: X servers tell the process that
- * started them they are ready with SIGUSR1 (xinit, startx, xvfb-run
- * waited for good: adv30), daemons their supervisor. */
+ * program already: passing them on would deliver them twice.  So did one
+ * the program sent to its own group (kill(0, sig)): it is not passed on
+ * either, back to the program (twice) or up.  What the program sends to
+ * its parent, the library in it sends to the launcher's parent
+ * (HEAPCHECK_TREE_PPID; checker/parent_signal.c): X servers tell the
+ * process that started them they are ready with SIGUSR1 (xinit, startx,
+ * xvfb-run), daemons their supervisor.  Passing on here every signal that
+ * came from the program (adv30) also sent its group signals to the
+ * launcher's parent: a harness running the job in a group of its own died
+ * of a script's `trap 'kill 0' EXIT`. */
 static void forward(int sig, siginfo_t *si, void *uc) {
   (void)uc;
   int saved = errno;
-  if (child_pid > 0 && si && si->si_code <= 0 && si->si_pid == (pid_t)child_pid)
-    kill(getppid(), sig);
-  else if (child_pid > 0 && !(si && si->si_code == SI_KERNEL))
-    kill((pid_t)child_pid, sig);
+  bool from_program = si && si->si_code <= 0 && si->si_pid == (pid_t)child_pid;
+  if (child_pid > 0 && !from_program && !(si && si->si_code == SI_KERNEL)) kill((pid_t)child_pid, sig);
   errno = saved;
 }
 
@@ -583,6 +588,8 @@ int main(int argc, char **argv) {
   char num[24];
   snprintf(num, sizeof num, "%d", (int)getpid());
   set("HEAPCHECK_TREE_PID", num);
+  snprintf(num, sizeof num, "%d", (int)getppid());
+  set("HEAPCHECK_TREE_PPID", num);
   set("HEAPCHECK_KEEP_STATUS", "1");
   char link[PATH_MAX];
   const char *preload = preload_path(lib, &tree, link, sizeof link);
