@@ -680,6 +680,25 @@ checks=$((checks + 1))
 [ "$state" = T ] || fail "the launcher did not stop with the program"
 expect_rc 0
 has resumed
+# Every catchable signal sent to the launcher goes on to the program, not
+# only the nine common ones: SIGPWR (init systems), SIGRTMIN+3 (`docker
+# stop` of systemd images) killed the launcher (158, 165) and the program
+# ran on without it.
+for sig in PWR RTMIN+3 URG; do
+  ready=$tmp/ready.$sig
+  rm -f "$ready"
+  "$launcher" sh -c "trap 'echo got $sig; exit 7' $sig; : > \"$ready\"; i=0; while [ \$i -lt 100 ]; do sleep 0.05; i=\$((i + 1)); done; exit 3" >"$tmp/sig.out" 2>&1 &
+  lpid=$!
+  n=0
+  while [ ! -e "$ready" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
+  kill -s "$sig" "$lpid"
+  wait "$lpid"
+  rc=$?
+  out=$(cat "$tmp/sig.out")
+  cur="launcher got SIG$sig"
+  expect_rc 7
+  has "got $sig"
+done
 # A signal the program sends its parent (getppid(): the launcher) goes to
 # the launcher's parent: X servers' readiness SIGUSR1 to xinit, startx,
 # xvfb-run (it came back to the program, which ignored it: the parent

@@ -391,7 +391,36 @@ static void set_preload(const char *lib) {
 // ---- running the program ----
 
 static volatile sig_atomic_t child_pid;
-static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGCONT};
+/* Every signal a supervisor may send the process it started goes on to the
+ * program: all but those the launcher needs or cannot catch (SIGKILL,
+ * SIGSTOP, SIGCHLD), the terminal's stops (SIGTSTP, SIGTTIN, SIGTTOU: they
+ * stop the launcher, whose wait sees the program's own stop), SIGPIPE and
+ * SIGXFSZ (ignored: the summary on a closed stderr or past RLIMIT_FSIZE
+ * must not kill it; the kernel sends the latter as if from the launcher
+ * itself) and glibc's
+ * two reserved real-time signals (sigaction refuses them).  The faults
+ * (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS) are forwarded only when
+ * a process sent them; the launcher's own fault kills it as before.  Only
+ * nine were passed on before session 30: `docker stop`'s SIGRTMIN+3
+ * (systemd images), SIGPWR, SIGIO, SIGXCPU, SIGVTALRM killed the launcher
+ * and left the program running without it (adv30). */
+static bool forwarded(int sig) {
+  switch (sig) {
+  case SIGKILL:
+  case SIGSTOP:
+  case SIGCHLD:
+  case SIGTSTP:
+  case SIGTTIN:
+  case SIGTTOU:
+  case SIGPIPE:
+  case SIGXFSZ: return false;
+  default: return sig < SIGRTMIN || sig > SIGRTMAX ? sig < 32 : true;
+  }
+}
+
+static bool is_fault(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGSYS;
+}
 
 /* A signal for the launcher is the program's.  Those the terminal sent to
  * the whole foreground process group (si_code SI_KERNEL) reached the
@@ -408,6 +437,11 @@ static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUS
 static void forward(int sig, siginfo_t *si, void *uc) {
   (void)uc;
   int saved = errno;
+  if (si && si->si_code <= 0 && si->si_pid == getpid()) return; /* its own raise or abort */
+  if (is_fault(sig) && !(si && si->si_code <= 0)) { /* the launcher's own fault */
+    signal(sig, SIG_DFL);
+    return; /* the instruction faults again, and the launcher dies of it */
+  }
   bool from_program = si && si->si_code <= 0 && si->si_pid == (pid_t)child_pid;
   if (child_pid > 0 && !from_program && !(si && si->si_code == SI_KERNEL)) kill((pid_t)child_pid, sig);
   errno = saved;
@@ -425,7 +459,8 @@ static struct sigaction started_with[NSIG];
 
 /* f(sig) for every signal whose disposition the launcher changes. */
 static void each_changed(void (*f)(int)) {
-  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) f(forwarded[i]);
+  for (int sig = 1; sig < NSIG; sig++)
+    if (forwarded(sig)) f(sig);
   f(SIGPIPE);
   f(SIGCHLD);
 }
@@ -453,7 +488,8 @@ static void install_forwarding(void) {
   sa.sa_sigaction = forward;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) sigaction(forwarded[i], &sa, NULL);
+  for (int sig = 1; sig < NSIG; sig++)
+    if (forwarded(sig)) sigaction(sig, &sa, NULL);
 }
 
 static pid_t start(char **argv, const char *path) {
@@ -488,7 +524,7 @@ static pid_t start(char **argv, const char *path) {
  * the terminal's Ctrl-Z stopped both before: `heapcheck sh -c 'kill -TSTP
  * $$'` and an inner `bash -i`'s `suspend` left the shell waiting for good.
  * SIGCONT (the shell's fg or bg, to the whole group) resumes both; one sent
- * to the launcher alone is passed on (forwarded[]). */
+ * to the launcher alone is passed on (forwarded()). */
 static void stop_as_program(int sig) {
   if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU) sig = SIGSTOP;
   raise(sig);
