@@ -35,6 +35,7 @@
   INT(HEAPCHECK_TREE_PID, -1, -1, 1ll << 31, NULL, base, "set by the launcher: its pid (its own children report on stderr)") \
   INT(HEAPCHECK_TREE_PPID, -1, -1, 1ll << 31, NULL, base, "set by the launcher: its parent's pid (where the program's signals to its parent go)") \
   STR(HEAPCHECK_CHILD_REPORTS, "unset", base, "set by the launcher: stderr for --child-reports=stderr")      \
+  STR(HEAPCHECK_TREE_STDERR, "unset", base, "set by the launcher: its stderr's device:inode (a descendant's one-line notice goes there only)") \
   /* stacks/ */                                                                                            \
   STR(HEAPCHECK_UNWINDER, "auto", stacks, "how stacks are walked: fp (frame pointers), dwarf (.eh_frame) or auto") \
   /* allocator/ */                                                                                         \

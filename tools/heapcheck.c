@@ -26,6 +26,8 @@
  *                            it is (the program) keeps its report on stderr;
  *   HEAPCHECK_TREE_PPID=<pid> the launcher's parent: where the program's
  *                            kill and sigqueue to its parent go;
+ *   HEAPCHECK_TREE_STDERR=<dev>:<ino> the launcher's stderr: a leaking
+ *                            descendant's one-line notice goes only there;
  *   HEAPCHECK_CHILD_REPORTS=stderr (--child-reports=stderr) full reports
  *                            of descendants on stderr instead.
  * Files of processes that did not leak are removed at the end, and the
@@ -626,6 +628,14 @@ int main(int argc, char **argv) {
   set("HEAPCHECK_TREE_PID", num);
   snprintf(num, sizeof num, "%d", (int)getppid());
   set("HEAPCHECK_TREE_PPID", num);
+  struct stat err;
+  char id[48];
+  if (fstat(2, &err) == 0) {
+    snprintf(id, sizeof id, "%llu:%llu", (unsigned long long)err.st_dev, (unsigned long long)err.st_ino);
+    set("HEAPCHECK_TREE_STDERR", id);
+  } else {
+    unsetenv("HEAPCHECK_TREE_STDERR");
+  }
   set("HEAPCHECK_KEEP_STATUS", "1");
   char link[PATH_MAX];
   const char *preload = preload_path(lib, &tree, link, sizeof link);
