@@ -904,10 +904,15 @@ static void free_large_rest(hc_span_t *s, const void *p) {
 
 /* This thread enters a sampled allocation or free (they take the samples
  * lock): from here to sample_end a signal handler's malloc on it does not
- * sample and its free of a sampled block is deferred (free_large).  me:
- * hci_tc (the empty cache, shared, is never written). */
+ * sample and its free of a sampled block is deferred (free_large), and
+ * the signals whose handlers could malloc wait (hci_os_hold_signals): a
+ * handler's refill waited for ever for the page-heap lock its own thread
+ * held in the sample's span (test_hostile's handler-alloc, sampling every
+ * KiB: once in some hundred runs, in CI).  Two system calls a sample
+ * (one per 512 KiB allocated by default).  me: hci_tc (the empty cache,
+ * shared, is never written). */
 static void sample_begin(hc_tcache_t *me) {
-  if (me->is_real) me->stk.in_sample++;
+  if (me->is_real && me->stk.in_sample++ == 0) me->stk.held = hci_os_hold_signals();
 }
 
 /* Leaves it; the outermost frees what handlers deferred meanwhile (taken
@@ -924,7 +929,7 @@ static void sample_end(hc_tcache_t *me) {
       s = n;
     }
   }
-  me->stk.in_sample--;
+  if (--me->stk.in_sample == 0) hci_os_release_signals(me->stk.held);
 }
 
 /* In line in both free paths: in checker mode every free runs it. */

@@ -371,6 +371,9 @@ bool hci_os_owned_next(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 bool hci_os_owned_complete(void);              /* every such mapping is remembered */
 void hci_os_release(void *p, size_t size);     /* MADV_DONTNEED: give the pages back, keep the range */
 void hci_os_zero(void *p, size_t size);        /* zeros: resident pages written, the others given back */
+uint64_t hci_os_hold_signals(void);            /* blocks the signals a handler could take our locks in; the old mask */
+void hci_os_release_signals(uint64_t old);     /* puts the mask hci_os_hold_signals returned back */
+void hci_os_hold_not(int sig);                 /* sig is never held (the checker's stop signal) */
 void hci_os_populate(void *p, size_t size);    /* made resident and writable in one call (no faults) */
 int hci_os_tid(void);
 /* hci_os_memory_borrowed: true in a process that runs in another's address

@@ -490,6 +490,30 @@ size_t hci_os_read(void *dst, uintptr_t src, size_t n) {
   return done;
 }
 
+/* Signals a thread holds back while it may hold allocator locks a handler
+ * of its own would wait for (alloc.c, a sampled allocation or free):
+ * every signal but those that cannot wait (SIGKILL, SIGSTOP, the faults,
+ * which the kernel delivers even blocked, by killing), glibc's two
+ * internal ones (cancellation, setxid: their handlers allocate nothing)
+ * and the checker's stop signal (hci_os_hold_not, its handler allocates
+ * nothing and a thread waiting for a lock the checker holds must take it).
+ * Bit n - 1 of a kernel signal set is signal n. */
+static _Atomic uint64_t not_held = (1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)) | (1ull << (SIGSEGV - 1)) |
+                                   (1ull << (SIGBUS - 1)) | (1ull << (SIGFPE - 1)) | (1ull << (SIGILL - 1)) |
+                                   (1ull << (SIGTRAP - 1)) | (1ull << (SIGSYS - 1)) | (1ull << 31) | (1ull << 32);
+
+void hci_os_hold_not(int sig) {
+  if (sig > 0 && sig <= 64) atomic_fetch_or(&not_held, 1ull << (sig - 1));
+}
+
+uint64_t hci_os_hold_signals(void) {
+  uint64_t set = ~atomic_load_explicit(&not_held, memory_order_relaxed), old = 0;
+  hci_raw6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&set, (long)&old, 8, 0, 0);
+  return old;
+}
+
+void hci_os_release_signals(uint64_t old) { hci_raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0); }
+
 bool hci_os_claim_signal(int sig, void (*handler)(int)) {
   struct sigaction old, sa;
   memset(&sa, 0, sizeof sa);

@@ -476,6 +476,7 @@ static void read_options(void) {
     s = def;
   }
   stw.signo = s;
+  hci_os_hold_not(s); /* a sampled allocation never holds it back (base/os.c) */
   stw.timeout_ms = (int)hci_opt_int(HCO_HEAP_CHECK_STOP_TIMEOUT_MS);
   stw.use_ptrace = true;
   const char *m = hci_opt_str(HCO_HEAP_CHECK_STOP_METHOD);
