@@ -33,7 +33,7 @@
   STR(HEAPCHECK_REPORT, "unset", base, "report files and reports: json:, sarif:, svg:, folded:, suppressions[:FILE], top[:N], old:AGE[:PERIOD], peak") \
   STR(HEAPCHECK_TREE, "unset", base, "set by the launcher: its private directory for the tree's records and reports") \
   INT(HEAPCHECK_TREE_PID, -1, -1, 1ll << 31, NULL, base, "set by the launcher: its pid (its own children report on stderr)") \
-  INT(HEAPCHECK_TREE_PPID, -1, -1, 1ll << 31, NULL, base, "set by the launcher: its parent's pid (where the program's signals to its parent go)") \
+  INT(HEAPCHECK_TREE_PPID, -1, -1, 1ll << 31, NULL, base, "set by the launcher: its parent's pid at its start (where the program's signals to its parent go when /proc cannot name the parent now)") \
   STR(HEAPCHECK_CHILD_REPORTS, "unset", base, "set by the launcher: stderr for --child-reports=stderr")      \
   STR(HEAPCHECK_TREE_STDERR, "unset", base, "set by the launcher: its stderr's device:inode (a descendant's one-line notice goes there only)") \
   /* stacks/ */                                                                                            \

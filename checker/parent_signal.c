@@ -12,7 +12,8 @@
  * own (a script's `trap 'kill 0' EXIT`; adv30).  So the program's own kill
  * and sigqueue are interposed: a signal for its parent while that parent
  * is the launcher (HEAPCHECK_TREE_PID, and getppid() now) goes to the
- * launcher's parent (HEAPCHECK_TREE_PPID), and the launcher passes on no
+ * launcher's parent (read from /proc when it is sent; HEAPCHECK_TREE_PPID,
+ * its parent at its start, when /proc cannot say), and the launcher passes on no
  * signal its child sent it.  Only the shared library has this (the
  * launcher runs dynamically linked programs; a raw kill system call is
  * not seen).  A process forked by the program has the program as its
@@ -20,9 +21,12 @@
  *
  * Locks: none; async-signal-safe (system calls only).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -44,8 +48,31 @@ __attribute__((constructor)) static void parent_signal_init(void) {
   if (atomic_load_explicit(&launcher, memory_order_acquire) < 0) read_pids();
 }
 
+/* The launcher's parent now, from /proc/<launcher>/stat ("pid (comm) S
+ * ppid ..."; comm may hold spaces and parentheses: after the last ')'),
+ * or -1.  Not the one it had at its start: once that one has ended its
+ * pid may be another process's (adv30), and the launcher, orphaned, has
+ * the parent the program would have had without it. */
+static pid_t parent_of(pid_t pid) {
+  char path[40], buf[512];
+  hci_snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int saved = errno;
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+  long n = fd < 0 ? -1 : syscall(SYS_read, fd, buf, sizeof buf - 1);
+  if (fd >= 0) syscall(SYS_close, fd);
+  errno = saved;
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char *c = strrchr(buf, ')');
+  if (!c || c[1] != ' ' || !c[2] || c[3] != ' ') return -1;
+  long ppid = 0;
+  for (c += 4; *c >= '0' && *c <= '9'; c++) ppid = ppid * 10 + (*c - '0');
+  return *c == ' ' && ppid > 0 ? (pid_t)ppid : -1;
+}
+
 /* Where a signal to pid goes: the launcher's parent when pid is our
- * parent and that parent is the launcher. */
+ * parent and that parent is the launcher (the one it has now; the one it
+ * started with when /proc cannot say). */
 static pid_t target(pid_t pid) {
   if (pid <= 1) return pid;
   int l = atomic_load_explicit(&launcher, memory_order_acquire);
@@ -54,7 +81,8 @@ static pid_t target(pid_t pid) {
     l = atomic_load_explicit(&launcher, memory_order_acquire);
   }
   if (l == 0 || pid != l || getppid() != pid) return pid;
-  return atomic_load_explicit(&above, memory_order_relaxed);
+  pid_t now = parent_of(pid);
+  return now > 0 ? now : atomic_load_explicit(&above, memory_order_relaxed);
 }
 
 hc_public int kill(pid_t pid, int sig) { return (int)syscall(SYS_kill, target(pid), sig); }

@@ -317,7 +317,39 @@ int main(int argc, char **argv) {
   return 0;
 }
 EOF
-for f in leaky waiter leakcc dropper unstoppable walled rawexit sigtool daemonize sandboxed; do
+# reaper ARGS...: a child subreaper whose child starts ARGS and exits
+# 0.2 s later; says whether a SIGUSR1 reached it within 5 s (the launcher,
+# orphaned, is its child then, as the program would have been).
+cat >"$tmp/reaper.c" <<'EOF'
+#include <signal.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static volatile sig_atomic_t got;
+static void on_usr1(int sig) { (void)sig; got = 1; }
+int main(int argc, char **argv) {
+  (void)argc;
+  signal(SIGUSR1, on_usr1);
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  pid_t outer = fork();
+  if (outer == 0) {
+    if (fork() == 0) {
+      execvp(argv[1], argv + 1);
+      _exit(127);
+    }
+    usleep(200000); /* the launcher has started, with this one as its parent */
+    _exit(0);
+  }
+  waitpid(outer, NULL, 0);
+  for (int i = 0; i < 500 && !got; i++) usleep(10000);
+  printf("reaper %s SIGUSR1\n", got ? "got" : "did not get");
+  while (wait(NULL) > 0) {
+  }
+  return 0;
+}
+EOF
+for f in leaky waiter leakcc dropper unstoppable walled rawexit sigtool daemonize sandboxed reaper; do
   # shellcheck disable=SC2086 # HC_CC may be a command with arguments
   if ! $CC_CMD -g -O1 -fno-omit-frame-pointer -pthread -o "$tmp/$f" "$tmp/$f.c" 2>"$tmp/cc.log"; then
     cat "$tmp/cc.log"
@@ -716,6 +748,12 @@ done
 run sh -c "trap 'echo parent got USR1' USR1; \"$launcher\" sh -c 'kill -s USR1 \$PPID; sleep 0.2'; echo status=\$?"
 has "parent got USR1"
 has "status=0"
+# Once the process that started the launcher has ended, the program's
+# signal to its parent goes where it would go without the launcher: to the
+# parent the launcher has now (a subreaper here), not to the starter's old
+# pid (ESRCH, or an unrelated process that took the pid: adv30).
+run "$tmp/reaper" "$launcher" sh -c 'sleep 0.5; kill -s USR1 $PPID; sleep 0.2'
+has "reaper got SIGUSR1"
 # A signal the program sends to its own process group reached everyone in
 # it: the launcher passes it on to no one.  Run in a session of its own
 # (as a harness that kills job trees by group), the launcher's parent is
