@@ -29,7 +29,7 @@
 
 #define HC_OPTIONS(INT, BOOL, STR)                                                                         \
   /* base/ */                                                                                              \
-  STR(HEAPCHECK_LOG_PATH, "unset (stderr)", base, "reports go to `<prefix>.<pid>` files; stderr or stdout name a stream") \
+  STR(HEAPCHECK_LOG_PATH, "unset (stderr)", base, "reports go to `<prefix>.<pid>` files; stderr names the stream (the default)") \
   STR(HEAPCHECK_REPORT, "unset", base, "report files and reports: json:, sarif:, svg:, folded:, suppressions[:FILE], top[:N], old:AGE[:PERIOD], peak") \
   STR(HEAPCHECK_TREE, "unset", base, "set by the launcher: its private directory for the tree's records and reports") \
   INT(HEAPCHECK_TREE_PID, -1, -1, 1ll << 31, NULL, base, "set by the launcher: its pid (its own children report on stderr)") \

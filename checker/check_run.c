@@ -173,7 +173,7 @@ static int run_check(const hci_check_req_t *req, ssize_t *bytes, ssize_t *object
   hci_world_t w;
   if (hci_world_init(&w) != 0) {
     hci_leaks.incomplete = true;
-    say_incomplete(req, "out of memory for the check's own buffers (RLIMIT_AS or RLIMIT_DATA, or the address space is full)");
+    say_incomplete(req, "out of memory for the check's own buffers (RLIMIT_AS or RLIMIT_DATA, RLIMIT_MEMLOCK under mlockall(MCL_FUTURE), or the address space is full)");
     return 0;
   }
   w.self_sp = req->self_sp;

@@ -230,7 +230,7 @@ static int stopped_check(void *arg) {
   c->r->t_flood_cpu_ns = thread_cpu_ns() - c1;
   if (c->r->oom && !c->r->incomplete[0])
     hci_snprintf(c->r->incomplete, sizeof c->r->incomplete,
-                 "out of memory for the check's own buffers (RLIMIT_AS or RLIMIT_DATA, or the address space is full)");
+                 "out of memory for the check's own buffers (RLIMIT_AS or RLIMIT_DATA, RLIMIT_MEMLOCK under mlockall(MCL_FUTURE), or the address space is full)");
   if (!c->p->hold) hci_world_release(c->w); /* signals stay blocked: the locks are still held */
   hci_unlock_all();
   c->r->t_stop_ns = (t1 - t0) + (hci_os_now_ns() - t2);

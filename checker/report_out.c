@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <string.h>
 #include <time.h>
@@ -214,11 +215,22 @@ static void write_suppressions(const hci_fmt_check_t *c) {
   if (hci_is_secure() || !c->nrecs) return;
   char path[PATH_MAX];
   hci_fmt_path(path, sizeof path, hci_report_opts()->supp_file, c->in->name);
-  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  /* O_NONBLOCK: a FIFO nobody reads says ENXIO instead of holding the
+   * exit for good (its other threads stopped, its signals held: adv30);
+   * only a regular file is written. */
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    fd = -1;
+    errno = EINVAL;
+  }
   if (fd < 0) {
-    hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: cannot open suppressions output %s (errno %d)", path, errno);
+    hci_chk_log(HCI_LOG_ERROR, "heapcheck: error: cannot open suppressions output %s (errno %d%s)", path, errno,
+                errno == EINVAL || errno == ENXIO ? ": not a regular file" : "");
     return;
   }
+  fcntl(fd, F_SETFL, O_APPEND); /* blocking writes again */
   hci_out_t *o = hci_out_new(fd);
   if (!o) {
     close(fd);

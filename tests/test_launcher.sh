@@ -93,6 +93,21 @@ run "$launcher" --exit-code=256 "$clean"
 expect_rc 2
 run "$launcher" --suppressions="$tmp/does-not-exist" "$clean"
 expect_rc 2
+# Outputs that could never be written are refused at once: a FIFO nobody
+# reads as the suppressions output (the launcher waited for a reader for
+# good; a checked process did at its exit), an empty --log-file prefix
+# (reports went to hidden files ".<pid>").
+if mkfifo "$tmp/fifo" 2>/dev/null; then
+  run timeout -s KILL 20 "$launcher" --gen-suppressions="$tmp/fifo" "$clean"
+  expect_rc 2
+  has "is not a regular file"
+  run env HEAPCHECK=normal HEAPCHECK_REPORT=suppressions:"$tmp/fifo" LD_PRELOAD="$HC_LIB" timeout -s KILL 20 "$leaky"
+  expect_rc 1
+  has "cannot open suppressions output $tmp/fifo"
+fi
+run "$launcher" --log-file= "$clean"
+expect_rc 2
+has "--log-file needs a file name prefix"
 run "$launcher" "$tmp/does-not-exist"
 expect_rc 127
 has "command not found"

@@ -565,7 +565,12 @@ static void gen_suppressions(const char *supp) {
    * was there keeps its mode. */
   int fd = open(abs, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd >= 0) (void)fchmod(fd, 0600);
-  else if (errno == EEXIST) fd = open(abs, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+  else if (errno == EEXIST) {
+    /* O_NONBLOCK: a FIFO nobody reads says ENXIO instead of a wait for good;
+     * only a regular file will do (the checked processes append to it). */
+    if (stat(abs, &st) == 0 && !S_ISREG(st.st_mode)) die(2, "--gen-suppressions: '%s' is not a regular file", f);
+    fd = open(abs, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  }
   if (fd < 0) die(2, "--gen-suppressions: cannot create '%s': %s", f, strerror(errno));
   close(fd);
   const char *old = getenv("HEAPCHECK_REPORT");
@@ -612,6 +617,7 @@ int main(int argc, char **argv) {
   if (opt.verbose) set("HEAPCHECK_VERBOSE", "1");
   if (opt.no_follow) set("HEAPCHECK_NO_FOLLOW", "1");
   else unsetenv("HEAPCHECK_NO_FOLLOW");
+  if (opt.log_file && !*opt.log_file) die(2, "--log-file needs a file name prefix");
   if (opt.log_file) {
     char *abs = absolute(opt.log_file); /* children may change directory */
     set("HEAPCHECK_LOG_PATH", abs);
