@@ -1025,9 +1025,14 @@ int hci_world_stop(hci_world_t *w) {
    * at its RLIMIT_NPROC (non-root) had no word said. */
   if (transient && !stw.warned_transient) {
     stw.warned_transient = true;
-    hci_warn("a leak check could not create its ptrace helper task (RLIMIT_NPROC reached, or no memory); it "
+    /* A SCHED_DEADLINE thread may not create tasks (EAGAIN): the usual
+     * reasons were named for it (adv30). */
+    bool deadline = sched_getscheduler(0) == 6 /* SCHED_DEADLINE */;
+    hci_warn("a leak check could not create its ptrace helper task (%s); it "
              "stopped threads with signal %d instead, which interrupts some system calls of other threads (see "
              "\"Stopping threads\" in docs/leak-checking.md)",
+             deadline ? "the checking thread runs under SCHED_DEADLINE, which may not create tasks"
+                      : "RLIMIT_NPROC reached, or no memory",
              stw.signo);
   }
   if (w->nstopped) atomic_store(&hci_out_world_stopped, w->gen ? w->gen : 1);
