@@ -909,10 +909,20 @@ static void free_large_rest(hc_span_t *s, const void *p) {
  * handler's refill waited for ever for the page-heap lock its own thread
  * held in the sample's span (test_hostile's handler-alloc, sampling every
  * KiB: once in some hundred runs, in CI).  Two system calls a sample
- * (one per 512 KiB allocated by default).  me: hci_tc (the empty cache,
+ * (one per 512 KiB allocated by default), and only once the program has
+ * a handler (sigaction_watch.c tells: random_live made 63 000 such calls,
+ * about 5 % of its time, for nothing).  me: hci_tc (the empty cache,
  * shared, is never written). */
+static _Atomic bool handlers; /* the program installed a signal handler (hci_alloc_note_handler) */
+
+void hci_alloc_note_handler(void) {
+  if (!atomic_load_explicit(&handlers, memory_order_relaxed)) atomic_store_explicit(&handlers, true, memory_order_relaxed);
+}
+
 static void sample_begin(hc_tcache_t *me) {
-  if (me->is_real && me->stk.in_sample++ == 0) me->stk.held = hci_os_hold_signals();
+  if (!me->is_real || me->stk.in_sample++ != 0) return;
+  me->stk.holding = atomic_load_explicit(&handlers, memory_order_relaxed);
+  if (me->stk.holding) me->stk.held = hci_os_hold_signals();
 }
 
 /* Leaves it; the outermost frees what handlers deferred meanwhile (taken
@@ -929,7 +939,7 @@ static void sample_end(hc_tcache_t *me) {
       s = n;
     }
   }
-  if (--me->stk.in_sample == 0) hci_os_release_signals(me->stk.held);
+  if (--me->stk.in_sample == 0 && me->stk.holding) hci_os_release_signals(me->stk.held);
 }
 
 /* In line in both free paths: in checker mode every free runs it. */

@@ -479,6 +479,9 @@ bool hci_alloc_recording(void);
  * hci_alloc_set_recording, before the program's first free.  Ignored
  * without recording: the plain allocator never quarantines. */
 void hci_alloc_set_quarantine(size_t bytes);
+/* The program installed a signal handler (checker/sigaction_watch.c): sampled
+ * paths hold signals back from now on (alloc.c, sample_begin). */
+void hci_alloc_note_handler(void);
 /* Checker mode's table of the last frees (free_history.c), `entries` of
  * them, with the frees' stacks as `stacks` says (HC_FREE_STACKS_*; a
  * free without its stack keeps its caller): after hci_alloc_set_recording,

@@ -209,6 +209,7 @@ typedef struct hc_tc_memo {  /* the unwinder's (stacks/), used by alloc.c's stac
                                samples lock: a signal handler's malloc on it does not sample,
                                its free of a sampled block is deferred (alloc.c) */
   uint64_t held;            /* the signal mask before the outermost sample_begin (alloc.c) */
+  bool holding;             /* that sample_begin held signals back (held is to be put back) */
   struct hc_span *deferred; /* sampled spans such a handler freed, through next (alloc.c) */
   hc_unwind_memo_t memo;    /* last DWARF walk of an allocation stack (only under in_alloc) */
   hc_stack_memo_t frees;    /* stacks of recent frees (alloc.c's free_stack; only under in_alloc) */

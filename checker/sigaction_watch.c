@@ -54,7 +54,16 @@ int hci_real_sigaction(int sig, const struct sigaction *act, struct sigaction *o
   return (real_sigaction ? real_sigaction : __sigaction)(sig, act, old);
 }
 
+/* A handler of the program's: from now on the allocator's sampled paths
+ * hold signals back while they may hold its locks (hci_alloc_note_handler,
+ * alloc.c's sample_begin), which costs two system calls a sample that a
+ * program with no handler does not pay. */
+static void note(int sig, __sighandler_t h) {
+  if (sig > 0 && h != SIG_DFL && h != SIG_IGN && h != SIG_ERR) hci_alloc_note_handler();
+}
+
 hc_public __attribute__((weak)) int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (act) note(sig, act->sa_handler);
   return hci_stw_sigaction(sig, act, old);
 }
 
@@ -62,6 +71,7 @@ hc_public __attribute__((weak)) int sigaction(int sig, const struct sigaction *a
  * own signal blocked while it runs and the call restarted (siginterrupt's
  * choice is libc's own state: every other number keeps libc's function). */
 hc_public __attribute__((weak)) __sighandler_t signal(int sig, __sighandler_t handler) {
+  note(sig, handler);
   if (real_signal && (sig < SIGRTMIN || sig > SIGRTMAX)) return real_signal(sig, handler);
   struct sigaction act, old;
   memset(&act, 0, sizeof act);
