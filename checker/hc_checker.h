@@ -250,6 +250,10 @@ long long hci_raw_now_ns(void);
  * calls (usable from the helper task): its length (0: opened, nothing
  * read), or the kernel's -errno when it cannot be opened. */
 long hci_task_file(int fd, const char *task, const char *file, char *buf, size_t cap);
+/* Field n of a /proc stat line (proc(5)'s numbering: 1 pid, 2 comm, 3
+ * state, 4 ppid, 9 flags), counted from the last ')' since the command may
+ * hold spaces and parentheses; NULL when the line is shorter.  n >= 3. */
+const char *hci_stat_field(const char *stat, int n);
 /* Calls fn(ctx, tid) for every task listed by the directory descriptor fd
  * (read again from its start) but io_uring's workers, which never run user
  * code; returns the count or -1.  Raw system calls only: usable from the

@@ -21,12 +21,10 @@
  *
  * Locks: none; async-signal-safe (system calls only).
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -48,26 +46,18 @@ __attribute__((constructor)) static void parent_signal_init(void) {
   if (atomic_load_explicit(&launcher, memory_order_acquire) < 0) read_pids();
 }
 
-/* The launcher's parent now, from /proc/<launcher>/stat ("pid (comm) S
- * ppid ..."; comm may hold spaces and parentheses: after the last ')'),
- * or -1.  Not the one it had at its start: once that one has ended its
- * pid may be another process's (adv30), and the launcher, orphaned, has
- * the parent the program would have had without it. */
+/* The launcher's parent now (field 4 of /proc/<launcher>/stat), or -1.
+ * Not the one it had at its start: once that one has ended its pid may be
+ * another process's (adv30), and the launcher, orphaned, has the parent
+ * the program would have had without it. */
 static pid_t parent_of(pid_t pid) {
-  char path[40], buf[512];
-  hci_snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int saved = errno;
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-  long n = fd < 0 ? -1 : syscall(SYS_read, fd, buf, sizeof buf - 1);
-  if (fd >= 0) syscall(SYS_close, fd);
-  errno = saved;
-  if (n <= 0) return -1;
-  buf[n] = 0;
-  const char *c = strrchr(buf, ')');
-  if (!c || c[1] != ' ' || !c[2] || c[3] != ' ') return -1;
+  char dir[24], buf[512];
+  hci_snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
+  if (hci_task_file(AT_FDCWD, dir, "stat", buf, sizeof buf) <= 0) return -1;
+  const char *c = hci_stat_field(buf, 4);
   long ppid = 0;
-  for (c += 4; *c >= '0' && *c <= '9'; c++) ppid = ppid * 10 + (*c - '0');
-  return *c == ' ' && ppid > 0 ? (pid_t)ppid : -1;
+  for (; c && *c >= '0' && *c <= '9'; c++) ppid = ppid * 10 + (*c - '0');
+  return c && *c == ' ' && ppid > 0 ? (pid_t)ppid : -1;
 }
 
 /* Where a signal to pid goes: the launcher's parent when pid is our

@@ -194,6 +194,19 @@ long hci_task_file(int fd, const char *task, const char *file, char *buf, size_t
   return got;
 }
 
+const char *hci_stat_field(const char *stat, int n) {
+  const char *p = strrchr(stat, ')');
+  if (!p) return NULL;
+  for (int field = 2, i = 1; field < n; field++) { /* p: field's end */
+    if (p[i] != ' ') return NULL;
+    p += i + 1;
+    if (field + 1 == n) return *p ? p : NULL;
+    for (i = 0; p[i] && p[i] != ' '; i++) {
+    }
+  }
+  return NULL;
+}
+
 /* Whether task `task` (a name in the task list fd) is a kernel worker of
  * the process: io_uring's iou-wrk-N (io-wq) and iou-sqp-N (an SQPOLL ring's
  * poller), and the vhost_task threads (Linux 6.4: vhost-N of vhost-net,
@@ -208,12 +221,8 @@ long hci_task_file(int fd, const char *task, const char *file, char *buf, size_t
 static bool io_worker(int fd, const char *task) {
   char buf[512];
   if (hci_task_file(fd, task, "stat", buf, sizeof buf) <= 0) return false;
-  /* "tid (comm) S ppid pgrp session tty_nr tpgid flags ...": the command
-   * may hold spaces and parentheses, so count from the last ')'. */
-  const char *p = strrchr(buf, ')');
+  const char *p = hci_stat_field(buf, 9);
   if (!p) return false;
-  for (int field = 2; field < 9 && *p; p++)
-    if (*p == ' ') field++;
   unsigned long flags = 0;
   while (*p >= '0' && *p <= '9') flags = flags * 10 + (unsigned long)(*p++ - '0');
   return (flags & (TASK_IO_WORKER | TASK_USER_WORKER)) != 0;
@@ -503,6 +512,15 @@ static bool vfork_pending(int from) {
 /* Reaps the report of slot t, signalled, if it has one: its stop (its
  * registers read) or its exit.  One wait4 for its tid, which the kernel
  * answers without going through every tracee as a wait4(-1) does. */
+/* A stop report st of t: true for a signal-delivery stop (event 0), whose
+ * signal is kept (the first one: the others stay queued) and re-injected
+ * at detach; false for an event stop (our interrupt, a group stop). */
+static bool keep_signal(hci_thread_t *t, int st) {
+  if ((st >> 16) != 0) return false;
+  if (!t->inject_sig) t->inject_sig = WSTOPSIG(st);
+  return true;
+}
+
 static bool reap(hci_thread_t *t) {
   int st = 0;
   long r;
@@ -515,7 +533,7 @@ static bool reap(hci_thread_t *t) {
   } else if (WIFSTOPPED(st)) {
     /* PTRACE_EVENT_STOP: our interrupt, or a group-stop (kept on detach);
      * event 0: a signal-delivery-stop, its signal is re-injected. */
-    if ((st >> 16) == 0) t->inject_sig = WSTOPSIG(st);
+    keep_signal(t, st);
     read_regs(t, (st >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(st) == SIGTRAP);
     atomic_store(&t->state, HCI_T_STOPPED);
   } else {
@@ -597,7 +615,7 @@ static bool unlisten(hci_thread_t *t) {
     long r = RAW(SYS_wait4, t->tid, &st, __WALL | WNOHANG, 0);
     if (r == t->tid) {
       if (WIFSTOPPED(st)) {
-        if ((st >> 16) == 0 && !t->inject_sig) t->inject_sig = WSTOPSIG(st);
+        keep_signal(t, st);
         return true;
       }
       t->traced = false; /* it ended */
@@ -634,11 +652,7 @@ static bool reap_reports(void) {
     if (!t) continue;
     if (WIFSTOPPED(st)) {
       t->listening = false;
-      if ((st >> 16) == 0) {
-        if (!t->inject_sig) t->inject_sig = WSTOPSIG(st);
-      } else if (!t->inject_sig) {
-        listen_to(t);
-      }
+      if (!keep_signal(t, st) && !t->inject_sig) listen_to(t);
       continue;
     }
     ended |= atomic_load(&t->state) == HCI_T_STOPPED;

@@ -604,8 +604,8 @@ int hci_task_zombie(int taskfd, int tid) {
   if (n == 0) return 1; /* reaped meanwhile */
   /* 'Z' or 'X' after the command: a zombie thread group leader (it called
    * pthread_exit) never runs again. */
-  const char *p = strrchr(buf, ')');
-  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+  const char *p = hci_stat_field(buf, 3);
+  return p && (*p == 'Z' || *p == 'X');
 }
 
 /* Whether thread tid blocks the stop signal now (SigBlk of its status,
