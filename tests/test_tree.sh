@@ -657,17 +657,27 @@ fi
 # ready.  It starts with SIGHUP, SIGINT and SIGQUIT at their default: a
 # background job of this shell has the last two ignored, a run under nohup
 # the first, and the program would inherit that.
-signal_test() {
-  ready=$tmp/ready.$1.$2
+# start_ready READY CMD...: CMD in the background (output to sig.out, its
+# pid in lpid) until it has made the file READY (30 s at most);
+# end_started: its status (rc) and output (out).
+start_ready() {
+  ready=$1
+  shift
   rm -f "$ready"
-  "$tmp/sigtool" dfl 1,2,3 "$launcher" "$tmp/waiter" "$ready" "$2" >"$tmp/sig.out" 2>&1 &
+  "$@" >"$tmp/sig.out" 2>&1 &
   lpid=$!
   n=0
   while [ ! -e "$ready" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
-  kill -s "$1" "$lpid"
+}
+end_started() {
   wait "$lpid"
   rc=$?
   out=$(cat "$tmp/sig.out")
+}
+signal_test() {
+  start_ready "$tmp/ready.$1.$2" "$tmp/sigtool" dfl 1,2,3 "$launcher" "$tmp/waiter" "$tmp/ready.$1.$2" "$2"
+  kill -s "$1" "$lpid"
+  end_started
   cur="launcher got SIG$1, program $2"
   expect_rc "$3"
 }
@@ -679,17 +689,11 @@ signal_test INT die 130
 # A signal the launcher was started with ignored stays ignored in the
 # program (nohup's SIGHUP): the launcher catches it and passes it on, the
 # program ignores it, and the SIGTERM after it ends the program.
-ready=$tmp/ready.hup
-"$tmp/sigtool" ign 1 "$launcher" "$tmp/waiter" "$ready" die >"$tmp/sig.out" 2>&1 &
-lpid=$!
-n=0
-while [ ! -e "$ready" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
+start_ready "$tmp/ready.hup" "$tmp/sigtool" ign 1 "$launcher" "$tmp/waiter" "$tmp/ready.hup" die
 kill -s HUP "$lpid"
 sleep 0.3
 kill -s TERM "$lpid"
-wait "$lpid"
-rc=$?
-out=$(cat "$tmp/sig.out")
+end_started
 cur="nohup'ed launcher got SIGHUP then SIGTERM"
 expect_rc 143
 # The program starts with the dispositions the launcher was started with:
@@ -727,16 +731,9 @@ has resumed
 # stop` of systemd images) killed the launcher (158, 165) and the program
 # ran on without it.
 for sig in PWR RTMIN+3 URG; do
-  ready=$tmp/ready.$sig
-  rm -f "$ready"
-  "$launcher" sh -c "trap 'echo got $sig; exit 7' $sig; : > \"$ready\"; i=0; while [ \$i -lt 100 ]; do sleep 0.05; i=\$((i + 1)); done; exit 3" >"$tmp/sig.out" 2>&1 &
-  lpid=$!
-  n=0
-  while [ ! -e "$ready" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
+  start_ready "$tmp/ready.$sig" "$launcher" sh -c "trap 'echo got $sig; exit 7' $sig; : > \"$tmp/ready.$sig\"; i=0; while [ \$i -lt 100 ]; do sleep 0.05; i=\$((i + 1)); done; exit 3"
   kill -s "$sig" "$lpid"
-  wait "$lpid"
-  rc=$?
-  out=$(cat "$tmp/sig.out")
+  end_started
   cur="launcher got SIG$sig"
   expect_rc 7
   has "got $sig"
